@@ -1,0 +1,1 @@
+"""Benchmark-family builders (``hetbench.builders``): each composes table -> partition -> publish."""

@@ -1,0 +1,1 @@
+"""hetbench's command line (``hetbench.cli``): thin click commands over the library."""

@@ -1,0 +1,32 @@
+"""Upload a built folder to the Hugging Face hub (the only place hetbench touches a network)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from hetbench.errors import HetbenchError
+from hetbench.manifest import read_manifest
+
+
+def upload_folder(folder: str | Path, repo_id: str, private: bool = False, token: str | None = None) -> str:
+    """Create (or reuse) the dataset repo and upload ``folder``; one clear error when offline."""
+    read_manifest(folder)  # refuse anything that is not a hetbench build
+    if not re.fullmatch(r"[A-Za-z0-9][\w.-]*/[\w.-]+", repo_id):
+        raise HetbenchError(f"--repo-id must look like ORG/NAME (got '{repo_id}')")
+    from huggingface_hub import HfApi
+
+    api = HfApi(token=token)
+    try:
+        api.create_repo(repo_id, repo_type="dataset", private=private, exist_ok=True)
+        info = api.upload_folder(
+            folder_path=str(folder),
+            repo_id=repo_id,
+            repo_type="dataset",
+            commit_message="hetbench build",
+            ignore_patterns=[".*"],
+        )
+    except Exception as exc:  # network down, no token, no rights: one line, exit 2
+        reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise HetbenchError(f"upload to the hub failed ({type(exc).__name__}: {reason[:200]})") from exc
+    return getattr(info, "commit_url", None) or f"https://huggingface.co/datasets/{repo_id}"

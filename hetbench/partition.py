@@ -1,0 +1,165 @@
+"""Partition: the sample -> client assignment, its recipe and its fingerprint (DESIGN.md section 2).
+
+Everything else about a split (client sizes, per-client indices, label matrices, EMD) is derived
+from the assignment, so this object stays small and hashable.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from enum import IntEnum
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+
+
+class DropReason(IntEnum):
+    """Why a sample has assignment -1. Stored as int8 beside the assignment."""
+
+    KEPT = 0
+    CLASS_UNASSIGNED = 1  # its class was given to no client (classes-per-client, alpha=0 with few clients)
+    CLIENT_TOO_SMALL = 2  # its natural client had fewer than --min-samples samples
+    REMAINDER = 3  # left over when cutting equal shards / equal sizes
+    MISSING_VALUE = 4  # the partitioning column is missing (null / NaN) for this sample
+    FILTERED = 5  # removed by a recipe filter
+    OUT_OF_RANGE = 6  # a coordinate or value out of its valid range
+
+    @property
+    def label(self) -> str:
+        return self.name.lower().replace("_", "-")
+
+
+def canonical_json(obj: Any) -> str:
+    """JSON with sorted keys and no whitespace: the form every fingerprint hashes."""
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=True, default=_json_default)
+
+
+def _json_default(obj: Any) -> Any:
+    if isinstance(obj, np.integer):
+        return int(obj)
+    if isinstance(obj, np.floating):
+        return float(obj)
+    if isinstance(obj, np.ndarray):
+        return obj.tolist()
+    raise TypeError(f"not JSON serialisable: {type(obj).__name__}")
+
+
+def sha256_of_arrays(*arrays: np.ndarray, extra: str = "") -> str:
+    """sha256 over the little-endian bytes of each array (dtype and shape included) and a string."""
+    h = hashlib.sha256()
+    for a in arrays:
+        a = np.ascontiguousarray(a)
+        a = a.astype(a.dtype.newbyteorder("<"), copy=False)
+        h.update(f"{a.dtype.str}{a.shape}".encode())
+        h.update(a.tobytes())
+    h.update(extra.encode())
+    return h.hexdigest()
+
+
+@dataclass(frozen=True)
+class Partition:
+    """Assignment of ``n`` samples to ``num_clients`` clients.
+
+    Attributes:
+        assignment: int32, one client index per sample; -1 means dropped.
+        num_clients: number of clients (client indices are ``0 .. num_clients-1``).
+        client_names: a display name per client (S2 token, user id, device, ``"client_7"``).
+        recipe: method, parameters, seed and input fingerprint: enough to recompute the assignment.
+        drop_reason: int8 :class:`DropReason` per sample (0 where kept).
+    """
+
+    assignment: np.ndarray
+    num_clients: int
+    client_names: tuple[str, ...]
+    recipe: Mapping[str, Any]
+    drop_reason: np.ndarray = field(default=None)  # type: ignore[assignment]
+
+    def __post_init__(self) -> None:
+        a = np.asarray(self.assignment)
+        if a.ndim != 1:
+            raise ValueError("assignment must be one-dimensional")
+        a = a.astype(np.int32, copy=False)
+        if a.size and (a.min() < -1 or a.max() >= self.num_clients):
+            raise ValueError("assignment holds client indices outside [-1, num_clients)")
+        object.__setattr__(self, "assignment", a)
+        if len(self.client_names) != self.num_clients:
+            raise ValueError("need exactly one client name per client")
+        object.__setattr__(self, "client_names", tuple(str(c) for c in self.client_names))
+        r = self.drop_reason
+        if r is None:
+            r = np.where(a < 0, int(DropReason.FILTERED), 0).astype(np.int8)
+        r = np.asarray(r, dtype=np.int8)
+        if r.shape != a.shape or np.any((r == 0) != (a >= 0)):
+            raise ValueError("drop_reason must be non-zero exactly where the assignment is -1")
+        object.__setattr__(self, "drop_reason", r)
+        object.__setattr__(self, "recipe", dict(self.recipe))
+
+    # ---- derived views -------------------------------------------------------------------
+    @property
+    def num_samples(self) -> int:
+        return int(self.assignment.size)
+
+    @property
+    def num_kept(self) -> int:
+        return int(np.count_nonzero(self.assignment >= 0))
+
+    def client_sizes(self) -> np.ndarray:
+        """Samples per client (int64, length ``num_clients``)."""
+        kept = self.assignment[self.assignment >= 0]
+        return np.bincount(kept, minlength=self.num_clients).astype(np.int64)
+
+    def client_indices(self) -> list[np.ndarray]:
+        """Sample indices of every client, ascending, in one stable sort (no per-client scans)."""
+        order = np.argsort(self.assignment, kind="stable")
+        bounds = np.searchsorted(self.assignment[order], np.arange(-1, self.num_clients + 1))
+        return [order[bounds[c + 1] : bounds[c + 2]] for c in range(self.num_clients)]
+
+    def dropped_counts(self) -> dict[str, int]:
+        codes, counts = np.unique(self.drop_reason[self.drop_reason != 0], return_counts=True)
+        return {DropReason(int(c)).label: int(k) for c, k in zip(codes, counts)}
+
+    def label_matrix(self, labels: np.ndarray, num_classes: int) -> np.ndarray:
+        """Clients x classes count matrix of the kept samples."""
+        keep = self.assignment >= 0
+        flat = self.assignment[keep].astype(np.int64) * num_classes + np.asarray(labels)[keep]
+        return np.bincount(flat, minlength=self.num_clients * num_classes).reshape(self.num_clients, num_classes)
+
+    # ---- identity ------------------------------------------------------------------------
+    @property
+    def fingerprint(self) -> str:
+        """sha256 over the assignment and the canonical JSON of the recipe (DESIGN.md section 2)."""
+        return sha256_of_arrays(self.assignment, extra=canonical_json(self.recipe))
+
+    def with_recipe(self, **updates: Any) -> "Partition":
+        recipe = dict(self.recipe)
+        recipe.update(updates)
+        return Partition(self.assignment, self.num_clients, self.client_names, recipe, self.drop_reason)
+
+
+def default_client_names(num_clients: int) -> tuple[str, ...]:
+    width = max(1, len(str(max(num_clients - 1, 0))))
+    return tuple(f"client_{i:0{width}d}" for i in range(num_clients))
+
+
+def parse_sizes(sizes: Sequence[int] | None, num_clients: int, n: int) -> np.ndarray:
+    """Client sizes: equal (n // N, the first n % N clients one larger) or exactly as given."""
+    from hetbench.errors import HetbenchError
+
+    if num_clients < 1:
+        raise HetbenchError(f"--clients must be at least 1 (got {num_clients})")
+    if sizes is None:
+        if num_clients > n:
+            raise HetbenchError(f"more clients ({num_clients}) than samples ({n})")
+        base = np.full(num_clients, n // num_clients, dtype=np.int64)
+        base[: n % num_clients] += 1
+        return base
+    s = np.asarray(list(sizes), dtype=np.int64)
+    if s.size != num_clients:
+        raise HetbenchError(f"--sizes gives {s.size} sizes for {num_clients} clients")
+    if np.any(s < 0):
+        raise HetbenchError("--sizes must not be negative")
+    if int(s.sum()) != n:
+        raise HetbenchError(f"--sizes sum to {int(s.sum())} but the data has {n} samples")
+    return s

@@ -1,0 +1,44 @@
+"""Partitioners: sample table -> Partition. Look one up by name with :func:`get_partitioner`."""
+
+from __future__ import annotations
+
+from hetbench.errors import HetbenchError
+from hetbench.partitioners.base import Partitioner, make_rng
+from hetbench.partitioners.dirichlet import DirichletPartitioner
+from hetbench.partitioners.iid import IIDPartitioner
+from hetbench.partitioners.natural_id import NaturalIdPartitioner
+from hetbench.partitioners.shards import ClassesPerClientPartitioner, ShardsPartitioner
+
+REGISTRY: dict[str, type[Partitioner]] = {
+    cls.name: cls
+    for cls in (
+        IIDPartitioner,
+        DirichletPartitioner,
+        ShardsPartitioner,
+        ClassesPerClientPartitioner,
+        NaturalIdPartitioner,
+    )
+}
+
+
+def get_partitioner(method: str, params: dict | None = None) -> Partitioner:
+    """Rebuild a partitioner from its recipe (``method`` and ``params``)."""
+    if method not in REGISTRY:
+        raise HetbenchError(f"unknown partition method '{method}'; known: {', '.join(sorted(REGISTRY))}")
+    try:
+        return REGISTRY[method](**(params or {}))
+    except TypeError as exc:
+        raise HetbenchError(f"bad parameters for '{method}': {exc}") from exc
+
+
+__all__ = [
+    "Partitioner",
+    "make_rng",
+    "get_partitioner",
+    "REGISTRY",
+    "IIDPartitioner",
+    "DirichletPartitioner",
+    "ShardsPartitioner",
+    "ClassesPerClientPartitioner",
+    "NaturalIdPartitioner",
+]

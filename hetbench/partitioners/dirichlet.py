@@ -1,0 +1,202 @@
+"""Label-Dirichlet partitioners, both schemes that the literature calls "Dirichlet".
+
+``scheme="client"`` - Hsu, Qi & Brown (2019; 2020 Appendix B.1), exactly: each client k draws
+    q_k ~ Dir(alpha * p) over the C classes, p the population's class distribution (so the
+    concentration sums to alpha), has a fixed size (n/N or given), and samples its examples class by
+    class *without replacement*. When a set S of classes runs out, it is removed and each remaining
+    client's distribution renormalised (Eq. 5):
+        q~_k(y) = 0                                  for y in S
+        q~_k(y) = q_k(y) / (1 - sum_{s in S} q_k(s))  otherwise.
+    alpha -> inf gives q_k = p (IID); alpha = 0 gives one class per client.
+
+``scheme="class"`` - the per-class-over-clients variant (Yurochkin et al. 2019), called "Dirichlet"
+    by Flower (DirichletPartitioner), NIID-Bench (noniid-labeldir), FedLab (hetero_dir) and FL-bench:
+    for each class c, shares over clients s_c ~ Dir(alpha * 1_N), and class c's samples are cut at
+    the cumulative shares. ``min_size`` is met by a deterministic repair step
+    (:func:`~hetbench.partitioners._alloc.repair_min_size`) instead of resampling until it fits,
+    which is what hangs FedLab (#232) and FL-bench (#29) and makes Flower give up after 10 tries.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Sequence
+
+import numpy as np
+
+from hetbench.errors import HetbenchError
+from hetbench.partition import DropReason, default_client_names, parse_sizes
+from hetbench.partitioners._alloc import (
+    assign_from_counts,
+    largest_remainder,
+    repair_min_size,
+    split_evenly,
+)
+from hetbench.partitioners.base import Partitioner
+
+SCHEMES = ("client", "class")
+
+
+def check_alpha(alpha: float) -> float:
+    alpha = float(alpha)
+    if math.isnan(alpha) or alpha < 0:
+        raise HetbenchError(f"--alpha must be >= 0 (got {alpha}); use 'inf' for IID")
+    return alpha
+
+
+# ---- scheme = client (Hsu et al.) -----------------------------------------------------------
+def hsu_client_counts(
+    class_counts: np.ndarray, sizes: np.ndarray, alpha: float, rng: np.random.Generator
+) -> np.ndarray:
+    """Clients x classes counts of Hsu et al.'s Appendix B.1 procedure (0 < alpha <= inf).
+
+    Clients are filled in index order. Client k's ``sizes[k]`` draws from q_k are made at once as a
+    multinomial; draws of an exhausted class are rejected and redrawn from q_k restricted to the
+    classes that remain, which is exactly Eq. 5's renormalisation (rejection sampling of one draw at
+    a time gives the same distribution). If q_k puts no mass on any remaining class (possible for
+    tiny alpha), the client draws from the remaining pool in proportion to what is left.
+    """
+    class_counts = np.asarray(class_counts, dtype=np.int64)
+    num_clients, num_classes = sizes.size, class_counts.size
+    present = class_counts > 0
+    p = class_counts / class_counts.sum()
+    if math.isinf(alpha):
+        q = np.tile(p, (num_clients, 1))
+    else:
+        q = np.zeros((num_clients, num_classes))
+        q[:, present] = rng.dirichlet(alpha * p[present], size=num_clients)
+    remaining = class_counts.copy()
+    counts = np.zeros((num_clients, num_classes), dtype=np.int64)
+    for k in range(num_clients):
+        need = int(sizes[k])
+        while need > 0:
+            w = np.where(remaining > 0, q[k], 0.0)
+            total = w.sum()
+            if not total > 1e-300:
+                w = remaining.astype(np.float64)
+                total = w.sum()
+            draw = rng.multinomial(need, w / total)
+            take = np.minimum(draw, remaining)
+            counts[k] += take
+            remaining -= take
+            need -= int(take.sum())
+    return counts
+
+
+def one_class_counts(class_counts: np.ndarray, num_clients: int, rng: np.random.Generator) -> np.ndarray:
+    """alpha = 0 (the limit of Dir(alpha p)): every client holds exactly one class.
+
+    Clients per class are proportional to the class sizes (largest remainder, at least one client
+    for every class when there are enough clients); the clients of a class share it evenly. With
+    fewer clients than classes, ``num_clients`` classes are chosen with probability proportional to
+    their size and the others are dropped (reason ``class-unassigned``).
+    """
+    class_counts = np.asarray(class_counts, dtype=np.int64)
+    present = np.flatnonzero(class_counts > 0)
+    counts = np.zeros((num_clients, class_counts.size), dtype=np.int64)
+    if num_clients < present.size:
+        chosen = rng.choice(present, size=num_clients, replace=False, p=class_counts[present] / class_counts.sum())
+        per_class = np.zeros(class_counts.size, dtype=np.int64)
+        per_class[chosen] = 1
+    else:
+        extra = num_clients - present.size
+        quotas = class_counts[present] * (extra / class_counts.sum())
+        per_class = np.zeros(class_counts.size, dtype=np.int64)
+        per_class[present] = 1 + largest_remainder(quotas, extra, rng)
+    owners = rng.permutation(np.repeat(np.arange(class_counts.size), per_class))
+    for c in np.flatnonzero(per_class):
+        holders = np.flatnonzero(owners == c)
+        counts[holders, c] = split_evenly(int(class_counts[c]), holders.size)
+    return counts
+
+
+# ---- scheme = class (hetero-dir) --------------------------------------------------------------
+def class_dirichlet_shares(num_classes: int, num_clients: int, alpha: float, rng: np.random.Generator) -> np.ndarray:
+    """Classes x clients shares, each row ~ Dir(alpha * 1_N); alpha = inf gives 1/N."""
+    if math.isinf(alpha):
+        return np.full((num_classes, num_clients), 1.0 / num_clients)
+    if alpha == 0:
+        shares = np.zeros((num_classes, num_clients))
+        shares[np.arange(num_classes), rng.integers(0, num_clients, size=num_classes)] = 1.0
+        return shares
+    return rng.dirichlet(np.full(num_clients, alpha), size=num_classes)
+
+
+def shares_to_counts(shares: np.ndarray, class_counts: np.ndarray) -> np.ndarray:
+    """Cut each class at its cumulative shares (floor), as Flower and NIID-Bench do; clients x classes."""
+    cum = np.floor(np.cumsum(shares, axis=1) * class_counts[:, None]).astype(np.int64)
+    cum[:, -1] = class_counts
+    cum = np.maximum.accumulate(np.minimum(cum, class_counts[:, None]), axis=1)
+    per_class = np.diff(np.concatenate([np.zeros((shares.shape[0], 1), np.int64), cum], axis=1), axis=1)
+    return per_class.T
+
+
+def class_dirichlet_counts(
+    class_counts: np.ndarray, num_clients: int, alpha: float, rng: np.random.Generator, min_size: int = 0
+) -> np.ndarray:
+    """Clients x classes counts of the per-class Dirichlet, repaired to ``min_size``."""
+    class_counts = np.asarray(class_counts, dtype=np.int64)
+    shares = class_dirichlet_shares(class_counts.size, num_clients, alpha, rng)
+    counts = shares_to_counts(shares, class_counts)
+    return repair_min_size(counts, min_size, preference=shares.T)
+
+
+class DirichletPartitioner(Partitioner):
+    """Label-Dirichlet split; see the module docstring for the two schemes."""
+
+    name = "dirichlet"
+
+    def __init__(
+        self,
+        num_clients: int = 10,
+        alpha: float = 0.5,
+        scheme: str = "client",
+        sizes: Sequence[int] | None = None,
+        min_size: int = 0,
+    ) -> None:
+        if scheme not in SCHEMES:
+            raise HetbenchError(f"unknown --scheme '{scheme}'; choose one of: {', '.join(SCHEMES)}")
+        if num_clients < 1:
+            raise HetbenchError(f"--clients must be at least 1 (got {num_clients})")
+        if min_size < 0:
+            raise HetbenchError(f"--min-size must be >= 0 (got {min_size})")
+        if scheme == "class" and sizes is not None:
+            raise HetbenchError("--sizes applies to --scheme client; the class scheme's sizes follow the Dirichlet draws")
+        if scheme == "client" and min_size:
+            raise HetbenchError("--min-size applies to --scheme class; with --scheme client every client has its given size")
+        self.num_clients = int(num_clients)
+        self.alpha = check_alpha(alpha)
+        self.scheme = scheme
+        self.sizes = None if sizes is None else [int(s) for s in sizes]
+        self.min_size = int(min_size)
+        if self.scheme == "client" and self.alpha == 0 and self.sizes is not None:
+            raise HetbenchError("alpha = 0 gives one class per client, whose sizes follow the class sizes; drop --sizes")
+
+    def params(self) -> dict:
+        alpha = "inf" if math.isinf(self.alpha) else self.alpha
+        return {
+            "num_clients": self.num_clients,
+            "alpha": alpha,
+            "scheme": self.scheme,
+            "sizes": self.sizes,
+            "min_size": self.min_size,
+        }
+
+    def client_counts(self, labels: np.ndarray, num_classes: int, rng: np.random.Generator) -> np.ndarray:
+        """The clients x classes count matrix (the pure numpy heart of this partitioner)."""
+        class_counts = np.bincount(labels, minlength=num_classes)
+        n = int(labels.size)
+        if self.num_clients > n:
+            raise HetbenchError(f"more clients ({self.num_clients}) than samples ({n})")
+        if self.scheme == "class":
+            return class_dirichlet_counts(class_counts, self.num_clients, self.alpha, rng, self.min_size)
+        if self.alpha == 0:
+            return one_class_counts(class_counts, self.num_clients, rng)
+        sizes = parse_sizes(self.sizes, self.num_clients, n)
+        return hsu_client_counts(class_counts, sizes, self.alpha, rng)
+
+    def _assign(self, table, split, rng):
+        labels = table.labels[split]
+        counts = self.client_counts(labels, table.num_classes, rng)
+        assignment, reason = assign_from_counts(labels, counts, rng, DropReason.CLASS_UNASSIGNED)
+        return assignment, reason, self.num_clients, default_client_names(self.num_clients)

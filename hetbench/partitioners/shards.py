@@ -1,0 +1,103 @@
+"""Label-sorted shards (McMahan et al. 2017) and k classes per client (the "pathological" split)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from hetbench.errors import HetbenchError
+from hetbench.partition import DropReason, default_client_names
+from hetbench.partitioners._alloc import assign_from_counts, class_sorted_order, split_evenly
+from hetbench.partitioners.base import Partitioner
+
+
+def shard_assignment(
+    labels: np.ndarray, num_clients: int, shards_per_client: int, rng: np.random.Generator
+) -> tuple[np.ndarray, np.ndarray]:
+    """Sort by label, cut into ``num_clients * shards_per_client`` equal shards, deal each client
+    ``shards_per_client`` random shards. The ``n mod num_shards`` samples that do not fill a shard
+    are chosen at random and dropped (reason ``remainder``), so no class is favoured."""
+    n = labels.size
+    num_shards = num_clients * shards_per_client
+    if num_shards > n:
+        raise HetbenchError(f"{num_clients} clients x {shards_per_client} shards = {num_shards} shards > {n} samples")
+    shard_size = n // num_shards
+    kept = np.sort(rng.choice(n, size=shard_size * num_shards, replace=False))
+    order = kept[class_sorted_order(labels[kept], rng)]
+    owner_of_shard = rng.permutation(np.repeat(np.arange(num_clients, dtype=np.int32), shards_per_client))
+    assignment = np.full(n, -1, dtype=np.int32)
+    assignment[order] = np.repeat(owner_of_shard, shard_size)
+    reason = np.where(assignment < 0, np.int8(DropReason.REMAINDER), np.int8(0)).astype(np.int8)
+    return assignment, reason
+
+
+def classes_per_client_counts(
+    class_counts: np.ndarray, num_clients: int, k: int, rng: np.random.Generator
+) -> np.ndarray:
+    """Clients x classes counts where each client holds exactly ``k`` classes.
+
+    Client i's first class is the (i mod C)-th of a random class order, so every class has a holder
+    whenever N >= C; its other k-1 classes are distinct and uniform at random. A class is shared
+    evenly by its holders; a class with no holder (N < C) is dropped (``class-unassigned``).
+    """
+    present = np.flatnonzero(np.asarray(class_counts) > 0)
+    num_present = present.size
+    if k < 1 or k > num_present:
+        raise HetbenchError(f"--classes-per-client must be between 1 and {num_present} (got {k})")
+    first = rng.permutation(present)[np.arange(num_clients) % num_present]
+    held = np.zeros((num_clients, class_counts.size), dtype=bool)
+    held[np.arange(num_clients), first] = True
+    if k > 1:
+        keys = rng.random((num_clients, num_present))
+        keys[held[:, present]] = np.inf  # never pick the first class again
+        others = present[np.argsort(keys, axis=1)[:, : k - 1]]
+        held[np.repeat(np.arange(num_clients), k - 1), others.ravel()] = True
+    counts = np.zeros(held.shape, dtype=np.int64)
+    for c in present:
+        holders = np.flatnonzero(held[:, c])
+        if holders.size:
+            counts[holders, c] = rng.permutation(split_evenly(int(class_counts[c]), holders.size))
+    return counts
+
+
+class ShardsPartitioner(Partitioner):
+    """McMahan et al. (2017): sort by label, cut into shards, ``shards_per_client`` shards each."""
+
+    name = "shards"
+
+    def __init__(self, num_clients: int = 10, shards_per_client: int = 2) -> None:
+        if num_clients < 1 or shards_per_client < 1:
+            raise HetbenchError("--clients and --shards-per-client must be at least 1")
+        self.num_clients = int(num_clients)
+        self.shards_per_client = int(shards_per_client)
+
+    def params(self) -> dict:
+        return {"num_clients": self.num_clients, "shards_per_client": self.shards_per_client}
+
+    def _assign(self, table, split, rng):
+        a, r = shard_assignment(table.labels[split], self.num_clients, self.shards_per_client, rng)
+        return a, r, self.num_clients, default_client_names(self.num_clients)
+
+
+class ClassesPerClientPartitioner(Partitioner):
+    """Pathological split: each client holds exactly ``k`` classes, shared evenly with their other holders."""
+
+    name = "classes-per-client"
+
+    def __init__(self, num_clients: int = 10, classes_per_client: int = 2) -> None:
+        if num_clients < 1:
+            raise HetbenchError(f"--clients must be at least 1 (got {num_clients})")
+        self.num_clients = int(num_clients)
+        self.classes_per_client = int(classes_per_client)
+
+    def params(self) -> dict:
+        return {"num_clients": self.num_clients, "classes_per_client": self.classes_per_client}
+
+    def _assign(self, table, split, rng):
+        labels = table.labels[split]
+        if self.num_clients > labels.size:
+            raise HetbenchError(f"more clients ({self.num_clients}) than samples ({labels.size})")
+        counts = classes_per_client_counts(
+            np.bincount(labels, minlength=table.num_classes), self.num_clients, self.classes_per_client, rng
+        )
+        a, r = assign_from_counts(labels, counts, rng, DropReason.CLASS_UNASSIGNED)
+        return a, r, self.num_clients, default_client_names(self.num_clients)

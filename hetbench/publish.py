@@ -1,0 +1,172 @@
+"""Write a federated split as a Hugging Face dataset folder (DESIGN.md section 3).
+
+```
+<out>/README.md            dataset card (YAML configs + features, heterogeneity summary, plots)
+<out>/data/<split>-NNNNN-of-NNNNN.parquet
+<out>/hetbench.json        manifest (recipe, fingerprints, per-client sample ids)
+<out>/report.json          heterogeneity report
+<out>/plots/*.png
+```
+
+Rows are streamed from the source in Arrow batches and written shard by shard; images are embedded
+as bytes (``embed_table_storage``), never left as file paths. The folder is written atomically.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from hetbench.atomic import atomic_dir
+from hetbench.card import render_card
+from hetbench.errors import HetbenchError
+from hetbench.manifest import build_manifest, write_manifest
+from hetbench.progress import progress_bar
+from hetbench.report import compute_report, write_report
+from hetbench.splits import FederatedSplit
+
+TARGET_SHARD_BYTES = 256 * 1024 * 1024
+BATCH_ROWS = 10_000
+
+
+def output_features(fs: FederatedSplit):
+    """Source features with ``label`` as a ClassLabel and ``client_id`` as int32.
+
+    The source's label column becomes ``label``; a different source column already called ``label``
+    or ``client_id`` is kept under ``source_label`` / ``source_client_id``.
+    """
+    import datasets
+
+    src = fs.table.splits[fs.outputs["train"].source_split].features
+    label_col = fs.table.label_column
+    feats: dict[str, Any] = {}
+    for name, feat in src.items():
+        if name == label_col:
+            feats["label"] = datasets.ClassLabel(names=list(fs.table.class_names))
+        elif name == "label":
+            feats["source_label"] = feat
+        elif name == "client_id":
+            feats["source_client_id"] = feat
+        else:
+            feats[name] = feat
+    feats["client_id"] = datasets.Value("int32")
+    return datasets.Features(feats)
+
+
+def _renamed(name: str, label_col: str) -> str:
+    if name == label_col:
+        return "label"
+    return {"label": "source_label", "client_id": "source_client_id"}.get(name, name)
+
+
+def _write_split(
+    fs: FederatedSplit, split: str, features, data_dir: Path, bar, shard_bytes: int
+) -> list[str]:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    from datasets.table import embed_table_storage
+
+    rows = fs.outputs[split]
+    ds = fs.table.splits[rows.source_split]
+    labels = fs.table.labels[rows.source_split]
+    n = len(rows)
+    per_row = max(ds.data.nbytes / max(len(ds), 1), 1.0)
+    rows_per_shard = max(1, int(shard_bytes // per_row))
+    num_shards = max(1, math.ceil(n / rows_per_shard))
+    rows_per_shard = max(1, math.ceil(n / num_shards))
+    schema = features.arrow_schema
+    has_media = any(type(f).__name__ in ("Image", "Audio", "Video", "Pdf") for f in features.values())
+    table = ds.with_format("arrow")
+    files = []
+    for shard in range(num_shards):
+        name = f"{split}-{shard:05d}-of-{num_shards:05d}.parquet"
+        files.append(f"data/{name}")
+        lo, hi = shard * rows_per_shard, min(n, (shard + 1) * rows_per_shard)
+        with pq.ParquetWriter(data_dir / name, schema) as writer:
+            for start in range(lo, hi, BATCH_ROWS) if hi > lo else [lo]:
+                stop = min(hi, start + BATCH_ROWS)
+                idx = rows.rows[start:stop]
+                batch = table[idx]
+                cols = {_renamed(c, fs.table.label_column): batch.column(c) for c in batch.column_names}
+                cols["label"] = pa.array(labels[idx], type=pa.int64())
+                cols["client_id"] = pa.array(rows.client_ids[start:stop], type=pa.int32())
+                out = pa.table({k: cols[k] for k in features}).cast(schema)
+                if has_media:
+                    out = embed_table_storage(out)
+                writer.write_table(out)
+                bar.update(advance=int(idx.size))
+    return files
+
+
+def publish_split(
+    fs: FederatedSplit,
+    out: str | os.PathLike,
+    *,
+    name: str | None = None,
+    overwrite: bool = False,
+    quiet: bool = False,
+    shard_bytes: int = TARGET_SHARD_BYTES,
+) -> dict[str, Any]:
+    """Write ``fs`` to ``out`` (atomically) and return the report."""
+    out = Path(out)
+    name = name or out.name
+    features = output_features(fs)
+    total = sum(len(r) for r in fs.outputs.values())
+    with atomic_dir(out, overwrite) as tmp:
+        data_dir = tmp / "data"
+        data_dir.mkdir()
+        files: dict[str, list[str]] = {}
+        with progress_bar(f"writing {name}", total, quiet) as bar:
+            for split in fs.outputs:
+                files[split] = _write_split(fs, split, features, data_dir, bar, shard_bytes)
+        report = compute_report(
+            {s: r.client_ids for s, r in fs.outputs.items()},
+            {s: fs.labels(s) for s in fs.outputs},
+            fs.table.class_names,
+            fs.client_names,
+            fs.dropped,
+        )
+        plots = write_report(report, tmp)
+        manifest = build_manifest(fs, files, name)
+        write_manifest(manifest, tmp)
+        task = "image-classification" if "image" in features else "tabular-classification"
+        card = render_card(
+            name=name,
+            description=fs.table.description,
+            source=fs.table.source,
+            recipe=fs.recipe,
+            report=report,
+            manifest=manifest,
+            plots=plots,
+            features_yaml=features._to_yaml_list(),
+            license=fs.table.license,
+            task=task,
+        )
+        (tmp / "README.md").write_text(card, encoding="utf-8")
+    return report
+
+
+def read_built_columns(folder: str | os.PathLike, columns: tuple[str, ...] = ("client_id", "label")) -> dict[str, dict[str, np.ndarray]]:
+    """Selected columns of every split of a built folder, read straight from its parquet files."""
+    import pyarrow.parquet as pq
+
+    from hetbench.manifest import read_manifest
+
+    manifest = read_manifest(folder)
+    out: dict[str, dict[str, np.ndarray]] = {}
+    for split, info in manifest["splits"].items():
+        parts = []
+        for f in info["files"]:
+            path = Path(folder) / f
+            if not path.is_file():
+                raise HetbenchError(f"{path} is missing")
+            parts.append(pq.read_table(path, columns=list(columns)))
+        out[split] = {
+            c: np.concatenate([p.column(c).to_numpy() for p in parts]) if parts else np.zeros(0, np.int64)
+            for c in columns
+        }
+    return out

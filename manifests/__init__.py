@@ -1,0 +1,1 @@
+"""Recipes and frozen manifests shipped with hetbench (``hetbench.manifests``)."""
