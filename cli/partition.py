@@ -27,7 +27,7 @@ def _source_options(fn: Callable) -> Callable:
                      help="Per-client hold-out fraction with --test-split client."),
         click.option("--out", default=None, type=click.Path(file_okay=False),
                      help="Output folder (default: hetbench_splits/<dataset>-<method>-<params>-s<seed>)."),
-        click.option("--name", default=None, help="Data set name in the card (default: the folder name)."),
+        click.option("--name", default=None, help="Data set name in the card and manifest (default: <dataset>-<method>-<params>-s<seed>)."),
         click.option("--overwrite", is_flag=True, help="Replace --out if it exists."),
         click.option("--quiet", "-q", is_flag=True, help="No progress bar or summary."),
     ]
@@ -57,11 +57,12 @@ def _run(partitioner, tag: str, opts: dict[str, Any]) -> None:
     from hetbench.sources import load_table
     from hetbench.splits import build_split
 
-    out = Path(opts["out"]) if opts["out"] else _default_out(opts["dataset"], tag, opts["seed"])
+    default = _default_out(opts["dataset"], tag, opts["seed"])
+    out = Path(opts["out"]) if opts["out"] else default
     check_out_dir(out, opts["overwrite"])  # fail before any work
     table = load_table(opts["dataset"], opts["label_col"], opts["id_col"])
     fs = build_split(table, partitioner, opts["seed"], opts["test_split"], opts["test_fraction"])
-    report = publish_split(fs, out, name=opts["name"], overwrite=opts["overwrite"], quiet=opts["quiet"])
+    report = publish_split(fs, out, name=opts["name"] or default.name, overwrite=opts["overwrite"], quiet=opts["quiet"])
     if not opts["quiet"]:
         st = report["size_stats"]
         click.echo(

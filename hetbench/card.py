@@ -8,7 +8,7 @@ import yaml
 
 
 def front_matter(
-    splits: list[str], features_yaml: list[dict], license: str, task: str, pretty_name: str
+    splits: list[str], features_yaml: list[dict], license: str, task: str, pretty_name: str, file_tag: str
 ) -> str:
     meta = {
         "pretty_name": pretty_name,
@@ -19,7 +19,7 @@ def front_matter(
             {
                 "config_name": "default",
                 "default": True,
-                "data_files": [{"split": s, "path": f"data/{s}-*.parquet"} for s in splits],
+                "data_files": [{"split": s, "path": f"data/{s}-{file_tag}-*.parquet"} for s in splits],
             }
         ],
         "dataset_info": {"features": features_yaml},
@@ -52,6 +52,7 @@ def render_card(
     features_yaml: list[dict],
     license: str,
     task: str,
+    file_tag: str,
 ) -> str:
     splits = list(manifest["splits"])
     st = report["size_stats"]
@@ -116,4 +117,4 @@ With Flower Datasets: `NaturalIdPartitioner(partition_by="client_id")`.
 
 Licence of the data: `{license}` (that of the source data set).
 """
-    return front_matter(splits, features_yaml, license, task, name) + body
+    return front_matter(splits, features_yaml, license, task, name, file_tag) + body

@@ -2,11 +2,16 @@
 
 ```
 <out>/README.md            dataset card (YAML configs + features, heterogeneity summary, plots)
-<out>/data/<split>-NNNNN-of-NNNNN.parquet
+<out>/data/<split>-<fingerprint>-NNNNN-of-NNNNN.parquet
 <out>/hetbench.json        manifest (recipe, fingerprints, per-client sample ids)
 <out>/report.json          heterogeneity report
 <out>/plots/*.png
 ```
+
+The first 12 hex digits of the split fingerprint are part of every shard name and of the card's
+``data_files`` patterns: ``datasets`` caches a local folder under its *basename* and its config's
+patterns, not its contents, so without them a rebuilt folder (``--overwrite``) or another folder of
+the same name would load stale rows from the cache.
 
 Rows are streamed from the source in Arrow batches and written shard by shard; images are embedded
 as bytes (``embed_table_storage``), never left as file paths. The folder is written atomically.
@@ -83,7 +88,7 @@ def _write_split(
     table = ds.with_format("arrow")
     files = []
     for shard in range(num_shards):
-        name = f"{split}-{shard:05d}-of-{num_shards:05d}.parquet"
+        name = f"{split}-{fs.fingerprint[:12]}-{shard:05d}-of-{num_shards:05d}.parquet"
         files.append(f"data/{name}")
         lo, hi = shard * rows_per_shard, min(n, (shard + 1) * rows_per_shard)
         with pq.ParquetWriter(data_dir / name, schema) as writer:
@@ -143,6 +148,7 @@ def publish_split(
             manifest=manifest,
             plots=plots,
             features_yaml=features._to_yaml_list(),
+            file_tag=fs.fingerprint[:12],
             license=fs.table.license,
             task=task,
         )

@@ -18,8 +18,9 @@ import importlib.util
 import io
 import os
 import re
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 import numpy as np
 
@@ -28,7 +29,7 @@ from hetbench.table import SampleTable, arrow_column, column_to_numpy, encode_la
 
 BUILTINS = ("builtin:digits", "builtin:mnist5k")
 DEFAULT_DATASET = "builtin:digits"
-_SPLIT_RE = re.compile(r"^(?P<split>[A-Za-z0-9_]+?)(?:[-_.]\d+.*)?(?:-of-\d+)?\.parquet$")
+KNOWN_SPLITS = ("train", "validation", "test", "global_test")
 
 
 def load_table(
@@ -45,8 +46,28 @@ def load_table(
             raise HetbenchError(f"unknown built-in dataset '{dataset}'; choose one of: {', '.join(BUILTINS)}")
         splits, meta = _load_builtin(dataset)
     else:
-        splits, meta = _load_path_or_hub(dataset)
+        with _datasets_bars_off():
+            splits, meta = _load_path_or_hub(dataset)
     return _to_table(splits, dataset, label_col, id_col, meta)
+
+
+@contextmanager
+def _datasets_bars_off() -> Iterator[None]:
+    """Silence datasets' progress bars and log lines while reading a source: hetbench shows its own
+    progress, and turns a failed read into one error line."""
+    import datasets
+    from datasets.utils import logging as hf_logging
+
+    was_off = datasets.are_progress_bars_disabled()
+    verbosity = hf_logging.get_verbosity()
+    datasets.disable_progress_bars()
+    hf_logging.set_verbosity(hf_logging.CRITICAL)
+    try:
+        yield
+    finally:
+        hf_logging.set_verbosity(verbosity)
+        if not was_off:
+            datasets.enable_progress_bars()
 
 
 # ---- built-in data sets ---------------------------------------------------------------------
@@ -158,9 +179,9 @@ def _load_path_or_hub(dataset: str) -> tuple[dict, dict]:
 
 
 def _split_of(file: Path) -> str:
-    m = _SPLIT_RE.match(file.name)
-    name = m.group("split") if m else "train"
-    return name if name in ("train", "test", "validation", "global_test") else "train"
+    """Split named by a parquet file: its name up to the first '-' or '.' if that is a known split."""
+    name = re.split(r"[-.]", file.name, maxsplit=1)[0]
+    return name if name in KNOWN_SPLITS else "train"
 
 
 def _load_parquet_files(files: list[Path]) -> dict:
@@ -178,11 +199,19 @@ def _split_order(split: str) -> tuple[int, str]:
 
 
 def _load_hetbench_folder(path: Path) -> dict:
-    files = sorted((path / "data").glob("*.parquet"))
-    if not files:
-        raise HetbenchError(f"hetbench build '{path}' has no data/*.parquet files")
-    splits = _load_parquet_files(files)
-    return {s: ds.remove_columns([c for c in ("client_id",) if c in ds.column_names]) for s, ds in splits.items()}
+    """A hetbench build as a source: its splits as listed in hetbench.json, without ``client_id``."""
+    import datasets
+
+    from hetbench.manifest import read_manifest
+
+    splits = {}
+    for split, info in read_manifest(path)["splits"].items():
+        files = [str(path / f) for f in info.get("files", [])]
+        if not files or not all(Path(f).is_file() for f in files):
+            raise HetbenchError(f"hetbench build '{path}' is missing parquet files of split '{split}'")
+        ds = datasets.Dataset.from_parquet(files)
+        splits[split] = ds.remove_columns([c for c in ("client_id",) if c in ds.column_names])
+    return splits
 
 
 def _load_hub(repo_id: str) -> dict:

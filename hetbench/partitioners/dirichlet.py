@@ -103,6 +103,12 @@ def one_class_counts(class_counts: np.ndarray, num_clients: int, rng: np.random.
         quotas = class_counts[present] * (extra / class_counts.sum())
         per_class = np.zeros(class_counts.size, dtype=np.int64)
         per_class[present] = 1 + largest_remainder(quotas, extra, rng)
+        # a class cannot have more holders than samples: move the excess to the classes that have
+        # the most samples per holder (terminates: num_clients <= n was checked by the caller)
+        per_class = np.minimum(per_class, class_counts)
+        while per_class.sum() < num_clients:
+            load = np.where(per_class < class_counts, class_counts / np.maximum(per_class + 1, 1), -1.0)
+            per_class[int(np.argmax(load))] += 1
     owners = rng.permutation(np.repeat(np.arange(class_counts.size), per_class))
     for c in np.flatnonzero(per_class):
         holders = np.flatnonzero(owners == c)

@@ -28,9 +28,7 @@ def encode_keys(columns: Sequence) -> tuple[list[np.ndarray], list]:
     chunks = [c.dictionary_decode() if pa.types.is_dictionary(c.type) else c for c in chunks]
     if any(pa.types.is_floating(c.type) for c in chunks):
         chunks = [pc.if_else(pc.is_nan(c), None, c) if pa.types.is_floating(c.type) else c for c in chunks]
-    types = {c.type for c in chunks}
-    if len(types) > 1:
-        chunks = [c.cast(pa.string()) for c in chunks]
+    chunks = _common_type(chunks)
     uniq = pc.unique(pa.chunked_array(chunks)).drop_null()
     uniq = uniq.take(pc.array_sort_indices(uniq))
     codes = []
@@ -38,6 +36,30 @@ def encode_keys(columns: Sequence) -> tuple[list[np.ndarray], list]:
         idx = pc.index_in(c, value_set=uniq)
         codes.append(idx.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64))
     return codes, uniq.to_pylist()
+
+
+def _common_type(chunks: list) -> list:
+    """Cast columns of several splits to one type that keeps numeric order where it can.
+
+    All-null columns take the others' type; integer columns of different widths become int64,
+    integer and float columns float64; only a real mix (numbers and strings) falls back to strings.
+    """
+    import pyarrow as pa
+
+    typed = [c.type for c in chunks if not pa.types.is_null(c.type)]
+    if not typed:
+        return chunks
+    if all(t == typed[0] for t in typed):
+        target = typed[0]
+    elif all(pa.types.is_integer(t) for t in typed):
+        target = pa.int64()
+    elif all(pa.types.is_integer(t) or pa.types.is_floating(t) for t in typed):
+        target = pa.float64()
+    elif all(pa.types.is_string(t) or pa.types.is_large_string(t) for t in typed):
+        target = pa.large_string()
+    else:
+        target = pa.string()
+    return [c if c.type == target else c.cast(target) for c in chunks]
 
 
 def natural_id_assignment(
