@@ -122,9 +122,9 @@ class Partition:
 
     def label_matrix(self, labels: np.ndarray, num_classes: int) -> np.ndarray:
         """Clients x classes count matrix of the kept samples."""
-        keep = self.assignment >= 0
-        flat = self.assignment[keep].astype(np.int64) * num_classes + np.asarray(labels)[keep]
-        return np.bincount(flat, minlength=self.num_clients * num_classes).reshape(self.num_clients, num_classes)
+        from hetbench.metrics import label_matrix
+
+        return label_matrix(self.assignment, np.asarray(labels), self.num_clients, num_classes)
 
     # ---- identity ------------------------------------------------------------------------
     @property

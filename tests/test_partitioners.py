@@ -340,10 +340,11 @@ def test_hsu_real_exhaustion_sizes_met():
 
 @st.composite
 def one_class_case(draw):
-    """Class counts >= 2 and at most n/2 clients: every client can (and must) get exactly one class."""
-    cc = np.asarray(draw(st.lists(st.integers(2, 40), min_size=1, max_size=6)), dtype=np.int64)
+    """Any class counts (absent classes included) and any number of clients up to n."""
+    cc = np.asarray(draw(st.lists(st.integers(0, 40), min_size=1, max_size=6)), dtype=np.int64)
     n = int(cc.sum())
-    k = draw(st.integers(1, max(1, n // 2)))
+    assume(n >= 1)
+    k = draw(st.integers(1, min(n, 60)))
     return cc, k
 
 
@@ -353,13 +354,15 @@ def test_dirichlet_client_alpha0_one_class_per_client(case, seed):
     cc, k = case
     labels = np.repeat(np.arange(cc.size), cc)
     C = cc.size
+    P = int(np.count_nonzero(cc))
     make = lambda: DirichletPartitioner(num_clients=k, alpha=0.0, scheme="client")  # noqa: E731
     part = check_seeds(make, lambda: make_table(labels, C), seed)
     check_invariants(part, labels, C, k)
     lm = part.label_matrix(labels, C)
-    assert np.all((lm > 0).sum(axis=1) == 1)  # exactly one class per client
+    assert np.all((lm > 0).sum(axis=1) == 1)  # exactly one class per client (so no empty client)
+    assert np.array_equal(lm, make().client_counts(labels, C, make_rng(seed)))
     held = np.flatnonzero(lm.sum(axis=0) > 0)
-    if k >= C:
+    if k >= P:
         assert part.num_kept == labels.size  # every class has a holder
     else:
         assert held.size == k  # k distinct classes, the others dropped
@@ -372,16 +375,16 @@ def test_dirichlet_client_alpha0_one_class_per_client(case, seed):
         assert vals.sum() == cc[c]
 
 
-@pytest.mark.xfail(
-    reason="BUG: one_class_counts gives a class more holders than it has samples (largest_remainder "
-    "over class_counts * extra / n), so some clients end up empty instead of holding one class",
-    strict=True,
-)
-@pytest.mark.parametrize("cc, k", [([1, 9], 10), ([1, 10, 10], 10)])
+@pytest.mark.parametrize("cc, k", [([1, 9], 10), ([1, 10, 10], 10), ([1, 1, 1, 50], 40)])
 def test_dirichlet_client_alpha0_never_leaves_a_client_empty(cc, k):
+    """Regression: one_class_counts used to give a class more holders than samples (largest
+    remainder of class_counts * extra / n), leaving clients empty; e.g. [1, 9] with 10 clients gave
+    class 0 two holders, one of them with no sample."""
     cc = np.asarray(cc)
-    counts = one_class_counts(cc, k, np.random.default_rng(0))
-    assert np.all((counts > 0).sum(axis=1) == 1), counts
+    for seed in range(5):
+        counts = one_class_counts(cc, k, np.random.default_rng(seed))
+        assert np.all((counts > 0).sum(axis=1) == 1), counts
+        assert np.array_equal(counts.sum(axis=0), cc)
     labels = np.repeat(np.arange(cc.size), cc)
     part = DirichletPartitioner(num_clients=k, alpha=0.0).partition(make_table(labels, cc.size), 0)
     assert np.all(part.client_sizes() >= 1)
@@ -633,6 +636,21 @@ def test_classes_per_client_different_seeds_differ():
     t = make_table(labels, 5)
     parts = [ClassesPerClientPartitioner(num_clients=10, classes_per_client=2).partition(t, s) for s in range(5)]
     assert distinct_assignments(parts)
+
+
+def test_classes_per_client_exactly_k_with_a_tiny_class():
+    # classes of 1, 100 and 100 samples, 2 clients x 2 classes: {0, 1} + {1, 2} (or {0, 2} + {1, 2})
+    # gives both clients exactly two classes; class 0 must not be given to both.
+    cc = np.array([1, 100, 100])
+    for seed in range(20):
+        counts = classes_per_client_counts(cc, 2, 2, np.random.default_rng(seed))
+        assert np.all((counts > 0).sum(axis=1) == 2), (seed, counts)
+
+
+def test_classes_per_client_impossible_request_fails_clearly():
+    # classes of 1, 1 and 30 samples cannot give 3 clients two distinct classes each
+    with pytest.raises(HetbenchError, match="cannot give every client 2 classes"):
+        classes_per_client_counts(np.array([1, 1, 30]), 3, 2, np.random.default_rng(0))
 
 
 def test_classes_per_client_bad_parameters_raise():

@@ -250,13 +250,10 @@ def test_build_split_natural_policy_properties(train_users, test_users, min_samp
     assert sum(fs.dropped["test"].values()) == len(test_users) - len(expected_rows)
 
 
-@pytest.mark.xfail(
-    reason="BUG: encode_keys casts every split to string when the splits' Arrow types differ "
-    "(an all-null or narrower-int test column), so numeric ids sort lexically ('10' < '2')",
-    strict=True,
-)
 @pytest.mark.parametrize("test_type", ["null", "int32"])
 def test_build_split_natural_names_sorted_numerically_whatever_the_test_column_type(test_type):
+    """Regression: encode_keys used to cast every split to string when the splits' Arrow types
+    differed (an all-null or a narrower-int test column), so numeric ids sorted lexically."""
     train_users = [2, 10, 9, 2, 10, 9]
     if test_type == "null":
         test_users, features = [None, None], None

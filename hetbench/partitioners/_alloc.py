@@ -14,9 +14,19 @@ from hetbench.partition import DropReason
 
 
 def class_sorted_order(labels: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-    """Sample indices grouped by class, in random order inside each class."""
-    perm = rng.permutation(labels.size)
-    return perm[np.argsort(labels[perm], kind="stable")]
+    """Sample indices grouped by class (ascending), in uniformly random order inside each class.
+
+    A stable radix sort by label (labels cast to uint16 where they fit) followed by one in-place
+    shuffle per class segment: each segment is small enough to stay in cache, which makes this
+    several times faster than one permutation of all n samples followed by a comparison sort.
+    """
+    labels = np.asarray(labels)
+    key = labels.astype(np.uint16) if labels.size and 0 <= labels.min() and labels.max() < 65536 else labels
+    order = np.argsort(key, kind="stable")
+    bounds = np.flatnonzero(key[order][1:] != key[order][:-1]) + 1
+    for segment in np.split(order, bounds):
+        rng.shuffle(segment)  # a view: shuffles ``order`` in place
+    return order
 
 
 def assign_from_counts(

@@ -21,7 +21,9 @@ def shard_assignment(
     if num_shards > n:
         raise HetbenchError(f"{num_clients} clients x {shards_per_client} shards = {num_shards} shards > {n} samples")
     shard_size = n // num_shards
-    kept = np.sort(rng.choice(n, size=shard_size * num_shards, replace=False))
+    keep = np.ones(n, dtype=bool)
+    keep[rng.choice(n, size=n - shard_size * num_shards, replace=False)] = False
+    kept = np.flatnonzero(keep)
     order = kept[class_sorted_order(labels[kept], rng)]
     owner_of_shard = rng.permutation(np.repeat(np.arange(num_clients, dtype=np.int32), shards_per_client))
     assignment = np.full(n, -1, dtype=np.int32)
@@ -36,21 +38,38 @@ def classes_per_client_counts(
     """Clients x classes counts where each client holds exactly ``k`` classes.
 
     Client i's first class is the (i mod C)-th of a random class order, so every class has a holder
-    whenever N >= C; its other k-1 classes are distinct and uniform at random. A class is shared
-    evenly by its holders; a class with no holder (N < C) is dropped (``class-unassigned``).
+    whenever N >= C; its other k-1 classes are distinct and uniform at random among the classes that
+    still have a sample to spare (a class of m samples can have at most m holders, so no holder ends
+    up with nothing of it). A class is shared evenly by its holders; a class with no holder (N < C)
+    is dropped (``class-unassigned``). Raises :class:`HetbenchError` when no such allocation exists
+    for the classes' sizes.
     """
-    present = np.flatnonzero(np.asarray(class_counts) > 0)
+    class_counts = np.asarray(class_counts, dtype=np.int64)
+    present = np.flatnonzero(class_counts > 0)
     num_present = present.size
     if k < 1 or k > num_present:
         raise HetbenchError(f"--classes-per-client must be between 1 and {num_present} (got {k})")
-    first = rng.permutation(present)[np.arange(num_clients) % num_present]
+    if num_clients * k > int(class_counts.sum()):
+        raise HetbenchError(f"{num_clients} clients x {k} classes needs at least {num_clients * k} samples")
+    capacity = class_counts.copy()
     held = np.zeros((num_clients, class_counts.size), dtype=bool)
-    held[np.arange(num_clients), first] = True
-    if k > 1:
-        keys = rng.random((num_clients, num_present))
-        keys[held[:, present]] = np.inf  # never pick the first class again
-        others = present[np.argsort(keys, axis=1)[:, : k - 1]]
-        held[np.repeat(np.arange(num_clients), k - 1), others.ravel()] = True
+    cycle = rng.permutation(present)
+    for i in range(num_clients):
+        first = int(cycle[i % num_present])
+        if capacity[first] == 0:
+            free = np.flatnonzero(capacity > 0)
+            first = int(free[rng.integers(free.size)]) if free.size else first
+        picks = [first] if capacity[first] > 0 else []
+        if k > len(picks):
+            free = np.flatnonzero((capacity > 0) & ~np.isin(np.arange(capacity.size), picks))
+            if free.size < k - len(picks):
+                raise HetbenchError(
+                    f"cannot give every client {k} classes: the classes are too small for {num_clients} clients "
+                    "(a class of m samples can be shared by at most m clients)"
+                )
+            picks += rng.choice(free, size=k - len(picks), replace=False).tolist()
+        held[i, picks] = True
+        capacity[picks] -= 1
     counts = np.zeros(held.shape, dtype=np.int64)
     for c in present:
         holders = np.flatnonzero(held[:, c])
