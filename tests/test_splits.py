@@ -17,33 +17,12 @@ from hetbench.partitioners import (
     ShardsPartitioner,
 )
 from hetbench.splits import build_split, stratified_holdout
-from hetbench.table import SampleTable
+from tables import make_table
 
 PROPS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 FEW = settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
-def make_table(labels, num_classes, users=None, test_labels=None, test_users=None, features=None) -> SampleTable:
-    labels = np.asarray(labels, dtype=np.int64)
-    cols = {"label": labels.tolist()}
-    if users is not None:
-        cols["user"] = list(users)
-    splits = {"train": datasets.Dataset.from_dict(cols)}
-    lab = {"train": labels}
-    if test_labels is not None:
-        test_labels = np.asarray(test_labels, dtype=np.int64)
-        tcols = {"label": test_labels.tolist()}
-        if test_users is not None:
-            tcols["user"] = list(test_users)
-        splits["test"] = datasets.Dataset.from_dict(tcols, features=features)
-        lab["test"] = test_labels
-    return SampleTable(
-        splits=splits,
-        label_column="label",
-        class_names=[f"c{i}" for i in range(num_classes)],
-        labels=lab,
-        source={"dataset": "mem"},
-    )
 
 
 # ---- stratified_holdout ---------------------------------------------------------------------------
