@@ -110,7 +110,17 @@ checks it against the fingerprints above.
 from datasets import load_dataset
 
 ds = load_dataset("path/or/hub-id/of/this/dataset")
-client_7 = ds["train"].filter(lambda cid: cid == 7, input_columns="client_id")
+
+# rows are grouped by client_id (ascending), so a client is one contiguous range
+import numpy as np
+cids = np.asarray(ds["train"].with_format("arrow")["client_id"])
+lo, hi = np.searchsorted(cids, [7, 8])
+client_7 = ds["train"].select(range(lo, hi))
+
+# or, with hetbench installed: every client at once, zero-copy
+from hetbench.clients import ClientPartitions
+clients = ClientPartitions.from_dataset(ds["train"])
+client_7 = clients.load_partition(7)      # a datasets.Dataset; clients.table(7) gives Arrow
 ```
 
 With Flower Datasets: `NaturalIdPartitioner(partition_by="client_id")`.

@@ -110,11 +110,21 @@ class Partition:
         kept = self.assignment[self.assignment >= 0]
         return np.bincount(kept, minlength=self.num_clients).astype(np.int64)
 
+    def client_order(self) -> tuple[np.ndarray, np.ndarray]:
+        """(order, bounds): kept sample indices grouped by client (ascending inside each client), and
+        client c's slice ``order[bounds[c]:bounds[c + 1]]``. One stable radix sort where the client
+        ids fit in 16 bits, no per-client scans."""
+        key = self.assignment + 1  # dropped (-1) first
+        if self.num_clients < 65535:
+            key = key.astype(np.uint16)
+        order = np.argsort(key, kind="stable")
+        bounds = np.searchsorted(self.assignment[order], np.arange(0, self.num_clients + 1))
+        return order[bounds[0] :], bounds - bounds[0]
+
     def client_indices(self) -> list[np.ndarray]:
-        """Sample indices of every client, ascending, in one stable sort (no per-client scans)."""
-        order = np.argsort(self.assignment, kind="stable")
-        bounds = np.searchsorted(self.assignment[order], np.arange(-1, self.num_clients + 1))
-        return [order[bounds[c + 1] : bounds[c + 2]] for c in range(self.num_clients)]
+        """Sample indices of every client, ascending."""
+        order, bounds = self.client_order()
+        return [order[bounds[c] : bounds[c + 1]] for c in range(self.num_clients)]
 
     def dropped_counts(self) -> dict[str, int]:
         codes, counts = np.unique(self.drop_reason[self.drop_reason != 0], return_counts=True)

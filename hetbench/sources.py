@@ -20,12 +20,15 @@ import os
 import re
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterator
+from typing import TYPE_CHECKING, Any, Iterator
 
 import numpy as np
 
 from hetbench.errors import HetbenchError
 from hetbench.table import SampleTable, arrow_column, column_to_numpy, encode_labels
+
+if TYPE_CHECKING:  # pragma: no cover
+    import datasets
 
 BUILTINS = ("builtin:digits", "builtin:mnist5k")
 DEFAULT_DATASET = "builtin:digits"
@@ -33,14 +36,18 @@ KNOWN_SPLITS = ("train", "validation", "test", "global_test")
 
 
 def load_table(
-    dataset: str = DEFAULT_DATASET,
+    dataset: "str | datasets.Dataset | datasets.DatasetDict" = DEFAULT_DATASET,
     label_col: str | None = None,
     id_col: str | None = None,
 ) -> SampleTable:
-    """Load ``dataset`` (see module docstring) as a SampleTable.
+    """Load ``dataset`` (see module docstring, or an in-memory ``Dataset`` / ``DatasetDict``) as a
+    SampleTable. ``label_col`` defaults to ``label`` (or the only ClassLabel column); ``id_col`` to none.
 
-    ``label_col`` defaults to ``label`` (or the only ClassLabel column); ``id_col`` to none.
+    An in-memory source cannot be loaded again by ``hetbench verify``; its manifest records it as
+    ``in-memory``.
     """
+    if not isinstance(dataset, str):
+        return table_from_datasets(dataset, label_col, id_col)
     if dataset.startswith("builtin:"):
         if dataset not in BUILTINS:
             raise HetbenchError(f"unknown built-in dataset '{dataset}'; choose one of: {', '.join(BUILTINS)}")
@@ -225,6 +232,20 @@ def _load_hub(repo_id: str) -> dict:
             f"({type(exc).__name__})"
         ) from exc
     return dict(obj) if isinstance(obj, datasets.DatasetDict) else {"train": obj}
+
+
+def table_from_datasets(obj, label_col: str | None = None, id_col: str | None = None, name: str = "in-memory") -> SampleTable:
+    """A SampleTable over an in-memory ``datasets.Dataset`` (one ``train`` split), ``DatasetDict``
+    or ``{split: Dataset}`` mapping."""
+    import datasets
+
+    if isinstance(obj, datasets.Dataset):
+        splits = {"train": obj}
+    elif isinstance(obj, (datasets.DatasetDict, dict)):
+        splits = dict(obj)
+    else:
+        raise HetbenchError(f"cannot read a {type(obj).__name__} as a data set")
+    return _to_table(splits, name, label_col, id_col, {})
 
 
 # ---- common ---------------------------------------------------------------------------------
