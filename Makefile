@@ -1,5 +1,5 @@
 # hetbench: two commands.
-#   make demo  - set up .venv (torch 2.13.0 CPU first), then run the main job on the embedded data
+#   make demo  - set up .venv (torch 2.13.0 CPU first), then run the main jobs on the embedded data
 #   make test  - the same set-up if needed, then the whole test suite
 PYTHON ?= python3
 VENV   ?= .venv
@@ -25,7 +25,9 @@ demo: $(STAMP)
 	HF_DATASETS_OFFLINE=1 HF_HUB_OFFLINE=1 $(HB) partition dirichlet --alpha 0.1 --clients 20 --out $(DEMO)/digits-dirichlet-a0.1
 	HF_DATASETS_OFFLINE=1 HF_HUB_OFFLINE=1 $(HB) report $(DEMO)/digits-dirichlet-a0.1
 	HF_DATASETS_OFFLINE=1 HF_HUB_OFFLINE=1 $(HB) verify $(DEMO)/digits-dirichlet-a0.1
-	@echo "demo: load it with  datasets.load_dataset('$(DEMO)/digits-dirichlet-a0.1')"
+	HF_DATASETS_OFFLINE=1 HF_HUB_OFFLINE=1 $(HB) build iso-isp --stages wb,tone --num-proc 2 --out $(DEMO)/iso-isp-wb-tone
+	HF_DATASETS_OFFLINE=1 HF_HUB_OFFLINE=1 $(HB) verify $(DEMO)/iso-isp-wb-tone
+	@echo "demo: load them with  datasets.load_dataset('$(DEMO)/digits-dirichlet-a0.1')  and  datasets.load_dataset('$(DEMO)/iso-isp-wb-tone')"
 
 test: $(STAMP)
 	HF_DATASETS_OFFLINE=1 HF_HUB_OFFLINE=1 $(PY) -m pytest -n 2 -q
@@ -33,6 +35,7 @@ test: $(STAMP)
 bench: $(STAMP)
 	$(PY) -m pip install --quiet -e ".[dev,bench]"
 	$(PY) benchmarks/bench_partition.py
+	$(PY) benchmarks/bench_isp.py
 
 clean:
 	rm -rf $(DEMO) hetbench_splits .pytest_cache .hypothesis

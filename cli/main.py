@@ -28,10 +28,12 @@ def cli() -> None:
 
 
 def _register() -> None:
+    from hetbench.cli.build import build
     from hetbench.cli.partition import partition
     from hetbench.cli.tools import publish, report, verify
 
     cli.add_command(partition)
+    cli.add_command(build)
     cli.add_command(report)
     cli.add_command(verify)
     cli.add_command(publish)

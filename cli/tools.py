@@ -35,6 +35,15 @@ def report(folder: str, quiet: bool) -> None:
         manifest.get("dropped"),
         train_split="train",
     )
+    old_path = Path(folder) / "report.json"
+    if old_path.is_file():  # keep family-specific entries (device statistics, skipped files, ...)
+        import json
+
+        try:
+            old = json.loads(old_path.read_text())
+        except json.JSONDecodeError:
+            old = {}
+        rep.update({k: v for k, v in old.items() if k not in rep})
     # write beside, then swap in, so a failure leaves the old report intact
     with tempfile.TemporaryDirectory(dir=folder, prefix=".report-") as tmp:
         write_report(rep, Path(tmp))

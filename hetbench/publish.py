@@ -22,7 +22,7 @@ from __future__ import annotations
 import math
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -115,8 +115,15 @@ def publish_split(
     overwrite: bool = False,
     quiet: bool = False,
     shard_bytes: int = TARGET_SHARD_BYTES,
+    extra_report: dict[str, Any] | None = None,
+    extra_plots: Callable[[Path], list[str]] | None = None,
 ) -> dict[str, Any]:
-    """Write ``fs`` to ``out`` (atomically) and return the report."""
+    """Write ``fs`` to ``out`` (atomically) and return the report.
+
+    ``extra_report`` adds family-specific entries to ``report.json`` (e.g. per-device image
+    statistics); ``extra_plots(folder)`` writes family-specific PNGs under ``folder/plots`` and
+    returns their relative paths, which the dataset card shows too.
+    """
     out = Path(out)
     name = name or out.name
     features = output_features(fs)
@@ -135,7 +142,10 @@ def publish_split(
             fs.client_names,
             fs.dropped,
         )
+        report.update(extra_report or {})
         plots = write_report(report, tmp)
+        if extra_plots is not None:
+            plots += extra_plots(tmp)
         manifest = build_manifest(fs, files, name)
         write_manifest(manifest, tmp)
         task = "image-classification" if "image" in features else "tabular-classification"

@@ -25,12 +25,23 @@ class Verdict:
     message: str
 
 
+def builder_rebuilders() -> dict:
+    """Recipe method -> function re-running that builder from a manifest."""
+    from hetbench.builders import devices, iso_isp
+
+    return {"iso-isp": iso_isp.rebuild, "devices": devices.rebuild}
+
+
 def rebuild(manifest: dict, dataset: str | None = None):
     """Re-run a manifest's recipe on its source (or on ``dataset``): returns the FederatedSplit."""
     from hetbench.partitioners import get_partitioner
     from hetbench.sources import load_table
     from hetbench.splits import build_split
 
+    method = manifest["recipe"]["partition"]["method"]
+    builder = builder_rebuilders().get(method)
+    if builder is not None:  # a builder renders its own table: re-run the whole build
+        return builder(manifest)
     src = manifest["source"]
     table = load_table(dataset or src["dataset"], src.get("label_col"), src.get("id_col"))
     if table.fingerprint != manifest.get("input_fingerprint"):

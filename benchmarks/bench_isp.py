@@ -1,0 +1,123 @@
+"""ISP rendering speed (issue 3), one run, ratios printed.
+
+(a) The baseline pipeline (PPG + FBDD, gray-world WB, sRGB gamut, sRGB gamma, JPEG q85) on a 12-MP
+    capture, vs ONE ``rawpy.postprocess`` call with the closest equivalent parameters (PPG, FBDD
+    Full, auto white balance, sRGB output, gamma (2.4, 12.92), 8 bit, no auto-brightness) on the
+    same DNG. Target: hetbench <= 1.3x rawpy's time. rawpy does no JPEG; hetbench's time includes
+    writing the capture as an in-memory DNG, LibRaw, every later stage and the JPEG round trip.
+(b) Every variant of ``--stages wb,tone,compress`` (7 pipelines) for one capture through the
+    prefix cache, vs one full baseline render. Target: <= 2x.
+(c) ``--num-proc 2`` vs 1 rendering 20 captures (2-MP crops x the wb,tone variants), the builders'
+    job runner including its worker start-up. Target: >= 1.7x.
+
+The capture is synthetic (unprocessed from a photograph shipped in scikit-image, upscaled), because
+no 12-MP RAW can ship with the project; it takes the same LibRaw path as a real DNG.
+
+Run: ``python benchmarks/bench_isp.py`` (about 1-2 minutes on 2 cores); ``--quick`` for a smoke test.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import os
+import time
+
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+
+import numpy as np  # noqa: E402
+
+
+def best_of(fn, repeat: int) -> float:
+    times = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return min(times)
+
+
+def synthetic_capture(width: int, height: int, seed: int = 0):
+    import cv2
+
+    from hetbench.isp.profiles import load_profiles
+    from hetbench.isp.synth import embedded_photographs, unprocess
+
+    photo = dict(embedded_photographs())["astronaut"]
+    big = cv2.resize(photo, (width, height), interpolation=cv2.INTER_CUBIC)
+    return unprocess(big, load_profiles()[1], np.random.default_rng(seed), "bench-12mp")
+
+
+def ratio(label: str, ours: float, ref: float, target: str) -> None:
+    print(f"  {label:<52s} {ours / ref:6.2f} x   (target {target})")
+
+
+def main(argv=None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="3-MP capture, 6 jobs: a smoke test")
+    ap.add_argument("--repeat", type=int, default=2)
+    args = ap.parse_args(argv)
+
+    import cv2
+    import rawpy
+
+    from hetbench.builders.isp_common import CaptureJob, PhotoSource, Render, run_jobs
+    from hetbench.isp.pipeline import Pipeline, Renderer, parse_stage_list, table3_variants
+    from hetbench.isp.raw import dng_bytes
+    from hetbench.isp.synth import embedded_photographs, scene_crops
+
+    w, h = (2000, 1500) if args.quick else (4000, 3000)
+    print(f"hetbench ISP benchmark: rawpy {rawpy.__version__} (LibRaw {'.'.join(map(str, rawpy.libraw_version))}), "
+          f"{os.cpu_count()} CPUs, OMP_NUM_THREADS={os.environ['OMP_NUM_THREADS']}")
+    cap = synthetic_capture(w, h)
+    blob = dng_bytes(cap)
+    print(f"  capture: {w}x{h} ({w * h / 1e6:.1f} MP), {cap.cfa}, DNG {len(blob) / 1e6:.1f} MB")
+
+    # (a) baseline pipeline vs one rawpy.postprocess
+    def rawpy_once():
+        with rawpy.imread(io.BytesIO(blob)) as raw:
+            raw.postprocess(
+                demosaic_algorithm=rawpy.DemosaicAlgorithm.PPG,
+                fbdd_noise_reduction=rawpy.FBDDNoiseReductionMode.Full,
+                use_auto_wb=True, output_color=rawpy.ColorSpace.sRGB, gamma=(2.4, 12.92),
+                output_bps=8, no_auto_bright=True,
+            )
+
+    base = Pipeline.baseline()
+    t_raw = best_of(rawpy_once, args.repeat)
+    t_ours = best_of(lambda: Renderer(size=None).render(cap, base), args.repeat)
+    print("\n(a) baseline pipeline vs one rawpy.postprocess (same DNG)")
+    print(f"  rawpy.postprocess PPG+FBDD Full, auto WB, sRGB, gamma  {t_raw:7.3f} s")
+    print(f"  hetbench baseline render (incl. DNG write, JPEG q85)   {t_ours:7.3f} s")
+    ratio("hetbench / rawpy", t_ours, t_raw, "<= 1.3x")
+
+    # (b) all variants of wb,tone,compress through the prefix cache
+    variants = table3_variants(parse_stage_list("wb,tone,compress"))
+    t_all = best_of(lambda: Renderer(size=224).render_all(cap, variants), args.repeat)
+    t_one = best_of(lambda: Renderer(size=224).render(cap, base), args.repeat)
+    print(f"\n(b) {len(variants)} variants of --stages wb,tone,compress, one capture")
+    print(f"  one full render                                        {t_one:7.3f} s")
+    print(f"  all {len(variants)} variants (shared prefixes)                         {t_all:7.3f} s")
+    ratio("all variants / one render", t_all, t_one, "<= 2x")
+
+    # (c) worker processes
+    n_jobs = 6 if args.quick else 20
+    side = 1024 if args.quick else 1448  # ~2 MP crops
+    photos = embedded_photographs()
+    renders = tuple(Render(p.short_name, str(p)) for p in table3_variants(parse_stage_list("wb,tone")))
+    jobs = []
+    for i in range(n_jobs):
+        scene, img = photos[i % len(photos)]
+        crop = scene_crops(img, 1, 320, np.random.default_rng(i))[0]
+        crop = cv2.resize(crop, (side, side), interpolation=cv2.INTER_CUBIC)  # photos ship small
+        jobs.append(CaptureJob(i, f"{scene}-{i}", scene, PhotoSource(scene, crop), renders, 224, 0, base_profile="GalaxyS9"))
+    t1 = best_of(lambda: run_jobs(jobs, 1, quiet=True), 1)
+    t2 = best_of(lambda: run_jobs(jobs, 2, quiet=True), 1)
+    print(f"\n(c) {n_jobs} captures of {crop.shape[1]}x{crop.shape[0]} x {len(renders)} variants, job runner")
+    print(f"  --num-proc 1                                           {t1:7.3f} s")
+    print(f"  --num-proc 2                                           {t2:7.3f} s")
+    print(f"  {'speed-up 2 vs 1':<52s} {t1 / t2:6.2f} x   (target >= 1.7x)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,195 @@
+"""An ISP pipeline: one variant per stage, rendering a RawCapture to an 8-bit sRGB image.
+
+Written as a string in stage order, e.g.
+``demosaic=ppg,denoise=fbdd,wb=gray-world,gamut=srgb,tone=srgb-gamma,compress=jpeg85`` (the
+HeteroSwitch Table 3 baseline); stages left out take the baseline. :func:`table3_variants` gives
+the baseline plus, for each listed stage, every other Table 3 option with all other stages at
+baseline: one "device" per variant.
+
+:class:`Renderer` renders many pipelines of one capture and shares the work of common prefixes:
+pipelines are visited in sorted order (a depth-first walk of the prefix tree), so each distinct
+prefix is computed once and at most one image state per stage is alive at a time. LibRaw runs FBDD
+inside its demosaic call, so the first cached level is (demosaic, FBDD on/off); ``denoise=none``
+and ``denoise=bayes-shrink`` share the same LibRaw output.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Iterable, Sequence
+
+import numpy as np
+
+from hetbench.errors import HetbenchError
+from hetbench.isp.raw import RawCapture
+from hetbench.isp.stages import REGISTRY, STAGES, StageContext
+
+BASELINE: dict[str, str] = {
+    "demosaic": "ppg",
+    "denoise": "fbdd",
+    "wb": "gray-world",
+    "gamut": "srgb",
+    "tone": "srgb-gamma",
+    "compress": "jpeg85",
+}
+STAGE_ALIASES = {"white_balance": "wb", "white-balance": "wb", "color": "wb", "compression": "compress"}
+
+
+def _stage_name(text: str) -> str:
+    name = STAGE_ALIASES.get(text.strip().lower(), text.strip().lower())
+    if name not in STAGES:
+        raise HetbenchError(f"unknown ISP stage '{text}'; stages are: {', '.join(STAGES)}")
+    return name
+
+
+def _variant_name(stage: str, text: str) -> str:
+    name = text.strip().lower()
+    if name not in REGISTRY[stage]:
+        raise HetbenchError(f"unknown {stage} option '{text}'; {stage} options are: {', '.join(REGISTRY[stage])}")
+    return name
+
+
+@dataclass(frozen=True, order=True)
+class Pipeline:
+    """One variant name per stage, in :data:`STAGES` order."""
+
+    choices: tuple[str, ...]
+
+    @classmethod
+    def parse(cls, text: str | dict | None = None) -> "Pipeline":
+        """From ``"stage=variant,..."`` (or a dict); missing stages take the baseline."""
+        chosen = dict(BASELINE)
+        items = text.items() if isinstance(text, dict) else (
+            [part.split("=", 1) if "=" in part else (part, "") for part in (text or "").split(",") if part.strip()]
+        )
+        for stage, variant in items:
+            stage = _stage_name(stage)
+            if not str(variant).strip():
+                raise HetbenchError(f"ISP stage '{stage}' needs an option, e.g. {stage}={BASELINE[stage]}")
+            chosen[stage] = _variant_name(stage, str(variant))
+        return cls(tuple(chosen[s] for s in STAGES))
+
+    @classmethod
+    def baseline(cls) -> "Pipeline":
+        return cls(tuple(BASELINE[s] for s in STAGES))
+
+    def __getitem__(self, stage: str) -> str:
+        return self.choices[STAGES.index(stage)]
+
+    def __str__(self) -> str:
+        return ",".join(f"{s}={v}" for s, v in zip(STAGES, self.choices))
+
+    def as_dict(self) -> dict[str, str]:
+        return dict(zip(STAGES, self.choices))
+
+    def differs_from_baseline(self) -> list[str]:
+        return [f"{s}={v}" for s, v in zip(STAGES, self.choices) if BASELINE[s] != v]
+
+    @property
+    def short_name(self) -> str:
+        """``baseline`` or the changed stages, e.g. ``wb=white-patch``."""
+        return "+".join(self.differs_from_baseline()) or "baseline"
+
+    def _walk_key(self) -> tuple:
+        # LibRaw output depends on (demosaic, FBDD on/off): sort so shared work is adjacent
+        return (self["demosaic"], self["denoise"] != "fbdd", self["denoise"]) + self.choices[2:]
+
+
+def parse_stage_list(text: str) -> list[str]:
+    """``"wb,tone"`` or ``"all"`` -> stage names (validated, in stage order)."""
+    if text.strip().lower() == "all":
+        return list(STAGES)
+    names = [_stage_name(t) for t in text.split(",") if t.strip()]
+    if not names:
+        raise HetbenchError(f"--stages is empty; choose from: all, {', '.join(STAGES)}")
+    return [s for s in STAGES if s in names]
+
+
+def table3_variants(stages: Sequence[str]) -> list[Pipeline]:
+    """The baseline, then each Table 3 option (option 1, option 2) of each listed stage with every
+    other stage at baseline (HeteroSwitch sec. 3.4 protocol)."""
+    out = [Pipeline.baseline()]
+    for stage in stages:
+        for variant in REGISTRY[stage].values():
+            if variant.table3 in ("option1", "option2"):
+                out.append(Pipeline.parse({stage: variant.name}))
+    return out
+
+
+# ---- rendering ------------------------------------------------------------------------------
+@dataclass
+class Rendered:
+    """A rendered image (uint8 RGB, ``size`` x ``size``) and what the report wants to know."""
+
+    image: np.ndarray
+    pipeline: Pipeline
+    jpeg_bytes: int | None
+    seconds: float
+
+
+def resize_square(image: np.ndarray, size: int | None) -> np.ndarray:
+    """Scale the shorter side to ``size`` (area interpolation) and centre-crop to a square."""
+    if size is None:
+        return image
+    import cv2
+
+    h, w = image.shape[:2]
+    scale = size / min(h, w)
+    nh, nw = max(size, round(h * scale)), max(size, round(w * scale))
+    interp = cv2.INTER_AREA if scale < 1 else cv2.INTER_CUBIC
+    resized = cv2.resize(image, (nw, nh), interpolation=interp)
+    top, left = (nh - size) // 2, (nw - size) // 2
+    return np.ascontiguousarray(resized[top : top + size, left : left + size])
+
+
+@dataclass
+class Renderer:
+    """Renders pipelines of a capture with shared-prefix caching (see module docstring).
+
+    ``size``: side of the square output image, or None for the ISP's own resolution.
+    """
+
+    size: int | None = 224
+    stats: dict = field(default_factory=lambda: {"stage_runs": 0, "stage_hits": 0})
+
+    def render(self, capture: RawCapture, pipeline: Pipeline | str) -> Rendered:
+        return self.render_all(capture, [pipeline])[0]
+
+    def render_all(self, capture: RawCapture, pipelines: Iterable[Pipeline | str]) -> list[Rendered]:
+        """Render every pipeline of one capture; results come back in the order given."""
+        from hetbench.isp.stages.demosaic import libraw_linear
+
+        items = [p if isinstance(p, Pipeline) else Pipeline.parse(p) for p in pipelines]
+        order = sorted(range(len(items)), key=lambda i: items[i]._walk_key())
+        ctx_base = dict(as_shot_neutral=capture.as_shot_neutral, camera_to_srgb=capture.camera_to_srgb())
+        path_keys: list[tuple] = []
+        path_states: list[np.ndarray] = []
+        path_info: list[dict] = []
+        path_secs: list[float] = []
+        results: list[Rendered | None] = [None] * len(items)
+        for i in order:
+            p = items[i]
+            keys = [(p["demosaic"], p["denoise"] == "fbdd")] + [(s, p[s]) for s in STAGES[1:]]
+            keep = 0
+            while keep < min(len(keys), len(path_keys)) and keys[keep] == path_keys[keep]:
+                keep += 1
+            self.stats["stage_hits"] += keep
+            del path_keys[keep:], path_states[keep:], path_info[keep:], path_secs[keep:]
+            for level in range(keep, len(keys)):
+                t0 = time.perf_counter()
+                info = dict(path_info[-1]) if path_info else {}
+                if level == 0:
+                    state = libraw_linear(capture, p["demosaic"], fbdd=p["denoise"] == "fbdd")
+                else:
+                    stage = STAGES[level]
+                    ctx = StageContext(info=info, **ctx_base)
+                    state = REGISTRY[stage][p[stage]].apply(path_states[-1], ctx)
+                self.stats["stage_runs"] += 1
+                path_keys.append(keys[level])
+                path_states.append(state)
+                path_info.append(info)
+                path_secs.append((path_secs[-1] if path_secs else 0.0) + time.perf_counter() - t0)
+            image = resize_square(path_states[-1], self.size)
+            results[i] = Rendered(image, p, path_info[-1].get("jpeg_bytes"), path_secs[-1])
+        return [r for r in results if r is not None]

@@ -1,0 +1,467 @@
+"""RawCapture: one camera RAW frame and the metadata every later ISP stage needs.
+
+A capture is the Bayer mosaic as the sensor wrote it (uint16 digital numbers, black level not yet
+subtracted), the 2x2 CFA pattern, black and white levels, the XYZ->camera colour matrix with its
+calibration illuminant (DNG ColorMatrix1), the as-shot neutral (DNG AsShotNeutral) and the camera's
+name. Real captures come from any file LibRaw reads (:func:`read_raw`); synthetic ones from
+unprocessing (``hetbench.isp.synth``); both can be written as uncompressed CFA DNGs
+(:func:`write_dng`) so that every capture takes the same LibRaw path.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from dataclasses import dataclass, field
+
+import numpy as np
+
+#: CFA colour codes as in the DNG CFAPattern tag: 0 = red, 1 = green, 2 = blue.
+CFA_CODES = {"R": 0, "G": 1, "B": 2}
+CFA_PATTERNS = ("RGGB", "BGGR", "GRBG", "GBRG")
+#: linear sRGB (D65) -> CIE XYZ, IEC 61966-2-1.
+SRGB_TO_XYZ = np.array(
+    [[0.4124564, 0.3575761, 0.1804375], [0.2126729, 0.7151522, 0.0721750], [0.0193339, 0.1191920, 0.9503041]]
+)
+
+
+@dataclass(frozen=True)
+class RawCapture:
+    """A Bayer RAW frame.
+
+    Attributes:
+        mosaic: (H, W) uint16 sensor values, black level included (H and W even).
+        cfa: the 2x2 pattern read row by row, one of ``RGGB``, ``BGGR``, ``GRBG``, ``GBRG``.
+        black_level: per-CFA-position black level, 4 values in the same row-major order as ``cfa``.
+        white_level: saturation value.
+        color_matrix: (3, 3) XYZ -> camera matrix (DNG ColorMatrix1), rows R, G, B of the camera.
+        calibration_illuminant: EXIF light-source code of ``color_matrix`` (21 = D65, 17 = std A).
+        as_shot_neutral: camera RGB of a neutral under the scene light (DNG AsShotNeutral), G = 1.
+        make, model: camera maker and model.
+        capture_id: a stable name for the frame (file stem, or a synthetic id).
+    """
+
+    mosaic: np.ndarray
+    cfa: str
+    black_level: tuple[float, float, float, float]
+    white_level: float
+    color_matrix: np.ndarray
+    as_shot_neutral: tuple[float, float, float]
+    make: str = "unknown"
+    model: str = "unknown"
+    calibration_illuminant: int = 21
+    capture_id: str = ""
+    _fingerprint: list = field(default_factory=list, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        m = np.asarray(self.mosaic)
+        if m.ndim != 2 or m.shape[0] % 2 or m.shape[1] % 2:
+            raise ValueError(f"mosaic must be 2-D with even sides (got {m.shape})")
+        if self.cfa not in CFA_PATTERNS:
+            raise ValueError(f"unsupported CFA pattern {self.cfa!r}; expected one of {CFA_PATTERNS}")
+        object.__setattr__(self, "mosaic", np.ascontiguousarray(m, dtype=np.uint16))
+        object.__setattr__(self, "color_matrix", np.asarray(self.color_matrix, dtype=np.float64).reshape(3, 3))
+        object.__setattr__(self, "black_level", tuple(float(b) for b in np.broadcast_to(self.black_level, 4)))
+        object.__setattr__(self, "as_shot_neutral", tuple(float(v) for v in self.as_shot_neutral))
+
+    @property
+    def height(self) -> int:
+        return int(self.mosaic.shape[0])
+
+    @property
+    def width(self) -> int:
+        return int(self.mosaic.shape[1])
+
+    @property
+    def cfa_codes(self) -> np.ndarray:
+        """(2, 2) array of colour codes (0 R, 1 G, 2 B)."""
+        return np.array([CFA_CODES[c] for c in self.cfa], dtype=np.uint8).reshape(2, 2)
+
+    def camera_to_srgb(self) -> np.ndarray:
+        """(3, 3) matrix from *white-balanced* camera RGB to linear sRGB (D65).
+
+        The dcraw / DNG convention: cam_from_srgb = ColorMatrix1 @ M(sRGB -> XYZ), each row
+        normalised to sum 1 so that a white-balanced neutral (1, 1, 1) stays neutral; the result is
+        its inverse. Gamut stages go on from linear sRGB to other spaces.
+        """
+        cam_from_srgb = self.color_matrix @ SRGB_TO_XYZ
+        cam_from_srgb = cam_from_srgb / cam_from_srgb.sum(axis=1, keepdims=True)
+        return np.linalg.inv(cam_from_srgb)
+
+    @property
+    def fingerprint(self) -> str:
+        """sha256 over the mosaic and every metadata field (identifies the capture in caches)."""
+        if not self._fingerprint:
+            h = hashlib.sha256()
+            h.update(self.mosaic.tobytes())
+            meta = (
+                self.cfa,
+                self.black_level,
+                self.white_level,
+                tuple(np.round(self.color_matrix.ravel(), 10)),
+                self.as_shot_neutral,
+                self.calibration_illuminant,
+                self.make,
+                self.model,
+            )
+            h.update(repr(meta).encode())
+            self._fingerprint.append(h.hexdigest())
+        return self._fingerprint[0]
+
+
+class UnsupportedRaw(ValueError):
+    """A RAW file that is readable but not a Bayer CFA mosaic (LinearRaw DNG, Foveon, ...), or not
+    readable at all; ``reason`` is one line for the build report."""
+
+    def __init__(self, path: str, reason: str) -> None:
+        super().__init__(f"{path}: {reason}")
+        self.path = path
+        self.reason = reason
+
+
+# ---------------------------------------------------------------------------------------------
+# Reading any LibRaw-readable file
+# ---------------------------------------------------------------------------------------------
+
+#: EXIF LightSource codes used for CalibrationIlluminant1.
+ILLUMINANT_D65 = 21
+
+
+def _pattern_from_colors(colors: np.ndarray, color_desc: bytes) -> str:
+    """2x2 CFA string from a (2, 2) block of LibRaw colour indices and ``color_desc``.
+
+    ``raw_pattern`` / ``raw_colors`` hold indices into ``color_desc`` (e.g. ``b'RGBG'``: 0 R,
+    1 G, 2 B, 3 second G), so the two greens carry different indices; both map to ``G`` here.
+    """
+    desc = color_desc.decode("ascii", "replace") if isinstance(color_desc, bytes) else str(color_desc)
+    letters = []
+    for idx in np.asarray(colors).ravel():
+        i = int(idx)
+        if not 0 <= i < len(desc):
+            raise ValueError(f"colour index {i} outside color_desc {desc!r}")
+        letters.append(desc[i])
+    return "".join(letters)
+
+
+def _neutral_from_multipliers(mult) -> tuple[float, float, float] | None:
+    """AsShotNeutral = 1 / WB multiplier, normalised so green = 1; None when unusable."""
+    if mult is None:
+        return None
+    m = np.asarray(list(mult)[:3], dtype=np.float64)
+    if m.shape != (3,) or not np.all(np.isfinite(m)) or np.any(m <= 0):
+        return None
+    neutral = (1.0 / m) / (1.0 / m[1])
+    return (float(neutral[0]), 1.0, float(neutral[2]))
+
+
+def color_matrix_from_rgb_cam(rgb_cam: np.ndarray, daylight_wb=None) -> np.ndarray:
+    """XYZ -> camera matrix (ColorMatrix1-style) recovered from LibRaw's camera -> sRGB ``rgb_cam``.
+
+    LibRaw (dcraw's ``cam_xyz_coeff``) builds ``rgb_cam = inv(rownorm(cm @ SRGB_TO_XYZ))``, where
+    ``rownorm`` divides row ``i`` by its sum ``s_i``, and stores ``pre_mul[i] = 1 / s_i`` (rawpy's
+    ``daylight_whitebalance``). Hence ``inv(SRGB_TO_XYZ @ rgb_cam) = diag(1 / s) @ cm`` and, with a
+    usable ``daylight_wb``, ``cm = diag(1 / daylight_wb) @ inv(SRGB_TO_XYZ @ rgb_cam)`` exactly
+    (measured: the DNG's ColorMatrix1 to 5 digits, LibRaw keeps rgb_cam in float32). Without it the
+    rows are only known up to scale; they are then scaled so that the largest response to D65 white
+    (XYZ of sRGB (1, 1, 1)) is 1. Either way :meth:`RawCapture.camera_to_srgb` of the result
+    reproduces ``rgb_cam``: its row normalisation cancels any row scale.
+    """
+    rgb_cam = np.asarray(rgb_cam, dtype=np.float64)[:3, :3]
+    cm = np.linalg.inv(SRGB_TO_XYZ @ rgb_cam)
+    d = None if daylight_wb is None else np.asarray(list(daylight_wb)[:3], dtype=np.float64)
+    if d is not None and d.shape == (3,) and np.all(np.isfinite(d)) and np.all(d > 0):
+        return cm / d[:, None]
+    white = cm @ (SRGB_TO_XYZ @ np.ones(3))
+    peak = float(np.max(np.abs(white)))
+    if np.isfinite(peak) and peak > 0:
+        cm = cm / peak
+    return cm
+
+
+def _measure_rgb_cam(raw) -> np.ndarray | None:
+    """LibRaw's internal camera -> sRGB matrix (``rgb_cam``), measured, for files where rawpy shows
+    neither ``rgb_xyz_matrix`` nor ``color_matrix`` (e.g. Kodak DC50: LibRaw then still applies a
+    built-in or file matrix, which rawpy 0.28 does not expose).
+
+    Renders the file twice with ``half_size`` (no demosaic, so no mixing between pixels), unit WB,
+    linear 16-bit, once in raw colour and once in sRGB, and solves ``srgb = rgb_cam @ raw`` by least
+    squares on the pixels clipped in neither. Returns None when there are too few such pixels or the
+    fit is not exact to a few DN (then the caller falls back to an identity camera -> sRGB).
+    """
+    import rawpy
+
+    common = dict(
+        half_size=True, user_wb=[1.0, 1.0, 1.0, 1.0], gamma=(1, 1), no_auto_bright=True, output_bps=16,
+        user_flip=0, adjust_maximum_thr=0.0, highlight_mode=rawpy.HighlightMode.Clip,
+    )
+    try:
+        cam = raw.postprocess(output_color=rawpy.ColorSpace.raw, **common).reshape(-1, 3).astype(np.float64)
+        srgb = raw.postprocess(output_color=rawpy.ColorSpace.sRGB, **common).reshape(-1, 3).astype(np.float64)
+    except Exception:
+        return None
+    if cam.shape != srgb.shape:
+        return None
+    ok = (cam.min(axis=1) > 64) & (cam.max(axis=1) < 60000) & (srgb.min(axis=1) > 64) & (srgb.max(axis=1) < 60000)
+    if ok.sum() < 1000:
+        return None
+    a, b = cam[ok], srgb[ok]
+    sol, *_ = np.linalg.lstsq(a, b, rcond=None)
+    rgb_cam = sol.T
+    resid = np.abs(a @ sol - b)
+    if not np.all(np.isfinite(rgb_cam)) or np.percentile(resid, 99) > 4.0 or abs(np.linalg.det(rgb_cam)) < 1e-6:
+        return None
+    return rgb_cam
+
+
+def _tiff_metadata(path: str) -> dict:
+    """Make, Model and the calibration illuminant of the matrix LibRaw uses, from the first IFD of
+    TIFF-based raws (DNG, KDC, CR2, NEF...); empty for other containers or unreadable files.
+
+    LibRaw takes the D65 matrix when a DNG has two; with a single ColorMatrix1 its
+    CalibrationIlluminant1 applies.
+    """
+    out: dict = {}
+    try:
+        import tifffile
+
+        with tifffile.TiffFile(path) as tf:
+            tags = tf.pages[0].tags
+            for key, code in (("make", 271), ("model", 272)):
+                tag = tags.get(code)
+                if tag is not None and isinstance(tag.value, str) and tag.value.strip("\x00 "):
+                    out[key] = tag.value.strip("\x00 ")
+            ill = [tags.get(c) for c in (50778, 50779)]
+            codes = [int(t.value) for t in ill if t is not None and isinstance(t.value, int)]
+            if codes and ILLUMINANT_D65 not in codes and tags.get(50721) is not None and tags.get(50722) is None:
+                out["illuminant"] = codes[0]
+    except Exception:  # not a TIFF container, or unreadable: callers fall back to defaults
+        return {}
+    return out
+
+
+def read_raw(path) -> RawCapture:
+    """Read one Bayer RAW file (anything LibRaw decodes) into a :class:`RawCapture`.
+
+    * mosaic: ``raw_image_visible`` (the active area), copied, cropped at the bottom/right to even
+      sides (which keeps the CFA phase);
+    * cfa: from ``raw_colors_visible`` (checked to be a 2x2-periodic R/G/B Bayer layout) and
+      ``color_desc``;
+    * black_level: ``black_level_per_channel`` is indexed by LibRaw colour index; it is mapped to
+      the 4 row-major CFA positions;
+    * white_level: ``white_level``;
+    * color_matrix: ``rgb_xyz_matrix[:3]`` when LibRaw has one (its built-in table); otherwise
+      (e.g. most DNGs, where LibRaw uses the file's ColorMatrix but leaves that attribute zero)
+      derived from ``color_matrix`` (camera -> sRGB) by :func:`color_matrix_from_rgb_cam`; when
+      both are zero (e.g. Kodak DC50, where LibRaw still applies a matrix rawpy does not show),
+      from LibRaw's matrix measured by :func:`_measure_rgb_cam`; failing that ``inv(SRGB_TO_XYZ)``
+      (camera RGB taken as linear sRGB, :meth:`RawCapture.camera_to_srgb` = identity). In every
+      case ``camera_to_srgb()`` is the matrix LibRaw itself uses for this file;
+    * as_shot_neutral: from ``camera_whitebalance``, else ``daylight_whitebalance``, else (1, 1, 1);
+    * make / model: from the file's TIFF Make/Model tags when it has them (rawpy 0.28 does not
+      expose LibRaw's make/model), else the file stem; capture_id: the file stem;
+    * calibration_illuminant: 21 (D65: LibRaw's built-in matrices are D65 ones, and it prefers the
+      D65 matrix of a DNG), except a DNG whose only ColorMatrix1 is for another illuminant.
+    * orientation: LibRaw's ``sizes.flip`` is not applied; the mosaic is in sensor orientation
+      (what ``user_flip=0`` renders).
+
+    Raises :class:`UnsupportedRaw` for files LibRaw cannot decode (``"cannot decode: ..."``: not a
+    raw, truncated, corrupt) and for decodable files that are not a 3-colour Bayer mosaic (LinearRaw
+    DNG, Foveon, X-Trans, CMYG...); a missing path is ``"cannot decode: no such file"`` (LibRaw
+    itself would only say "Input/output error").
+    """
+    import rawpy  # imported lazily: only the ISP needs LibRaw
+
+    p = str(path)
+    stem = _file_stem(p)
+    if not os.path.isfile(p):
+        raise UnsupportedRaw(p, "cannot decode: no such file")
+    try:
+        raw = rawpy.imread(p)
+    except Exception as exc:  # LibRawError subclasses, OSError, ...
+        raise UnsupportedRaw(p, f"cannot decode: {_exc_line(exc)}") from None
+    try:
+        with raw:
+            raw_type = raw.raw_type
+            if raw_type != rawpy.RawType.Flat:
+                name = getattr(raw_type, "name", str(raw_type))
+                raise UnsupportedRaw(
+                    p, f"not a CFA mosaic (LibRaw raw_type {name}: LinearRaw/demosaiced data, e.g. a LinearRaw DNG)"
+                )
+            pattern = raw.raw_pattern
+            if pattern is None:
+                raise UnsupportedRaw(p, "no CFA pattern (raw_pattern is None)")
+            pattern = np.asarray(pattern)
+            if pattern.shape != (2, 2):
+                rows, cols = pattern.shape
+                raise UnsupportedRaw(p, f"CFA repeat is {rows}x{cols}, not a 2x2 Bayer (e.g. X-Trans)")
+            if raw.num_colors != 3:
+                raise UnsupportedRaw(p, f"{raw.num_colors}-colour CFA ({raw.color_desc!r}), not RGB Bayer")
+            colors = np.asarray(raw.raw_colors_visible)
+            mosaic = np.array(raw.raw_image_visible, dtype=np.uint16, copy=True)
+            if mosaic.ndim != 2:
+                raise UnsupportedRaw(p, f"raw data has shape {mosaic.shape}, not a single-plane mosaic")
+            h, w = (mosaic.shape[0] // 2) * 2, (mosaic.shape[1] // 2) * 2
+            if h < 2 or w < 2:
+                raise UnsupportedRaw(p, f"visible area {mosaic.shape} too small")
+            mosaic = np.ascontiguousarray(mosaic[:h, :w])
+            colors = colors[:h, :w]
+            block = colors[:2, :2]
+            periodic = all(np.all(colors[i::2, j::2] == block[i, j]) for i in range(2) for j in range(2))
+            if not periodic:
+                raise UnsupportedRaw(p, "CFA is not 2x2-periodic over the visible area")
+            try:
+                cfa = _pattern_from_colors(block, raw.color_desc)
+            except ValueError as exc:
+                raise UnsupportedRaw(p, f"unreadable CFA: {exc}") from None
+            if cfa not in CFA_PATTERNS:
+                raise UnsupportedRaw(p, f"CFA {cfa!r} is not one of {'/'.join(CFA_PATTERNS)}")
+            bl = list(raw.black_level_per_channel)
+            black = tuple(float(bl[int(i)]) for i in block.ravel())
+            white = float(raw.white_level)
+
+            xyz_cam = np.asarray(raw.rgb_xyz_matrix, dtype=np.float64)[:3, :3]
+            rgb_cam = np.asarray(raw.color_matrix, dtype=np.float64)[:3, :3]
+            daylight = raw.daylight_whitebalance
+            if np.any(xyz_cam != 0) and np.all(np.isfinite(xyz_cam)) and abs(np.linalg.det(xyz_cam)) > 1e-12:
+                cmat = xyz_cam
+            elif np.any(rgb_cam != 0) and np.all(np.isfinite(rgb_cam)) and abs(np.linalg.det(rgb_cam)) > 1e-12:
+                cmat = color_matrix_from_rgb_cam(rgb_cam, daylight)
+            else:
+                measured = _measure_rgb_cam(raw)
+                if measured is not None:
+                    cmat = color_matrix_from_rgb_cam(measured, daylight)
+                else:
+                    cmat = np.linalg.inv(SRGB_TO_XYZ)
+
+            neutral = (
+                _neutral_from_multipliers(raw.camera_whitebalance)
+                or _neutral_from_multipliers(daylight)
+                or (1.0, 1.0, 1.0)
+            )
+    except UnsupportedRaw:
+        raise
+    except Exception as exc:  # LibRaw errors raised lazily on first data access (truncated files)
+        raise UnsupportedRaw(p, f"cannot decode: {_exc_line(exc)}") from None
+
+    meta = _tiff_metadata(p)
+    return RawCapture(
+        mosaic=mosaic,
+        cfa=cfa,
+        black_level=black,
+        white_level=white,
+        color_matrix=cmat,
+        as_shot_neutral=neutral,
+        make=meta.get("make", stem),
+        model=meta.get("model", stem),
+        calibration_illuminant=meta.get("illuminant", ILLUMINANT_D65),
+        capture_id=stem,
+    )
+
+
+def _file_stem(path: str) -> str:
+    return os.path.splitext(os.path.basename(path))[0]
+
+
+def _exc_line(exc: BaseException) -> str:
+    """One line naming a LibRaw error (rawpy puts LibRaw's message in as bytes)."""
+    parts = [a.decode("utf-8", "replace") if isinstance(a, bytes) else str(a) for a in exc.args]
+    text = " ".join(" ".join(parts).split()) or type(exc).__name__
+    return f"{type(exc).__name__}: {text}" if text != type(exc).__name__ else text
+
+
+# ---------------------------------------------------------------------------------------------
+# Writing uncompressed CFA DNGs (isp-facts.md section 4)
+# ---------------------------------------------------------------------------------------------
+
+_TAG_CFA_REPEAT_PATTERN_DIM = 33421
+_TAG_CFA_PATTERN = 33422
+_TAG_MAKE = 271
+_TAG_MODEL = 272
+_TAG_DNG_VERSION = 50706
+_TAG_DNG_BACKWARD_VERSION = 50707
+_TAG_UNIQUE_CAMERA_MODEL = 50708
+_TAG_BLACK_LEVEL_REPEAT_DIM = 50713
+_TAG_BLACK_LEVEL = 50714
+_TAG_WHITE_LEVEL = 50717
+_TAG_COLOR_MATRIX1 = 50721
+_TAG_AS_SHOT_NEUTRAL = 50728
+_TAG_CALIBRATION_ILLUMINANT1 = 50778
+# TIFF field types
+_BYTE, _ASCII, _SHORT, _LONG, _RATIONAL, _SRATIONAL = 1, 2, 3, 4, 5, 10
+
+
+def _rationals(values, signed: bool) -> tuple[int, ...]:
+    """Flat (num, den, num, den, ...): the closest fraction whose numerator and denominator fit the
+    32-bit TIFF (S)RATIONAL fields (relative error far below LibRaw's float32)."""
+    from fractions import Fraction
+
+    limit = 2**31 - 1 if signed else 2**32 - 1
+    out: list[int] = []
+    for v in np.asarray(values, dtype=np.float64).ravel():
+        if not np.isfinite(v):
+            raise ValueError(f"cannot store {v} as a TIFF rational")
+        if not signed and v < 0:
+            raise ValueError(f"negative value {v} in an unsigned RATIONAL tag")
+        if abs(v) > limit:
+            raise ValueError(f"value {v} too large for a TIFF rational")
+        frac = Fraction(float(v)).limit_denominator(max(1, int(limit // max(abs(v), 1.0))))
+        if abs(frac.numerator) > limit:  # rounding pushed it over: drop to an integer value
+            frac = Fraction(int(round(v)))
+        out += [frac.numerator, frac.denominator]
+    return tuple(out)
+
+
+def _ascii(text: str) -> str:
+    return (text or "unknown").encode("ascii", "replace").decode("ascii")
+
+
+def write_dng(capture: RawCapture, path_or_buffer) -> None:
+    """Write ``capture`` as an uncompressed single-IFD CFA DNG (DNG 1.4) that LibRaw decodes exactly.
+
+    The mosaic is stored as 16-bit samples in IFD0 (no thumbnail, no SubIFD), with: NewSubfileType 0,
+    PhotometricInterpretation 32803 (CFA), CFARepeatPatternDim (2, 2), CFAPattern, DNGVersion 1.4,
+    DNGBackwardVersion 1.3, UniqueCameraModel, BlackLevelRepeatDim (2, 2) + BlackLevel (4 RATIONAL
+    values, row-major CFA positions), WhiteLevel (LONG), ColorMatrix1 (9 SRATIONAL),
+    CalibrationIlluminant1, AsShotNeutral (3 RATIONAL), Make and Model. Compression must stay off:
+    LibRaw rejects tifffile's deflate CFA DNGs (isp-facts.md section 4).
+    """
+    import tifffile
+
+    white = float(capture.white_level)
+    if not (np.isfinite(white) and 0 < white <= 65535):
+        raise ValueError(f"white level {white} does not fit 16-bit samples")
+    unique = _ascii(f"{capture.make} {capture.model}".strip())
+    extratags = [
+        (_TAG_CFA_REPEAT_PATTERN_DIM, _SHORT, 2, (2, 2), True),
+        (_TAG_CFA_PATTERN, _BYTE, 4, bytes(int(c) for c in capture.cfa_codes.ravel()), True),
+        (_TAG_MAKE, _ASCII, 0, _ascii(capture.make), True),
+        (_TAG_MODEL, _ASCII, 0, _ascii(capture.model), True),
+        (_TAG_DNG_VERSION, _BYTE, 4, bytes((1, 4, 0, 0)), True),
+        (_TAG_DNG_BACKWARD_VERSION, _BYTE, 4, bytes((1, 3, 0, 0)), True),
+        (_TAG_UNIQUE_CAMERA_MODEL, _ASCII, 0, unique, True),
+        (_TAG_BLACK_LEVEL_REPEAT_DIM, _SHORT, 2, (2, 2), True),
+        (_TAG_BLACK_LEVEL, _RATIONAL, 4, _rationals(capture.black_level, signed=False), True),
+        (_TAG_WHITE_LEVEL, _LONG, 1, (int(round(white)),), True),
+        (_TAG_COLOR_MATRIX1, _SRATIONAL, 9, _rationals(capture.color_matrix, signed=True), True),
+        (_TAG_CALIBRATION_ILLUMINANT1, _SHORT, 1, (int(capture.calibration_illuminant),), True),
+        (_TAG_AS_SHOT_NEUTRAL, _RATIONAL, 3, _rationals(capture.as_shot_neutral, signed=False), True),
+    ]
+    tifffile.imwrite(
+        path_or_buffer,
+        capture.mosaic,
+        photometric=32803,
+        subfiletype=0,
+        compression=None,
+        planarconfig=None,
+        metadata=None,
+        extratags=extratags,
+    )
+
+
+def dng_bytes(capture: RawCapture) -> bytes:
+    """:func:`write_dng` into memory."""
+    import io
+
+    buf = io.BytesIO()
+    write_dng(capture, buf)
+    return buf.getvalue()

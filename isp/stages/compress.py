@@ -1,0 +1,95 @@
+"""Compression stage (HeteroSwitch Table 3, row "Image compression").
+
+Input and output: uint8 (H, W, 3) RGB. The output is what a viewer decodes from the stored file.
+
+Variants:
+
+* ``jpeg85`` (baseline): a JPEG (ITU-T T.81 / ISO 10918-1) round trip at quality 85, as in
+  HeteroSwitch (after Cidon et al. 2021).
+* ``none`` (option 1, '-' in Table 3): the identity, with no file written.
+* ``jpeg50`` (option 2): the same at quality 50.
+
+Encoding and decoding use OpenCV's libjpeg(-turbo) through :func:`cv2.imencode` /
+:func:`cv2.imdecode`, with the IJG quality scaling of the Annex K tables, 4:2:0 chroma
+subsampling (set explicitly, and also OpenCV's default), baseline sequential coding and no
+Huffman optimisation. So the byte counts are those of a plain camera-style JPEG. OpenCV expects
+BGR order, so the image is converted before encoding and decoded straight to RGB
+(``IMREAD_COLOR_RGB`` on OpenCV >= 4.10, else by converting back).
+
+The registered variants record the encoded size in ``ctx.info["jpeg_bytes"]``. ``none`` sets it to
+``None``, so a value from an earlier run does not survive.
+"""
+
+from __future__ import annotations
+
+import cv2
+import numpy as np
+
+from .base import StageContext, register
+
+_IMREAD_RGB = getattr(cv2, "IMREAD_COLOR_RGB", None)
+
+
+def _encode_params(quality: int) -> list[int]:
+    return [
+        cv2.IMWRITE_JPEG_QUALITY,
+        int(quality),
+        cv2.IMWRITE_JPEG_SAMPLING_FACTOR,
+        cv2.IMWRITE_JPEG_SAMPLING_FACTOR_420,
+        cv2.IMWRITE_JPEG_OPTIMIZE,
+        0,
+        cv2.IMWRITE_JPEG_PROGRESSIVE,
+        0,
+    ]
+
+
+def _check_rgb_uint8(image: np.ndarray) -> np.ndarray:
+    img = np.asarray(image)
+    if img.ndim != 3 or img.shape[2] != 3 or img.dtype != np.uint8:
+        raise ValueError(f"compress: expected a uint8 (H, W, 3) image, got {img.dtype} {img.shape}")
+    return np.ascontiguousarray(img)
+
+
+def jpeg_roundtrip(rgb_uint8: np.ndarray, quality: int) -> tuple[np.ndarray, int]:
+    """Encode an RGB uint8 image as JPEG at ``quality`` (1-100) and decode it back.
+
+    Returns ``(decoded RGB uint8, size of the JPEG file in bytes)``.
+    """
+    q = int(quality)
+    if not 1 <= q <= 100:
+        raise ValueError(f"JPEG quality must be in 1..100, got {quality!r}")
+    rgb = _check_rgb_uint8(rgb_uint8)
+    if rgb.shape[0] == 0 or rgb.shape[1] == 0:
+        raise ValueError(f"compress: cannot encode an empty image {rgb.shape}")
+    ok, buf = cv2.imencode(".jpg", cv2.cvtColor(rgb, cv2.COLOR_RGB2BGR), _encode_params(q))
+    if not ok:
+        raise RuntimeError("cv2.imencode failed to write a JPEG")
+    if _IMREAD_RGB is not None:
+        decoded = cv2.imdecode(buf, _IMREAD_RGB)
+    else:  # OpenCV < 4.10
+        decoded = cv2.cvtColor(cv2.imdecode(buf, cv2.IMREAD_COLOR), cv2.COLOR_BGR2RGB)
+    if decoded is None or decoded.shape != rgb.shape:
+        raise RuntimeError(f"JPEG decode gave {None if decoded is None else decoded.shape}, expected {rgb.shape}")
+    return decoded, int(buf.size)
+
+
+def _jpeg(image: np.ndarray, ctx: StageContext, quality: int) -> np.ndarray:
+    decoded, nbytes = jpeg_roundtrip(image, quality)
+    ctx.info["jpeg_bytes"] = nbytes
+    return decoded
+
+
+@register("compress", "jpeg85", "JPEG round trip at quality 85 (4:2:0, libjpeg via OpenCV)", "baseline")
+def _apply_jpeg85(image: np.ndarray, ctx: StageContext) -> np.ndarray:
+    return _jpeg(image, ctx, 85)
+
+
+@register("compress", "none", "no compression (identity)", "option1")
+def _apply_none(image: np.ndarray, ctx: StageContext) -> np.ndarray:
+    ctx.info["jpeg_bytes"] = None
+    return _check_rgb_uint8(image)
+
+
+@register("compress", "jpeg50", "JPEG round trip at quality 50 (4:2:0, libjpeg via OpenCV)", "option2")
+def _apply_jpeg50(image: np.ndarray, ctx: StageContext) -> np.ndarray:
+    return _jpeg(image, ctx, 50)

@@ -1,0 +1,160 @@
+"""Tone stage (HeteroSwitch Table 3, row "Tone transformation").
+
+Input: float32 (H, W, 3) linear RGB (output of the gamut stage). Output: uint8 (H, W, 3)
+display-referred RGB. Values are clipped to [0, 1] first (+inf -> 255, -inf -> 0; NaN is not
+meaningful input, and OpenCV's SIMD clip currently turns it into 1).
+
+Variants:
+
+* ``srgb-gamma`` (baseline): the sRGB transfer function of IEC 61966-2-1:1999 (Stokes et al.
+  1996): V = 12.92 L for L <= 0.0031308, else 1.055 L^(1/2.4) - 0.055, rounded to 8 bits.
+* ``none`` (option 1, '-' in Table 3): linear, round(255 L).
+* ``srgb-gamma+equalize`` (option 2): ``srgb-gamma``, then contrast-limited adaptive histogram
+  equalisation (CLAHE; Zuiderveld 1994, Graphics Gems IV) on the lightness channel L* of CIELAB,
+  with chroma untouched. See :func:`equalize`.
+
+The tone stage ignores the gamut stage: HeteroSwitch applies "srgb gamma correction" in every
+configuration, so ProPhoto or camera-RGB data are encoded with the sRGB curve as well.
+
+Speed: the transfer function is never evaluated per pixel. The clipped image is quantised to a
+16-bit index in one saturating, rounding OpenCV pass, then mapped through a 65536-entry uint8
+LUT: ``cv2.LUT`` where OpenCV supports 16-bit sources (5.x), else ``numpy.take``. The 16-bit
+index changes the result by at most 12.92 * 255 / 65535 / 2 ~= 0.025 LSB, so it agrees with the
+exact curve except within 0.025 LSB of a rounding tie.
+"""
+
+from __future__ import annotations
+
+import cv2
+import numpy as np
+
+from .base import StageContext, register
+
+#: CLAHE parameters: see :func:`equalize`.
+CLAHE_CLIP_LIMIT = 2.0
+CLAHE_TILE_GRID = (8, 8)
+
+_LUT_SIZE = 65536
+
+
+def _as_rgb_float32(image: np.ndarray, stage: str) -> np.ndarray:
+    img = np.asarray(image)
+    if img.ndim != 3 or img.shape[2] != 3:
+        raise ValueError(f"{stage}: expected an (H, W, 3) image, got shape {img.shape}")
+    return np.ascontiguousarray(img, dtype=np.float32)
+
+
+def srgb_encode(linear: np.ndarray) -> np.ndarray:
+    """The IEC 61966-2-1 sRGB transfer function (OETF) in float64, for inputs in [0, 1]."""
+    x = np.clip(np.asarray(linear, dtype=np.float64), 0.0, 1.0)
+    return np.where(x <= 0.0031308, 12.92 * x, 1.055 * np.power(x, 1.0 / 2.4) - 0.055)
+
+
+def _build_lut(fn) -> np.ndarray:
+    x = np.arange(_LUT_SIZE, dtype=np.float64) / (_LUT_SIZE - 1)
+    return np.clip(np.rint(255.0 * fn(x)), 0, 255).astype(np.uint8)
+
+
+_SRGB_LUT = _build_lut(srgb_encode)
+_SRGB_LUT.setflags(write=False)
+
+
+def _cv2_has_lut16() -> bool:
+    try:
+        out = cv2.LUT(np.array([[0, 65535]], dtype=np.uint16), np.arange(_LUT_SIZE, dtype=np.uint32).astype(np.uint8))
+    except cv2.error:
+        return False
+    return out.dtype == np.uint8 and out.tolist() == [[0, 255]]
+
+
+_HAS_LUT16 = _cv2_has_lut16()
+
+
+#: OpenCV rounds float -> int32 before saturating to 8/16 bits, and 65535 * v overflows int32
+#: (and wraps to 0) for v >= 32768; below this bound the saturating conversion clips correctly.
+_SATURATION_SAFE = 32767.0
+
+
+def _quantise(img: np.ndarray, scale: float, depth: int) -> np.ndarray:
+    """saturate(round(scale * clip(img, 0, 1))) as ``depth`` (cv2.CV_8U or cv2.CV_16U).
+
+    One saturating, rounding OpenCV pass does the scaling, the clipping and the conversion:
+    negative values (and -inf) saturate to 0, values above 1 to the maximum. Only when the image
+    holds huge values (>= 32767, +inf or NaN; a cheap max tells) is it first truncated at 1 with
+    ``THRESH_TRUNC``, to avoid the int32 overflow.
+    """
+    if not float(img.max()) < _SATURATION_SAFE:
+        img = cv2.threshold(img, 1.0, 1.0, cv2.THRESH_TRUNC)[1]
+    return cv2.multiply(img, (scale, scale, scale, scale), dtype=depth)
+
+
+def apply_lut16(index: np.ndarray, lut: np.ndarray) -> np.ndarray:
+    """``lut[index]`` for a uint16 index array and a 65536-entry uint8 LUT."""
+    if _HAS_LUT16:
+        return cv2.LUT(index, lut)
+    return np.take(lut, index)
+
+
+def srgb_gamma(image: np.ndarray) -> np.ndarray:
+    """Linear RGB (float) -> sRGB-encoded uint8 (IEC 61966-2-1), after clipping to [0, 1]."""
+    img = _as_rgb_float32(image, "tone")
+    if img.size == 0:
+        return np.zeros(img.shape, dtype=np.uint8)
+    return apply_lut16(_quantise(img, float(_LUT_SIZE - 1), cv2.CV_16U), _SRGB_LUT)
+
+
+def linear(image: np.ndarray) -> np.ndarray:
+    """Linear RGB (float) -> round(255 * clip(x, 0, 1)) as uint8, with no transfer function."""
+    img = _as_rgb_float32(image, "tone")
+    if img.size == 0:
+        return np.zeros(img.shape, dtype=np.uint8)
+    return _quantise(img, 255.0, cv2.CV_8U)
+
+
+def equalize(
+    image: np.ndarray, *, clip_limit: float = CLAHE_CLIP_LIMIT, tile_grid: tuple[int, int] = CLAHE_TILE_GRID
+) -> np.ndarray:
+    """sRGB gamma, then CLAHE (Zuiderveld 1994) on L* of CIELAB, back to sRGB uint8.
+
+    ``cv2.createCLAHE(clipLimit=2.0, tileGridSize=(8, 8))``:
+
+    * ``tileGridSize=(8, 8)`` is OpenCV's default. The image is cut into 8 x 8 contextual
+      regions whatever its size (375 x 500 pixels each at 12 MP), so the result does not depend
+      on resolution.
+    * ``clipLimit=2.0`` caps every tile's histogram at 2x the uniform bin height, and the excess
+      is spread over all bins. This bounds the slope of the mapping to about 2, so noise in flat
+      regions is not amplified. OpenCV's default of 40 is close to plain adaptive HE. 2.0 is
+      the usual moderate setting in OpenCV's CLAHE tutorial and elsewhere.
+
+    Only lightness changes: the 8-bit Lab conversion (OpenCV ``COLOR_RGB2Lab``, which treats its
+    input as sRGB-encoded, D65) keeps a* and b*. The conversion quantises L* to 100/255 and a*,
+    b* to 1 unit, which is well below the effect of the equalisation.
+    """
+    rgb8 = srgb_gamma(image)
+    if rgb8.size == 0:
+        return rgb8
+    lab = cv2.cvtColor(rgb8, cv2.COLOR_RGB2Lab)
+    lightness, a, b = cv2.split(lab)
+    clahe = cv2.createCLAHE(clipLimit=float(clip_limit), tileGridSize=tuple(int(t) for t in tile_grid))
+    lab = cv2.merge((clahe.apply(lightness), a, b))
+    return cv2.cvtColor(lab, cv2.COLOR_Lab2RGB)
+
+
+@register("tone", "srgb-gamma", "sRGB transfer function (IEC 61966-2-1; Stokes et al. 1996), 8-bit", "baseline")
+def _apply_srgb_gamma(image: np.ndarray, ctx: StageContext) -> np.ndarray:
+    return srgb_gamma(image)
+
+
+@register("tone", "none", "no tone curve: linear round(255 x)", "option1")
+def _apply_none(image: np.ndarray, ctx: StageContext) -> np.ndarray:
+    return linear(image)
+
+
+@register(
+    "tone",
+    "srgb-gamma+equalize",
+    "sRGB gamma, then CLAHE (Zuiderveld 1994; clip 2.0, 8x8 tiles) on L* of CIELAB",
+    "option2",
+)
+def _apply_equalize(image: np.ndarray, ctx: StageContext) -> np.ndarray:
+    return equalize(image)

@@ -1,0 +1,420 @@
+"""Synthetic RAW captures: Brooks et al. (CVPR 2019) unprocessing into a device profile's sensor.
+
+:func:`unprocess` turns an 8-bit sRGB photograph into a :class:`~hetbench.isp.raw.RawCapture` that
+looks as if a :class:`~hetbench.isp.profiles.DeviceProfile`'s sensor had taken it: Bayer mosaic in
+the profile's CFA order, its bit depth and black/white levels, its colour matrix, a random (or
+given) white balance and exposure, and its heteroscedastic noise. The capture then goes through
+the same ISP stages (and LibRaw path) as a real RAW file.
+
+Steps of :func:`unprocess` (each inverts one step of the forward pipeline, last step first):
+
+1. uint8 sRGB -> float64 in [0, 1];
+2. invert the global smoothstep tone curve ``y = 3x^2 - 2x^3`` in closed form:
+   ``x = 0.5 - sin(asin(1 - 2y) / 3)``;
+3. invert the sRGB transfer function with the exact IEC 61966-2-1 piecewise inverse (linear toe
+   below 0.04045, exponent 2.4 above) rather than Brooks et al.'s plain power 2.2, so that sRGB
+   photographs decode to the linear light they encode;
+4. linear sRGB -> *white-balanced* camera RGB with ``inv(camera_to_srgb)`` (see "Matrices");
+5. invert white balance and exposure: multiply by ``exposure / wb_gains`` per channel, through
+   Brooks et al.'s highlight-preserving mask so that near-white pixels keep (almost) unit gain and
+   stay saturated instead of being dimmed; clip to [0, 1]; the capture's AsShotNeutral is
+   ``1 / wb_gains`` normalised to green = 1;
+6. mosaic into the profile's CFA order;
+7. add heteroscedastic Gaussian noise, ``variance = shot * x + read`` (profile parameters), and
+   clip to [0, 1];
+8. scale to ``black .. white`` digital numbers and round to uint16.
+
+Matrices (all 3x3, applied to column vectors ``out = M @ in``):
+
+* ``profile.color_matrix`` / ``RawCapture.color_matrix``: XYZ (D65) -> camera RGB (DNG ColorMatrix1);
+* ``RawCapture.camera_to_srgb()``: white-balanced camera RGB -> linear sRGB (dcraw convention:
+  ``cam_from_srgb = ColorMatrix1 @ M(sRGB->XYZ)``, rows normalised to sum 1, inverted), so a
+  white-balanced neutral (1, 1, 1) maps to sRGB (1, 1, 1);
+* :func:`srgb_to_camera_matrix`: linear sRGB -> white-balanced camera RGB, the exact inverse of the
+  above (step 4).
+
+White balance in camera RGB is a per-channel gain ``wb_gains = (r, 1, b)``: raw camera RGB x gains =
+white-balanced camera RGB. AsShotNeutral = ``1 / wb_gains`` (the raw camera RGB of a neutral), so a
+forward pipeline white balances by ``1 / as_shot_neutral``.
+
+:func:`process_reference` is a small, exact forward pipeline (bilinear demosaic in numpy) used to
+test the round trip independently of LibRaw and of the ISP stages.
+
+The module also ships real test scenes: :func:`embedded_photographs` (colour photographs bundled
+with scikit-image and scikit-learn, loaded offline) and :func:`scene_crops`.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+
+import numpy as np
+
+from hetbench.isp.profiles import DeviceProfile
+from hetbench.isp.raw import CFA_CODES, RawCapture
+
+#: Brooks et al. 2019: red gain ~ U(1.9, 2.4), blue gain ~ U(1.5, 1.9), green 1.
+RED_GAIN_RANGE = (1.9, 2.4)
+BLUE_GAIN_RANGE = (1.5, 1.9)
+#: Brooks et al. divide by rgb_gain = 1 / N(0.8, 0.1), i.e. scale the signal by N(0.8, 0.1); we
+#: call that factor ``exposure`` and clip it to this range (draws outside it are > 3 sigma away).
+EXPOSURE_MEAN, EXPOSURE_STD = 0.8, 0.1
+EXPOSURE_RANGE = (0.5, 1.1)
+#: Brooks et al.'s highlight mask starts at this gray level (mean of the 3 channels).
+HIGHLIGHT_INFLECTION = 0.9
+
+
+# ------------------------------------------------------------------------------ tone and gamma
+
+
+def smoothstep(x: np.ndarray) -> np.ndarray:
+    """Brooks et al.'s global tone curve ``3x^2 - 2x^3`` on [0, 1]."""
+    x = np.clip(x, 0.0, 1.0)
+    return x * x * (3.0 - 2.0 * x)
+
+
+def inverse_smoothstep(y: np.ndarray) -> np.ndarray:
+    """Closed-form inverse of :func:`smoothstep` on [0, 1]: ``0.5 - sin(asin(1 - 2y) / 3)``."""
+    y = np.clip(y, 0.0, 1.0)
+    return 0.5 - np.sin(np.arcsin(1.0 - 2.0 * y) / 3.0)
+
+
+def srgb_to_linear(v: np.ndarray) -> np.ndarray:
+    """Exact sRGB decoding (IEC 61966-2-1 inverse transfer function) on [0, 1]."""
+    v = np.clip(v, 0.0, 1.0)
+    return np.where(v <= 0.04045, v / 12.92, ((v + 0.055) / 1.055) ** 2.4)
+
+
+def linear_to_srgb(v: np.ndarray) -> np.ndarray:
+    """Exact sRGB encoding (IEC 61966-2-1 transfer function) on [0, 1]."""
+    v = np.clip(v, 0.0, 1.0)
+    return np.where(v <= 0.0031308, 12.92 * v, 1.055 * np.power(v, 1.0 / 2.4) - 0.055)
+
+
+# ------------------------------------------------------------------------------ colour
+
+
+def srgb_to_camera_matrix(profile: DeviceProfile) -> np.ndarray:
+    """(3, 3) linear sRGB -> white-balanced camera RGB for ``profile``: the inverse of what
+    ``RawCapture.camera_to_srgb()`` returns for the profile's colour matrix."""
+    return np.linalg.inv(profile.camera_to_srgb())
+
+
+def _apply_matrix(img: np.ndarray, m: np.ndarray) -> np.ndarray:
+    """``out[..., i] = sum_j m[i, j] * img[..., j]`` for an (H, W, 3) image."""
+    return img @ np.asarray(m, dtype=np.float64).T
+
+
+# ------------------------------------------------------------------------------ CFA
+
+
+def cfa_channel_map(cfa: str, height: int, width: int) -> np.ndarray:
+    """(H, W) uint8 colour code (0 R, 1 G, 2 B) of every photosite for a 2x2 ``cfa`` pattern."""
+    codes = np.array([CFA_CODES[c] for c in cfa], dtype=np.uint8).reshape(2, 2)
+    return np.tile(codes, ((height + 1) // 2, (width + 1) // 2))[:height, :width]
+
+
+def mosaic(rgb: np.ndarray, cfa: str) -> np.ndarray:
+    """Sample an (H, W, 3) image into an (H, W) Bayer mosaic with the given 2x2 ``cfa`` order."""
+    h, w, _ = rgb.shape
+    idx = cfa_channel_map(cfa, h, w)
+    return np.take_along_axis(rgb, idx[..., None].astype(np.intp), axis=2)[..., 0]
+
+
+_K_GREEN = np.array([[0.0, 1.0, 0.0], [1.0, 4.0, 1.0], [0.0, 1.0, 0.0]]) / 4.0
+_K_RED_BLUE = np.array([[1.0, 2.0, 1.0], [2.0, 4.0, 2.0], [1.0, 2.0, 1.0]]) / 4.0
+
+
+def bilinear_demosaic(raw: np.ndarray, cfa: str) -> np.ndarray:
+    """Bilinear demosaic of a float (H, W) mosaic -> (H, W, 3), exact at the sampled sites.
+
+    Each channel is its masked samples convolved with the classic bilinear kernels; borders are
+    mirrored about the edge photosite, which keeps the Bayer phase of the mirrored samples.
+    """
+    from scipy.ndimage import convolve
+
+    h, w = raw.shape
+    idx = cfa_channel_map(cfa, h, w)
+    out = np.empty((h, w, 3), dtype=np.float64)
+    for c in range(3):
+        plane = np.where(idx == c, raw, 0.0)
+        out[..., c] = convolve(plane, _K_GREEN if c == 1 else _K_RED_BLUE, mode="mirror")
+    return out
+
+
+def superpixel_demosaic(raw: np.ndarray, cfa: str) -> np.ndarray:
+    """One RGB pixel per 2x2 Bayer block (R, mean of the two G, B): (H/2, W/2, 3)."""
+    h, w = raw.shape
+    blocks = raw[: h // 2 * 2, : w // 2 * 2].reshape(h // 2, 2, w // 2, 2).transpose(0, 2, 1, 3)
+    blocks = blocks.reshape(h // 2, w // 2, 4)  # the 4 sites in the row-major order of ``cfa``
+    codes = np.array([CFA_CODES[c] for c in cfa])
+    return np.stack([blocks[..., codes == c].mean(axis=-1) for c in range(3)], axis=-1)
+
+
+# ------------------------------------------------------------------------------ unprocessing
+
+
+@dataclass(frozen=True)
+class UnprocessParams:
+    """The random choices of one unprocessing.
+
+    Attributes:
+        wb_gains: (r, g, b) white-balance gains, g = 1: raw camera RGB x gains = balanced RGB.
+        exposure: the factor the linear signal was scaled by (Brooks et al.'s 1 / rgb_gain); a
+            forward pipeline undoes it with ``brightness = 1 / exposure``.
+    """
+
+    wb_gains: tuple[float, float, float]
+    exposure: float
+
+    @property
+    def as_shot_neutral(self) -> tuple[float, float, float]:
+        """``1 / wb_gains`` normalised to green = 1 (DNG AsShotNeutral)."""
+        r, g, b = self.wb_gains
+        return (g / r, 1.0, g / b)
+
+
+def sample_params(
+    rng: np.random.Generator,
+    *,
+    wb_gains: tuple[float, float, float] | None = None,
+    exposure: float | None = None,
+) -> UnprocessParams:
+    """Draw Brooks et al.'s white balance and exposure (three draws, always consumed, so the
+    noise stream that follows does not depend on which values were given)."""
+    red = float(rng.uniform(*RED_GAIN_RANGE))
+    blue = float(rng.uniform(*BLUE_GAIN_RANGE))
+    exp_draw = float(np.clip(rng.normal(EXPOSURE_MEAN, EXPOSURE_STD), *EXPOSURE_RANGE))
+    if wb_gains is None:
+        gains = (red, 1.0, blue)
+    else:
+        g = np.asarray(wb_gains, dtype=np.float64)
+        if g.shape != (3,) or not np.all(np.isfinite(g)) or np.any(g <= 0):
+            raise ValueError(f"wb_gains must be three positive numbers (r, g, b), got {wb_gains!r}")
+        gains = tuple(float(v) for v in g / g[1])
+    if exposure is None:
+        exp = exp_draw
+    else:
+        if not (np.isfinite(exposure) and exposure > 0):
+            raise ValueError(f"exposure must be a positive number, got {exposure!r}")
+        exp = float(exposure)
+    return UnprocessParams(wb_gains=gains, exposure=exp)
+
+
+def _safe_invert_gains(cam_wb: np.ndarray, inv_gains: np.ndarray) -> np.ndarray:
+    """Brooks et al.'s highlight-preserving inverse gains: pixels whose channel mean exceeds the
+    inflection point blend towards unit gain (quadratically), never below the plain inverse."""
+    gray = cam_wb.mean(axis=-1, keepdims=True)
+    mask = (np.maximum(gray - HIGHLIGHT_INFLECTION, 0.0) / (1.0 - HIGHLIGHT_INFLECTION)) ** 2
+    safe = np.maximum(mask + (1.0 - mask) * inv_gains, inv_gains)
+    return cam_wb * safe
+
+
+def unprocess_with_params(
+    srgb_uint8: np.ndarray,
+    profile: DeviceProfile,
+    rng: np.random.Generator,
+    capture_id: str,
+    *,
+    wb_gains: tuple[float, float, float] | None = None,
+    exposure: float | None = None,
+    noise: bool = True,
+) -> tuple[RawCapture, UnprocessParams]:
+    """:func:`unprocess`, also returning the :class:`UnprocessParams` it used."""
+    img = np.asarray(srgb_uint8)
+    if img.ndim != 3 or img.shape[2] != 3 or img.dtype != np.uint8:
+        raise ValueError(f"expected an (H, W, 3) uint8 sRGB image, got shape {img.shape} dtype {img.dtype}")
+    h, w = (img.shape[0] // 2) * 2, (img.shape[1] // 2) * 2
+    if h == 0 or w == 0:
+        raise ValueError(f"image {img.shape[:2]} is too small for a 2x2 Bayer mosaic")
+    img = img[:h, :w]  # a Bayer mosaic needs even sides: drop a trailing odd row/column
+
+    params = sample_params(rng, wb_gains=wb_gains, exposure=exposure)
+    x = img.astype(np.float64) / 255.0  # 1
+    x = inverse_smoothstep(x)  # 2
+    x = srgb_to_linear(x)  # 3
+    x = _apply_matrix(x, srgb_to_camera_matrix(profile))  # 4: white-balanced camera RGB
+    inv_gains = params.exposure / np.asarray(params.wb_gains)  # 5
+    x = np.clip(_safe_invert_gains(x, inv_gains), 0.0, 1.0)
+    raw = mosaic(x, profile.cfa)  # 6
+    if noise:  # 7
+        sigma = np.sqrt(profile.noise.variance(raw))
+        raw = np.clip(raw + sigma * rng.standard_normal(raw.shape), 0.0, 1.0)
+    black, white = float(profile.black_level), float(profile.white_level)
+    dn = np.rint(raw * (white - black) + black)  # 8
+    capture = RawCapture(
+        mosaic=dn.astype(np.uint16),
+        cfa=profile.cfa,
+        black_level=(black,) * 4,
+        white_level=white,
+        color_matrix=profile.xyz_to_camera(),
+        as_shot_neutral=params.as_shot_neutral,
+        make=profile.vendor,
+        model=profile.model,
+        calibration_illuminant=21,
+        capture_id=capture_id,
+    )
+    return capture, params
+
+
+def unprocess(
+    srgb_uint8: np.ndarray,
+    profile: DeviceProfile,
+    rng: np.random.Generator,
+    capture_id: str,
+    *,
+    wb_gains: tuple[float, float, float] | None = None,
+    exposure: float | None = None,
+    noise: bool = True,
+) -> RawCapture:
+    """Brooks et al. 2019 unprocessing of an sRGB photograph into ``profile``'s sensor.
+
+    Args:
+        srgb_uint8: (H, W, 3) uint8 sRGB image; a trailing odd row/column is dropped.
+        profile: the device whose CFA, levels, colour matrix and noise the capture gets.
+        rng: the only source of randomness (three draws for WB/exposure, then the noise): equal
+            generator states give identical captures.
+        capture_id: stored as the capture's ``capture_id``.
+        wb_gains: (r, g, b) white-balance gains (normalised to g = 1); default: red ~ U(1.9, 2.4),
+            blue ~ U(1.5, 1.9).
+        exposure: linear scale of the signal (default ~ N(0.8, 0.1) clipped to [0.5, 1.1]).
+        noise: add the profile's shot + read noise.
+
+    Returns:
+        A RawCapture with AsShotNeutral = 1 / wb_gains (green = 1); the exposure is not stored
+        (RawCapture has no field for it): use :func:`unprocess_with_params` to get it back.
+    """
+    capture, _ = unprocess_with_params(
+        srgb_uint8, profile, rng, capture_id, wb_gains=wb_gains, exposure=exposure, noise=noise
+    )
+    return capture
+
+
+# ------------------------------------------------------------------------------ reference forward
+
+
+def process_reference(
+    capture: RawCapture, *, brightness: float = 1.0, output: str = "srgb", demosaic: str = "bilinear"
+) -> np.ndarray:
+    """A small exact forward pipeline, for round-trip tests independent of LibRaw.
+
+    Black/white normalisation -> white balance by ``1 / as_shot_neutral`` and ``brightness`` (use
+    ``1 / exposure`` to undo :func:`unprocess`'s exposure) -> clip at 1 (sensor saturation) ->
+    demosaic -> ``camera_to_srgb`` -> clip to [0, 1] -> for ``output="srgb"`` (default) the sRGB
+    transfer function and the smoothstep tone curve.
+
+    Args:
+        demosaic: ``"bilinear"`` (full resolution; the only lossy step of the round trip) or
+            ``"superpixel"`` (one RGB pixel per 2x2 block, greens averaged: half resolution, and
+            exact for images that are constant on 2x2 blocks).
+
+    Returns:
+        float32 (H, W, 3) in [0, 1] ((H/2, W/2, 3) for ``superpixel``): display-referred sRGB
+        (``output="srgb"``, comparable with the unprocessed photograph / 255) or linear sRGB
+        (``output="linear"``).
+    """
+    if output not in ("srgb", "linear"):
+        raise ValueError(f"output must be 'srgb' or 'linear', got {output!r}")
+    if demosaic not in ("bilinear", "superpixel"):
+        raise ValueError(f"demosaic must be 'bilinear' or 'superpixel', got {demosaic!r}")
+    m = capture.mosaic.astype(np.float64)
+    h, w = m.shape
+    idx = cfa_channel_map(capture.cfa, h, w)
+    black = np.tile(np.array(capture.black_level).reshape(2, 2), (h // 2, w // 2))
+    raw = (m - black) / (capture.white_level - black)
+    neutral = np.asarray(capture.as_shot_neutral, dtype=np.float64)
+    gains = (neutral[1] / neutral) * float(brightness)
+    raw = np.clip(raw * gains[idx], 0.0, 1.0)
+    rgb = bilinear_demosaic(raw, capture.cfa) if demosaic == "bilinear" else superpixel_demosaic(raw, capture.cfa)
+    rgb = np.clip(_apply_matrix(rgb, capture.camera_to_srgb()), 0.0, 1.0)
+    if output == "srgb":
+        rgb = smoothstep(linear_to_srgb(rgb))
+    return rgb.astype(np.float32)
+
+
+def psnr(a: np.ndarray, b: np.ndarray, peak: float = 1.0) -> float:
+    """Peak signal-to-noise ratio in dB between two images on the same scale (inf if equal)."""
+    mse = float(np.mean((np.asarray(a, np.float64) - np.asarray(b, np.float64)) ** 2))
+    return float("inf") if mse == 0 else 10.0 * np.log10(peak * peak / mse)
+
+
+# ------------------------------------------------------------------------------ test scenes
+
+
+def _skimage(name: str):
+    def load() -> np.ndarray:
+        from skimage import data
+
+        img = getattr(data, name)()
+        return img[0] if isinstance(img, tuple) else img  # stereo_motorcycle: (left, right, disparity)
+
+    return load
+
+
+def _sklearn(filename: str):
+    def load() -> np.ndarray:
+        from sklearn.datasets import load_sample_image
+
+        return load_sample_image(filename)
+
+    return load
+
+
+#: (scene name, loader) of the colour photographs of natural scenes shipped *inside* the
+#: scikit-image and scikit-learn wheels (no download). Left out on purpose: hubble_deep_field
+#: (astronomy), immunohistochemistry and retina (microscopy / fundus imaging), colorwheel and logo
+#: (synthetic), cat (the same photograph as chelsea) and the pooch-fetched images (skin, lily, ...).
+_PHOTOGRAPHS = (
+    ("astronaut", _skimage("astronaut")),
+    ("coffee", _skimage("coffee")),
+    ("chelsea", _skimage("chelsea")),
+    ("rocket", _skimage("rocket")),
+    ("motorcycle", _skimage("stereo_motorcycle")),  # the left view
+    ("china", _sklearn("china.jpg")),
+    ("flower", _sklearn("flower.jpg")),
+)
+
+
+@functools.lru_cache(maxsize=1)
+def _load_photographs() -> tuple[tuple[str, np.ndarray], ...]:
+    out = []
+    for name, loader in _PHOTOGRAPHS:
+        try:
+            img = np.asarray(loader())
+        except Exception:  # a file missing from this installation: skip it
+            continue
+        if img.ndim == 3 and img.shape[2] == 4:
+            img = img[..., :3]
+        if img.ndim != 3 or img.shape[2] != 3 or img.dtype != np.uint8:
+            continue
+        img = np.ascontiguousarray(img)
+        img.setflags(write=False)
+        out.append((name, img))
+    return tuple(out)
+
+
+def embedded_photographs() -> list[tuple[str, np.ndarray]]:
+    """The real colour photographs bundled with scikit-image and scikit-learn, loaded offline.
+
+    Returns:
+        ``[(scene_name, uint8 (H, W, 3) sRGB), ...]``: astronaut, coffee, chelsea, rocket,
+        motorcycle (left view of skimage's stereo pair), china, flower (any that fail to load are
+        skipped). The arrays are writeable copies.
+    """
+    return [(name, img.copy()) for name, img in _load_photographs()]
+
+
+def scene_crops(image: np.ndarray, n: int, size: int, rng: np.random.Generator) -> list[np.ndarray]:
+    """``n`` random square crops of side ``size`` (or ``min(H, W)`` if the image is smaller),
+    positions drawn from ``rng`` (deterministic for a given generator state); returns copies."""
+    img = np.asarray(image)
+    if img.ndim < 2:
+        raise ValueError(f"expected an image with at least 2 dimensions, got shape {img.shape}")
+    if n < 0 or size < 1:
+        raise ValueError(f"need n >= 0 and size >= 1, got n={n}, size={size}")
+    h, w = img.shape[:2]
+    side = min(int(size), h, w)
+    ys = rng.integers(0, h - side + 1, size=n)
+    xs = rng.integers(0, w - side + 1, size=n)
+    return [img[y : y + side, x : x + side].copy() for y, x in zip(ys.tolist(), xs.tolist())]
