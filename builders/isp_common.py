@@ -145,6 +145,22 @@ def _init_worker() -> None:
         pass
 
 
+WORKER_PRELOAD = ["hetbench.image_stats", "hetbench.isp.pipeline", "hetbench.isp.synth", "hetbench.isp.profiles"]
+
+
+def _worker_context():
+    """A forkserver that has imported the ISP once (colour, rawpy and OpenCV take seconds to
+    import), so workers start warm. Never plain fork: a parent that has run LibRaw (OpenMP) or
+    OpenCV holds thread-pool locks that deadlock a forked child. Spawn where there is no forkserver."""
+    import multiprocessing as mp
+
+    if "forkserver" not in mp.get_all_start_methods():
+        return mp.get_context("spawn")
+    ctx = mp.get_context("forkserver")
+    ctx.set_forkserver_preload(WORKER_PRELOAD)
+    return ctx
+
+
 def run_jobs(jobs: Sequence[CaptureJob], num_proc: int = 1, quiet: bool = False, desc: str = "rendering") -> list[JobResult]:
     """Run jobs on ``num_proc`` worker processes (1: in this process); results in job order."""
     from hetbench.progress import progress_bar
@@ -158,16 +174,7 @@ def run_jobs(jobs: Sequence[CaptureJob], num_proc: int = 1, quiet: bool = False,
                 results.append(run_job(job))
                 bar.update(1)
         else:
-            import multiprocessing as mp
-
-            # import the ISP once here so forked workers start warm (colour, rawpy, OpenCV take
-            # seconds to import); fork where the platform has it, spawn elsewhere
-            import hetbench.image_stats  # noqa: F401
-            import hetbench.isp.pipeline  # noqa: F401
-            import hetbench.isp.synth  # noqa: F401
-
-            method = "fork" if "fork" in mp.get_all_start_methods() else "spawn"
-            with mp.get_context(method).Pool(num_proc, initializer=_init_worker) as pool:
+            with _worker_context().Pool(num_proc, initializer=_init_worker) as pool:
                 for res in pool.imap(run_job, jobs, chunksize=1):
                     results.append(res)
                     bar.update(1)

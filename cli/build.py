@@ -78,18 +78,40 @@ def iso_isp_cmd(stages, clients, raw_dir, labels, size, device_weights, test_fra
 
 @build.command("devices")
 @click.option("--profiles", default="heteroswitch9", show_default=True, help="Device profile set (manifests/devices/<name>.yaml).")
-@click.option("--clients", default=50, show_default=True, type=int, help="Number of clients, allocated to devices by market share.")
+@click.option("--clients", default=None, type=int, help="Number of clients (default: 50 phones, or one per synthetic device).")
+@click.option("--synthetic-color", default=None, type=int,
+              help="HeteroSwitch sec. 6.5 instead: N synthetic devices (fixed random brightness/contrast/saturation/hue) over --dataset.")
+@click.option("--dataset", default="builtin:digits", show_default=True, help="With --synthetic-color: any labelled image table.")
+@click.option("--label-col", default=None, help="With --synthetic-color: the label column.")
 @_isp_options
-def devices_cmd(profiles, clients, raw_dir, labels, size, device_weights, test_fraction, crops_per_photo, crop_size, num_proc, seed, out, name, overwrite, quiet):
+def devices_cmd(profiles, clients, synthetic_color, dataset, label_col, raw_dir, labels, size, device_weights, test_fraction,
+                crops_per_photo, crop_size, num_proc, seed, out, name, overwrite, quiet):
     """Every client is one emulated phone: its sensor profile and its own ISP.
 
-    Example: hetbench build devices --clients 50
+    \b
+    Examples:
+      hetbench build devices --clients 50
+      hetbench build devices --synthetic-color 10 --dataset builtin:mnist5k
     """
     from hetbench.atomic import check_out_dir
-    from hetbench.builders.devices import build_devices
 
-    tag = f"devices-{profiles}-n{clients}-s{seed}"
-    out_path = Path(out) if out else Path("hetbench_splits") / tag
-    check_out_dir(out_path, overwrite)
-    ds = build_devices(profiles, raw_dir, labels, size, clients, device_weights, test_fraction, seed, num_proc, crops_per_photo, crop_size, quiet)
+    if synthetic_color is not None:
+        from hetbench.builders.synthetic_color import build_synthetic_color
+
+        if raw_dir or labels or device_weights:
+            raise click.UsageError("--synthetic-color works on --dataset; it takes no --raw-dir, --labels or --device-weights")
+        base = dataset.split(":", 1)[1] if dataset.startswith("builtin:") else Path(dataset.rstrip("/")).stem
+        tag = f"devices-synthetic{synthetic_color}-{base}-s{seed}"
+        out_path = Path(out) if out else Path("hetbench_splits") / tag
+        check_out_dir(out_path, overwrite)
+        size = None if size == 224 and dataset.startswith("builtin:") else size  # keep the digits' own size
+        ds = build_synthetic_color(synthetic_color, dataset, label_col, clients, size, test_fraction, seed, quiet)
+    else:
+        from hetbench.builders.devices import build_devices
+
+        clients = 50 if clients is None else clients
+        tag = f"devices-{profiles}-n{clients}-s{seed}"
+        out_path = Path(out) if out else Path("hetbench_splits") / tag
+        check_out_dir(out_path, overwrite)
+        ds = build_devices(profiles, raw_dir, labels, size, clients, device_weights, test_fraction, seed, num_proc, crops_per_photo, crop_size, quiet)
     _publish(ds, out_path, name or tag, overwrite, quiet)

@@ -27,9 +27,9 @@ class Verdict:
 
 def builder_rebuilders() -> dict:
     """Recipe method -> function re-running that builder from a manifest."""
-    from hetbench.builders import devices, iso_isp
+    from hetbench.builders import devices, iso_isp, synthetic_color
 
-    return {"iso-isp": iso_isp.rebuild, "devices": devices.rebuild}
+    return {"iso-isp": iso_isp.rebuild, "devices": devices.rebuild, "synthetic-color": synthetic_color.rebuild}
 
 
 def rebuild(manifest: dict, dataset: str | None = None):

@@ -118,6 +118,17 @@ def table3_variants(stages: Sequence[str]) -> list[Pipeline]:
 
 
 # ---- rendering ------------------------------------------------------------------------------
+def _level_keys(p: Pipeline) -> list[tuple]:
+    """Cache keys of the six levels: LibRaw (demosaic, FBDD on/off), then one per later stage."""
+    return [(p["demosaic"], p["denoise"] == "fbdd")] + [(s, p[s]) for s in STAGES[1:]]
+
+
+def _common_prefix(a: list, b: list) -> int:
+    n = 0
+    while n < min(len(a), len(b)) and a[n] == b[n]:
+        n += 1
+    return n
+
 @dataclass
 class Rendered:
     """A rendered image (uint8 RGB, ``size`` x ``size``) and what the report wants to know."""
@@ -162,18 +173,20 @@ class Renderer:
 
         items = [p if isinstance(p, Pipeline) else Pipeline.parse(p) for p in pipelines]
         order = sorted(range(len(items)), key=lambda i: items[i]._walk_key())
+        walk_keys = [_level_keys(items[i]) for i in order]
+        # how many leading states the *next* pipeline of the walk reuses: deeper ones are freed as
+        # soon as they have been used (12-MP float states are 144 MB each)
+        reused_next = [_common_prefix(walk_keys[k], walk_keys[k + 1]) for k in range(len(order) - 1)] + [0]
         ctx_base = dict(as_shot_neutral=capture.as_shot_neutral, camera_to_srgb=capture.camera_to_srgb())
         path_keys: list[tuple] = []
-        path_states: list[np.ndarray] = []
+        path_states: list[np.ndarray | None] = []
         path_info: list[dict] = []
         path_secs: list[float] = []
         results: list[Rendered | None] = [None] * len(items)
-        for i in order:
+        for step, i in enumerate(order):
             p = items[i]
-            keys = [(p["demosaic"], p["denoise"] == "fbdd")] + [(s, p[s]) for s in STAGES[1:]]
-            keep = 0
-            while keep < min(len(keys), len(path_keys)) and keys[keep] == path_keys[keep]:
-                keep += 1
+            keys = walk_keys[step]
+            keep = _common_prefix(keys, path_keys)
             self.stats["stage_hits"] += keep
             del path_keys[keep:], path_states[keep:], path_info[keep:], path_secs[keep:]
             for level in range(keep, len(keys)):
@@ -186,6 +199,8 @@ class Renderer:
                     ctx = StageContext(info=info, **ctx_base)
                     state = REGISTRY[stage][p[stage]].apply(path_states[-1], ctx)
                 self.stats["stage_runs"] += 1
+                if level >= 1 and level - 1 >= reused_next[step]:
+                    path_states[level - 1] = None  # not needed again
                 path_keys.append(keys[level])
                 path_states.append(state)
                 path_info.append(info)
