@@ -90,19 +90,33 @@ def build_iso_isp(
     devices = [p.short_name for p in pipelines]
     isp_of = {p.short_name: str(p) for p in pipelines}
     weights = read_device_weights(device_weights, devices)
-    renders = [Render(d, isp_of[d]) for d in devices]
+    description = EMBEDDED_DESCRIPTION if raw_dir is None else f"the RAW captures in '{raw_dir}'"
+    return render_device_split(
+        "iso-isp", {"stages": stages}, devices, isp_of, weights, [Render(d, isp_of[d]) for d in devices],
+        raw_dir, labels, size, clients, device_weights, test_fraction, seed, num_proc, crops_per_photo, crop_size,
+        quiet, description, f"rendering {{n}} captures x {len(devices)} ISP variants",
+    )
+
+
+def render_device_split(
+    method: str, family_params: dict[str, Any], devices: list[str], isp_of: dict[str, str], weights: dict[str, float],
+    renders: list[Render], raw_dir, labels, size, clients, device_weights, test_fraction, seed, num_proc,
+    crops_per_photo, crop_size, quiet, description: str, progress: str, profile_set: str = "heteroswitch9",
+) -> DeviceSplit:
+    """The part every device builder shares: check, render every capture for every device, record
+    the recipe, assemble the split."""
     check_clients(clients, devices)
-    jobs = capture_jobs(raw_dir, labels, renders, size, seed, crops_per_photo, crop_size)
-    results = run_jobs(jobs, num_proc, quiet, f"rendering {len(jobs)} captures x {len(devices)} ISP variants")
-    params: dict[str, Any] = {
-        "stages": stages, "raw_dir": raw_dir, "labels": labels, "size": size, "clients": clients,
+    jobs = capture_jobs(raw_dir, labels, renders, size, seed, crops_per_photo, crop_size, profile_set=profile_set)
+    results = run_jobs(jobs, num_proc, quiet, progress.format(n=len(jobs)))
+    params: dict[str, Any] = dict(family_params)
+    params.update({
+        "raw_dir": raw_dir, "labels": labels, "size": size, "clients": clients,
         "device_weights": weights if device_weights else None, "test_fraction": test_fraction,
         "crops_per_photo": crops_per_photo if raw_dir is None else None,
         "crop_size": crop_size if raw_dir is None else None,
-    }
-    recipe = {"method": "iso-isp", "params": params, "seed": seed, "split": "train"}
+    })
+    recipe = {"method": method, "params": params, "seed": seed, "split": "train"}
     source = {"dataset": raw_dir or EMBEDDED, "label_col": "label", "id_col": "sample_id", "labels": labels}
-    description = EMBEDDED_DESCRIPTION if raw_dir is None else f"the RAW captures in '{raw_dir}'"
     license = "other" if raw_dir else "bsd-3-clause"
     return assemble_device_split(jobs, results, devices, isp_of, weights, clients, test_fraction, seed, recipe, source, description, license)
 
