@@ -177,7 +177,9 @@ class Renderer:
         # how many leading states the *next* pipeline of the walk reuses: deeper ones are freed as
         # soon as they have been used (12-MP float states are 144 MB each)
         reused_next = [_common_prefix(walk_keys[k], walk_keys[k + 1]) for k in range(len(order) - 1)] + [0]
-        ctx_base = dict(as_shot_neutral=capture.as_shot_neutral, camera_to_srgb=capture.camera_to_srgb())
+        ctx_base = dict(
+            as_shot_neutral=capture.as_shot_neutral, camera_to_srgb=capture.camera_to_srgb(), output_size=self.size
+        )
         path_keys: list[tuple] = []
         path_states: list[np.ndarray | None] = []
         path_info: list[dict] = []

@@ -321,3 +321,20 @@ def test_jpeg_keeps_channel_order_and_records_size():
 def test_jpeg_rejects_bad_quality():
     with pytest.raises(ValueError):
         compress.jpeg_roundtrip(np.zeros((8, 8, 3), np.uint8), 0)
+
+
+def test_reduced_jpeg_decode_matches_full_decode_then_downsizing():
+    """With an output size far below the image, the JPEG stage decodes at a DCT scale-down; the
+    result agrees with decoding fully and averaging 8x8 blocks."""
+    import cv2
+    from skimage import data
+
+    from hetbench.isp.stages.compress import decode_scale, jpeg_roundtrip
+
+    img = cv2.resize(data.astronaut(), (1024, 1024), interpolation=cv2.INTER_CUBIC)
+    assert decode_scale(img.shape, None) == 1 and decode_scale(img.shape, 64) == 8 and decode_scale(img.shape, 200) == 2
+    full, n_full = jpeg_roundtrip(img, 85)
+    small, n_small = jpeg_roundtrip(img, 85, scale=8)
+    assert n_full == n_small and small.shape == (128, 128, 3)
+    ref = cv2.resize(full, (128, 128), interpolation=cv2.INTER_AREA)
+    assert np.abs(small.astype(int) - ref).mean() < 2.0

@@ -32,6 +32,9 @@ class StageContext:
     as_shot_neutral: tuple[float, float, float] = (1.0, 1.0, 1.0)
     camera_to_srgb: np.ndarray = field(default_factory=lambda: np.eye(3))
     info: dict = field(default_factory=dict)
+    #: side of the square image the pipeline will downsize to afterwards (None: full size); the JPEG
+    #: stage may then decode at a reduced DCT scale, which is what that downsizing would average away
+    output_size: int | None = None
 
 
 @dataclass(frozen=True)

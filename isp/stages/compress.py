@@ -50,8 +50,24 @@ def _check_rgb_uint8(image: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(img)
 
 
-def jpeg_roundtrip(rgb_uint8: np.ndarray, quality: int) -> tuple[np.ndarray, int]:
-    """Encode an RGB uint8 image as JPEG at ``quality`` (1-100) and decode it back.
+_REDUCED = {2: cv2.IMREAD_REDUCED_COLOR_2, 4: cv2.IMREAD_REDUCED_COLOR_4, 8: cv2.IMREAD_REDUCED_COLOR_8}
+
+
+def decode_scale(shape: tuple[int, ...], output_size: int | None) -> int:
+    """Largest libjpeg DCT scale-down (1, 2, 4 or 8) that keeps the shorter side at least twice
+    ``output_size``: the pipeline downsizes to ``output_size`` afterwards anyway."""
+    if not output_size:
+        return 1
+    short = min(shape[0], shape[1])
+    for k in (8, 4, 2):
+        if short // k >= 2 * output_size:
+            return k
+    return 1
+
+
+def jpeg_roundtrip(rgb_uint8: np.ndarray, quality: int, scale: int = 1) -> tuple[np.ndarray, int]:
+    """Encode an RGB uint8 image as JPEG at ``quality`` (1-100) and decode it back, at full size or
+    scaled down by ``scale`` (2, 4, 8) in the DCT domain as libjpeg's reduced decoding does.
 
     Returns ``(decoded RGB uint8, size of the JPEG file in bytes)``.
     """
@@ -64,17 +80,21 @@ def jpeg_roundtrip(rgb_uint8: np.ndarray, quality: int) -> tuple[np.ndarray, int
     ok, buf = cv2.imencode(".jpg", cv2.cvtColor(rgb, cv2.COLOR_RGB2BGR), _encode_params(q))
     if not ok:
         raise RuntimeError("cv2.imencode failed to write a JPEG")
-    if _IMREAD_RGB is not None:
-        decoded = cv2.imdecode(buf, _IMREAD_RGB)
+    if scale > 1:
+        decoded = cv2.imdecode(buf, _REDUCED[scale])
+        expected = (-(-rgb.shape[0] // scale), -(-rgb.shape[1] // scale), 3)
+        decoded = None if decoded is None else cv2.cvtColor(decoded, cv2.COLOR_BGR2RGB)
+    elif _IMREAD_RGB is not None:
+        decoded, expected = cv2.imdecode(buf, _IMREAD_RGB), rgb.shape
     else:  # OpenCV < 4.10
-        decoded = cv2.cvtColor(cv2.imdecode(buf, cv2.IMREAD_COLOR), cv2.COLOR_BGR2RGB)
-    if decoded is None or decoded.shape != rgb.shape:
-        raise RuntimeError(f"JPEG decode gave {None if decoded is None else decoded.shape}, expected {rgb.shape}")
+        decoded, expected = cv2.cvtColor(cv2.imdecode(buf, cv2.IMREAD_COLOR), cv2.COLOR_BGR2RGB), rgb.shape
+    if decoded is None or decoded.shape != tuple(expected):
+        raise RuntimeError(f"JPEG decode gave {None if decoded is None else decoded.shape}, expected {expected}")
     return decoded, int(buf.size)
 
 
 def _jpeg(image: np.ndarray, ctx: StageContext, quality: int) -> np.ndarray:
-    decoded, nbytes = jpeg_roundtrip(image, quality)
+    decoded, nbytes = jpeg_roundtrip(image, quality, decode_scale(image.shape, ctx.output_size))
     ctx.info["jpeg_bytes"] = nbytes
     return decoded
 
