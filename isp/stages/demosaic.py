@@ -154,9 +154,7 @@ def libraw_linear(capture: RawCapture, algorithm: str, fbdd: bool) -> np.ndarray
     crop = pad // scale
     if crop:
         rgb16 = rgb16[crop:-crop, crop:-crop]
-    out = rgb16.astype(np.float32)
-    out *= np.float32(1.0 / _OUT_MAX)
-    return out
+    return np.multiply(rgb16, np.float32(1.0 / _OUT_MAX), dtype=np.float32)  # one pass: convert and scale
 
 
 def _libraw_variant(name: str, description: str, table3: str):
