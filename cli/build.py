@@ -115,3 +115,86 @@ def devices_cmd(profiles, clients, synthetic_color, dataset, label_col, raw_dir,
         check_out_dir(out_path, overwrite)
         ds = build_devices(profiles, raw_dir, labels, size, clients, device_weights, test_fraction, seed, num_proc, crops_per_photo, crop_size, quiet)
     _publish(ds, out_path, name or tag, overwrite, quiet)
+
+
+def _publish_table(fs, extra, plots, out: Path, name: str, overwrite: bool, quiet: bool, what: str) -> None:
+    from hetbench.publish import publish_split
+
+    report = publish_split(fs, out, name=name, overwrite=overwrite, quiet=quiet, extra_report=extra, extra_plots=plots)
+    if not quiet:
+        dropped = sum(sum(d.values()) for d in report.get("dropped", {}).values())
+        click.echo(
+            f"wrote {out}: {report['num_clients']} {what}, {report['num_samples']:,} training rows, EMD {report['emd']:.3f}"
+            + (f"; {dropped:,} rows dropped (reasons in report.json)" if dropped else "")
+        )
+
+
+def _table_options(fn):
+    opts = [
+        click.option("--metadata", default=None, help="CSV / parquet / save_to_disk table (default: a generated observation table)."),
+        click.option("--label-col", default=None, help="Label column (default: 'species' for the generated table, else 'label')."),
+        click.option("--id-col", default=None, help="Sample-id column recorded in the manifest."),
+        click.option("--image-root", default=None, type=click.Path(), help="Attach images: files under this folder named by --image-col."),
+        click.option("--image-col", default=None, help="Column with image paths relative to --image-root (default: the id column)."),
+        click.option("--test-split", type=click.Choice(["global", "client", "natural", "heldout"]), default=None,
+                     help="Test policy (default: natural with a source test split; else client for geo, heldout users for users)."),
+        click.option("--seed", default=0, show_default=True, type=int),
+        click.option("--out", default=None, type=click.Path(file_okay=False)),
+        click.option("--name", default=None),
+        click.option("--overwrite", is_flag=True),
+        click.option("--quiet", "-q", is_flag=True),
+    ]
+    for opt in reversed(opts):
+        fn = opt(fn)
+    return fn
+
+
+@build.command("geo")
+@click.option("--lat-col", default="latitude", show_default=True)
+@click.option("--lon-col", default="longitude", show_default=True)
+@click.option("--nmax", default=3000, show_default=True, type=int, help="Split S2 cells holding more than this many examples.")
+@click.option("--nmin", default=None, type=int, help="Drop cells with fewer examples (default: 0.01 x nmax).")
+@click.option("--test-fraction", default=0.2, show_default=True, type=float)
+@_table_options
+def geo_cmd(lat_col, lon_col, nmax, nmin, test_fraction, metadata, label_col, id_col, image_root, image_col, test_split, seed, out, name, overwrite, quiet):
+    """Adaptive S2-cell clients (Hsu et al. 2020, iNaturalist-Geo).
+
+    \b
+    Examples:
+      hetbench build geo --nmax 1000
+      hetbench build geo --metadata obs.csv --lat-col latitude --lon-col longitude --label-col species --nmax 3000
+    """
+    from hetbench.atomic import check_out_dir
+    from hetbench.builders.geo import build_geo, map_plot_writer
+
+    tag = f"geo-nmax{nmax}-s{seed}"
+    out_path = Path(out) if out else Path("hetbench_splits") / tag
+    check_out_dir(out_path, overwrite)
+    fs, extra = build_geo(metadata, lat_col, lon_col, label_col, id_col, nmax, nmin, test_split, test_fraction, seed, image_root, image_col)
+    _publish_table(fs, extra, map_plot_writer(fs, f"{fs.num_clients} S2 cells (Nmax {nmax})", True), out_path, name or tag, overwrite, quiet, "S2-cell clients")
+
+
+@build.command("users")
+@click.option("--user-col", default=None, help="User column (default: 'observer' for the generated table, else 'user_id').")
+@click.option("--filters", type=click.Choice(["landmarks", "inaturalist", "none"]), default="landmarks", show_default=True,
+              help="landmarks: classes >= 30 images & 10 users, users >= 30 images & 5 classes, to a fixed point; "
+              "inaturalist: classes >= 100 training images, subsampled to 100.")
+@click.option("--min-samples", default=1, show_default=True, type=int, help="Drop users with fewer rows.")
+@click.option("--test-fraction", default=0.1, show_default=True, type=float, help="With --test-split heldout: share of users held out.")
+@_table_options
+def users_cmd(user_col, filters, min_samples, test_fraction, metadata, label_col, id_col, image_root, image_col, test_split, seed, out, name, overwrite, quiet):
+    """One client per user, with the published per-user filters (Hsu et al. 2020).
+
+    \b
+    Examples:
+      hetbench build users
+      hetbench build users --metadata obs.csv --user-col author --label-col primary_label --filters landmarks
+    """
+    from hetbench.atomic import check_out_dir
+    from hetbench.builders.geo import build_users, map_plot_writer
+
+    tag = f"users-{filters}-s{seed}"
+    out_path = Path(out) if out else Path("hetbench_splits") / tag
+    check_out_dir(out_path, overwrite)
+    fs, extra = build_users(metadata, user_col, label_col, id_col, filters, min_samples, test_split, test_fraction, seed, image_root, image_col)
+    _publish_table(fs, extra, map_plot_writer(fs, f"{fs.num_clients} users", False), out_path, name or tag, overwrite, quiet, "users")

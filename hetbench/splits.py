@@ -9,7 +9,12 @@ Test policies (``--test-split``):
   (client, class)); a source test split is kept beside it as ``global_test``. Default when the source
   has no test split.
 * ``natural`` - partitioners with a natural key (``natural-id``) assign every split by that key, so a
-  user's train and test rows share one client id.
+  user's train and test rows share one client id. With a single-split source it falls back to
+  ``client``.
+* ``heldout`` - a ``--test-fraction`` of the *clients* (e.g. users) is held out whole: their rows
+  form a shared test set (``client_id = -1``) of clients never seen in training, as Hsu et al.
+  built Landmarks-User-160k's test split; test rows of classes absent from training are dropped
+  (reason ``filtered``).
 
 Output rows are ordered by (client id, source row), so a client's rows are contiguous.
 """
@@ -26,7 +31,7 @@ from hetbench.partition import Partition, canonical_json, sha256_of_arrays
 from hetbench.partitioners.base import Partitioner, make_rng
 from hetbench.table import SampleTable
 
-TEST_POLICIES = ("global", "client", "natural")
+TEST_POLICIES = ("global", "client", "natural", "heldout")
 
 
 @dataclass(frozen=True)
@@ -124,6 +129,37 @@ def stratified_holdout(
     return test
 
 
+def hold_out_clients(
+    part: Partition, labels: np.ndarray, fraction: float, rng: np.random.Generator
+) -> tuple[Partition, np.ndarray, dict[str, int]]:
+    """Move round(fraction x clients) random clients (at least one, at most all but one) to a test
+    set. Returns the partition of the remaining clients (renumbered in their old order, names kept),
+    the test row indices (ascending) and the test rows dropped because their class is absent from
+    training."""
+    from hetbench.partition import DropReason
+
+    n = part.num_clients
+    if n < 2:
+        raise HetbenchError("--test-split heldout needs at least 2 clients")
+    k = int(min(max(round(fraction * n), 1), n - 1))
+    held = np.zeros(n, dtype=bool)
+    held[rng.choice(n, size=k, replace=False)] = True
+    new_index = np.where(held, -1, np.cumsum(~held) - 1).astype(np.int32)
+    a = part.assignment
+    in_test = (a >= 0) & held[np.maximum(a, 0)]
+    assignment = np.where(a >= 0, new_index[np.maximum(a, 0)], -1).astype(np.int32)
+    reason = part.drop_reason.copy()
+    reason[in_test] = DropReason.HELD_OUT  # not lost: these rows are the test set
+    train_classes = np.unique(labels[assignment >= 0])
+    test_rows = np.flatnonzero(in_test)
+    known = np.isin(labels[test_rows], train_classes)
+    names = tuple(nm for nm, h in zip(part.client_names, held) if not h)
+    recipe = dict(part.recipe, heldout_clients=sorted(str(nm) for nm, h in zip(part.client_names, held) if h))
+    train_part = Partition(assignment, n - k, names, recipe, reason)
+    dropped = {"filtered": int((~known).sum())} if (~known).any() else {}
+    return train_part, test_rows[known], dropped
+
+
 def build_split(
     table: SampleTable,
     partitioner: Partitioner,
@@ -139,13 +175,15 @@ def build_split(
     others = [s for s in table.split_names if s != train_split]
     if test_split is None:
         test_split = "natural" if natural else ("global" if others else "client")
+    if test_split == "natural" and natural and not others:
+        test_split = "client"
     if test_split not in TEST_POLICIES:
         raise HetbenchError(f"unknown --test-split '{test_split}'; choose one of: {', '.join(TEST_POLICIES)}")
     if test_split == "natural" and not natural:
         raise HetbenchError(f"--test-split natural needs a partitioner with a natural key (natural-id), not '{partitioner.name}'")
     if test_split == "global" and not others:
         raise HetbenchError("--test-split global needs a source with a test split; use --test-split client")
-    if test_split == "client" and not 0.0 < test_fraction < 1.0:
+    if test_split in ("client", "heldout") and not 0.0 < test_fraction < 1.0:
         raise HetbenchError(f"--test-fraction must be between 0 and 1 (got {test_fraction})")
 
     part = partitioner.partition(table, seed, train_split)
@@ -154,13 +192,22 @@ def build_split(
     recipe: dict[str, Any] = {
         "partition": part.recipe,
         "test_split": test_split,
-        "test_fraction": test_fraction if test_split == "client" else None,
+        "test_fraction": test_fraction if test_split in ("client", "heldout") else None,
         "train_split": train_split,
     }
     dropped = {train_split: part.dropped_counts()}
     kept = np.flatnonzero(part.assignment >= 0)
     outputs: dict[str, SplitRows] = {}
-    if test_split == "client":
+    if test_split == "heldout":
+        part, test_rows, dropped_test = hold_out_clients(part, table.labels[train_split], test_fraction, make_rng(seed).spawn(2)[1])
+        kept = np.flatnonzero(part.assignment >= 0)
+        outputs["train"] = _ordered(train_split, kept, part.assignment[kept])
+        outputs["test"] = SplitRows(train_split, test_rows, np.full(test_rows.size, -1, np.int32))
+        dropped = {train_split: part.dropped_counts(), "test": dropped_test}
+        for s in others:
+            name = "global_test" if s == "test" else s
+            outputs[name] = SplitRows(s, np.arange(table.num_rows(s), dtype=np.int64), np.full(table.num_rows(s), -1, np.int32))
+    elif test_split == "client":
         rng = make_rng(seed).spawn(1)[0]
         held = stratified_holdout(
             part.assignment, table.labels[train_split], part.num_clients, table.num_classes, test_fraction, rng

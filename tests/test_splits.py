@@ -280,3 +280,26 @@ def test_build_split_drop_reasons_reported():
     fs = build_split(table, ShardsPartitioner(num_clients=3, shards_per_client=2), seed=0)
     assert fs.dropped["train"] == {"remainder": 40 % 6}
     assert np.all(fs.partition.drop_reason[fs.partition.assignment < 0] == DropReason.REMAINDER)
+
+
+def test_heldout_clients_policy():
+    """Whole clients become the shared test set; no test client appears in training; classes
+    unseen in training are dropped from test."""
+    from hetbench.partitioners import NaturalIdPartitioner
+
+    rng = np.random.default_rng(0)
+    users = [f"u{u:02d}" for u in rng.integers(0, 20, size=400)]
+    labels = rng.integers(0, 4, size=400)
+    t = make_table(labels, 5, users=users)
+    fs = build_split(t, NaturalIdPartitioner("user"), seed=3, test_split="heldout", test_fraction=0.25)
+    held = fs.partition.recipe["heldout_clients"]
+    assert len(held) == 5 and fs.num_clients == 15
+    assert not set(held) & set(fs.client_names)
+    user_col = np.asarray(users)
+    test_users = set(user_col[fs.outputs["test"].rows])
+    train_users = set(user_col[fs.outputs["train"].rows])
+    assert test_users <= set(held) and not test_users & train_users
+    assert set(fs.outputs["test"].client_ids) == {-1}
+    assert len(fs.outputs["train"]) + len(fs.outputs["test"]) == 400
+    again = build_split(t, NaturalIdPartitioner("user"), seed=3, test_split="heldout", test_fraction=0.25)
+    assert again.fingerprint == fs.fingerprint

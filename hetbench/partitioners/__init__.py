@@ -5,9 +5,11 @@ from __future__ import annotations
 from hetbench.errors import HetbenchError
 from hetbench.partitioners.base import Partitioner, make_rng
 from hetbench.partitioners.dirichlet import DirichletPartitioner
+from hetbench.partitioners.geo_s2 import GeoS2Partitioner
 from hetbench.partitioners.iid import IIDPartitioner
 from hetbench.partitioners.natural_id import NaturalIdPartitioner
 from hetbench.partitioners.shards import ClassesPerClientPartitioner, ShardsPartitioner
+from hetbench.partitioners.user_filters import UsersPartitioner
 
 REGISTRY: dict[str, type[Partitioner]] = {
     cls.name: cls
@@ -17,6 +19,8 @@ REGISTRY: dict[str, type[Partitioner]] = {
         ShardsPartitioner,
         ClassesPerClientPartitioner,
         NaturalIdPartitioner,
+        GeoS2Partitioner,
+        UsersPartitioner,
     )
 }
 
@@ -41,4 +45,6 @@ __all__ = [
     "ShardsPartitioner",
     "ClassesPerClientPartitioner",
     "NaturalIdPartitioner",
+    "GeoS2Partitioner",
+    "UsersPartitioner",
 ]

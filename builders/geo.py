@@ -1,0 +1,209 @@
+"""``hetbench build geo`` and ``hetbench build users``: where people are and who they are.
+
+* geo: adaptive S2 cells (Hsu et al. 2020 sec. 4.1; :class:`~hetbench.partitioners.geo_s2.GeoS2Partitioner`),
+  one client per cell, client name = S2 token; output columns ``s2_cell``, ``lat``, ``lon``.
+* users: one client per user after the published filters (Landmarks-User-160k, iNaturalist class
+  balancing, or none; :class:`~hetbench.partitioners.user_filters.UsersPartitioner`); output
+  column ``user_id``. With a single-split source the test split is user-disjoint (``heldout``).
+
+Both work on metadata alone (ids, labels, coordinates, users); ``--image-root`` attaches images.
+The embedded default is a generated observation table (``builtin:observations``).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from hetbench.errors import HetbenchError
+from hetbench.splits import FederatedSplit
+
+EMBEDDED = "builtin:observations"
+
+#: published statistics set beside ours in the report (TFF and Hsu et al. 2020)
+PUBLISHED = {
+    "inaturalist-geo": {"nmax_to_clients": {100: 3607, 300: 1209, 1000: 369, 3000: 136, 10000: 39, 30000: 12}},
+    "inaturalist-user-120k": {"users": 9275, "classes": 1203, "train_images": 120300},
+    "landmarks-user-160k": {"users": 1262, "classes": 2028, "train_images": 164172, "test_images": 19526},
+}
+
+
+def attach_images(table, image_root: str, path_col: str) -> None:
+    """Add an ``image`` column read from ``image_root/<path_col value>`` (bytes are embedded at
+    publish time); every file must exist."""
+    import datasets
+
+    root = Path(image_root)
+    if not root.is_dir():
+        raise HetbenchError(f"--image-root '{image_root}' is not a folder")
+    for split, ds in list(table.splits.items()):
+        rel = table.column(split, path_col)
+        paths = [str(root / str(r)) for r in rel]
+        missing = [p for p in paths if not Path(p).is_file()]
+        if missing:
+            raise HetbenchError(f"{len(missing)} image file(s) named by '{path_col}' are missing under --image-root, e.g. '{missing[0]}'")
+        table.splits[split] = ds.add_column("image", paths).cast_column("image", datasets.Image())
+
+
+def _per_row(fs: FederatedSplit, split: str, values_of_client: list, default=None) -> list:
+    """A value per row of a source split from its output client ids (``default`` where none)."""
+    out = [default] * fs.table.num_rows(split)
+    for rows in fs.outputs.values():
+        if rows.source_split != split:
+            continue
+        for r, c in zip(rows.rows.tolist(), rows.client_ids.tolist()):
+            if c >= 0:
+                out[r] = values_of_client[c]
+    return out
+
+
+def _rename(fs: FederatedSplit, mapping: dict[str, str]) -> None:
+    for split, ds in list(fs.table.splits.items()):
+        m = {a: b for a, b in mapping.items() if a in ds.column_names and a != b and b not in ds.column_names}
+        if m:
+            fs.table.splits[split] = ds.rename_columns(m)
+
+
+def build_geo(
+    metadata: str | None = None,
+    lat_col: str = "latitude",
+    lon_col: str = "longitude",
+    label_col: str | None = None,
+    id_col: str | None = None,
+    nmax: int = 3000,
+    nmin: int | None = None,
+    test_split: str | None = None,
+    test_fraction: float = 0.2,
+    seed: int = 0,
+    image_root: str | None = None,
+    image_col: str | None = None,
+) -> tuple[FederatedSplit, dict[str, Any]]:
+    """Adaptive-S2 split of a geo-tagged table; returns the split and the report additions."""
+    from hetbench.partitioners.geo_s2 import GeoS2Partitioner
+    from hetbench.sources import load_table
+    from hetbench.splits import build_split
+
+    partitioner = GeoS2Partitioner(lat_col=lat_col, lon_col=lon_col, nmax=nmax, nmin=nmin)
+    table = load_table(metadata or EMBEDDED, label_col, id_col)
+    if image_root:
+        attach_images(table, image_root, image_col or table.id_column or "image_path")
+    fs = build_split(table, partitioner, seed, test_split, test_fraction)
+    for split in fs.table.split_names:
+        cells = _per_row(fs, split, list(fs.client_names))
+        fs.table.splits[split] = fs.table.splits[split].add_column("s2_cell", cells)
+    _rename(fs, {lat_col: "lat", lon_col: "lon"})
+    from hetbench import s2
+
+    levels = [int(s2.level(np.array([s2.from_token(t)], dtype=np.uint64))[0]) for t in fs.client_names]
+    extra = {
+        "geo": {
+            "nmax": partitioner.nmax,
+            "nmin": partitioner.nmin,
+            "cells": fs.num_clients,
+            "cell_levels": {str(lv): levels.count(lv) for lv in sorted(set(levels))},
+            "published_inaturalist_geo_clients": PUBLISHED["inaturalist-geo"]["nmax_to_clients"],
+        }
+    }
+    return fs, extra
+
+
+def build_users(
+    metadata: str | None = None,
+    user_col: str | None = None,
+    label_col: str | None = None,
+    id_col: str | None = None,
+    filters: str = "landmarks",
+    min_samples: int = 1,
+    test_split: str | None = None,
+    test_fraction: float = 0.1,
+    seed: int = 0,
+    image_root: str | None = None,
+    image_col: str | None = None,
+    thresholds: dict[str, int] | None = None,
+) -> tuple[FederatedSplit, dict[str, Any]]:
+    """Per-user split with the published filters; returns the split and the report additions."""
+    from hetbench.partitioners.user_filters import UsersPartitioner
+    from hetbench.sources import load_table
+    from hetbench.splits import build_split
+
+    user_col = user_col or ("observer" if metadata is None else "user_id")
+    partitioner = UsersPartitioner(column=user_col, filters=filters, min_samples=min_samples, **(thresholds or {}))
+    table = load_table(metadata or EMBEDDED, label_col, id_col)
+    if image_root:
+        attach_images(table, image_root, image_col or table.id_column or "image_path")
+    if test_split is None:
+        test_split = "natural" if len(table.split_names) > 1 else "heldout"
+    fs = build_split(table, partitioner, seed, test_split, test_fraction)
+    _rename(fs, {user_col: "user_id"})
+    train_labels = fs.labels("train")
+    extra = {
+        "users": {
+            "filters": filters,
+            "users": fs.num_clients,
+            "classes_in_train": int(np.unique(train_labels).size),
+            "train_images": int(train_labels.size),
+            "test_images": int(len(fs.outputs["test"])) if "test" in fs.outputs else 0,
+            "heldout_users": len(fs.partition.recipe.get("heldout_clients", [])),
+            "published": PUBLISHED["landmarks-user-160k" if filters == "landmarks" else "inaturalist-user-120k"],
+        }
+    }
+    return fs, extra
+
+
+# ---- map ------------------------------------------------------------------------------------
+def cell_outline(token: str) -> tuple[np.ndarray, np.ndarray] | None:
+    """Longitudes and latitudes of an S2 cell's corners (closed polygon); None if it wraps."""
+    import s2sphere
+
+    cell = s2sphere.Cell(s2sphere.CellId.from_token(token))
+    pts = [s2sphere.LatLng.from_point(cell.get_vertex(k)) for k in range(4)]
+    lat = np.array([p.lat().degrees for p in pts] + [pts[0].lat().degrees])
+    lon = np.array([p.lng().degrees for p in pts] + [pts[0].lng().degrees])
+    if lon.max() - lon.min() > 180:
+        return None
+    return lon, lat
+
+
+def plot_map(lat, lon, client_ids, path: Path, title: str, cell_tokens: list[str] | None = None) -> None:
+    """Longitude/latitude scatter coloured by client; S2 cell outlines for geo splits."""
+    from hetbench.report import _pyplot
+
+    plt = _pyplot()
+    lat, lon, cid = np.asarray(lat, float), np.asarray(lon, float), np.asarray(client_ids)
+    ok = np.isfinite(lat) & np.isfinite(lon) & (cid >= 0)
+    fig, ax = plt.subplots(figsize=(11, 5.6), dpi=110)
+    ax.scatter(lon[ok], lat[ok], c=cid[ok] % 20, cmap="tab20", s=3, alpha=0.7, linewidths=0)
+    if cell_tokens:
+        for tok in cell_tokens:
+            poly = cell_outline(tok)
+            if poly is not None:
+                ax.plot(poly[0], poly[1], color="black", lw=0.4, alpha=0.6)
+    ax.set_xlim(-180, 180)
+    ax.set_ylim(-90, 90)
+    ax.set_xlabel("longitude")
+    ax.set_ylabel("latitude")
+    ax.set_title(title)
+    ax.grid(True, alpha=0.2)
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+
+
+def map_plot_writer(fs: FederatedSplit, title: str, with_cells: bool):
+    """A callable for publish_split writing ``plots/client_map.png`` from the training rows."""
+
+    def write(out_dir: Path) -> list[str]:
+        rows = fs.outputs["train"]
+        ds = fs.table.splits[rows.source_split]
+        if "lat" not in ds.column_names or "lon" not in ds.column_names:
+            return []
+        coords = ds.with_format("arrow")
+        lat = np.asarray(coords["lat"].to_numpy(zero_copy_only=False), float)[rows.rows]
+        lon = np.asarray(coords["lon"].to_numpy(zero_copy_only=False), float)[rows.rows]
+        plot_map(lat, lon, rows.client_ids, out_dir / "plots" / "client_map.png", title,
+                 list(fs.client_names) if with_cells else None)
+        return ["plots/client_map.png"]
+
+    return write

@@ -1,0 +1,389 @@
+"""Per-user splits with the long-tail filters of Hsu, Qi & Brown, "Federated Visual Classification
+with Real-World Data Distribution", ECCV 2020, section 4.
+
+* **Landmarks-User-160k** (sec. 4.2): GLD-v2-clean partitioned by author, filtered so that every
+  landmark (class) has at least 30 images and at least 10 distinct users, and every user has at
+  least 30 images that depict at least 5 distinct landmarks. Published result: 1,262 users,
+  2,028 classes, 164,172 train images; the test split (19,526 images) comes from users disjoint
+  from training and has no user id.
+* **iNaturalist-User-120k** (sec. 4.1): iNaturalist-2017 with tail classes of fewer than 100
+  training images dropped and every remaining class subsampled to exactly 100 training images,
+  then partitioned by user id. Published result: 9,275 users, 1,203 classes, 120,300 train images.
+
+The filters are pure numpy functions on int64 code arrays (``-1`` = missing) that tests call
+directly: :func:`landmarks_filter`, :func:`inaturalist_balance` and
+:func:`user_disjoint_test_split`. :class:`UsersPartitioner` applies one of them to the partitioned
+split and then runs the natural-id partitioner over the surviving rows (one client per user,
+clients in sorted user order); removed rows get :attr:`DropReason.FILTERED`.
+
+The Landmarks constraints define a unique result: the set of row subsets in which every class and
+every user meets its thresholds is closed under union, so there is one largest such subset, and
+removing violating classes / users until nothing changes reaches exactly it, whatever the order of
+removal. The paper does not say how it iterated; any correct fixed-point iteration gives this set.
+
+Test split for a source with a single split (how Landmarks-User-160k's user-disjoint test set is
+made). The builder should:
+
+1. ``train, test = user_disjoint_test_split(users, classes, None, test_fraction, rng)`` on the
+   whole table: whole users are held out;
+2. partition the ``train`` rows with ``UsersPartitioner(filters="landmarks")`` (the filter then
+   reaches its fixed point on the training users only, as in the paper);
+3. keep only the test rows whose class survived in training:
+   ``test &= np.isin(classes, surviving_classes(partition, train_labels))``
+   (or call the helper again with ``keep_train_classes`` set, using the same rng state);
+4. write the test rows as one shared test set with client id ``-1``.
+
+For a source whose other split carries the user column, :meth:`UsersPartitioner.assign_split`
+gives each row to its user's client (natural-id semantics) and drops rows of filtered classes.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+
+from hetbench.errors import HetbenchError
+from hetbench.partition import DropReason, Partition
+from hetbench.partitioners.natural_id import NaturalIdPartitioner, encode_keys, map_codes, natural_id_assignment
+from hetbench.table import arrow_column
+
+FILTERS = ("landmarks", "inaturalist", "none")
+
+#: thresholds of each filter and their defaults (the paper's values)
+THRESHOLDS: dict[str, dict[str, int]] = {
+    "landmarks": {"min_class_images": 30, "min_class_users": 10, "min_user_images": 30, "min_user_classes": 5},
+    "inaturalist": {"min_train": 100, "per_class": 100},
+    "none": {},
+}
+
+
+class FilterResult(NamedTuple):
+    """What :func:`landmarks_filter` returns.
+
+    keep: bool mask over the rows. iterations: rounds that removed something (0 when the input is
+    already a fixed point). emptied_by: None when rows are kept; otherwise the criterion whose
+    application removed the last rows (``"min_class_images"``, ``"min_class_users"``,
+    ``"min_user_images"``, ``"min_user_classes"``, two of them joined by ``+`` when only their
+    combination emptied it, or ``"input"`` when no row had both a user and a class).
+    """
+
+    keep: np.ndarray
+    iterations: int
+    emptied_by: str | None
+
+
+def _which(masks: dict[str, np.ndarray]) -> str:
+    """Name the criterion that, alone, keeps nothing; or the combination when none does alone."""
+    alone = [name for name, ok in masks.items() if not ok.any()]
+    return alone[0] if alone else "+".join(masks)
+
+
+def landmarks_filter(
+    users: np.ndarray,
+    classes: np.ndarray,
+    min_class_images: int = 30,
+    min_class_users: int = 10,
+    min_user_images: int = 30,
+    min_user_classes: int = 5,
+) -> FilterResult:
+    """Landmarks-User-160k filter (Hsu et al. 2020, sec. 4.2), applied until nothing changes.
+
+    Every kept class has >= ``min_class_images`` rows from >= ``min_class_users`` distinct users,
+    and every kept user has >= ``min_user_images`` rows of >= ``min_user_classes`` distinct
+    classes, all counted over the kept rows. Rows with a missing user or class (-1) are never kept.
+
+    Each round works on the distinct (user, class) pairs, found once with one ``np.unique``: a
+    round is four ``np.bincount`` calls over the pairs, so a million rows cost one sort plus a few
+    cheap rounds.
+    """
+    users = np.asarray(users, dtype=np.int64)
+    classes = np.asarray(classes, dtype=np.int64)
+    if users.shape != classes.shape or users.ndim != 1:
+        raise ValueError("users and classes must be one-dimensional arrays of the same length")
+    valid = (users >= 0) & (classes >= 0)
+    if not valid.any():
+        return FilterResult(np.zeros(users.size, dtype=bool), 0, "input")
+    n_users = int(users[valid].max()) + 1
+    n_classes = int(classes[valid].max()) + 1
+    key = users[valid] * n_classes + classes[valid]
+    pairs, inverse, pair_count = np.unique(key, return_inverse=True, return_counts=True)
+    pair_user = pairs // n_classes
+    pair_class = pairs % n_classes
+    pair_count = pair_count.astype(np.float64)
+    alive = np.ones(pairs.size, dtype=bool)
+
+    iterations = 0
+    emptied_by = None
+    while True:
+        removed = False
+        # classes: enough images, enough distinct users
+        w = alive.astype(np.float64)
+        class_images = np.bincount(pair_class, weights=pair_count * w, minlength=n_classes)
+        class_users = np.bincount(pair_class, weights=w, minlength=n_classes)
+        present = class_users > 0
+        crit = {"min_class_images": class_images >= min_class_images, "min_class_users": class_users >= min_class_users}
+        ok_class = crit["min_class_images"] & crit["min_class_users"]
+        if np.any(present & ~ok_class):
+            removed = True
+            alive &= ok_class[pair_class]
+            if not alive.any():
+                emptied_by = _which({k: v[present] for k, v in crit.items()})
+                iterations += 1
+                break
+        # users: enough images, enough distinct classes
+        w = alive.astype(np.float64)
+        user_images = np.bincount(pair_user, weights=pair_count * w, minlength=n_users)
+        user_classes = np.bincount(pair_user, weights=w, minlength=n_users)
+        present = user_classes > 0
+        crit = {"min_user_images": user_images >= min_user_images, "min_user_classes": user_classes >= min_user_classes}
+        ok_user = crit["min_user_images"] & crit["min_user_classes"]
+        if np.any(present & ~ok_user):
+            removed = True
+            alive &= ok_user[pair_user]
+            if not alive.any():
+                emptied_by = _which({k: v[present] for k, v in crit.items()})
+                iterations += 1
+                break
+        if not removed:
+            break
+        iterations += 1
+
+    keep = np.zeros(users.size, dtype=bool)
+    keep[valid] = alive[inverse.reshape(-1)]
+    return FilterResult(keep, iterations, emptied_by)
+
+
+def inaturalist_balance(
+    classes: np.ndarray,
+    is_train: np.ndarray,
+    rng: np.random.Generator,
+    min_train: int = 100,
+    per_class: int = 100,
+) -> np.ndarray:
+    """iNaturalist-User-120k class balancing (Hsu et al. 2020, sec. 4.1): keep mask over the rows.
+
+    Classes with fewer than ``min_train`` training rows are dropped (their test rows too); every
+    remaining class keeps exactly ``per_class`` of its training rows, drawn uniformly with ``rng``;
+    test rows (``is_train`` False) of kept classes all stay. Rows with class -1 are dropped.
+    Needs ``per_class <= min_train`` (the paper uses 100 and 100, giving 1,203 x 100 = 120,300).
+    """
+    classes = np.asarray(classes, dtype=np.int64)
+    is_train = np.asarray(is_train, dtype=bool)
+    if classes.shape != is_train.shape or classes.ndim != 1:
+        raise ValueError("classes and is_train must be one-dimensional arrays of the same length")
+    if not 1 <= per_class <= min_train:
+        raise HetbenchError(f"per_class must be between 1 and min_train ({min_train}); got {per_class}")
+    valid = classes >= 0
+    if not valid.any():
+        return np.zeros(classes.size, dtype=bool)
+    n_classes = int(classes[valid].max()) + 1
+    train = np.flatnonzero(valid & is_train)
+    train_counts = np.bincount(classes[train], minlength=n_classes)
+    keep_class = train_counts >= min_train
+    keep = valid & ~is_train
+    keep[keep] = keep_class[classes[keep]]
+    # random order inside each class: sort by (class, random key), keep the first per_class
+    cand = train[keep_class[classes[train]]]
+    order = np.lexsort((rng.random(cand.size), classes[cand]))
+    sorted_cls = classes[cand][order]
+    starts = np.searchsorted(sorted_cls, sorted_cls, side="left")
+    rank = np.arange(cand.size) - starts
+    keep[cand[order[rank < per_class]]] = True
+    return keep
+
+
+def user_disjoint_test_split(
+    users: np.ndarray,
+    classes: np.ndarray,
+    keep_train_classes: np.ndarray | None,
+    test_fraction: float,
+    rng: np.random.Generator,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Hold out whole users as a test set (how Landmarks-User-160k's user-disjoint test split is
+    made from a source with one split). Returns (train_mask, test_mask) over the rows.
+
+    ``round(test_fraction * U)`` of the ``U`` users with rows are drawn uniformly with ``rng`` (at
+    least one, and at least one user stays in training). All rows of the other users are training
+    rows. A held-out row is a test row only when its class still has a training row and, if
+    ``keep_train_classes`` (bool mask over class codes) is given, that class is in it; so the test
+    classes are always a subset of the training classes. The other held-out rows are in neither
+    mask, as are rows with a missing user or class. See the module docstring for the order in which
+    a builder combines this with the Landmarks filter.
+    """
+    users = np.asarray(users, dtype=np.int64)
+    classes = np.asarray(classes, dtype=np.int64)
+    if users.shape != classes.shape or users.ndim != 1:
+        raise ValueError("users and classes must be one-dimensional arrays of the same length")
+    if not 0.0 < test_fraction < 1.0:
+        raise HetbenchError(f"--test-fraction must be between 0 and 1 (got {test_fraction})")
+    valid = (users >= 0) & (classes >= 0)
+    present = np.unique(users[valid])
+    if present.size < 2:
+        raise HetbenchError(f"a user-disjoint test split needs at least two users (found {present.size})")
+    k = min(max(int(round(test_fraction * present.size)), 1), present.size - 1)
+    held_users = np.zeros(int(present[-1]) + 1, dtype=bool)
+    held_users[rng.permutation(present)[:k]] = True
+    held = valid.copy()
+    held[valid] = held_users[users[valid]]
+    train = valid & ~held
+    n_classes = int(classes[valid].max()) + 1
+    allowed = np.bincount(classes[train], minlength=n_classes) > 0
+    if keep_train_classes is not None:
+        ktc = np.zeros(n_classes, dtype=bool)
+        given = np.asarray(keep_train_classes, dtype=bool)[:n_classes]
+        ktc[: given.size] = given
+        allowed &= ktc
+    test = held.copy()
+    test[held] = allowed[classes[held]]
+    return train, test
+
+
+def surviving_classes(partition: Partition, labels: np.ndarray) -> np.ndarray:
+    """Sorted class codes that have at least one kept row in ``partition``."""
+    return np.unique(np.asarray(labels)[partition.assignment >= 0])
+
+
+class UsersPartitioner(NaturalIdPartitioner):
+    """One client per user after a Hsu et al. 2020 (sec. 4) long-tail filter.
+
+    ``filters``: ``"landmarks"`` (Landmarks-User-160k, thresholds ``min_class_images=30``,
+    ``min_class_users=10``, ``min_user_images=30``, ``min_user_classes=5``), ``"inaturalist"``
+    (iNaturalist-User-120k, ``min_train=100``, ``per_class=100``) or ``"none"`` (plain natural-id).
+    The filter runs on the partitioned split's rows that have a user; then natural-id (reused from
+    :mod:`hetbench.partitioners.natural_id`) gives one client per surviving user, sorted, named by
+    the user id, keeping users with >= ``min_samples`` surviving rows. ``strip`` strips surrounding
+    whitespace from string user ids before grouping (an id that is empty after stripping is
+    missing). Drop reasons: ``filtered`` (removed by the filter), ``client-too-small``,
+    ``missing-value``.
+    """
+
+    name = "users"
+
+    def __init__(
+        self,
+        column: str = "user_id",
+        filters: str = "landmarks",
+        min_samples: int = 1,
+        strip: bool = True,
+        **thresholds: int,
+    ) -> None:
+        super().__init__(column=column, min_samples=min_samples)
+        if filters not in FILTERS:
+            raise HetbenchError(f"unknown user filter '{filters}'; choose one of: {', '.join(FILTERS)}")
+        unknown = sorted(set(thresholds) - set(THRESHOLDS[filters]))
+        if unknown:
+            known = ", ".join(THRESHOLDS[filters]) or "none"
+            raise HetbenchError(f"filter '{filters}' has no threshold {', '.join(unknown)} (it takes: {known})")
+        values = dict(THRESHOLDS[filters])
+        for k, v in thresholds.items():
+            if isinstance(v, bool) or int(v) != v or int(v) < 0:
+                raise HetbenchError(f"threshold {k} must be a non-negative integer (got {v!r})")
+            values[k] = int(v)
+        if filters == "inaturalist" and not 1 <= values["per_class"] <= values["min_train"]:
+            raise HetbenchError(
+                f"per_class must be between 1 and min_train ({values['min_train']}); got {values['per_class']}"
+            )
+        self.filters = filters
+        self.strip = bool(strip)
+        self.thresholds = values
+
+    def params(self) -> dict:
+        return {
+            "column": self.column,
+            "filters": self.filters,
+            "min_samples": self.min_samples,
+            "strip": self.strip,
+            **self.thresholds,
+        }
+
+    # ---- encoding: natural-id's encode_keys over the splits that have the column --------------
+    def _encode(self, table):
+        key = ("users-codes", self.column, self.strip)
+        if key not in table._cache:
+            import pyarrow as pa
+            import pyarrow.compute as pc
+
+            names = [s for s in table.split_names if self.column in table.splits[s].column_names]
+            if not names:
+                arrow_column(table.splits[table.split_names[0]], self.column)  # raises: column not found
+            cols = []
+            for s in names:
+                col = arrow_column(table.splits[s], self.column)
+                col = col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
+                if pa.types.is_dictionary(col.type):
+                    col = col.dictionary_decode()
+                if self.strip and (pa.types.is_string(col.type) or pa.types.is_large_string(col.type)):
+                    col = pc.utf8_trim_whitespace(col)
+                    col = pc.if_else(pc.equal(col, ""), pa.scalar(None, col.type), col)
+                cols.append(col)
+            codes, values = encode_keys(cols)
+            table._cache[key] = (dict(zip(names, codes)), values)
+        return table._cache[key]
+
+    def _split_codes(self, table, split):
+        codes, values = self._encode(table)
+        if split not in codes:
+            raise HetbenchError(
+                f"split '{split}' has no '{self.column}' column, so its rows cannot go to users; "
+                "use a shared test set (--test-split global) for a user-disjoint test split"
+            )
+        return codes[split], values
+
+    def _filter(self, users: np.ndarray, classes: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        t = self.thresholds
+        if self.filters == "none":
+            return users >= 0
+        if self.filters == "inaturalist":
+            keep = inaturalist_balance(np.where(users >= 0, classes, -1), np.ones(users.size, bool), rng, **t)
+            if not keep.any():
+                raise HetbenchError(
+                    f"the inaturalist filter left nothing: no class has at least min_train={t['min_train']} "
+                    f"rows with a '{self.column}'; lower min_train"
+                )
+            return keep
+        res = landmarks_filter(users, classes, **t)
+        if res.emptied_by is not None:
+            what = "no row has a user" if res.emptied_by == "input" else (
+                " and ".join(f"{c}={t[c]}" for c in res.emptied_by.split("+"))
+            )
+            raise HetbenchError(
+                f"the landmarks filter left nothing (emptied by {what}, after {res.iterations} rounds); "
+                "lower that threshold"
+            )
+        return res.keep
+
+    def _assign(self, table, split, rng):
+        users, values = self._split_codes(table, split)
+        classes = np.asarray(table.labels[split], dtype=np.int64)
+        keep = self._filter(users, classes, rng)
+        assignment, reason, client_of_value = natural_id_assignment(
+            np.where(keep, users, -1), len(values), self.min_samples
+        )
+        reason[(users >= 0) & ~keep] = DropReason.FILTERED
+        kept = np.flatnonzero(client_of_value >= 0)
+        if kept.size == 0:
+            raise HetbenchError(
+                f"no user in '{self.column}' has at least {self.min_samples} samples after the "
+                f"{self.filters} filter; lower --min-samples"
+            )
+        names = tuple(str(values[v]) for v in kept)
+        return assignment, reason, int(kept.size), names
+
+    def assign_split(self, table, split, train: Partition) -> Partition:
+        """Rows of another split go to their user's client (natural-id); rows whose user is not a
+        client are dropped (``client-too-small``), rows whose class did not survive the filter in
+        the partitioned split are dropped (``filtered``). A split without the user column raises a
+        HetbenchError (Landmarks-User-160k's test split has none: use it as a shared test set)."""
+        users, values = self._split_codes(table, split)
+        index_of = {name: i for i, name in enumerate(train.client_names)}
+        client_of_value = np.array([index_of.get(str(v), -1) for v in values], dtype=np.int32)
+        assignment, reason = map_codes(users, client_of_value)
+        train_split = train.recipe.get("split", "train")
+        ok_class = np.zeros(table.num_classes, dtype=bool)
+        ok_class[surviving_classes(train, table.labels[train_split])] = True
+        bad = ~ok_class[np.asarray(table.labels[split], dtype=np.int64)] & (users >= 0)
+        assignment[bad] = -1
+        reason[bad] = DropReason.FILTERED
+        recipe = dict(train.recipe, split=split)
+        return Partition(assignment, train.num_clients, train.client_names, recipe, reason)
