@@ -133,8 +133,10 @@ def build_users(
     table = load_table(metadata or EMBEDDED, label_col, id_col)
     if image_root:
         attach_images(table, image_root, image_col or table.id_column or "image_path")
+    others_have_users = all(user_col in table.splits[s].column_names for s in table.split_names if s != "train")
     if test_split is None:
-        test_split = "natural" if len(table.split_names) > 1 else "heldout"
+        # a published test file without users (Landmarks' test.csv) is a shared test set of unseen users
+        test_split = ("natural" if others_have_users else "global") if len(table.split_names) > 1 else "heldout"
     fs = build_split(table, partitioner, seed, test_split, test_fraction)
     _rename(fs, {user_col: "user_id"})
     train_labels = fs.labels("train")

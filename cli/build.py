@@ -150,13 +150,14 @@ def _table_options(fn):
 
 
 @build.command("geo")
-@click.option("--lat-col", default="latitude", show_default=True)
-@click.option("--lon-col", default="longitude", show_default=True)
-@click.option("--nmax", default=3000, show_default=True, type=int, help="Split S2 cells holding more than this many examples.")
+@click.option("--recipe", default=None, help="A canonical recipe, e.g. inaturalist-geo-3k (manifests/recipes).")
+@click.option("--lat-col", default=None, help="Latitude column [default: latitude].")
+@click.option("--lon-col", default=None, help="Longitude column [default: longitude].")
+@click.option("--nmax", default=None, type=int, help="Split S2 cells holding more than this many examples [default: 3000].")
 @click.option("--nmin", default=None, type=int, help="Drop cells with fewer examples (default: 0.01 x nmax).")
 @click.option("--test-fraction", default=0.2, show_default=True, type=float)
 @_table_options
-def geo_cmd(lat_col, lon_col, nmax, nmin, test_fraction, metadata, label_col, id_col, image_root, image_col, test_split, seed, out, name, overwrite, quiet):
+def geo_cmd(recipe, lat_col, lon_col, nmax, nmin, test_fraction, metadata, label_col, id_col, image_root, image_col, test_split, seed, out, name, overwrite, quiet):
     """Adaptive S2-cell clients (Hsu et al. 2020, iNaturalist-Geo).
 
     \b
@@ -167,22 +168,40 @@ def geo_cmd(lat_col, lon_col, nmax, nmin, test_fraction, metadata, label_col, id
     from hetbench.atomic import check_out_dir
     from hetbench.builders.geo import build_geo, map_plot_writer
 
-    tag = f"geo-nmax{nmax}-s{seed}"
+    published = None
+    if recipe:
+        from hetbench.recipes import recipe_mode
+
+        spec, mode = recipe_mode(recipe, "geo", "rebuild")
+        if metadata is None:
+            raise click.UsageError(f"--recipe {recipe} needs --metadata: {spec['rebuild'].get('columns')} from the public files")
+        cols = mode.get("columns", {})
+        lat_col, lon_col = lat_col or cols.get("lat"), lon_col or cols.get("lon")
+        label_col, id_col = label_col or cols.get("label"), id_col or cols.get("id")
+        nmax, test_split = nmax or mode.get("nmax"), test_split or mode.get("test_split")
+        published = spec.get("published")
+    lat_col, lon_col, nmax = lat_col or "latitude", lon_col or "longitude", nmax or 3000
+    tag = recipe or f"geo-nmax{nmax}-s{seed}"
     out_path = Path(out) if out else Path("hetbench_splits") / tag
     check_out_dir(out_path, overwrite)
     fs, extra = build_geo(metadata, lat_col, lon_col, label_col, id_col, nmax, nmin, test_split, test_fraction, seed, image_root, image_col)
+    if published:
+        extra["geo"]["published"] = dict(published, recipe=recipe)
     _publish_table(fs, extra, map_plot_writer(fs, f"{fs.num_clients} S2 cells (Nmax {nmax})", True), out_path, name or tag, overwrite, quiet, "S2-cell clients")
 
 
 @build.command("users")
+@click.option("--recipe", default=None, help="landmarks-user-160k or inaturalist-user-120k (manifests/recipes).")
+@click.option("--mode", type=click.Choice(["import", "rebuild"]), default=None,
+              help="With --recipe: import the published split files, or rebuild from raw metadata [default: import].")
 @click.option("--user-col", default=None, help="User column (default: 'observer' for the generated table, else 'user_id').")
-@click.option("--filters", type=click.Choice(["landmarks", "inaturalist", "none"]), default="landmarks", show_default=True,
-              help="landmarks: classes >= 30 images & 10 users, users >= 30 images & 5 classes, to a fixed point; "
-              "inaturalist: classes >= 100 training images, subsampled to 100.")
+@click.option("--filters", type=click.Choice(["landmarks", "inaturalist", "none"]), default=None, help="[default: landmarks]"
+              " landmarks: classes >= 30 images & 10 users, users >= 30 images & 5 classes, to a fixed point;"
+              " inaturalist: classes >= 100 training images, subsampled to 100.")
 @click.option("--min-samples", default=1, show_default=True, type=int, help="Drop users with fewer rows.")
 @click.option("--test-fraction", default=0.1, show_default=True, type=float, help="With --test-split heldout: share of users held out.")
 @_table_options
-def users_cmd(user_col, filters, min_samples, test_fraction, metadata, label_col, id_col, image_root, image_col, test_split, seed, out, name, overwrite, quiet):
+def users_cmd(recipe, mode, user_col, filters, min_samples, test_fraction, metadata, label_col, id_col, image_root, image_col, test_split, seed, out, name, overwrite, quiet):
     """One client per user, with the published per-user filters (Hsu et al. 2020).
 
     \b
@@ -193,8 +212,22 @@ def users_cmd(user_col, filters, min_samples, test_fraction, metadata, label_col
     from hetbench.atomic import check_out_dir
     from hetbench.builders.geo import build_users, map_plot_writer
 
-    tag = f"users-{filters}-s{seed}"
+    published = None
+    if recipe:
+        from hetbench.recipes import recipe_mode
+
+        spec, settings = recipe_mode(recipe, "users", mode)
+        if metadata is None:
+            raise click.UsageError(f"--recipe {recipe} needs --metadata, e.g. \"{settings.get('inputs', 'the public metadata table')}\"")
+        cols = settings.get("columns", {})
+        user_col, label_col, id_col = user_col or cols.get("user"), label_col or cols.get("label"), id_col or cols.get("id")
+        filters, test_split = filters or settings.get("filters"), test_split or settings.get("test_split")
+        published = spec.get("published")
+    filters = filters or "landmarks"
+    tag = recipe or f"users-{filters}-s{seed}"
     out_path = Path(out) if out else Path("hetbench_splits") / tag
     check_out_dir(out_path, overwrite)
     fs, extra = build_users(metadata, user_col, label_col, id_col, filters, min_samples, test_split, test_fraction, seed, image_root, image_col)
+    if published:
+        extra["users"]["published"] = dict(published, recipe=recipe)
     _publish_table(fs, extra, map_plot_writer(fs, f"{fs.num_clients} users", False), out_path, name or tag, overwrite, quiet, "users")

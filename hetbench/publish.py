@@ -99,7 +99,9 @@ def _write_split(
                 cols = {_renamed(c, fs.table.label_column): batch.column(c) for c in batch.column_names}
                 cols["label"] = pa.array(labels[idx], type=pa.int64())
                 cols["client_id"] = pa.array(rows.client_ids[start:stop], type=pa.int32())
-                out = pa.table({k: cols[k] for k in features}).cast(schema)
+                # a split may lack a column the others have (a published test file without users)
+                missing = {k: pa.nulls(len(idx), type=schema.field(k).type) for k in features if k not in cols}
+                out = pa.table({k: cols[k] if k in cols else missing[k] for k in features}).cast(schema)
                 if has_media:
                     out = embed_table_storage(out)
                 writer.write_table(out)

@@ -9,7 +9,8 @@ Accepted ``--dataset`` values:
 * a folder built by hetbench (its ``hetbench.json`` is recognised, ``client_id`` is dropped);
 * a parquet file, or a folder of parquet files (``train-*.parquet`` / ``test-*.parquet`` name splits);
 * a CSV file;
-* a Hugging Face hub id, loaded with ``datasets.load_dataset`` where a network or cache has it.
+* a Hugging Face hub id, loaded with ``datasets.load_dataset`` where a network or cache has it;
+* ``train=PATH,test=PATH``: one file (or folder) per split, e.g. a published split's CSVs.
 """
 
 from __future__ import annotations
@@ -49,6 +50,16 @@ def load_table(
     """
     if not isinstance(dataset, str):
         return table_from_datasets(dataset, label_col, id_col)
+    if "=" in dataset and not Path(dataset).exists():  # "train=a.csv,test=b.csv": one file per split
+        splits = {}
+        for part in dataset.split(","):
+            name, _, path = part.partition("=")
+            if not name.strip() or not path.strip():
+                raise HetbenchError(f"--dataset '{dataset}': write one SPLIT=PATH per split, comma-separated")
+            with _datasets_bars_off():
+                loaded, _ = _load_path_or_hub(path.strip())
+            splits[name.strip()] = next(iter(loaded.values()))
+        return _to_table(splits, dataset, label_col, id_col, {})
     if dataset.startswith("builtin:"):
         if dataset not in BUILTINS:
             raise HetbenchError(f"unknown built-in dataset '{dataset}'; choose one of: {', '.join(BUILTINS)}")

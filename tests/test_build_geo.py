@@ -103,3 +103,34 @@ def test_generated_observations_are_heavy_tailed_and_local():
     assert np.all(np.abs(cols["latitude"]) <= 90) and np.all(np.abs(cols["longitude"]) <= 180)
     again = generate_observations(num_observations=5000, seed=1)
     assert all(np.array_equal(cols[k], again[k]) for k in cols)
+
+
+LANDMARKS_TEST = BIRDCLEF.parent / "landmarks_user_160k_test.csv"
+
+
+@pytest.mark.slow
+def test_landmarks_recipe_imports_the_published_split_files(tmp_path, run_cli):
+    """The import path on the real Landmarks-User-160k test manifest, with a train file in the
+    published format (user_id,image_id,class) made here, since the real one is not shipped."""
+    import datasets
+
+    if not LANDMARKS_TEST.is_file():
+        pytest.skip("the shared Landmarks-User-160k test manifest (../shared/data/geo) is not present")
+    rng = np.random.default_rng(0)
+    lines = ["user_id,image_id,class"] + [
+        f"{u},{rng.integers(1 << 62):016x},{c}" for u, c in zip(rng.integers(0, 40, 3000), rng.integers(0, 2028, 3000))
+    ]
+    train = tmp_path / "federated_train.csv"
+    train.write_text("\n".join(lines) + "\n")
+    out = tmp_path / "lm"
+    code, stdout, err = run_cli("build", "users", "--recipe", "landmarks-user-160k",
+                                "--metadata", f"train={train},test={LANDMARKS_TEST}", "--out", out)
+    assert code == 0, err
+    ds = datasets.load_dataset(str(out))
+    assert len(ds["test"]) == 19526 and set(ds["test"]["client_id"]) == {-1}
+    report = json.loads((out / "report.json").read_text())
+    assert report["users"]["users"] == 40 and report["users"]["test_images"] == 19526
+    assert report["users"]["published"]["test_images"] == 19526 and report["users"]["filters"] == "none"
+    assert run_cli("verify", out)[0] == 0
+    code, _, err = run_cli("build", "users", "--recipe", "nope", "--metadata", train, "--out", tmp_path / "x")
+    assert code == 2 and "landmarks-user-160k" in err
