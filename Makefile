@@ -27,7 +27,10 @@ demo: $(STAMP)
 	HF_DATASETS_OFFLINE=1 HF_HUB_OFFLINE=1 $(HB) verify $(DEMO)/digits-dirichlet-a0.1
 	HF_DATASETS_OFFLINE=1 HF_HUB_OFFLINE=1 $(HB) build iso-isp --stages wb,tone --num-proc 2 --out $(DEMO)/iso-isp-wb-tone
 	HF_DATASETS_OFFLINE=1 HF_HUB_OFFLINE=1 $(HB) verify $(DEMO)/iso-isp-wb-tone
-	@echo "demo: load them with  datasets.load_dataset('$(DEMO)/digits-dirichlet-a0.1')  and  datasets.load_dataset('$(DEMO)/iso-isp-wb-tone')"
+	HF_DATASETS_OFFLINE=1 HF_HUB_OFFLINE=1 $(HB) build geo --nmax 1000 --out $(DEMO)/geo-nmax1000
+	HF_DATASETS_OFFLINE=1 HF_HUB_OFFLINE=1 $(HB) build users --out $(DEMO)/users-landmarks
+	HF_DATASETS_OFFLINE=1 HF_HUB_OFFLINE=1 $(HB) verify $(DEMO)/users-landmarks
+	@echo "demo: every folder in $(DEMO)/ loads with datasets.load_dataset('<folder>')"
 
 test: $(STAMP)
 	HF_DATASETS_OFFLINE=1 HF_HUB_OFFLINE=1 $(PY) -m pytest -n 2 -q
@@ -36,6 +39,7 @@ bench: $(STAMP)
 	$(PY) -m pip install --quiet -e ".[dev,bench]"
 	$(PY) benchmarks/bench_partition.py
 	$(PY) benchmarks/bench_isp.py
+	$(PY) benchmarks/bench_geo.py
 
 clean:
 	rm -rf $(DEMO) hetbench_splits .pytest_cache .hypothesis

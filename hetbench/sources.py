@@ -10,7 +10,8 @@ Accepted ``--dataset`` values:
 * a parquet file, or a folder of parquet files (``train-*.parquet`` / ``test-*.parquet`` name splits);
 * a CSV file;
 * a Hugging Face hub id, loaded with ``datasets.load_dataset`` where a network or cache has it;
-* ``train=PATH,test=PATH``: one file (or folder) per split, e.g. a published split's CSVs.
+* ``train=PATH,test=PATH``: one file (or folder) per split, e.g. a published split's CSVs;
+* ``inat2017:ANNOTATIONS.json+LOCATIONS.json``: the iNaturalist 2017 metadata (hetbench.published).
 """
 
 from __future__ import annotations
@@ -50,6 +51,15 @@ def load_table(
     """
     if not isinstance(dataset, str):
         return table_from_datasets(dataset, label_col, id_col)
+    if dataset.startswith("inat2017:"):  # the iNaturalist 2017 annotations joined with their locations
+        from hetbench.published import read_inat2017
+
+        ann, _, loc = dataset[len("inat2017:"):].partition("+")
+        if not loc:
+            raise HetbenchError("write inat2017:ANNOTATIONS.json+LOCATIONS.json")
+        meta = {"description": "iNaturalist 2017 images (annotations joined with their released locations)",
+                "license": "other", "id_col": "image_id"}
+        return _to_table({"train": read_inat2017(ann, loc)}, dataset, label_col or "category_id", id_col, meta)
     if "=" in dataset and not Path(dataset).exists():  # "train=a.csv,test=b.csv": one file per split
         splits = {}
         for part in dataset.split(","):

@@ -134,3 +134,65 @@ def test_landmarks_recipe_imports_the_published_split_files(tmp_path, run_cli):
     assert run_cli("verify", out)[0] == 0
     code, _, err = run_cli("build", "users", "--recipe", "nope", "--metadata", train, "--out", tmp_path / "x")
     assert code == 2 and "landmarks-user-160k" in err
+
+
+def _inat_files(tmp_path, n=3000, seed=0):
+    rng = np.random.default_rng(seed)
+    images = [{"id": i, "file_name": f"train_val_images/x/{i}.jpg"} for i in range(n)]
+    annotations = [{"id": i, "image_id": i, "category_id": int(c)} for i, c in enumerate(rng.integers(0, 8, n))]
+    locations = [
+        {"id": i, "lat": float(rng.normal(40, 10)), "lon": float(rng.normal(-100, 20)), "date": "2016-05-01",
+         "user_id": int(rng.integers(0, 25))} if i % 50 else {"id": i, "lat": None, "lon": None, "date": None, "user_id": None}
+        for i in range(n)
+    ]
+    (tmp_path / "train2017.json").write_text(json.dumps({"images": images, "annotations": annotations, "categories": []}))
+    (tmp_path / "train2017_locations.json").write_text(json.dumps(locations))
+    return f"inat2017:{tmp_path / 'train2017.json'}+{tmp_path / 'train2017_locations.json'}"
+
+
+@pytest.mark.slow
+def test_inaturalist_geo_recipe_from_the_competition_files(tmp_path, run_cli):
+    """The files in the iNaturalist 2017 release format (small, made here): the recipe rebuilds
+    the geo split; images without a location are dropped and counted."""
+    spec = _inat_files(tmp_path)
+    out = tmp_path / "geo"
+    code, _, err = run_cli("build", "geo", "--recipe", "inaturalist-geo-100", "--metadata", spec, "--out", out, "-q")
+    assert code == 0, err
+    report = json.loads((out / "report.json").read_text())
+    assert max(report["client_sizes"]) <= 100
+    assert report["dropped"]["train"]["missing-value"] == 60  # every 50th image has no location
+    assert report["geo"]["published"]["clients"] == 3607
+    assert run_cli("verify", out)[0] == 0
+    out = tmp_path / "users"
+    code, _, err = run_cli("build", "users", "--recipe", "inaturalist-user-120k", "--mode", "rebuild", "--metadata", spec,
+                           "--out", out, "-q")
+    assert code == 0, err
+    report = json.loads((out / "report.json").read_text())
+    # class balancing: 8 classes (about 375 images each) subsampled to 100 each, then users held out
+    assert report["users"]["filters"] == "inaturalist"
+    assert report["num_samples"] + report["users"]["test_images"] <= 800
+    assert max(np.asarray(report["label_distribution"]).sum(axis=0)) <= 100
+    assert run_cli("verify", out)[0] == 0
+
+
+def test_image_root_attaches_images_to_a_metadata_split(tmp_path, run_cli):
+    import datasets
+    from PIL import Image
+
+    rng = np.random.default_rng(0)
+    (tmp_path / "imgs").mkdir()
+    lines = ["obs_id,species,observer,latitude,longitude,path"]
+    for i in range(200):
+        Image.fromarray(np.full((5, 5, 3), i % 255, np.uint8)).save(tmp_path / "imgs" / f"{i}.png")
+        lines.append(f"o{i},s{i % 4},u{i % 20},{rng.normal(45, 2):.4f},{rng.normal(5, 2):.4f},{i}.png")
+    (tmp_path / "obs.csv").write_text("\n".join(lines) + "\n")
+    out = tmp_path / "geo"
+    code, _, err = run_cli("build", "geo", "--metadata", tmp_path / "obs.csv", "--label-col", "species", "--id-col", "obs_id",
+                           "--nmax", "50", "--image-root", tmp_path / "imgs", "--image-col", "path", "--out", out, "-q")
+    assert code == 0, err
+    train = datasets.load_dataset(str(out), split="train")
+    assert train[0]["image"].size == (5, 5)
+    (tmp_path / "imgs" / "7.png").unlink()
+    code, _, err = run_cli("build", "geo", "--metadata", tmp_path / "obs.csv", "--label-col", "species", "--nmax", "50",
+                           "--image-root", tmp_path / "imgs", "--image-col", "path", "--out", tmp_path / "g2", "-q")
+    assert code == 2 and "missing" in err
