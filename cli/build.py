@@ -122,7 +122,8 @@ def _publish_table(fs, extra, plots, out: Path, name: str, overwrite: bool, quie
 
     report = publish_split(fs, out, name=name, overwrite=overwrite, quiet=quiet, extra_report=extra, extra_plots=plots)
     if not quiet:
-        dropped = sum(sum(d.values()) for d in report.get("dropped", {}).values())
+        # held-out rows are the test set, not lost data
+        dropped = sum(v for d in report.get("dropped", {}).values() for k, v in d.items() if k != "held-out")
         click.echo(
             f"wrote {out}: {report['num_clients']} {what}, {report['num_samples']:,} training rows, EMD {report['emd']:.3f}"
             + (f"; {dropped:,} rows dropped (reasons in report.json)" if dropped else "")
