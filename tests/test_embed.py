@@ -1,0 +1,90 @@
+"""Embedders: shapes, determinism, user-supplied torch models and their penultimate layer."""
+
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+import pytest
+
+from hetbench.errors import HetbenchError
+
+
+@pytest.fixture(scope="module")
+def small_digits():
+    import datasets
+
+    from hetbench.sources import load_table
+
+    t = load_table("builtin:digits")
+    t.splits["train"] = t.splits["train"].select(range(120))
+    t.labels["train"] = t.labels["train"][:120]
+    assert isinstance(t.splits["train"], datasets.Dataset)
+    return t
+
+
+@pytest.mark.parametrize("spec, dim", [("pixels", 768), ("pixels:4", 48), ("hog", 324), ("color-hist", 48)])
+def test_classical_embedders(small_digits, spec, dim):
+    from hetbench.embed import embed_table
+
+    e = embed_table(small_digits, "train", spec)
+    assert e.shape == (120, dim) and e.dtype == np.float32 and np.isfinite(e).all()
+    assert np.array_equal(e, embed_table(small_digits, "train", spec))
+
+
+def test_pixels_separate_digit_classes(small_digits):
+    """A sanity check that the features carry the task: nearest class mean beats chance by far."""
+    from hetbench.embed import embed_table
+
+    e = embed_table(small_digits, "train", "pixels:8")
+    y = small_digits.labels["train"]
+    means = np.stack([e[y == c].mean(axis=0) for c in range(10)])
+    pred = np.argmin(((e[:, None, :] - means[None]) ** 2).sum(-1), axis=1)
+    assert (pred == y).mean() > 0.7
+
+
+def test_torch_factory_penultimate_layer_and_named_layer(small_digits, tmp_path, monkeypatch):
+    pytest.importorskip("torch")
+    (tmp_path / "tinymodels.py").write_text(
+        "import torch\n"
+        "def make():\n"
+        "    torch.manual_seed(0)\n"
+        "    return torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(192, 32), torch.nn.ReLU(), torch.nn.Linear(32, 10))\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    from hetbench.embed import embed_table
+
+    penultimate = embed_table(small_digits, "train", "torch:tinymodels:make")
+    assert penultimate.shape == (120, 32) and (penultimate >= 0).all()  # after the ReLU
+    first = embed_table(small_digits, "train", "torch:tinymodels:make", layer="1")
+    assert first.shape == (120, 32) and (first < 0).any()  # before the ReLU
+    with pytest.raises(HetbenchError, match="no layer"):
+        embed_table(small_digits, "train", "torch:tinymodels:make", layer="nope")
+    sys.modules.pop("tinymodels", None)
+
+
+def test_torchscript_embedder(small_digits, tmp_path):
+    torch = pytest.importorskip("torch")
+    model = torch.jit.script(torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(192, 7)))
+    path = tmp_path / "m.pt"
+    model.save(str(path))
+    from hetbench.embed import embed_table
+
+    assert embed_table(small_digits, "train", f"torchscript:{path}").shape == (120, 7)
+    with pytest.raises(HetbenchError, match="not found"):
+        embed_table(small_digits, "train", f"torchscript:{tmp_path / 'missing.pt'}")
+
+
+def test_column_embedder_and_errors(tmp_path):
+    import datasets
+
+    from hetbench.embed import embed_table
+    from hetbench.sources import load_table
+
+    ds = datasets.Dataset.from_dict({"label": [0, 1, 0], "emb": [[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]], "bad": [[1.0], [1.0, 2.0], [3.0]]})
+    t = load_table(ds)
+    assert embed_table(t, "train", "column:emb").tolist() == [[1, 2], [3, 4], [5, 6]]
+    for spec, needle in [("column:bad", "fixed-length"), ("column:zzz", "not found"), ("pixels", "no image column"),
+                         ("sift", "unknown embedder"), ("torch:only_two", "MODULE:FACTORY")]:
+        with pytest.raises(HetbenchError, match=needle):
+            embed_table(t, "train", spec)
