@@ -30,13 +30,14 @@ def cli() -> None:
 def _register() -> None:
     from hetbench.cli.build import build
     from hetbench.cli.partition import partition
-    from hetbench.cli.tools import publish, report, verify
+    from hetbench.cli.tools import compare_clusterings, publish, report, verify
 
     cli.add_command(partition)
     cli.add_command(build)
     cli.add_command(report)
     cli.add_command(verify)
     cli.add_command(publish)
+    cli.add_command(compare_clusterings)
 
 
 def main(argv: list[str] | None = None) -> None:

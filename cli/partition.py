@@ -50,8 +50,9 @@ def _fmt(x: float) -> str:
     return "inf" if math.isinf(x) else f"{x:g}"
 
 
-def _run(partitioner, tag: str, opts: dict[str, Any]) -> None:
-    """Load, partition, publish, print a summary. Shared by every method."""
+def _run(partitioner, tag: str, opts: dict[str, Any], post: Callable | None = None) -> None:
+    """Load, partition, publish, print a summary. Shared by every method; ``post(split)`` may return
+    (report additions, plot writer) for family-specific output."""
     from hetbench.atomic import check_out_dir
     from hetbench.publish import publish_split
     from hetbench.sources import load_table
@@ -62,7 +63,9 @@ def _run(partitioner, tag: str, opts: dict[str, Any]) -> None:
     check_out_dir(out, opts["overwrite"])  # fail before any work
     table = load_table(opts["dataset"], opts["label_col"], opts["id_col"])
     fs = build_split(table, partitioner, opts["seed"], opts["test_split"], opts["test_fraction"])
-    report = publish_split(fs, out, name=opts["name"] or default.name, overwrite=opts["overwrite"], quiet=opts["quiet"])
+    extra, plots = post(fs) if post is not None else (None, None)
+    report = publish_split(fs, out, name=opts["name"] or default.name, overwrite=opts["overwrite"], quiet=opts["quiet"],
+                           extra_report=extra, extra_plots=plots)
     if not opts["quiet"]:
         st = report["size_stats"]
         click.echo(
@@ -76,8 +79,8 @@ def _common(fn: Callable) -> Callable:
     def wrapper(**kwargs: Any) -> None:
         keys = ("dataset", "label_col", "id_col", "seed", "test_split", "test_fraction", "out", "name", "overwrite", "quiet")
         opts = {k: kwargs.pop(k) for k in keys}
-        partitioner, tag = fn(**kwargs)
-        _run(partitioner, tag, opts)
+        made = fn(**kwargs)
+        _run(made[0], made[1], opts, made[2] if len(made) > 2 else None)
 
     return _source_options(wrapper)
 
@@ -179,3 +182,59 @@ def natural_cmd(column: str, min_samples: int):
     from hetbench.partitioners import NaturalIdPartitioner
 
     return NaturalIdPartitioner(column, min_samples), f"natural-{column}-m{min_samples}"
+
+
+@partition.command("embedding")
+@_clients_option
+@click.option("--alpha", "-a", default=0.1, show_default=True, type=float, help="Dirichlet concentration over clusters.")
+@click.option("--clusters", "-k", default=10, show_default=True, type=int, help="K-means clusters.")
+@click.option("--embedder", default="pixels", show_default=True,
+              help="pixels[:S] | hog | color-hist | column:NAME | torchscript:PATH | torch:MODULE:FACTORY.")
+@click.option("--layer", default=None, help="With torch:MODULE:FACTORY: the layer whose output is the embedding (default: penultimate).")
+@click.option("--scheme", type=click.Choice(["client", "class"]), default="client", show_default=True)
+@click.option("--pca-dim", default=None, type=int, help="Reduce the standardised embeddings with PCA first.")
+@click.option("--min-size", default=0, show_default=True, type=int, help="--scheme class: smallest client.")
+@click.option("--kmeans", "kmeans_method", type=click.Choice(["auto", "lloyd", "minibatch"]), default="auto", show_default=True)
+@_common
+def embedding_cmd(clients, alpha, clusters, embedder, layer, scheme, pca_dim, min_size, kmeans_method):
+    """Task-specific heterogeneity (Borazjani et al.): embed, K-means, Dirichlet over clusters.
+
+    Example: hetbench partition embedding --alpha 0.1 --clusters 10 --embedder hog
+    """
+    from hetbench.partitioners import EmbeddingPartitioner
+
+    if layer is not None and not embedder.startswith("torch:"):
+        raise HetbenchError("--layer applies to --embedder torch:MODULE:FACTORY")
+    p = EmbeddingPartitioner(clients, alpha, clusters, scheme, embedder, pca_dim, min_size, kmeans_method, layer)
+    return p, f"embedding-{embedder.split(':')[0]}-k{clusters}-a{_fmt(alpha)}-n{clients}", _embedding_post(p)
+
+
+def _embedding_post(p):
+    """Adds the ``cluster`` column, the embedding report entries and its plots."""
+
+    def post(fs):
+        import numpy as np
+
+        from hetbench.report_embedding import embedding_summary, plot_contingency, plot_pca_scatter
+
+        train = fs.outputs["train"].source_split
+        clusters = p.last_clusters[train]
+        for split in fs.table.split_names:
+            col = clusters if split == train else p.predict_clusters(fs.table, split)
+            fs.table.splits[split] = fs.table.splits[split].add_column("cluster", np.asarray(col).tolist())
+        client_of_row = np.full(clusters.size, -1, np.int32)
+        for rows in fs.outputs.values():
+            if rows.source_split == train:
+                client_of_row[rows.rows] = rows.client_ids
+        labels = fs.table.labels[train]
+        extra = {"embedding": dict(embedder=p.embedder, **embedding_summary(
+            clusters, labels, client_of_row, p.clusters, fs.table.num_classes, fs.num_clients))}
+
+        def plots(out_dir):
+            plot_contingency(clusters, labels, fs.table.class_names, p.clusters, out_dir / "plots" / "cluster_label_contingency.png")
+            plot_pca_scatter(p.last_embedding[train], clusters, client_of_row, out_dir / "plots" / "embedding_pca.png")
+            return ["plots/cluster_label_contingency.png", "plots/embedding_pca.png"]
+
+        return extra, plots
+
+    return post

@@ -84,3 +84,66 @@ def publish(folder: str, repo_id: str, private: bool, token: str | None) -> None
 
     url = upload_folder(folder, repo_id, private=private, token=token)
     click.echo(f"uploaded {folder} to {url}")
+
+
+@click.command("compare-clusterings")
+@click.argument("folders", nargs=-1, type=click.Path(file_okay=False))
+@click.option("--dataset", default=None, help="Instead of two folders: cluster this data set under two embedders.")
+@click.option("--embedders", default=None, help="With --dataset: two comma-separated embedder specs, e.g. pixels,hog.")
+@click.option("--clusters", "-k", default=10, show_default=True, type=int)
+@click.option("--seed", default=0, show_default=True, type=int)
+def compare_clusterings(folders, dataset, embedders, clusters, seed) -> None:
+    """Clustering similarity zeta (Borazjani et al. Eq. 4) of two embedding clusterings.
+
+    \b
+    Examples:
+      hetbench compare-clusterings splits/emb-pixels splits/emb-hog
+      hetbench compare-clusterings --dataset builtin:digits --embedders pixels,hog --clusters 10
+    """
+    import numpy as np
+
+    from hetbench.clustering import zeta
+
+    if dataset is not None:
+        if folders or not embedders or len(embedders.split(",")) != 2:
+            raise HetbenchError("with --dataset, give --embedders A,B and no folders")
+        from hetbench.partitioners import EmbeddingPartitioner
+        from hetbench.sources import load_table
+
+        table = load_table(dataset)
+        a, b = (EmbeddingPartitioner(clusters=clusters, embedder=e.strip()).cluster_labels(table, "train", seed)
+                for e in embedders.split(","))
+        click.echo(f"zeta = {zeta(a, b):.6f}  ({embedders}, k = {clusters}, {len(a):,} samples of {dataset})")
+        return
+    if len(folders) != 2:
+        raise HetbenchError("give two built folders (or --dataset with --embedders)")
+    clusterings = []
+    for folder in folders:
+        clusterings.append(_clusters_by_sample(folder))
+    common = sorted(set(clusterings[0]) & set(clusterings[1]))
+    if not common:
+        raise HetbenchError("the two builds share no sample ids")
+    a = np.array([clusterings[0][s] for s in common])
+    b = np.array([clusterings[1][s] for s in common])
+    click.echo(f"zeta = {zeta(a, b):.6f}  ({len(common):,} shared samples)")
+
+
+def _clusters_by_sample(folder: str) -> dict:
+    """sample id -> cluster of every row of a built embedding split."""
+    import pyarrow.parquet as pq
+
+    from hetbench.manifest import read_manifest
+
+    manifest = read_manifest(folder)
+    id_col = manifest["source"].get("id_col")
+    if not id_col:
+        raise HetbenchError(f"'{folder}' has no sample-id column to align on (build it with --id-col)")
+    out: dict = {}
+    for split, info in manifest["splits"].items():
+        for f in info["files"]:
+            schema = pq.read_schema(Path(folder) / f)
+            if "cluster" not in schema.names:
+                raise HetbenchError(f"'{folder}' has no cluster column: build it with 'hetbench partition embedding'")
+            t = pq.read_table(Path(folder) / f, columns=[id_col, "cluster"])
+            out.update(zip(t.column(id_col).to_pylist(), t.column("cluster").to_pylist()))
+    return out

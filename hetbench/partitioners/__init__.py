@@ -5,6 +5,7 @@ from __future__ import annotations
 from hetbench.errors import HetbenchError
 from hetbench.partitioners.base import Partitioner, make_rng
 from hetbench.partitioners.dirichlet import DirichletPartitioner
+from hetbench.partitioners.embedding import EmbeddingPartitioner
 from hetbench.partitioners.geo_s2 import GeoS2Partitioner
 from hetbench.partitioners.iid import IIDPartitioner
 from hetbench.partitioners.natural_id import NaturalIdPartitioner
@@ -21,6 +22,7 @@ REGISTRY: dict[str, type[Partitioner]] = {
         NaturalIdPartitioner,
         GeoS2Partitioner,
         UsersPartitioner,
+        EmbeddingPartitioner,
     )
 }
 
@@ -47,4 +49,5 @@ __all__ = [
     "NaturalIdPartitioner",
     "GeoS2Partitioner",
     "UsersPartitioner",
+    "EmbeddingPartitioner",
 ]

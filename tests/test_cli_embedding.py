@@ -1,0 +1,60 @@
+"""End to end: hetbench partition embedding and compare-clusterings."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+
+@pytest.mark.slow
+def test_embedding_split_loads_with_clusters_and_verifies(tmp_path, run_cli):
+    import datasets
+
+    out = tmp_path / "emb"
+    code, _, err = run_cli("partition", "embedding", "--alpha", "0.05", "--clusters", "8", "--embedder", "pixels:8",
+                           "--clients", "12", "--out", out, "-q")
+    assert code == 0, err
+    ds = datasets.load_dataset(str(out))
+    train = ds["train"]
+    assert {"cluster", "label", "client_id", "image"} <= set(train.column_names)
+    assert set(train["cluster"]) <= set(range(8))
+    report = json.loads((out / "report.json").read_text())
+    emb = report["embedding"]
+    assert emb["clusters"] == 8 and sum(emb["cluster_sizes"]) == 1797
+    assert 0.0 <= emb["zeta_clusters_vs_labels"] <= 1.0 and emb["emd_clusters"] > 1.0  # alpha 0.05: skewed over clusters
+    for plot in ("cluster_label_contingency.png", "embedding_pca.png"):
+        assert (out / "plots" / plot).is_file()
+    assert run_cli("verify", out)[0] == 0
+    # the same seed clustered twice agrees perfectly with itself
+    code, stdout, _ = run_cli("compare-clusterings", out, out)
+    assert code == 0 and stdout.startswith("zeta = 1.000000")
+
+
+def test_compare_two_embedders_on_a_dataset(run_cli):
+    code, stdout, err = run_cli("compare-clusterings", "--dataset", "builtin:digits", "--embedders", "pixels:8,color-hist",
+                                "--clusters", "5")
+    assert code == 0, err
+    z = float(stdout.split()[2])
+    assert 0.5 < z < 1.0
+
+
+BAD = {
+    "no image column": (["--dataset", "{csv}", "--embedder", "pixels"], "no image column"),
+    "more clusters than data": (["--clusters", "5000"], "more clusters"),
+    "missing torchscript": (["--embedder", "torchscript:{missing}"], "not found"),
+    "unknown embedder": (["--embedder", "sift"], "unknown embedder"),
+    "layer without torch": (["--layer", "fc"], "--layer"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD))
+def test_embedding_bad_input(case, tmp_path, run_cli):
+    csv = tmp_path / "t.csv"
+    csv.write_text("x,label\n" + "\n".join(f"{i},{i % 3}" for i in range(30)) + "\n")
+    args, needle = BAD[case]
+    out = tmp_path / "o"
+    code, _, err = run_cli("partition", "embedding", *[a.format(csv=csv, missing=tmp_path / "m.pt") for a in args], "--out", out)
+    assert code == 2, err
+    assert len(err.strip().splitlines()) == 1 and needle in err
+    assert not out.exists()
