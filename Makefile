@@ -30,6 +30,7 @@ demo: $(STAMP)
 	HF_DATASETS_OFFLINE=1 HF_HUB_OFFLINE=1 $(HB) build geo --nmax 1000 --out $(DEMO)/geo-nmax1000
 	HF_DATASETS_OFFLINE=1 HF_HUB_OFFLINE=1 $(HB) build users --out $(DEMO)/users-landmarks
 	HF_DATASETS_OFFLINE=1 HF_HUB_OFFLINE=1 $(HB) verify $(DEMO)/users-landmarks
+	HF_DATASETS_OFFLINE=1 HF_HUB_OFFLINE=1 $(HB) partition embedding --alpha 0.1 --clusters 10 --out $(DEMO)/digits-embedding-a0.1
 	@echo "demo: every folder in $(DEMO)/ loads with datasets.load_dataset('<folder>')"
 
 test: $(STAMP)
@@ -40,6 +41,7 @@ bench: $(STAMP)
 	$(PY) benchmarks/bench_partition.py
 	$(PY) benchmarks/bench_isp.py
 	$(PY) benchmarks/bench_geo.py
+	$(PY) benchmarks/bench_embedding.py
 
 clean:
 	rm -rf $(DEMO) hetbench_splits .pytest_cache .hypothesis
