@@ -238,3 +238,38 @@ def _embedding_post(p):
         return extra, plots
 
     return post
+
+
+@partition.command("semantic")
+@_clients_option
+@click.option("--embedder", default="pixels", show_default=True, help="As for 'partition embedding'.")
+@click.option("--layer", default=None, help="With torch:MODULE:FACTORY: the embedding layer.")
+@click.option("--pca-dim", default=16, show_default=True, type=int)
+@click.option("--max-iter", default=100, show_default=True, type=int, help="Gaussian-mixture EM iterations.")
+@_common
+def semantic_cmd(clients, embedder, layer, pca_dim, max_iter):
+    """Semantic split (Yuan et al., ICLR 2022): per label, a Gaussian mixture with one component
+    per client over PCA-reduced embeddings; components matched across labels by KL divergence.
+
+    Example: hetbench partition semantic --clients 10 --embedder hog
+    """
+    from hetbench.partitioners import SemanticPartitioner
+
+    return SemanticPartitioner(clients, embedder, pca_dim, max_iter, layer=layer), f"semantic-{embedder.split(':')[0]}-n{clients}"
+
+
+@partition.command("domains")
+@_clients_option
+@click.option("--fraction", default=0.01, show_default=True, type=float,
+              help="Share of its domain's training data each client takes (DapperFL: 0.01 Digits, 0.2 Office-Caltech).")
+@click.option("--column", default="domain", show_default=True, help="The domain column.")
+@_common
+def domains_cmd(clients, fraction, column):
+    """Domain split (DapperFL sec. 4.1): clients assigned to domains (every domain at least one),
+    each taking a disjoint --fraction of its domain's training data; the test split stays per domain.
+
+    Example: hetbench partition domains --dataset my_domains/ --clients 20 --fraction 0.01
+    """
+    from hetbench.partitioners import DomainsPartitioner
+
+    return DomainsPartitioner(clients, fraction, column), f"domains-f{_fmt(fraction)}-n{clients}"

@@ -58,3 +58,37 @@ def test_embedding_bad_input(case, tmp_path, run_cli):
     assert code == 2, err
     assert len(err.strip().splitlines()) == 1 and needle in err
     assert not out.exists()
+
+
+@pytest.mark.slow
+def test_semantic_split_builds_and_verifies(tmp_path, run_cli):
+    """Verification replays the recipe: params() must hold exactly the constructor's arguments."""
+    out = tmp_path / "sem"
+    code, _, err = run_cli("partition", "semantic", "--clients", "6", "--embedder", "pixels:8", "--out", out, "-q")
+    assert code == 0, err
+    report = json.loads((out / "report.json").read_text())
+    assert report["num_clients"] == 6 and sum(report["client_sizes"]) == report["num_samples"]
+    assert run_cli("verify", out)[0] == 0
+
+
+def test_domains_split_end_to_end(tmp_path, run_cli):
+    import datasets
+
+    rows = {"label": [i % 3 for i in range(600)], "domain": [["mnist", "usps", "svhn"][i % 3 if i < 300 else 0] for i in range(600)]}
+    datasets.DatasetDict({"train": datasets.Dataset.from_dict(rows),
+                          "test": datasets.Dataset.from_dict({"label": [0, 1, 2], "domain": ["mnist", "usps", "svhn"]})}
+                         ).save_to_disk(tmp_path / "src")
+    out = tmp_path / "dom"
+    code, _, err = run_cli("partition", "domains", "--dataset", tmp_path / "src", "--clients", "5", "--fraction", "0.1",
+                           "--out", out, "-q")
+    assert code == 0, err
+    ds = datasets.load_dataset(str(out))
+    by_client = {}
+    for c, d in zip(ds["train"]["client_id"], ds["train"]["domain"]):
+        by_client.setdefault(c, set()).add(d)
+    assert all(len(v) == 1 for v in by_client.values()) and len(by_client) == 5
+    assert set().union(*by_client.values()) == {"mnist", "usps", "svhn"}
+    assert set(ds["test"]["domain"]) == {"mnist", "usps", "svhn"}  # the test split stays per domain
+    assert run_cli("verify", out)[0] == 0
+    code, _, err = run_cli("partition", "domains", "--out", tmp_path / "x")
+    assert code == 2 and "domain" in err

@@ -5,10 +5,12 @@ from __future__ import annotations
 from hetbench.errors import HetbenchError
 from hetbench.partitioners.base import Partitioner, make_rng
 from hetbench.partitioners.dirichlet import DirichletPartitioner
+from hetbench.partitioners.domains import DomainsPartitioner
 from hetbench.partitioners.embedding import EmbeddingPartitioner
 from hetbench.partitioners.geo_s2 import GeoS2Partitioner
 from hetbench.partitioners.iid import IIDPartitioner
 from hetbench.partitioners.natural_id import NaturalIdPartitioner
+from hetbench.partitioners.semantic import SemanticPartitioner
 from hetbench.partitioners.shards import ClassesPerClientPartitioner, ShardsPartitioner
 from hetbench.partitioners.user_filters import UsersPartitioner
 
@@ -23,6 +25,8 @@ REGISTRY: dict[str, type[Partitioner]] = {
         GeoS2Partitioner,
         UsersPartitioner,
         EmbeddingPartitioner,
+        SemanticPartitioner,
+        DomainsPartitioner,
     )
 }
 
@@ -50,4 +54,6 @@ __all__ = [
     "GeoS2Partitioner",
     "UsersPartitioner",
     "EmbeddingPartitioner",
+    "SemanticPartitioner",
+    "DomainsPartitioner",
 ]
