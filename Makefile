@@ -31,6 +31,7 @@ demo: $(STAMP)
 	HF_DATASETS_OFFLINE=1 HF_HUB_OFFLINE=1 $(HB) build users --out $(DEMO)/users-landmarks
 	HF_DATASETS_OFFLINE=1 HF_HUB_OFFLINE=1 $(HB) verify $(DEMO)/users-landmarks
 	HF_DATASETS_OFFLINE=1 HF_HUB_OFFLINE=1 $(HB) partition embedding --alpha 0.1 --clusters 10 --out $(DEMO)/digits-embedding-a0.1
+	HF_DATASETS_OFFLINE=1 HF_HUB_OFFLINE=1 $(HB) build digits-domains --out $(DEMO)/digits-domains
 	@echo "demo: every folder in $(DEMO)/ loads with datasets.load_dataset('<folder>')"
 
 test: $(STAMP)

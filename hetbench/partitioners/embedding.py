@@ -82,7 +82,7 @@ class EmbeddingPartitioner(Partitioner):
         alpha: float = 0.1,
         clusters: int = 10,
         scheme: str = "client",
-        embedder: str = "pixels",
+        embedder: str = "task",
         pca_dim: int | None = None,
         min_size: int = 0,
         kmeans: str = "auto",

@@ -1,0 +1,172 @@
+"""Task embedder: a small CNN trained on the split's own labels; its penultimate layer is the embedding.
+
+This follows Borazjani et al. (the "network trained on the task of interest"): rather than a generic
+pre-trained feature extractor, a small network is trained for a few epochs to predict the split's
+classes, and every sample is then represented by the network's 128-d penultimate activation.
+
+Images are decoded once (``hetbench.embed.iter_images``), resized to 32 x 32 RGB and scaled to
+[0, 1]. Training is seeded and deterministic on CPU: the shuffling is a numpy permutation drawn from
+``np.random.default_rng(seed)``, weights come from ``torch.manual_seed(seed)`` (the global RNG state
+is restored afterwards), and deterministic algorithms are switched on for the duration of the call.
+Nothing is downloaded.
+"""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+from typing import Iterator
+
+import numpy as np
+import torch
+from torch import nn
+
+from hetbench.errors import HetbenchError
+
+SIDE = 32
+EMBEDDING_DIM = 128
+# conv widths: (32, 64, 128) costs ~3x more CPU time for no gain on small data sets
+WIDTHS = (16, 32, 64)
+LR = 3e-3  # Adam; with batches of 64 this reaches ~0.9 nearest-class-mean accuracy on digits in 3 epochs
+
+
+class SmallCNN(nn.Module):
+    """Three conv blocks -> global average pool -> Linear(128, 128) -> ReLU -> Linear(128, classes).
+
+    Input: (N, 3, 32, 32) float images in [0, 1]. ``features(x)`` is the penultimate activation.
+    """
+
+    def __init__(
+        self, num_classes: int, embedding_dim: int = EMBEDDING_DIM, widths: tuple[int, int, int] = WIDTHS
+    ) -> None:
+        super().__init__()
+        c1, c2, c3 = widths
+        self.body = nn.Sequential(
+            nn.Conv2d(3, c1, 3, padding=1),
+            nn.BatchNorm2d(c1),
+            nn.ReLU(inplace=True),
+            nn.MaxPool2d(2),
+            nn.Conv2d(c1, c2, 3, padding=1),
+            nn.BatchNorm2d(c2),
+            nn.ReLU(inplace=True),
+            nn.MaxPool2d(2),
+            nn.Conv2d(c2, c3, 3, padding=1),
+            nn.BatchNorm2d(c3),
+            nn.ReLU(inplace=True),
+            nn.AdaptiveAvgPool2d(1),
+            nn.Flatten(),
+        )
+        self.embed = nn.Sequential(nn.Linear(c3, embedding_dim), nn.ReLU(inplace=True))
+        self.head = nn.Linear(embedding_dim, num_classes)
+
+    def features(self, x: torch.Tensor) -> torch.Tensor:
+        """The penultimate (embedding_dim)-d activation."""
+        return self.embed(self.body(x))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.head(self.features(x))
+
+
+@contextmanager
+def _deterministic(seed: int) -> Iterator[None]:
+    """Seed torch and enable deterministic algorithms; restore the previous global state on exit."""
+
+    rng_state = torch.get_rng_state()
+    was_det = torch.are_deterministic_algorithms_enabled()
+    was_warn = torch.is_deterministic_algorithms_warn_only_enabled()
+    torch.manual_seed(seed)
+    torch.use_deterministic_algorithms(True, warn_only=True)
+    try:
+        yield
+    finally:
+        torch.use_deterministic_algorithms(was_det, warn_only=was_warn)
+        torch.set_rng_state(rng_state)
+
+
+def _decode(ds) -> np.ndarray:
+    """Every image of ``ds`` as a (n, 3, 32, 32) float32 array in [0, 1]."""
+    import cv2
+
+    from hetbench.embed import iter_images
+
+    out = np.empty((len(ds), 3, SIDE, SIDE), dtype=np.float32)
+    i = 0
+    for batch in iter_images(ds):
+        for im in batch:
+            interp = cv2.INTER_AREA if min(im.shape[:2]) > SIDE else cv2.INTER_LINEAR
+            small = cv2.resize(im, (SIDE, SIDE), interpolation=interp)
+            out[i] = small.transpose(2, 0, 1).astype(np.float32) / 255.0
+            i += 1
+    if i != len(ds):  # pragma: no cover - iter_images yields every row
+        raise HetbenchError(f"decoded {i} images for {len(ds)} rows")
+    return out
+
+
+def task_embeddings(
+    table,
+    split: str,
+    epochs: int = 3,
+    seed: int = 0,
+    batch_size: int = 64,
+    quiet: bool = True,
+) -> np.ndarray:
+    """The (n, 128) float32 penultimate-layer embedding of a SmallCNN trained on ``split``'s labels.
+
+    Raises HetbenchError when ``epochs < 1``, ``batch_size < 1``, the split is unknown or empty, the
+    table has fewer than two classes, no row carries a valid label, or the split has no image column.
+    """
+    if int(epochs) != epochs or epochs < 1:
+        raise HetbenchError(f"the task embedder needs at least one training epoch (got {epochs})")
+    if int(batch_size) != batch_size or batch_size < 1:
+        raise HetbenchError(f"batch size must be a positive integer (got {batch_size})")
+    epochs, batch_size = int(epochs), int(batch_size)
+    if split not in table.splits:
+        raise HetbenchError(f"no split '{split}' (splits: {', '.join(table.splits)})")
+    num_classes = int(table.num_classes)
+    if num_classes < 2:
+        raise HetbenchError(f"the task embedder needs at least two classes (the table has {num_classes})")
+    labels = np.asarray(table.labels[split], dtype=np.int64)
+    ds = table.splits[split]
+    if len(ds) == 0:
+        raise HetbenchError(f"split '{split}' is empty")
+    if labels.shape != (len(ds),):
+        raise HetbenchError(f"split '{split}' has {len(ds)} rows but {labels.size} labels")
+    train_idx = np.flatnonzero((labels >= 0) & (labels < num_classes))
+    if train_idx.size == 0:
+        raise HetbenchError(f"no row of split '{split}' has a valid class label to train on")
+
+    from hetbench.progress import progress_bar
+
+    x_all = torch.from_numpy(_decode(ds))
+    y_all = torch.from_numpy(labels)
+    rng = np.random.default_rng(seed)
+    n_batches = -(-train_idx.size // batch_size)
+
+    with _deterministic(seed):
+        model = SmallCNN(num_classes)
+        optimiser = torch.optim.Adam(model.parameters(), lr=LR)
+        loss_fn = nn.CrossEntropyLoss()
+        model.train()
+        for epoch in range(epochs):
+            order = train_idx[rng.permutation(train_idx.size)]
+            with progress_bar(f"task embedder: epoch {epoch + 1}/{epochs}", n_batches, quiet) as bar:
+                for start in range(0, order.size, batch_size):
+                    idx = torch.from_numpy(order[start : start + batch_size])
+                    if idx.numel() < 2 and order.size >= 2:
+                        bar.update(advance=1)  # BatchNorm needs two samples; skip a lone last row
+                        continue
+                    if idx.numel() < 2:
+                        model.eval()  # a single training row: BatchNorm uses its running stats
+                    optimiser.zero_grad(set_to_none=True)
+                    loss = loss_fn(model(x_all[idx]), y_all[idx])
+                    loss.backward()
+                    optimiser.step()
+                    model.train()
+                    bar.update(advance=1)
+
+        model.eval()
+        chunks = []
+        with torch.no_grad():
+            for start in range(0, x_all.shape[0], max(batch_size, 256)):
+                chunks.append(model.features(x_all[start : start + max(batch_size, 256)]))
+    emb = torch.cat(chunks).numpy().astype(np.float32, copy=False)
+    return np.ascontiguousarray(emb)
