@@ -80,8 +80,9 @@ def _common(fn: Callable) -> Callable:
         keys = ("dataset", "label_col", "id_col", "seed", "test_split", "test_fraction", "out", "name", "overwrite", "quiet")
         opts = {k: kwargs.pop(k) for k in keys}
         made = fn(**kwargs)
-        if len(made) > 3:  # a method's own default data set (used when --dataset was left alone)
-            if opts["dataset"] == DEFAULT_DATASET:
+        if len(made) > 3:  # a method's own default data set, used when --dataset was not given
+            source = click.get_current_context().get_parameter_source("dataset")
+            if source in (None, click.core.ParameterSource.DEFAULT):
                 opts["dataset"] = made[3]
         _run(made[0], made[1], opts, made[2] if len(made) > 2 else None)
 
