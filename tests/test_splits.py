@@ -53,7 +53,7 @@ def test_stratified_holdout_properties(case):
         n_k = int(mine.sum())
         t_k = int((test & mine).sum())
         if n_k >= 2:
-            assert 1 <= t_k <= n_k - 1  # at least one test and one train sample
+            assert t_k >= 1 and t_k <= n_k - 1  # at least one test and one train sample
             assert t_k == int(np.clip(round(fraction * n_k), 1, n_k - 1))
         else:
             assert t_k == 0

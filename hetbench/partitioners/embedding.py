@@ -71,6 +71,15 @@ def compute_embeddings(table, split: str, spec: str, layer: str | None = None) -
     return np.asarray(embed_table(table, split, spec, layer=layer), dtype=np.float32)
 
 
+def embed_rows(table, split: str, spec: str, layer: str | None = None) -> np.ndarray:
+    """One embedding row per row of ``split``; a clear error if the embedder returns another shape."""
+    n = table.num_rows(split)
+    x = compute_embeddings(table, split, spec, layer)
+    if x.ndim != 2 or x.shape[0] != n:
+        raise HetbenchError(f"embedder '{spec}' gave an array of shape {x.shape} for {n} rows of split '{split}'")
+    return x
+
+
 class EmbeddingPartitioner(Partitioner):
     """Dirichlet over K-means clusters of sample embeddings; see the module docstring."""
 
@@ -130,12 +139,7 @@ class EmbeddingPartitioner(Partitioner):
         }
 
     def _embed(self, table, split: str) -> np.ndarray:
-        n = table.num_rows(split)
-        x = compute_embeddings(table, split, self.embedder, self.layer)
-        if x.ndim != 2 or x.shape[0] != n:
-            raise HetbenchError(
-                f"embedder '{self.embedder}' gave an array of shape {x.shape} for {n} rows of split '{split}'"
-            )
+        x = embed_rows(table, split, self.embedder, self.layer)
         self.last_embedding[split] = x
         return x
 
@@ -182,4 +186,4 @@ class EmbeddingPartitioner(Partitioner):
         return assignment, reason, self.num_clients, default_client_names(self.num_clients)
 
 
-__all__ = ["EmbeddingPartitioner", "compute_embeddings", "read_embedding_column", "SCHEMES"]
+__all__ = ["EmbeddingPartitioner", "compute_embeddings", "embed_rows", "read_embedding_column", "SCHEMES"]

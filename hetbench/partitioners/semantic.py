@@ -3,7 +3,7 @@ learning?"), the label-wise Gaussian-mixture split also offered by Flower and FL
 
 Steps (all randomness from the partition's generator):
 
-1. Embed the partitioned split (:func:`~hetbench.partitioners.embedding.compute_embeddings`),
+1. Embed the partitioned split (:func:`~hetbench.partitioners.embedding.embed_rows`),
    standardise every column (:func:`hetbench.clustering.standardise`) and project onto the top
    ``pca_dim`` principal components (:func:`hetbench.clustering.pca`; no projection when the
    embedding has at most ``pca_dim`` dimensions).
@@ -34,7 +34,7 @@ from hetbench.clustering import pca, standardise
 from hetbench.errors import HetbenchError
 from hetbench.partition import DropReason, default_client_names
 from hetbench.partitioners.base import Partitioner
-from hetbench.partitioners.embedding import compute_embeddings
+from hetbench.partitioners.embedding import embed_rows
 
 #: added to the diagonal of every fitted covariance (sklearn's ``reg_covar``) and the variance floor
 REG_COVAR = 1e-4
@@ -181,11 +181,7 @@ class SemanticPartitioner(Partitioner):
 
     def _assign(self, table, split, rng):
         n = table.num_rows(split)
-        x = compute_embeddings(table, split, self.embedder, self.layer)
-        if x.ndim != 2 or x.shape[0] != n:
-            raise HetbenchError(
-                f"embedder '{self.embedder}' gave an array of shape {x.shape} for {n} rows of split '{split}'"
-            )
+        x = embed_rows(table, split, self.embedder, self.layer)
         self.last_embedding[split] = x
         pca_seed = int(rng.integers(0, 2**31 - 1))
         z = standardise(x)
