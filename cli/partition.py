@@ -211,6 +211,10 @@ def embedding_cmd(clients, alpha, clusters, embedder, layer, scheme, pca_dim, mi
     if layer is not None and not embedder.startswith("torch:"):
         raise HetbenchError("--layer applies to --embedder torch:MODULE:FACTORY")
     p = EmbeddingPartitioner(clients, alpha, clusters, scheme, embedder, pca_dim, min_size, kmeans_method, layer)
+    ctx = click.get_current_context()
+    out = ctx.params.get("out")
+    if out and (Path(out) / "embeddings").is_dir():  # rebuilding over a build: reuse its embeddings
+        p.cache_dir = Path(out) / "embeddings"
     return p, f"embedding-{embedder.split(':')[0]}-k{clusters}-a{_fmt(alpha)}-n{clients}", _embedding_post(p)
 
 
@@ -236,6 +240,11 @@ def _embedding_post(p):
             clusters, labels, client_of_row, p.clusters, fs.table.num_classes, fs.num_clients))}
 
         def plots(out_dir):
+            from hetbench.partitioners.embedding import embedding_cache_key
+
+            (out_dir / "embeddings").mkdir(exist_ok=True)  # the cache a later --overwrite reuses
+            for split, emb in p.last_embedding.items():
+                np.save(out_dir / "embeddings" / f"{embedding_cache_key(fs.table, split, p.embedder, p.layer)}.npy", emb)
             plot_contingency(clusters, labels, fs.table.class_names, p.clusters, out_dir / "plots" / "cluster_label_contingency.png")
             plot_pca_scatter(p.last_embedding[train], clusters, client_of_row, out_dir / "plots" / "embedding_pca.png")
             return ["plots/cluster_label_contingency.png", "plots/embedding_pca.png"]

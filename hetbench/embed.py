@@ -10,6 +10,8 @@ Specs (``--embedder``):
 * ``color-hist`` - a 16-bin histogram per RGB channel, normalised;
 * ``column:NAME`` - embeddings already in the data set (one fixed-length vector per row);
 * ``torchscript:PATH`` - a TorchScript module mapping (N, 3, H, W) float images in [0, 1] to (N, d);
+* ``onnx:PATH`` - an ONNX model run by onnxruntime (``pip install hetbench[onnx]``) with the same
+  input; the embedding is its first output, or the output named by ``layer``;
 * ``torch:MODULE:FACTORY`` - ``MODULE.FACTORY()`` returns an ``nn.Module``; the embedding is the
   output of the layer named by ``layer`` (``--layer``), by default the input of its last
   ``nn.Linear`` (the penultimate layer). Local timm / torchvision weights are served this way,
@@ -97,6 +99,34 @@ def _torch_batch(batch: list[np.ndarray]):
     return torch.from_numpy(x).permute(0, 3, 1, 2).contiguous()
 
 
+def _onnx_runner(path: str, output: str | None):
+    """A batch function running an ONNX model with onnxruntime on (N, 3, H, W) images in [0, 1]."""
+    try:
+        import onnxruntime as ort
+    except ImportError as exc:
+        raise HetbenchError("the onnx: embedder needs onnxruntime (pip install 'hetbench[onnx]')") from exc
+    if not Path(path).is_file():
+        raise HetbenchError(f"ONNX file '{path}' not found")
+    try:
+        session = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+    except Exception as exc:
+        raise HetbenchError(f"cannot load ONNX model '{path}': {type(exc).__name__}") from exc
+    names = [o.name for o in session.get_outputs()]
+    if output is not None and output not in names:
+        raise HetbenchError(f"no output '{output}' in the ONNX model; outputs: {', '.join(names)}")
+    input_name = session.get_inputs()[0].name
+
+    def run(batch: list[np.ndarray]) -> np.ndarray:
+        shapes = {im.shape for im in batch}
+        if len(shapes) != 1:
+            raise HetbenchError("an ONNX embedder needs images of one size; resize the data set first")
+        x = np.ascontiguousarray(np.stack(batch).astype(np.float32).transpose(0, 3, 1, 2) / 255.0)
+        out = session.run([output or names[0]], {input_name: x})[0]
+        return out.reshape(out.shape[0], -1)
+
+    return run
+
+
 def _load_torch(spec: str, layer: str | None):
     """(model, hook holder) for torchscript:PATH or torch:MODULE:FACTORY."""
     import torch
@@ -171,6 +201,8 @@ def embed_table(table, split: str, spec: str, layer: str | None = None, quiet: b
         fn = _hog
     elif kind == "color-hist":
         fn = _color_hist
+    elif kind == "onnx":
+        fn = _onnx_runner(arg, layer)
     elif kind in ("torchscript", "torch"):
         import torch
 
@@ -183,7 +215,8 @@ def embed_table(table, split: str, spec: str, layer: str | None = None, quiet: b
             return z.reshape(z.shape[0], -1).float().numpy()
     else:
         raise HetbenchError(
-            f"unknown embedder '{spec}'; choose task[:EPOCHS], pixels[:S], hog, color-hist, column:NAME, torchscript:PATH or torch:MODULE:FACTORY"
+            f"unknown embedder '{spec}'; choose task[:EPOCHS], pixels[:S], hog, color-hist, column:NAME, torchscript:PATH, "
+            "onnx:PATH or torch:MODULE:FACTORY"
         )
     parts = []
     with progress_bar(f"embedding {n:,} images ({kind})", n, quiet) as bar:

@@ -88,3 +88,41 @@ def test_column_embedder_and_errors(tmp_path):
                          ("sift", "unknown embedder"), ("torch:only_two", "MODULE:FACTORY")]:
         with pytest.raises(HetbenchError, match=needle):
             embed_table(t, "train", spec)
+
+
+def test_onnx_embedder(small_digits, tmp_path):
+    torch = pytest.importorskip("torch")
+    pytest.importorskip("onnxruntime", reason="onnxruntime is in the dev extra")
+    pytest.importorskip("onnx", reason="torch's ONNX export needs the onnx package (dev extra)")
+    model = torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(192, 5))
+    path = tmp_path / "m.onnx"
+    torch.onnx.export(model, torch.zeros(1, 3, 8, 8), str(path), dynamo=False, input_names=["x"], output_names=["y"],
+                      dynamic_axes={"x": {0: "n"}, "y": {0: "n"}})
+    from hetbench.embed import embed_table, iter_images
+
+    e = embed_table(small_digits, "train", f"onnx:{path}")
+    assert e.shape == (120, 5)
+    x = np.stack([im for batch in iter_images(small_digits.splits["train"]) for im in batch])
+    with torch.no_grad():
+        expected = model(torch.from_numpy(x.astype(np.float32).transpose(0, 3, 1, 2) / 255.0)).numpy()
+    assert np.allclose(e, expected, atol=1e-5)  # onnxruntime gives the same embedding as the model
+    with pytest.raises(HetbenchError, match="no output"):
+        embed_table(small_digits, "train", f"onnx:{path}", layer="nope")
+    with pytest.raises(HetbenchError, match="not found"):
+        embed_table(small_digits, "train", f"onnx:{tmp_path / 'missing.onnx'}")
+
+
+def test_embedding_cache_is_reused_on_overwrite(tmp_path, run_cli):
+    out = tmp_path / "emb"
+    args = ("partition", "embedding", "--embedder", "pixels:8", "--clusters", "5", "--out", out, "-q")
+    assert run_cli(*args)[0] == 0
+    cached = list((out / "embeddings").glob("*.npy"))
+    assert len(cached) == 1
+    # poison the cache: a rebuild must read it (proving reuse), and the manifest records no cache path
+    np.save(cached[0], np.zeros_like(np.load(cached[0])))
+    assert run_cli(*args, "--overwrite")[0] == 0
+    import json
+
+    report = json.loads((out / "report.json").read_text())
+    assert report["embedding"]["cluster_sizes"].count(0) >= 4  # all-zero embeddings: one real cluster
+    assert "embeddings" not in (out / "hetbench.json").read_text()

@@ -71,10 +71,27 @@ def compute_embeddings(table, split: str, spec: str, layer: str | None = None) -
     return np.asarray(embed_table(table, split, spec, layer=layer), dtype=np.float32)
 
 
-def embed_rows(table, split: str, spec: str, layer: str | None = None) -> np.ndarray:
-    """One embedding row per row of ``split``; a clear error if the embedder returns another shape."""
+def embedding_cache_key(table, split: str, spec: str, layer: str | None) -> str:
+    """Names a cached embedding: input fingerprint, split, embedder, layer and hetbench version."""
+    import hashlib
+
+    from hetbench import __version__
+
+    return hashlib.sha256(f"{table.fingerprint}|{split}|{spec}|{layer}|{__version__}".encode()).hexdigest()[:20]
+
+
+def embed_rows(table, split: str, spec: str, layer: str | None = None, cache_dir=None) -> np.ndarray:
+    """One embedding row per row of ``split``; a clear error if the embedder returns another shape.
+    With ``cache_dir``, an embedding saved there under the same key is loaded instead of computed."""
     n = table.num_rows(split)
-    x = compute_embeddings(table, split, spec, layer)
+    cached = None
+    if cache_dir is not None:
+        from pathlib import Path
+
+        path = Path(cache_dir) / f"{embedding_cache_key(table, split, spec, layer)}.npy"
+        if path.is_file():
+            cached = np.load(path)
+    x = cached if cached is not None else compute_embeddings(table, split, spec, layer)
     if x.ndim != 2 or x.shape[0] != n:
         raise HetbenchError(f"embedder '{spec}' gave an array of shape {x.shape} for {n} rows of split '{split}'")
     return x
@@ -116,6 +133,8 @@ class EmbeddingPartitioner(Partitioner):
         self.min_size = int(min_size)
         self.kmeans = kmeans
         self.layer = layer
+        #: a folder of cached embeddings (``<key>.npy``) to reuse; not part of the recipe
+        self.cache_dir = None
         #: split -> float32 embedding per row (before standardising), filled by :meth:`partition`
         self.last_embedding: dict[str, np.ndarray] = {}
         #: the fit of the partitioned split: column means, scales, PCA, K-means centres
@@ -139,7 +158,7 @@ class EmbeddingPartitioner(Partitioner):
         }
 
     def _embed(self, table, split: str) -> np.ndarray:
-        x = embed_rows(table, split, self.embedder, self.layer)
+        x = embed_rows(table, split, self.embedder, self.layer, self.cache_dir)
         self.last_embedding[split] = x
         return x
 
@@ -186,4 +205,4 @@ class EmbeddingPartitioner(Partitioner):
         return assignment, reason, self.num_clients, default_client_names(self.num_clients)
 
 
-__all__ = ["EmbeddingPartitioner", "compute_embeddings", "embed_rows", "read_embedding_column", "SCHEMES"]
+__all__ = ["EmbeddingPartitioner", "compute_embeddings", "embed_rows", "embedding_cache_key", "read_embedding_column", "SCHEMES"]
