@@ -115,36 +115,22 @@ def landmarks_filter(
 
     iterations = 0
     emptied_by = None
+    # one pass over classes, then one over users, until neither removes anything
+    passes = (
+        (pair_class, n_classes, "min_class_images", min_class_images, "min_class_users", min_class_users),
+        (pair_user, n_users, "min_user_images", min_user_images, "min_user_classes", min_user_classes),
+    )
     while True:
         removed = False
-        # classes: enough images, enough distinct users
-        w = alive.astype(np.float64)
-        class_images = np.bincount(pair_class, weights=pair_count * w, minlength=n_classes)
-        class_users = np.bincount(pair_class, weights=w, minlength=n_classes)
-        present = class_users > 0
-        crit = {"min_class_images": class_images >= min_class_images, "min_class_users": class_users >= min_class_users}
-        ok_class = crit["min_class_images"] & crit["min_class_users"]
-        if np.any(present & ~ok_class):
-            removed = True
-            alive &= ok_class[pair_class]
-            if not alive.any():
-                emptied_by = _which({k: v[present] for k, v in crit.items()})
-                iterations += 1
+        for group, size, img_name, min_images, dist_name, min_distinct in passes:
+            alive, changed, emptied = _prune(alive, group, size, pair_count, img_name, min_images, dist_name, min_distinct)
+            removed |= changed
+            if emptied is not None:
+                emptied_by = emptied
                 break
-        # users: enough images, enough distinct classes
-        w = alive.astype(np.float64)
-        user_images = np.bincount(pair_user, weights=pair_count * w, minlength=n_users)
-        user_classes = np.bincount(pair_user, weights=w, minlength=n_users)
-        present = user_classes > 0
-        crit = {"min_user_images": user_images >= min_user_images, "min_user_classes": user_classes >= min_user_classes}
-        ok_user = crit["min_user_images"] & crit["min_user_classes"]
-        if np.any(present & ~ok_user):
-            removed = True
-            alive &= ok_user[pair_user]
-            if not alive.any():
-                emptied_by = _which({k: v[present] for k, v in crit.items()})
-                iterations += 1
-                break
+        if emptied_by is not None:
+            iterations += 1
+            break
         if not removed:
             break
         iterations += 1
@@ -152,6 +138,23 @@ def landmarks_filter(
     keep = np.zeros(users.size, dtype=bool)
     keep[valid] = alive[inverse.reshape(-1)]
     return FilterResult(keep, iterations, emptied_by)
+
+
+def _prune(alive, group, size, pair_count, img_name, min_images, dist_name, min_distinct):
+    """One filter pass over the groups (classes or users) of the live (user, class) pairs: a group
+    needs ``min_images`` images and ``min_distinct`` distinct partners (users or classes). Returns
+    (alive, whether anything was removed, the criterion that emptied everything or None)."""
+    w = alive.astype(np.float64)
+    images = np.bincount(group, weights=pair_count * w, minlength=size)
+    distinct = np.bincount(group, weights=w, minlength=size)
+    present = distinct > 0
+    crit = {img_name: images >= min_images, dist_name: distinct >= min_distinct}
+    ok = crit[img_name] & crit[dist_name]
+    if not np.any(present & ~ok):
+        return alive, False, None
+    alive = alive & ok[group]
+    emptied = None if alive.any() else _which({k: v[present] for k, v in crit.items()})
+    return alive, True, emptied
 
 
 def inaturalist_balance(
