@@ -1,0 +1,41 @@
+"""``hetbench leaderboard``: rank the ``hetbench train`` results of a folder."""
+
+from __future__ import annotations
+
+import click
+
+from hetbench.leaderboard import DEFAULT_RANK_BY, METRIC_NAMES
+
+_MAX_WARNINGS = 20
+
+
+@click.command("leaderboard")
+@click.argument("results_dir", type=click.Path(file_okay=False))
+@click.option("--out", required=True, type=click.Path(file_okay=False),
+              help="Output folder: leaderboard.md, leaderboard.csv, leaderboard.html, curves_<split>.png.")
+@click.option("--rank-by", default=DEFAULT_RANK_BY, show_default=True, metavar="METRIC",
+              help=f"Metric to rank by, in its own direction: {', '.join(METRIC_NAMES)}.")
+@click.option("--overwrite", is_flag=True, help="Replace --out if it exists.")
+@click.option("--quiet", "-q", is_flag=True, help="No summary line (skipped-file warnings still go to stderr).")
+def leaderboard(results_dir: str, out: str, rank_by: str, overwrite: bool, quiet: bool) -> None:
+    """Aggregate train results (*.json, searched recursively) over seeds and rank them per split.
+
+    \b
+    Examples:
+      hetbench leaderboard results/ --out leaderboard
+      hetbench leaderboard results/ --out lb --rank-by group_accuracy_variance --overwrite
+    """
+    from hetbench.leaderboard import write_leaderboard
+
+    written = write_leaderboard(results_dir, out, rank_by=rank_by, overwrite=overwrite)
+    skipped = written.loaded.skipped
+    for s in skipped[:_MAX_WARNINGS]:
+        click.echo(f"hetbench: warning: skipped {s.path}: {s.reason}", err=True)
+    if len(skipped) > _MAX_WARNINGS:
+        click.echo(f"hetbench: warning: ... and {len(skipped) - _MAX_WARNINGS} more skipped files (listed in leaderboard.md)", err=True)
+    if not quiet:
+        n_rows = sum(len(t.rows) for t in written.tables)
+        n_res = len(written.loaded.results)
+        skip = f", {len(skipped)} skipped" if skipped else ""
+        paths = ", ".join(str(written.out / f) for f in written.files)
+        click.echo(f"wrote {paths} ({len(written.tables)} split(s), {n_rows} configuration(s) from {n_res} result(s){skip})")
