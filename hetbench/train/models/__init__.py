@@ -1,0 +1,90 @@
+"""Model zoo of the reference trainer.
+
+Every model is an ``nn.Module`` with ``features(x) -> z`` (the flat ``(batch, d)`` penultimate
+representation), a ``classifier`` attribute (the final ``nn.Linear(d, num_classes)``) and
+``forward(x) == classifier(features(x))``. Inputs are normalised float ``(B, C, H, W)`` square images of
+side at least 8.
+
+- ``digits-cnn``: a small CNN for tiny grayscale digits (:mod:`.digits`);
+- ``lenet``: the LeNet-5-like CNN of Hsu et al. 2019/2020 (:mod:`.lenet`);
+- ``resnet10`` / ``resnet18``: BasicBlock ResNets, He et al. 2016 (:mod:`.resnet`);
+- ``mobilenetv3-small``: Howard et al. 2019 (:mod:`.mobilenetv3`).
+
+``norm`` chooses the normalisation of the models that have one: ``group`` (GroupNorm, the default, after
+Hsu et al. 2020), ``batch`` or ``none``.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from torch import nn
+
+from hetbench.errors import HetbenchError
+
+from .digits import DigitsCNN
+from .lenet import LeNet
+from .mobilenetv3 import MobileNetV3Small
+from .norm import NORMS, check_norm
+from .profile import profile
+from .resnet import ResNet, resnet10, resnet18
+
+MODEL_NAMES: tuple[str, ...] = ("digits-cnn", "lenet", "resnet10", "resnet18", "mobilenetv3-small")
+
+MIN_IMAGE_SIZE = 8
+
+_BUILDERS: dict[str, Callable[[int, int, int, str], nn.Module]] = {
+    "digits-cnn": lambda c, k, s, norm: DigitsCNN(c, k, s),
+    "lenet": lambda c, k, s, norm: LeNet(c, k, s),
+    "resnet10": resnet10,
+    "resnet18": resnet18,
+    "mobilenetv3-small": MobileNetV3Small,
+}
+
+
+def build_model(
+    name: str, in_channels: int, num_classes: int, image_size: int, norm: str = "group"
+) -> nn.Module:
+    """A freshly initialised model ``name`` (one of :data:`MODEL_NAMES`) for ``image_size`` square images.
+
+    Initial weights come from torch's global generator: seed it (``torch.manual_seed``) for repeatable
+    weights. Raises :class:`HetbenchError` for an unknown name or norm, or sizes out of range.
+    """
+    if name not in _BUILDERS:
+        raise HetbenchError(f"unknown model {name!r}; choose one of: {', '.join(MODEL_NAMES)}")
+    check_norm(norm)
+    if int(in_channels) < 1:
+        raise HetbenchError(f"in_channels must be at least 1, got {in_channels}")
+    if int(num_classes) < 1:
+        raise HetbenchError(f"num_classes must be at least 1, got {num_classes}")
+    if int(image_size) < MIN_IMAGE_SIZE:
+        raise HetbenchError(f"image_size must be at least {MIN_IMAGE_SIZE}, got {image_size}")
+    return _BUILDERS[name](int(in_channels), int(num_classes), int(image_size), norm)
+
+
+def default_model(image_size: int) -> str:
+    """The model for ``image_size``: ``digits-cnn`` up to 16 px, ``lenet`` up to 48 px, else ``resnet10``."""
+    if image_size <= 16:
+        return "digits-cnn"
+    if image_size <= 48:
+        return "lenet"
+    return "resnet10"
+
+
+def count_parameters(model: nn.Module) -> int:
+    """Number of parameters (every tensor in ``model.parameters()``, trainable or not)."""
+    return sum(p.numel() for p in model.parameters())
+
+
+__all__ = [
+    "MODEL_NAMES",
+    "NORMS",
+    "DigitsCNN",
+    "LeNet",
+    "MobileNetV3Small",
+    "ResNet",
+    "build_model",
+    "count_parameters",
+    "default_model",
+    "profile",
+]
