@@ -29,8 +29,10 @@ def cli() -> None:
 
 def _register() -> None:
     from hetbench.cli.build import build
+    from hetbench.cli.leaderboard import leaderboard
     from hetbench.cli.partition import partition
     from hetbench.cli.tools import compare_clusterings, publish, report, verify
+    from hetbench.cli.train import train
 
     cli.add_command(partition)
     cli.add_command(build)
@@ -38,6 +40,8 @@ def _register() -> None:
     cli.add_command(verify)
     cli.add_command(publish)
     cli.add_command(compare_clusterings)
+    cli.add_command(train)
+    cli.add_command(leaderboard)
 
 
 def main(argv: list[str] | None = None) -> None:

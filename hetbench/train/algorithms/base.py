@@ -1,0 +1,157 @@
+"""The shape every FL algorithm shares (Hsu et al. 2020, Algorithm 1: SelectClients, ClientUpdate,
+AggregateClient) and the FedAvg server that most of them keep.
+
+An algorithm sees the run through :class:`RunState`: the shared workspace (data tensors, the one working
+model bound to a flat vector), the configuration and the global model as flat vectors. Aggregation is
+streaming: ``accumulate`` folds one client's update into running sums, so a round holds one client model
+at a time whatever the number of clients per round.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+import numpy as np
+import torch
+
+from hetbench.train.local import LocalResult, Workspace, epoch_batches, local_sgd
+from hetbench.train.sampling import round_rng, select_uniform
+
+
+@dataclass
+class TrainConfig:
+    """Options shared by every algorithm (the ``hetbench train`` flags)."""
+
+    rounds: int = 20
+    clients_per_round: int = 10
+    local_epochs: int = 1
+    batch_size: int = 32
+    lr: float = 0.05
+    momentum: float = 0.0
+    weight_decay: float = 0.0
+    model: str = "auto"
+    norm: str = "group"
+    seed: int = 0
+    eval_every: int = 1
+    image_size: int | None = None
+    target_accuracy: float | None = None
+    group_by: str | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+@dataclass
+class RunState:
+    """The state of one simulated run that algorithms read and update."""
+
+    ws: Workspace
+    config: TrainConfig
+    global_params: torch.Tensor
+    global_buffers: torch.Tensor
+    round: int = 0
+    log: dict[str, list] = field(default_factory=dict)  # per-round algorithm diagnostics
+
+    @property
+    def data(self):
+        return self.ws.data
+
+    def rng(self, round_index: int, client: int, stream: int) -> np.random.Generator:
+        """Generator of (round, client, stream): independent of client order and of other algorithms."""
+        return np.random.default_rng([int(self.config.seed), int(round_index), int(stream), int(client)])
+
+    def record(self, key: str, value: Any) -> None:
+        self.log.setdefault(key, []).append(value)
+
+
+@dataclass
+class ClientUpdate:
+    client: int
+    params: torch.Tensor
+    buffers: torch.Tensor
+    weight: float  # aggregation weight, n_k unless the algorithm says otherwise
+    loss: float  # mean training loss over the local steps
+    steps: int
+    num_samples: int
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+class Algorithm:
+    """Base class: FedAvg's client selection, local SGD and size-weighted averaging (McMahan et al. 2017).
+
+    Subclasses override the parts their paper changes. ``defaults`` are the paper's hyper-parameters;
+    ``params`` holds the values in force for this run.
+    """
+
+    name: ClassVar[str] = "base"
+    citation: ClassVar[str] = ""
+    defaults: ClassVar[dict[str, float]] = {}
+
+    def __init__(self, **params: Any) -> None:
+        unknown = set(params) - set(self.defaults)
+        if unknown:
+            raise TypeError(f"{self.name} takes no parameter(s) {sorted(unknown)}")
+        self.params: dict[str, Any] = {**self.defaults, **{k: v for k, v in params.items() if v is not None}}
+
+    # -- lifecycle ----------------------------------------------------------------------------------
+    def setup(self, run: RunState) -> None:
+        """Called once before round 1."""
+
+    def select(self, run: RunState, round_index: int) -> np.ndarray:
+        """Clients of this round: uniform without replacement (Hsu et al. 2020, Alg. 1)."""
+        return select_uniform(run.config.seed, round_index, run.data.num_clients, run.config.clients_per_round)
+
+    def batches(self, run: RunState, round_index: int, client: int) -> list[np.ndarray]:
+        """E shuffled epochs over the client's rows in mini-batches of B."""
+        rows = run.data.client_rows[client]
+        return epoch_batches(rows, run.config.batch_size, run.config.local_epochs, run.rng(round_index, client, 1))
+
+    def client_update(self, run: RunState, round_index: int, client: int) -> ClientUpdate:
+        """Load the global model, train locally, return the local model (ClientUpdate in Alg. 1)."""
+        ws = run.ws
+        ws.flat.load(run.global_params, run.global_buffers)
+        result = self.train_locally(run, round_index, client, self.batches(run, round_index, client))
+        return self.make_update(run, client, result)
+
+    def train_locally(self, run: RunState, round_index: int, client: int, batches: list[np.ndarray]) -> LocalResult:
+        c = run.config
+        return local_sgd(run.ws, batches, c.lr, c.momentum, c.weight_decay)
+
+    def make_update(self, run: RunState, client: int, result: LocalResult, **extra: Any) -> ClientUpdate:
+        flat = run.ws.flat
+        return ClientUpdate(
+            client=client,
+            params=flat.params.clone(),
+            buffers=flat.buffers.clone(),
+            weight=float(run.data.client_rows[client].size),
+            loss=result.mean_loss,
+            steps=result.steps,
+            num_samples=result.num_samples,
+            extra=dict(extra),
+        )
+
+    # -- server -------------------------------------------------------------------------------------
+    def begin_round(self, run: RunState, round_index: int) -> None:
+        self._sum = torch.zeros_like(run.global_params)
+        self._bsum = torch.zeros_like(run.global_buffers)
+        self._wsum = 0.0
+
+    def accumulate(self, run: RunState, round_index: int, update: ClientUpdate) -> None:
+        """Fold ``n_k * (theta_t - theta_k)`` into the running sum (AggregateClient in Alg. 1)."""
+        w = update.weight
+        self._sum.add_(run.global_params - update.params, alpha=w)
+        self._bsum.add_(update.buffers, alpha=w)
+        self._wsum += w
+
+    def end_round(self, run: RunState, round_index: int) -> None:
+        """theta_{t+1} = theta_t - server_lr * g_bar, g_bar = sum_k n_k/n (theta_t - theta_k)."""
+        if self._wsum <= 0:
+            return
+        g_bar = self._sum.div_(self._wsum)
+        self.apply_server_update(run, g_bar)
+        if run.global_buffers.numel():
+            run.global_buffers = self._bsum.div_(self._wsum)
+
+    def apply_server_update(self, run: RunState, g_bar: torch.Tensor) -> None:
+        run.global_params = run.global_params - float(self.params.get("server_lr", 1.0)) * g_bar

@@ -1,0 +1,43 @@
+"""Centralised training on the union of the clients' training data: the reference for relative accuracy
+(Hsu et al. 2020 report FL accuracy relative to centralised learning).
+
+To compare at equal work, one "round" of the centralised run processes as many examples as an average FL
+round does, E * K * mean(n_k) (K clients per round, E local epochs), as SGD mini-batches of B drawn from
+shuffled passes over all training rows; curves are therefore aligned round for round with the FL runs.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from hetbench.train.algorithms.base import Algorithm, ClientUpdate, RunState
+
+
+class Central(Algorithm):
+    name = "central"
+    citation = "centralised SGD on the union of the clients' data"
+    defaults = {}
+
+    def setup(self, run: RunState) -> None:
+        self.rows = np.sort(np.concatenate(run.data.client_rows))
+        k = min(run.config.clients_per_round, run.data.num_clients)
+        self.per_round = max(1, int(round(run.config.local_epochs * k * run.data.client_sizes.mean())))
+        self._stream = np.empty(0, dtype=np.int64)
+        self._pass = 0
+
+    def select(self, run: RunState, round_index: int) -> np.ndarray:
+        return np.zeros(1, dtype=np.int64)
+
+    def batches(self, run: RunState, round_index: int, client: int) -> list[np.ndarray]:
+        while self._stream.size < self.per_round:
+            self._pass += 1
+            perm = self.rows[np.random.default_rng([run.config.seed, self._pass, 3]).permutation(self.rows.size)]
+            self._stream = np.concatenate([self._stream, perm])
+        take, self._stream = self._stream[: self.per_round], self._stream[self.per_round :]
+        b = run.config.batch_size
+        return [take[i : i + b] for i in range(0, take.size, b)]
+
+    def client_update(self, run: RunState, round_index: int, client: int) -> ClientUpdate:
+        update = super().client_update(run, round_index, client)
+        update.weight = float(self.rows.size)
+        return update

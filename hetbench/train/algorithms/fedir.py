@@ -1,0 +1,50 @@
+"""FedIR: importance-reweighted client objectives (Hsu et al. 2020, sec. 5.2, Eq. 1-4).
+
+With p(x|y) ~ q_k(x|y), the importance weight of an example is w_k(y) = p(y) / q_k(y) (Eq. 3): p is the
+population's class distribution (C scalars the server can send) and q_k the client's own (it never
+leaves the client). Each mini-batch loss is self-normalised (Eq. 4):
+L~(b) = sum_b l(x, y) w_k(y) / sum_b w_k(y), so the weights rescale the examples, not the learning rate.
+The server is FedAvg, or FedAvgM with ``server_momentum`` > 0 (the paper combines FedIR with both).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from hetbench.train.algorithms.base import RunState
+from hetbench.train.algorithms.fedavg import FedAvg, ServerMomentum
+from hetbench.train.local import LocalResult, local_sgd
+
+
+def importance_weights(population: np.ndarray, client: np.ndarray) -> np.ndarray:
+    """w_k(y) = p(y) / q_k(y) from class counts (Eq. 3); 0 for classes the client does not have."""
+    p = population / population.sum()
+    q = client / max(client.sum(), 1)
+    return np.divide(p, q, out=np.zeros_like(p, dtype=np.float64), where=q > 0)
+
+
+def self_normalised_loss(losses: torch.Tensor, weights: torch.Tensor) -> torch.Tensor:
+    """Eq. 4: sum(l * w) / sum(w) over a mini-batch."""
+    return (losses * weights).sum() / weights.sum()
+
+
+class FedIR(ServerMomentum, FedAvg):
+    name = "fedir"
+    citation = "Hsu, Qi, Brown 2020, Federated visual classification with real-world data distribution (FedIR)"
+    defaults = {"server_lr": 1.0, "server_momentum": 0.0}
+
+    def setup(self, run: RunState) -> None:
+        counts = run.data.client_label_counts().astype(np.float64)
+        self.population = counts.sum(axis=0)
+        self.client_counts = counts
+
+    def train_locally(self, run: RunState, round_index: int, client: int, batches: list[np.ndarray]) -> LocalResult:
+        c = run.config
+        w = torch.tensor(importance_weights(self.population, self.client_counts[client]), dtype=torch.float32)
+
+        def loss_fn(model, x, y, rows):
+            return self_normalised_loss(F.cross_entropy(model(x), y, reduction="none"), w[y])
+
+        return local_sgd(run.ws, batches, c.lr, c.momentum, c.weight_decay, loss_fn=loss_fn)

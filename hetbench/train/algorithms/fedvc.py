@@ -1,0 +1,41 @@
+"""FedVC: federated virtual clients (Hsu et al. 2020, sec. 5.3 and Algorithm 1).
+
+Every round a client is selected with probability proportional to its size n_k; a selected client draws
+N_VC examples uniformly from its data (without replacement when n_k >= N_VC, with replacement otherwise)
+and takes exactly S = ceil(N_VC / B) steps over them, so every virtual client does the same work and gets
+the same aggregation weight. N_VC = 256 (sec. 6.3). The number of local epochs does not apply: the round's
+work is fixed by N_VC. The server is FedAvg, or FedAvgM with ``server_momentum`` > 0.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from hetbench.train.algorithms.base import ClientUpdate, RunState
+from hetbench.train.algorithms.fedavg import FedAvg, ServerMomentum
+from hetbench.train.sampling import select_proportional
+
+
+def virtual_client_rows(rows: np.ndarray, n_vc: int, rng: np.random.Generator) -> np.ndarray:
+    """N_VC rows of a client: without replacement when it has at least N_VC, else with replacement."""
+    return rng.choice(rows, size=n_vc, replace=rows.size < n_vc)
+
+
+class FedVC(ServerMomentum, FedAvg):
+    name = "fedvc"
+    citation = "Hsu, Qi, Brown 2020, Federated visual classification with real-world data distribution (FedVC)"
+    defaults = {"server_lr": 1.0, "server_momentum": 0.0, "vc_size": 256}
+
+    def select(self, run: RunState, round_index: int) -> np.ndarray:
+        return select_proportional(run.config.seed, round_index, run.data.client_sizes, run.config.clients_per_round)
+
+    def batches(self, run: RunState, round_index: int, client: int) -> list[np.ndarray]:
+        n_vc = int(self.params["vc_size"])
+        rows = virtual_client_rows(run.data.client_rows[client], n_vc, run.rng(round_index, client, 1))
+        b = run.config.batch_size
+        return [rows[i : i + b] for i in range(0, n_vc, b)]
+
+    def client_update(self, run: RunState, round_index: int, client: int) -> ClientUpdate:
+        update = super().client_update(run, round_index, client)
+        update.weight = float(self.params["vc_size"])  # every virtual client has N_VC examples
+        return update

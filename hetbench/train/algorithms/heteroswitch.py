@@ -1,0 +1,108 @@
+"""HeteroSwitch (Kim et al., MLSys 2024, sec. 5 and Algorithm 1 ClientUpdate).
+
+Server: the exponential moving average of the aggregated training loss,
+L_EMA,t+1 = alpha * L_cur + (1 - alpha) * L_EMA,t with alpha = 0.9 (Eq. 1, Appendix A); L_cur is the
+n_k-weighted mean of the reporting clients' training losses. Before the first round there is no L_EMA:
+both switches stay off in round 1 and L_EMA starts at that round's loss.
+
+Client (Algorithm 1): L_init = L(D, W) on the client's data. Switch 1 when L_init < L_EMA (the global model
+already fits this data: it is biased towards it), which turns on
+  * random white balance, per image r1, r2, r3 ~ U(1 - d, 1 + d) scaling R, G, B (Eq. 2, d = 0.001), and
+  * random gamma, per image gamma ~ U(1 - d, 1 + d), out = in^gamma (Eq. 3, d = 0.9),
+applied to [0, 1] images afresh in every batch, and per-batch weight averaging (SWAD):
+W_SWA <- (W_SWA * idx + W) / (idx + 1) after every step (line 17). L_train is the running mean of the
+batch losses (line 14; the paper's "+ W" there is a typo for "+ L(b, W)"). Switch 2 when switch 1 is on
+and L_train < L_EMA as well; the client then returns W_SWA instead of W (lines 22-29). The server
+aggregates with FedAvg weights.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from hetbench.train.algorithms.base import ClientUpdate, RunState
+from hetbench.train.algorithms.fedavg import FedAvg
+from hetbench.train.local import dataset_loss, local_sgd
+
+
+def ema_update(l_ema: float | None, l_cur: float, alpha: float) -> float:
+    """Eq. 1; the first value seeds the average."""
+    return l_cur if l_ema is None else alpha * l_cur + (1.0 - alpha) * l_ema
+
+
+def switch_one(l_init: float, l_ema: float | None) -> bool:
+    """Algorithm 1 lines 2-5."""
+    return l_ema is not None and l_init < l_ema
+
+
+def switch_two(switch1: bool, l_train: float, l_ema: float | None) -> bool:
+    """Algorithm 1 lines 22-24."""
+    return bool(switch1) and l_ema is not None and l_train < l_ema
+
+
+def random_isp(x01: torch.Tensor, wb_degree: float, gamma_degree: float, gen: torch.Generator) -> torch.Tensor:
+    """Eq. 2 then Eq. 3 on a batch of [0, 1] images (B, C, H, W), fresh draws per image."""
+    b, c = x01.shape[:2]
+    r = 1.0 + wb_degree * (2.0 * torch.rand((b, c, 1, 1), generator=gen) - 1.0)
+    gamma = 1.0 + gamma_degree * (2.0 * torch.rand((b, 1, 1, 1), generator=gen) - 1.0)
+    return (x01 * r).clamp_(0.0, 1.0).pow_(gamma)
+
+
+class HeteroSwitch(FedAvg):
+    name = "heteroswitch"
+    citation = "Kim et al. 2024, HeteroSwitch: characterizing and taming system-induced data heterogeneity in FL"
+    defaults = {"server_lr": 1.0, "ema_alpha": 0.9, "wb_degree": 0.001, "gamma_degree": 0.9}
+
+    def setup(self, run: RunState) -> None:
+        self.l_ema: float | None = None
+
+    def client_update(self, run: RunState, round_index: int, client: int) -> ClientUpdate:
+        cfg = run.config
+        ws = run.ws
+        ws.flat.load(run.global_params, run.global_buffers)
+        rows = run.data.client_rows[client]
+        l_init = dataset_loss(ws, rows)
+        ws.check_finite(l_init, "initial loss")
+        s1 = switch_one(l_init, self.l_ema)
+        transform = None
+        after_step = None
+        swa = None
+        if s1:
+            gen = torch.Generator().manual_seed(int(run.rng(round_index, client, 2).integers(2**62)))
+            wb, gd = float(self.params["wb_degree"]), float(self.params["gamma_degree"])
+            transform = lambda x: random_isp(x, wb, gd, gen)  # noqa: E731
+            swa = ws.flat.params.clone()
+
+            def after_step(i: int) -> None:
+                swa.mul_(i / (i + 1)).add_(ws.flat.params, alpha=1.0 / (i + 1))
+
+        result = local_sgd(
+            ws, self.batches(run, round_index, client), cfg.lr, cfg.momentum, cfg.weight_decay,
+            transform=transform, after_step=after_step,
+        )
+        s2 = switch_two(s1, result.mean_loss, self.l_ema)
+        if s2:
+            ws.flat.load(swa)
+        return self.make_update(run, client, result, switch1=s1, switch2=s2, l_init=l_init)
+
+    def begin_round(self, run: RunState, round_index: int) -> None:
+        super().begin_round(run, round_index)
+        self._loss_sum = 0.0
+        self._switch = np.zeros(2, dtype=np.int64)
+        self._count = 0
+
+    def accumulate(self, run: RunState, round_index: int, update: ClientUpdate) -> None:
+        super().accumulate(run, round_index, update)
+        self._loss_sum += update.weight * update.loss
+        self._switch += [int(update.extra["switch1"]), int(update.extra["switch2"])]
+        self._count += 1
+
+    def end_round(self, run: RunState, round_index: int) -> None:
+        wsum = self._wsum
+        super().end_round(run, round_index)
+        if wsum > 0:
+            self.l_ema = ema_update(self.l_ema, self._loss_sum / wsum, float(self.params["ema_alpha"]))
+        run.record("switch1_fraction", round(float(self._switch[0]) / max(self._count, 1), 4))
+        run.record("switch2_fraction", round(float(self._switch[1]) / max(self._count, 1), 4))
+        run.record("l_ema", None if self.l_ema is None else round(self.l_ema, 6))

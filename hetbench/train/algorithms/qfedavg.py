@@ -1,0 +1,51 @@
+"""q-FedAvg (Li, Sanjabi, Beirami, Smith 2020, Fair resource allocation in federated learning, Alg. 2).
+
+Each selected client k evaluates F_k(w_t) on its data, runs local SGD to w_bar_k and reports
+Delta_k = F_k^q * L (w_t - w_bar_k) and h_k = q F_k^(q-1) * ||L (w_t - w_bar_k)||^2 + L F_k^q, with L = 1/eta
+the Lipschitz estimate the paper uses for local-SGD solvers. The server sets w_{t+1} = w_t - sum Delta_k
+/ sum h_k. q = 1e-6 is the value HeteroSwitch (Appendix A) tuned; q = 0 gives the uniform average of the
+local models.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from hetbench.train.algorithms.base import Algorithm, ClientUpdate, RunState
+from hetbench.train.local import dataset_loss
+
+
+class QFedAvg(Algorithm):
+    name = "qfedavg"
+    citation = "Li et al. 2020, Fair resource allocation in federated learning (q-FedAvg)"
+    defaults = {"q": 1e-6}
+
+    def client_update(self, run: RunState, round_index: int, client: int) -> ClientUpdate:
+        ws = run.ws
+        ws.flat.load(run.global_params, run.global_buffers)
+        f_k = dataset_loss(ws, run.data.client_rows[client])
+        ws.check_finite(f_k, "initial loss")
+        update = super().client_update(run, round_index, client)
+        update.extra["f_k"] = max(f_k, 1e-12)
+        return update
+
+    def begin_round(self, run: RunState, round_index: int) -> None:
+        super().begin_round(run, round_index)
+        self._h = 0.0
+
+    def accumulate(self, run: RunState, round_index: int, update: ClientUpdate) -> None:
+        q = float(self.params["q"])
+        lipschitz = 1.0 / run.config.lr
+        f_k = update.extra.pop("f_k")
+        delta_w = (run.global_params - update.params).mul_(lipschitz)
+        self._sum.add_(delta_w, alpha=f_k**q)
+        self._h += q * f_k ** (q - 1) * float(delta_w.pow(2).sum()) + lipschitz * f_k**q
+        self._bsum.add_(update.buffers)
+        self._wsum += 1.0
+
+    def end_round(self, run: RunState, round_index: int) -> None:
+        if self._wsum <= 0:
+            return
+        run.global_params = run.global_params - self._sum / self._h
+        if run.global_buffers.numel():
+            run.global_buffers = self._bsum.div_(self._wsum)

@@ -1,0 +1,60 @@
+"""SCAFFOLD (Karimireddy et al. 2020, Algorithm 1, control variates with option II).
+
+Client i starts from the server model x with control variates c (server) and c_i (its own, zero until it
+first takes part) and takes K local steps y <- y - eta_l (g_i(y) - c_i + c). Option II then sets
+c_i+ = c_i - c + (x - y) / (K eta_l) and reports dy = y - x and dc = c_i+ - c_i. The server applies
+x <- x + eta_g * mean_S(dy) and c <- c + (1/N) * sum_S(dc) with N the number of clients. The paper
+averages client updates uniformly over the sampled set S (not by n_k); that is what this does.
+
+Memory: c_i is state per client by design of the method; it is kept (float32, one vector) only for the
+clients that have taken part.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from hetbench.train.algorithms.base import Algorithm, ClientUpdate, RunState
+from hetbench.train.local import local_sgd
+
+
+class Scaffold(Algorithm):
+    name = "scaffold"
+    citation = "Karimireddy et al. 2020, SCAFFOLD: stochastic controlled averaging for federated learning"
+    defaults = {"server_lr": 1.0}
+
+    def setup(self, run: RunState) -> None:
+        self.c = torch.zeros_like(run.global_params)
+        self.c_i: dict[int, torch.Tensor] = {}
+
+    def client_update(self, run: RunState, round_index: int, client: int) -> ClientUpdate:
+        cfg = run.config
+        ws = run.ws
+        ws.flat.load(run.global_params, run.global_buffers)
+        c_i = self.c_i.get(client)
+        correction = self.c - c_i if c_i is not None else self.c  # (c - c_i)
+        batches = self.batches(run, round_index, client)
+        result = local_sgd(
+            ws, batches, cfg.lr, cfg.momentum, cfg.weight_decay, grad_hook=lambda g: g.add_(correction)
+        )
+        update = self.make_update(run, client, result)
+        k_eta = max(result.steps, 1) * cfg.lr
+        old = c_i if c_i is not None else torch.zeros_like(self.c)
+        new = old - self.c + (run.global_params - update.params) / k_eta  # option II
+        update.extra["dc"] = new - old
+        self.c_i[client] = new
+        update.weight = 1.0  # uniform over the sampled clients (Karimireddy et al. Alg. 1 line 16)
+        return update
+
+    def begin_round(self, run: RunState, round_index: int) -> None:
+        super().begin_round(run, round_index)
+        self._dc = torch.zeros_like(run.global_params)
+
+    def accumulate(self, run: RunState, round_index: int, update: ClientUpdate) -> None:
+        super().accumulate(run, round_index, update)
+        self._dc.add_(update.extra.pop("dc"))
+
+    def end_round(self, run: RunState, round_index: int) -> None:
+        super().end_round(run, round_index)
+        self.c.add_(self._dc, alpha=1.0 / run.data.num_clients)

@@ -1,0 +1,323 @@
+"""A published split, decoded once into tensors for the trainer.
+
+The split is read only through the output contract (DESIGN.md sec. 3): ``datasets.load_dataset`` on a
+built folder or hub id, the ``train`` and ``test`` splits, clients by ``client_id``, and test groups by
+``device`` / ``domain`` / ``s2_cell`` / ``user_id`` where the split has them. Images are decoded once into
+one uint8 tensor per split; a client is an index array into it, so memory grows with the data only.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from hetbench.errors import HetbenchError
+
+GROUP_COLUMNS = ("device", "domain", "s2_cell", "user_id")
+
+
+@dataclass
+class FederatedData:
+    """Train and test tensors of one split plus the client and group structure (numpy indices)."""
+
+    name: str
+    path: str
+    fingerprint: str
+    x_train: "torch.Tensor"  # uint8 (N, C, H, W)
+    y_train: "torch.Tensor"  # int64 (N,)
+    x_test: "torch.Tensor"
+    y_test: "torch.Tensor"
+    client_ids: np.ndarray  # the client_id value of client index k
+    client_rows: list[np.ndarray]  # train rows of client k
+    label_names: list[str]
+    group_by: str  # column the test groups come from ("client_id" or "all" when the split has none)
+    group_names: list[str]
+    test_group: np.ndarray  # group index of every test row
+    test_client: np.ndarray  # client index of every test row, -1 for shared test rows
+    client_group: np.ndarray  # group index of client k when all its rows share one group, else -1
+    mean: np.ndarray = field(default_factory=lambda: np.zeros(1))
+    std: np.ndarray = field(default_factory=lambda: np.ones(1))
+
+    @property
+    def num_clients(self) -> int:
+        return len(self.client_rows)
+
+    @property
+    def num_classes(self) -> int:
+        return len(self.label_names)
+
+    @property
+    def in_channels(self) -> int:
+        return int(self.x_train.shape[1])
+
+    @property
+    def image_size(self) -> int:
+        return int(self.x_train.shape[-1])
+
+    @property
+    def client_sizes(self) -> np.ndarray:
+        return np.array([r.size for r in self.client_rows], dtype=np.int64)
+
+    def client_label_counts(self) -> np.ndarray:
+        """(clients, classes) training label counts."""
+        y = self.y_train.numpy()
+        out = np.zeros((self.num_clients, self.num_classes), dtype=np.int64)
+        for k, rows in enumerate(self.client_rows):
+            out[k] = np.bincount(y[rows], minlength=self.num_classes)
+        return out
+
+
+def _image_column(features) -> str:
+    col = next((c for c, f in features.items() if type(f).__name__ == "Image"), None)
+    if col is None:
+        raise HetbenchError(
+            f"the split has no image column to train on (columns: {', '.join(features)}); "
+            "hetbench train needs image data"
+        )
+    return col
+
+
+def _decode_images(ds, column: str, image_size: int | None, desc: str, quiet: bool) -> np.ndarray:
+    """All images of ``ds`` as uint8 (N, C, S, S): grayscale stays one channel, anything else is RGB;
+    resized (area for shrinking, bilinear for growing) to ``image_size`` or kept when all share a size."""
+    import cv2
+    from PIL import Image
+
+    from hetbench.progress import progress_bar
+
+    arrow = ds.with_format("arrow")
+    n = len(ds)
+    images: list[np.ndarray] = []
+    gray = True
+    with progress_bar(f"decoding {desc}", n, quiet=quiet) as bar:
+        for start in range(0, n, 512):
+            batch = arrow[start : start + 512][column].to_pylist()
+            for item in batch:
+                if item is None:
+                    raise HetbenchError(f"{desc} row {start + len(images) % 512} has no image")
+                img = Image.open(io.BytesIO(item["bytes"])) if item.get("bytes") else Image.open(item["path"])
+                if img.mode != "L":
+                    gray = False
+                    img = img.convert("RGB")
+                images.append(np.asarray(img))
+            bar.update(advance=len(batch))
+    if not images:
+        return np.zeros((0, 1, image_size or 1, image_size or 1), dtype=np.uint8)
+    shapes = {im.shape[:2] for im in images}
+    if image_size is None:
+        if len(shapes) > 1:
+            raise HetbenchError(
+                f"{desc} images have {len(shapes)} different sizes; pass --image-size to resize them to one"
+            )
+        h, w = next(iter(shapes))
+        if h != w:
+            raise HetbenchError(f"{desc} images are {w}x{h}, not square; pass --image-size to resize them")
+        image_size = h
+    channels = 1 if gray else 3
+    out = np.empty((len(images), channels, image_size, image_size), dtype=np.uint8)
+    for i, im in enumerate(images):
+        if im.ndim == 3 and channels == 1:  # pragma: no cover - gray is decided over all images
+            im = im[..., 0]
+        if im.ndim == 2 and channels == 3:
+            im = np.repeat(im[..., None], 3, axis=2)
+        if im.shape[0] != image_size or im.shape[1] != image_size:
+            shrink = min(im.shape[:2]) > image_size
+            im = cv2.resize(im, (image_size, image_size), interpolation=cv2.INTER_AREA if shrink else cv2.INTER_LINEAR)
+        out[i] = im.reshape(image_size, image_size, -1).transpose(2, 0, 1)
+    return out
+
+
+def channel_stats(x: np.ndarray, chunk: int = 2048) -> tuple[np.ndarray, np.ndarray]:
+    """Per-channel mean and (population) std of uint8 images scaled to [0, 1], in chunks of rows so the
+    float copy never holds the whole split."""
+    c = x.shape[1]
+    total = np.zeros(c)
+    total_sq = np.zeros(c)
+    count = 0
+    for start in range(0, x.shape[0], chunk):
+        part = x[start : start + chunk].reshape(-1, c, x.shape[2] * x.shape[3]).astype(np.float64) / 255.0
+        total += part.sum(axis=(0, 2))
+        total_sq += (part**2).sum(axis=(0, 2))
+        count += part.shape[0] * part.shape[2]
+    mean = total / max(count, 1)
+    std = np.sqrt(np.maximum(total_sq / max(count, 1) - mean**2, 1e-12))
+    return mean, std
+
+
+def _load_splits(split: str):
+    import datasets
+
+    from hetbench.sources import _datasets_bars_off
+
+    path = Path(split).expanduser()
+    if not path.exists() and not (split.count("/") == 1 and not split.startswith((".", "/"))):
+        raise HetbenchError(f"split '{split}' not found (no such folder, and not a hub id)")
+    try:
+        with _datasets_bars_off():
+            dd = datasets.load_dataset(str(path) if path.exists() else split)
+    except HetbenchError:
+        raise
+    except Exception as exc:
+        raise HetbenchError(f"could not load split '{split}': {type(exc).__name__}: {exc}".splitlines()[0]) from exc
+    return dd
+
+
+def _identity(split: str, dd) -> tuple[str, str]:
+    """(name, fingerprint): from the manifest of a hetbench build, else from the folder name and a hash
+    of the client and label columns."""
+    path = Path(split).expanduser()
+    manifest = path / "hetbench.json"
+    if manifest.is_file():
+        try:
+            m = json.loads(manifest.read_text())
+            return str(m.get("name") or path.name), str(m.get("split_fingerprint") or m.get("partition_fingerprint"))
+        except (OSError, ValueError):
+            pass
+    h = hashlib.sha256()
+    for name in sorted(dd):
+        h.update(name.encode())
+        for col in ("client_id", "label"):
+            if col in dd[name].column_names:
+                h.update(np.asarray(dd[name].with_format("numpy")[col]).astype(np.int64).tobytes())
+    return (path.name if path.exists() else split.replace("/", "__")), h.hexdigest()
+
+
+def choose_group_column(test_columns: list[str], group_by: str | None, test_client_ids: np.ndarray) -> str:
+    """The column test groups come from: ``group_by`` if given, else the first of device / domain /
+    s2_cell / user_id the test split has, else ``client_id`` when test rows belong to clients, else one
+    group ``all``."""
+    if group_by:
+        if group_by in ("all", "client_id") or group_by in test_columns:
+            return group_by
+        raise HetbenchError(
+            f"--group-by '{group_by}' is not a column of the test split (columns: {', '.join(test_columns)})"
+        )
+    for col in GROUP_COLUMNS:
+        if col in test_columns:
+            return col
+    if test_client_ids.size and (test_client_ids >= 0).all():
+        return "client_id"
+    return "all"
+
+
+def load_federated(
+    split: str,
+    image_size: int | None = None,
+    group_by: str | None = None,
+    quiet: bool = True,
+) -> FederatedData:
+    """Load ``split`` (a built folder or hub id) into a :class:`FederatedData`.
+
+    Raises :class:`HetbenchError` for a split without ``client_id`` or ``label``, without a test split,
+    with no image column, or where a training group has no test data.
+    """
+    import torch
+
+    dd = _load_splits(split)
+    if "train" not in dd:
+        raise HetbenchError(f"split '{split}' has no 'train' split (has: {', '.join(dd)})")
+    if "test" not in dd:
+        raise HetbenchError(f"split '{split}' has no 'test' split to evaluate on (has: {', '.join(dd)})")
+    train, test = dd["train"], dd["test"]
+    for name, ds in (("train", train), ("test", test)):
+        for col in ("client_id", "label"):
+            if col not in ds.column_names:
+                raise HetbenchError(
+                    f"the {name} split of '{split}' has no '{col}' column; hetbench train needs a federated split "
+                    "with client_id and label (build one with 'hetbench partition' or 'hetbench build')"
+                )
+    label_feature = train.features["label"]
+    label_names = list(getattr(label_feature, "names", None) or [])
+    tr_np = train.with_format("numpy", columns=["client_id", "label"])
+    te_np = test.with_format("numpy", columns=["client_id", "label"])
+    train_cid = np.asarray(tr_np["client_id"], dtype=np.int64)
+    train_y = np.asarray(tr_np["label"], dtype=np.int64)
+    test_cid = np.asarray(te_np["client_id"], dtype=np.int64)
+    test_y = np.asarray(te_np["label"], dtype=np.int64)
+    if not label_names:
+        label_names = [str(i) for i in range(int(max(train_y.max(initial=-1), test_y.max(initial=-1))) + 1)]
+    keep_train = (train_cid >= 0) & (train_y >= 0)
+    keep_test = test_y >= 0
+    if not keep_train.any():
+        raise HetbenchError(f"the train split of '{split}' has no labelled rows that belong to a client")
+    if not keep_test.any():
+        raise HetbenchError(f"the test split of '{split}' has no labelled rows")
+    name, fingerprint = _identity(split, dd)
+
+    column = _image_column(train.features)
+    x_tr = _decode_images(train, column, image_size, "train images", quiet)
+    size = x_tr.shape[-1]
+    x_te = _decode_images(test, _image_column(test.features), size, "test images", quiet)
+    if x_te.shape[1] != x_tr.shape[1]:
+        x_te = np.repeat(x_te, 3, axis=1) if x_te.shape[1] == 1 else x_te.mean(axis=1, keepdims=True).astype(np.uint8)
+    rows = np.flatnonzero(keep_train)
+    x_tr, train_cid, train_y = x_tr[rows], train_cid[rows], train_y[rows]
+    te_rows = np.flatnonzero(keep_test)
+    x_te, test_cid, test_y = x_te[te_rows], test_cid[te_rows], test_y[te_rows]
+
+    client_ids = np.unique(train_cid)
+    client_index = np.searchsorted(client_ids, train_cid)
+    order = np.argsort(client_index, kind="stable")
+    bounds = np.searchsorted(client_index[order], np.arange(client_ids.size + 1))
+    client_rows = [order[bounds[k] : bounds[k + 1]] for k in range(client_ids.size)]
+    pos = np.searchsorted(client_ids, test_cid).clip(0, max(client_ids.size - 1, 0))
+    test_client = np.where((test_cid >= 0) & (client_ids[pos] == test_cid), pos, -1)
+
+    group_col = choose_group_column(test.column_names, group_by, test_cid)
+    if group_col == "all":
+        group_names = ["all"]
+        test_group = np.zeros(test_y.size, dtype=np.int64)
+        client_group = np.zeros(client_ids.size, dtype=np.int64)
+    elif group_col == "client_id":
+        if (test_client < 0).any():
+            raise HetbenchError(
+                "--group-by client_id needs every test row to belong to a training client; this split has shared "
+                "test rows (client_id -1)"
+            )
+        group_names = [str(c) for c in client_ids]
+        test_group = test_client.copy()
+        client_group = np.arange(client_ids.size)
+    else:
+        test_vals = np.asarray([str(v) for v in test[group_col]], dtype=object)[te_rows]
+        group_names = sorted(set(test_vals.tolist()))
+        lookup = {g: i for i, g in enumerate(group_names)}
+        test_group = np.array([lookup[v] for v in test_vals], dtype=np.int64)
+        client_group = np.full(client_ids.size, -1, dtype=np.int64)
+        if group_col in train.column_names:
+            train_vals = np.asarray([str(v) for v in train[group_col]], dtype=object)[rows]
+            missing = sorted(set(train_vals.tolist()) - set(group_names))
+            if missing:
+                shown = ", ".join(missing[:5]) + (" ..." if len(missing) > 5 else "")
+                raise HetbenchError(
+                    f"group '{shown}' of column '{group_col}' has training data but no test data; rebuild the split "
+                    f"with a test split per {group_col}, or pass --group-by all"
+                )
+            for k, r in enumerate(client_rows):
+                vals = set(train_vals[r].tolist())
+                if len(vals) == 1:
+                    client_group[k] = lookup[vals.pop()]
+    mean, std = channel_stats(x_tr)
+    return FederatedData(
+        name=name,
+        path=str(split),
+        fingerprint=fingerprint,
+        x_train=torch.from_numpy(np.ascontiguousarray(x_tr)),
+        y_train=torch.from_numpy(train_y),
+        x_test=torch.from_numpy(np.ascontiguousarray(x_te)),
+        y_test=torch.from_numpy(test_y),
+        client_ids=client_ids,
+        client_rows=client_rows,
+        label_names=label_names,
+        group_by=group_col,
+        group_names=group_names,
+        test_group=test_group,
+        test_client=test_client,
+        client_group=client_group,
+        mean=mean,
+        std=std,
+    )

@@ -1,0 +1,141 @@
+"""Local training on one client: mini-batch SGD on the flat parameter vector.
+
+The step is PyTorch's SGD (weight decay added to the gradient, heavy-ball momentum, buffer fresh on every
+client and round) written on the flat vector so algorithms can change the gradient (FedProx, SCAFFOLD),
+the loss (FedIR, DapperFL), the inputs (HeteroSwitch) or act after each step (SWA, pruning masks) with
+small hooks instead of copies of the loop.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from hetbench.errors import HetbenchError
+from hetbench.train.data import FederatedData
+from hetbench.train.flat import FlatModel
+
+
+class TrainingDiverged(HetbenchError):
+    """The loss became NaN or infinite; the run stops (exit code 3)."""
+
+    exit_code = 3
+
+
+LossFn = Callable[[torch.nn.Module, torch.Tensor, torch.Tensor, np.ndarray], torch.Tensor]
+
+
+@dataclass
+class LocalResult:
+    steps: int
+    mean_loss: float  # running mean of the mini-batch losses (HeteroSwitch Alg. 1 line 14)
+    num_samples: int
+
+
+class Workspace:
+    """What every client of a run shares: the data tensors, the working model and its flat vectors."""
+
+    def __init__(self, data: FederatedData, model: torch.nn.Module) -> None:
+        self.data = data
+        self.model = model
+        self.flat = FlatModel(model)
+        c = data.in_channels
+        self.mean = torch.tensor(data.mean, dtype=torch.float32).reshape(1, c, 1, 1)
+        self.std = torch.tensor(data.std, dtype=torch.float32).reshape(1, c, 1, 1)
+        self.round = 0
+        self.client = -1
+
+    def raw(self, x_u8: torch.Tensor) -> torch.Tensor:
+        """uint8 images -> float in [0, 1]."""
+        return x_u8.float().div_(255.0)
+
+    def normalise(self, x01: torch.Tensor) -> torch.Tensor:
+        return (x01 - self.mean) / self.std
+
+    def train_batch(self, rows: np.ndarray) -> tuple[torch.Tensor, torch.Tensor]:
+        idx = torch.from_numpy(rows)
+        return self.raw(self.data.x_train.index_select(0, idx)), self.data.y_train.index_select(0, idx)
+
+    def check_finite(self, value: float, what: str = "loss") -> None:
+        if not math.isfinite(value):
+            cid = int(self.data.client_ids[self.client]) if self.client >= 0 else -1
+            where = f"round {self.round}, client {cid}" if cid >= 0 else f"round {self.round}"
+            raise TrainingDiverged(f"training diverged: the {what} became {value} in {where}; lower --lr and rerun")
+
+
+def epoch_batches(rows: np.ndarray, batch_size: int, epochs: int, rng: np.random.Generator) -> list[np.ndarray]:
+    """``epochs`` shuffled passes over ``rows`` in mini-batches of ``batch_size`` (last one may be short)."""
+    out: list[np.ndarray] = []
+    for _ in range(epochs):
+        perm = rows[rng.permutation(rows.size)]
+        out.extend(perm[i : i + batch_size] for i in range(0, perm.size, batch_size))
+    return out
+
+
+def cross_entropy(model: torch.nn.Module, x: torch.Tensor, y: torch.Tensor, rows: np.ndarray) -> torch.Tensor:
+    return F.cross_entropy(model(x), y)
+
+
+def local_sgd(
+    ws: Workspace,
+    batches: list[np.ndarray],
+    lr: float,
+    momentum: float = 0.0,
+    weight_decay: float = 0.0,
+    loss_fn: LossFn = cross_entropy,
+    grad_hook: Callable[[torch.Tensor], torch.Tensor] | None = None,
+    transform: Callable[[torch.Tensor], torch.Tensor] | None = None,
+    after_step: Callable[[int], None] | None = None,
+) -> LocalResult:
+    """Run one SGD step per batch on ``ws.flat.params`` in place; return the steps and mean batch loss.
+
+    ``transform`` maps a [0, 1] batch to a [0, 1] batch before normalisation; ``grad_hook`` may change the
+    flat gradient (it gets weight decay already added); ``after_step(i)`` runs after step ``i`` (0-based).
+    """
+    flat = ws.flat
+    model = ws.model
+    model.train()
+    velocity = torch.zeros_like(flat.params) if momentum else None
+    mean_loss = 0.0
+    seen = 0
+    for i, rows in enumerate(batches):
+        x01, y = ws.train_batch(rows)
+        if transform is not None:
+            x01 = transform(x01)
+        loss = loss_fn(model, ws.normalise(x01), y, rows)
+        value = float(loss.detach())
+        ws.check_finite(value)
+        g = flat.grad_of(loss)
+        with torch.no_grad():
+            if weight_decay:
+                g.add_(flat.params, alpha=weight_decay)
+            if grad_hook is not None:
+                g = grad_hook(g)
+            if velocity is not None:
+                velocity.mul_(momentum).add_(g)
+                g = velocity
+            flat.params.add_(g, alpha=-lr)
+        mean_loss = (mean_loss * i + value) / (i + 1)
+        seen += rows.size
+        if after_step is not None:
+            after_step(i)
+    return LocalResult(steps=len(batches), mean_loss=mean_loss, num_samples=seen)
+
+
+@torch.no_grad()
+def dataset_loss(ws: Workspace, rows: np.ndarray, batch_size: int = 512) -> float:
+    """Mean cross-entropy of the current model on training ``rows`` (eval mode, no augmentation)."""
+    model = ws.model
+    was_training = model.training
+    model.eval()
+    total = 0.0
+    for start in range(0, rows.size, batch_size):
+        x01, y = ws.train_batch(rows[start : start + batch_size])
+        total += float(F.cross_entropy(model(ws.normalise(x01)), y, reduction="sum"))
+    model.train(was_training)
+    return total / max(rows.size, 1)
