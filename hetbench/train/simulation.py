@@ -54,9 +54,11 @@ def run_training(
     config: TrainConfig,
     central_accuracy: float | None = None,
     on_round: Callable[[int, dict], None] | None = None,
-) -> dict[str, Any]:
+    return_state: bool = False,
+) -> dict[str, Any] | tuple[dict[str, Any], RunState]:
     """Simulate ``config.rounds`` rounds of ``algorithm`` on ``data``; return the results document
-    (DESIGN.md sec. 5). Raises :class:`TrainingDiverged` when a loss or the model becomes NaN/inf."""
+    (DESIGN.md sec. 5), and the final :class:`RunState` with ``return_state``. Raises
+    :class:`TrainingDiverged` when a loss or the model becomes NaN/inf."""
     t_start = time.perf_counter()
     model_name = resolve_model(config, data)
     torch.manual_seed(int(config.seed))
@@ -164,4 +166,4 @@ def run_training(
     }
     if any(isinstance(v, float) and not math.isfinite(v) for v in final.values() if v is not None):
         raise TrainingDiverged("training diverged: the final test loss is not finite; lower --lr")
-    return doc
+    return (doc, run) if return_state else doc
