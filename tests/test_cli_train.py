@@ -1,0 +1,180 @@
+"""End to end: ``hetbench train`` on splits built by hetbench, read back with datasets.load_dataset,
+then ``hetbench leaderboard`` over the results."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+FAST = ("--rounds", "2", "--clients-per-round", "3", "--batch-size", "16", "--threads", "1", "-q")
+
+
+@pytest.fixture(scope="module")
+def digits_split(tmp_path_factory):
+    from hetbench.cli.main import main
+
+    out = tmp_path_factory.mktemp("split") / "digits"
+    try:
+        main(["partition", "dirichlet", "--clients", "6", "--alpha", "0.5", "--out", str(out), "-q"])
+    except SystemExit as exc:
+        assert not exc.code
+    return out
+
+
+def _results(folder: Path) -> list[Path]:
+    return sorted(folder.rglob("*.json"))
+
+
+def _without_timing(path: Path) -> dict:
+    doc = json.loads(path.read_text())
+    doc.pop("timing")
+    return doc
+
+
+def test_train_writes_one_result_per_algorithm_with_the_contract_fields(digits_split, tmp_path, run_cli):
+    out = tmp_path / "res"
+    code, stdout, err = run_cli("train", "--split", digits_split, "--algo", "central,fedavg,heteroswitch", *FAST,
+                                "--out", out)
+    assert code == 0, err
+    files = _results(out)
+    assert [f.name for f in files] == ["central-s0.json", "fedavg-s0.json", "heteroswitch-s0.json"]
+    doc = json.loads((out / files[0].parent.name / "fedavg-s0.json").read_text())
+    assert doc["kind"] == "hetbench-train-result"
+    assert doc["split"]["num_clients"] == 6 and doc["split"]["group_by"] == "client_id"
+    assert doc["config"]["rounds"] == 2 and doc["config"]["model"] == "digits-cnn"
+    assert doc["curves"]["round"] == [1, 2] and len(doc["curves"]["train_loss"]) == 2
+    f = doc["final"]
+    for key in ("accuracy", "client_accuracy", "worst_group_accuracy", "group_accuracy_variance",
+                "client_accuracy_p10", "client_accuracy_p90", "relative_accuracy", "rounds_to_target"):
+        assert key in f
+    assert f["worst_group_accuracy"] <= f["accuracy"] <= 100
+    assert f["client_accuracy_p10"] <= f["client_accuracy_p90"]
+    central = json.loads((files[0]).read_text())["final"]["accuracy"]
+    assert f["relative_accuracy"] == pytest.approx(f["accuracy"] / central, rel=1e-4)
+    accs = [g["accuracy"] for g in doc["groups"].values()]
+    assert min(accs) == pytest.approx(f["worst_group_accuracy"])
+    assert np.var(accs) == pytest.approx(f["group_accuracy_variance"], abs=1e-3)
+    assert doc["model"]["parameters"] > 0 and doc["model"]["macs"] > 0
+    assert doc["timing"]["wall_time_s"] > 0
+
+
+def test_same_seed_same_results_json(digits_split, tmp_path, run_cli):
+    for name in ("a", "b"):
+        code, _, err = run_cli("train", "--split", digits_split, "--algo", "fedavg,dapperfl,fedvc", *FAST, "--out",
+                               tmp_path / name)
+        assert code == 0, err
+    a, b = _results(tmp_path / "a"), _results(tmp_path / "b")
+    assert [p.name for p in a] == [p.name for p in b]
+    for pa, pb in zip(a, b):
+        assert _without_timing(pa) == _without_timing(pb), pa.name
+    code, _, _ = run_cli("train", "--split", digits_split, "--algo", "fedavg", *FAST, "--seed", "1", "--out",
+                         tmp_path / "c")
+    c = _without_timing(_results(tmp_path / "c")[0])
+    assert c["curves"]["train_loss"] != _without_timing(a[1])["curves"]["train_loss"]
+
+
+def test_non_default_hyper_parameters_name_the_file_and_overwrite_is_refused(digits_split, tmp_path, run_cli):
+    out = tmp_path / "res"
+    code, _, err = run_cli("train", "--split", digits_split, "--algo", "fedprox", "--mu", "0.01", *FAST, "--out", out)
+    assert code == 0, err
+    assert [p.name for p in _results(out)] == ["fedprox-mu0.01-s0.json"]
+    code, _, err = run_cli("train", "--split", digits_split, "--algo", "fedprox", "--mu", "0.01", *FAST, "--out", out)
+    assert code == 2 and "--overwrite" in err and len(err.strip().splitlines()) == 1
+    code, _, err = run_cli("train", "--split", digits_split, "--algo", "fedprox", "--mu", "0.01", *FAST, "--out", out,
+                           "--overwrite")
+    assert code == 0, err
+
+
+def _write_split(folder: Path, with_client: bool = True, test_devices=("a", "b")) -> Path:
+    """A small image split written with the datasets library in the published layout."""
+    import datasets
+    from PIL import Image
+
+    rng = np.random.default_rng(0)
+
+    def rows(n, devices):
+        d = {
+            "image": [Image.fromarray(rng.integers(0, 255, (8, 8), dtype=np.uint8)) for _ in range(n)],
+            "label": rng.integers(0, 2, n).tolist(),
+            "device": [devices[i % len(devices)] for i in range(n)],
+        }
+        if with_client:
+            d["client_id"] = [i % 2 for i in range(n)]
+        return d
+
+    feats = {"image": datasets.Image(), "label": datasets.ClassLabel(names=["x", "y"]), "device": datasets.Value("string")}
+    if with_client:
+        feats["client_id"] = datasets.Value("int32")
+    (folder / "data").mkdir(parents=True)
+    datasets.disable_progress_bars()
+    for split, n, devices in (("train", 12, ("a", "b")), ("test", 6, test_devices)):
+        datasets.Dataset.from_dict(rows(n, devices), features=datasets.Features(feats)).to_parquet(
+            str(folder / "data" / f"{split}-00000-of-00001.parquet"))
+    datasets.enable_progress_bars()
+    return folder
+
+
+BAD = {
+    "no client_id": ("nocid", {"with_client": False}, ["--algo", "fedavg"], 2, "client_id"),
+    "group without test data": ("nogroup", {"test_devices": ("a",)}, ["--algo", "fedavg"], 2, "no test data"),
+    "unknown algorithm": ("ok", {}, ["--algo", "fedavg,fedmagic"], 2, "unknown algorithm 'fedmagic'"),
+    "unknown model": ("ok", {}, ["--model", "vgg16"], 2, "unknown model 'vgg16'"),
+    "missing split": (None, {}, ["--algo", "fedavg"], 2, "not found"),
+    "bad seed": ("ok", {}, ["--seed", "x"], 2, "--seed"),
+    "loss becomes NaN": ("ok", {}, ["--lr", "1e12", "--rounds", "3"], 3, "diverged"),
+}
+
+
+@pytest.mark.parametrize("case", BAD, ids=list(BAD))
+def test_train_bad_input_is_one_line(case, tmp_path, run_cli):
+    folder, kwargs, args, exit_code, needle = BAD[case]
+    split = _write_split(tmp_path / folder, **kwargs) if folder else tmp_path / "missing"
+    out = tmp_path / "res"
+    code, _, err = run_cli("train", "--split", split, *args, "--threads", "1", "-q", "--out", out)
+    assert code == exit_code, err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and needle in lines[0], err
+    assert "Traceback" not in err
+    assert not out.exists() or not _results(out)  # nothing half-written
+    if case == "loss becomes NaN":
+        import re
+
+        assert re.search(r"in round \d+, client \d+", lines[0]), lines[0]
+
+
+@pytest.mark.slow
+def test_train_on_iso_isp_and_digits_domains_then_leaderboard(tmp_path, run_cli):
+    iso = tmp_path / "iso"
+    code, _, err = run_cli("build", "iso-isp", "--stages", "wb,tone", "--crops-per-photo", "2", "--crop-size", "96",
+                           "--size", "32", "-q", "--out", iso)
+    assert code == 0, err
+    dom = tmp_path / "dom"
+    code, _, err = run_cli("build", "digits-domains", "--fraction", "0.05", "-q", "--out", dom)
+    assert code == 0, err
+    res = tmp_path / "res"
+    for split, algos in ((iso, "central,fedavg,fedavgm,fedprox,scaffold,qfedavg,fedir,fedvc,heteroswitch,dapperfl"),
+                         (dom, "central,fedavg,dapperfl")):
+        code, _, err = run_cli("train", "--split", split, "--algo", algos, "--rounds", "2", "--batch-size", "16",
+                               "--vc-size", "32", "--seed", "0,1", "--threads", "2", "-q", "--out", res)
+        assert code == 0, err
+    iso_doc = json.loads(next(res.rglob("heteroswitch-s0.json")).read_text())
+    assert iso_doc["split"]["group_by"] == "device" and len(iso_doc["groups"]) == 5
+    assert iso_doc["config"]["model"] == "lenet"
+    dom_doc = json.loads(next(res.rglob("dapperfl-s1.json")).read_text())
+    assert dom_doc["split"]["group_by"] == "domain" and set(dom_doc["groups"]) == {"mnist", "mnistm", "syn", "usps"}
+    assert dom_doc["clients"]["parameters"][0] > dom_doc["clients"]["parameters"][4]
+    board = tmp_path / "board"
+    code, _, err = run_cli("leaderboard", res, "--out", board, "-q")
+    assert code == 0, err
+    for name in ("leaderboard.md", "leaderboard.csv", "leaderboard.html"):
+        assert (board / name).is_file()
+    md = (board / "leaderboard.md").read_text()
+    assert "heteroswitch" in md and "dapperfl" in md
+    html = (board / "leaderboard.html").read_text()
+    assert html.count('<table class="leaderboard"') == 2
+    assert html.count('data-algorithm="') == 13
+    shutil.rmtree(res)
