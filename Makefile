@@ -8,7 +8,7 @@ HB     := $(VENV)/bin/hetbench
 DEMO   ?= demo_out
 STAMP  := $(VENV)/.hetbench-installed
 
-.PHONY: demo test setup bench clean
+.PHONY: demo test setup bench clean chromium
 
 setup: $(STAMP)
 
@@ -33,9 +33,19 @@ demo: $(STAMP)
 	HF_DATASETS_OFFLINE=1 HF_HUB_OFFLINE=1 $(HB) partition embedding --alpha 0.1 --clusters 10 --out $(DEMO)/digits-embedding-a0.1
 	HF_DATASETS_OFFLINE=1 HF_HUB_OFFLINE=1 $(HB) build digits-domains --out $(DEMO)/digits-domains
 	@echo "demo: every folder in $(DEMO)/ loads with datasets.load_dataset('<folder>')"
+	# the main job: score FL baselines on the embedded iso-isp split, then rank them
+	HF_DATASETS_OFFLINE=1 HF_HUB_OFFLINE=1 $(HB) train --split $(DEMO)/iso-isp-wb-tone --algo central,fedavg,fedprox,heteroswitch \
+	  --image-size 32 --rounds 10 --clients-per-round 5 --batch-size 16 --out $(DEMO)/results
+	HF_DATASETS_OFFLINE=1 HF_HUB_OFFLINE=1 $(HB) leaderboard $(DEMO)/results --out $(DEMO)/leaderboard
+	@echo "demo: leaderboard in $(DEMO)/leaderboard/leaderboard.{md,csv,html}"
 
-test: $(STAMP)
+test: $(STAMP) chromium
 	HF_DATASETS_OFFLINE=1 HF_HUB_OFFLINE=1 $(PY) -m pytest -n 2 -q
+
+# headless Chromium renders leaderboard.html in the browser test (Debian's package, installed where missing)
+chromium:
+	@command -v chromium >/dev/null 2>&1 || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) \
+	  || echo "make: could not install chromium; the leaderboard browser test will be skipped"
 
 bench: $(STAMP)
 	$(PY) -m pip install --quiet -e ".[dev,bench]"

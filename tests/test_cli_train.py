@@ -150,7 +150,7 @@ def test_train_bad_input_is_one_line(case, tmp_path, run_cli):
 def test_train_on_iso_isp_and_digits_domains_then_leaderboard(tmp_path, run_cli):
     iso = tmp_path / "iso"
     code, _, err = run_cli("build", "iso-isp", "--stages", "wb,tone", "--crops-per-photo", "2", "--crop-size", "96",
-                           "--size", "32", "-q", "--out", iso)
+                           "--size", "16", "-q", "--out", iso)
     assert code == 0, err
     dom = tmp_path / "dom"
     code, _, err = run_cli("build", "digits-domains", "--fraction", "0.05", "-q", "--out", dom)
@@ -159,11 +159,12 @@ def test_train_on_iso_isp_and_digits_domains_then_leaderboard(tmp_path, run_cli)
     for split, algos in ((iso, "central,fedavg,fedavgm,fedprox,scaffold,qfedavg,fedir,fedvc,heteroswitch,dapperfl"),
                          (dom, "central,fedavg,dapperfl")):
         code, _, err = run_cli("train", "--split", split, "--algo", algos, "--rounds", "2", "--batch-size", "16",
-                               "--vc-size", "32", "--seed", "0,1", "--threads", "2", "-q", "--out", res)
+                               "--vc-size", "32", "--seed", "0,1", "--image-size", "16", "--threads", "1", "-q",
+                               "--out", res)
         assert code == 0, err
     iso_doc = json.loads(next(res.rglob("heteroswitch-s0.json")).read_text())
     assert iso_doc["split"]["group_by"] == "device" and len(iso_doc["groups"]) == 5
-    assert iso_doc["config"]["model"] == "lenet"
+    assert iso_doc["config"]["model"] == "digits-cnn" and iso_doc["split"]["image_size"] == 16
     dom_doc = json.loads(next(res.rglob("dapperfl-s1.json")).read_text())
     assert dom_doc["split"]["group_by"] == "domain" and set(dom_doc["groups"]) == {"mnist", "mnistm", "syn", "usps"}
     assert dom_doc["clients"]["parameters"][0] > dom_doc["clients"]["parameters"][4]
