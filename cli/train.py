@@ -96,7 +96,11 @@ def _check_positive(**values: Any) -> None:
 @click.option("--fusion-eps", default=None, type=float, help="DapperFL fusion decay epsilon (default 0.2).")
 @click.option("--dar-gamma", default=None, type=float, help="DapperFL DAR weight gamma (default 0.01).")
 @click.option("--pruning-ratios", default=None, help="DapperFL pruning ratio per device level (default 0,0.2,0.4,0.6,0.8).")
-@click.option("--threads", default=None, type=int, help="Torch threads (default: all cores).")
+@click.option("--workers", default=None, type=int,
+              help="Clients trained in parallel threads, one torch thread each (default: one per core); results "
+              "do not depend on it.")
+@click.option("--threads", default=None, type=int, help="Torch threads for the centralised run and evaluation "
+              "(default: all cores).")
 @click.option("--out", default="hetbench_results", show_default=True, type=click.Path(file_okay=False),
               help="Results folder; one JSON per split, algorithm and seed.")
 @click.option("--overwrite", is_flag=True, help="Replace existing result files.")
@@ -128,7 +132,7 @@ def train(split: str | None, algo: str, seed: str, threads: int | None, out: str
     _check_positive(rounds=opts["rounds"], clients_per_round=opts["clients_per_round"],
                     local_epochs=opts["local_epochs"], batch_size=opts["batch_size"], lr=opts["lr"],
                     eval_every=opts["eval_every"], image_size=opts["image_size"], vc_size=opts["vc_size"],
-                    threads=threads)
+                    threads=threads, workers=opts["workers"])
     if opts["image_size"] is not None and opts["image_size"] < 8:
         raise HetbenchError(f"--image-size must be at least 8 (got {opts['image_size']})")
     seeds = _int_list(seed, "--seed")

@@ -149,6 +149,14 @@ def channel_stats(x: np.ndarray, chunk: int = 2048) -> tuple[np.ndarray, np.ndar
     return mean, std
 
 
+def _column(ds, name: str, kind) -> np.ndarray:
+    """One column as a numpy array, read through Arrow (int64, or strings as an object array)."""
+    col = ds.with_format("arrow")[0 : len(ds)].column(name)
+    if kind is str:
+        return np.asarray([str(v) for v in col.to_pylist()], dtype=object)
+    return np.asarray(col.to_numpy(zero_copy_only=False)).astype(kind)
+
+
 def _load_splits(split: str):
     import datasets
 
@@ -233,12 +241,10 @@ def load_federated(
                 )
     label_feature = train.features["label"]
     label_names = list(getattr(label_feature, "names", None) or [])
-    tr_np = train.with_format("numpy", columns=["client_id", "label"])
-    te_np = test.with_format("numpy", columns=["client_id", "label"])
-    train_cid = np.asarray(tr_np["client_id"], dtype=np.int64)
-    train_y = np.asarray(tr_np["label"], dtype=np.int64)
-    test_cid = np.asarray(te_np["client_id"], dtype=np.int64)
-    test_y = np.asarray(te_np["label"], dtype=np.int64)
+    train_cid = _column(train, "client_id", np.int64)
+    train_y = _column(train, "label", np.int64)
+    test_cid = _column(test, "client_id", np.int64)
+    test_y = _column(test, "label", np.int64)
     if not label_names:
         label_names = [str(i) for i in range(int(max(train_y.max(initial=-1), test_y.max(initial=-1))) + 1)]
     keep_train = (train_cid >= 0) & (train_y >= 0)
@@ -283,13 +289,13 @@ def load_federated(
         test_group = test_client.copy()
         client_group = np.arange(client_ids.size)
     else:
-        test_vals = np.asarray([str(v) for v in test[group_col]], dtype=object)[te_rows]
+        test_vals = _column(test, group_col, str)[te_rows]
         group_names = sorted(set(test_vals.tolist()))
         lookup = {g: i for i, g in enumerate(group_names)}
         test_group = np.array([lookup[v] for v in test_vals], dtype=np.int64)
         client_group = np.full(client_ids.size, -1, dtype=np.int64)
         if group_col in train.column_names:
-            train_vals = np.asarray([str(v) for v in train[group_col]], dtype=object)[rows]
+            train_vals = _column(train, group_col, str)[rows]
             missing = sorted(set(train_vals.tolist()) - set(group_names))
             if missing:
                 shown = ", ".join(missing[:5]) + (" ..." if len(missing) > 5 else "")

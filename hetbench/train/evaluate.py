@@ -48,21 +48,29 @@ class Evaluation:
 
 
 @torch.no_grad()
-def predict(model: torch.nn.Module, data: FederatedData, mean: torch.Tensor, std: torch.Tensor, batch: int = 1024):
-    """(correct per test row as bool array, mean test cross-entropy)."""
+def predict_range(model: torch.nn.Module, data: FederatedData, mean: torch.Tensor, std: torch.Tensor, start: int,
+                  stop: int, batch: int = 512) -> tuple[np.ndarray, float]:
+    """(correct per test row in [start, stop) as a bool array, summed cross-entropy over those rows)."""
     was_training = model.training
     model.eval()
-    n = data.y_test.numel()
-    correct = np.zeros(n, dtype=bool)
+    correct = np.zeros(stop - start, dtype=bool)
     total_loss = 0.0
-    for start in range(0, n, batch):
-        x = data.x_test[start : start + batch].float().div_(255.0)
-        y = data.y_test[start : start + batch]
+    for a in range(start, stop, batch):
+        b = min(a + batch, stop)
+        x = data.x_test[a:b].float().div_(255.0)
+        y = data.y_test[a:b]
         logits = model((x - mean) / std)
         total_loss += float(F.cross_entropy(logits, y, reduction="sum"))
-        correct[start : start + batch] = (logits.argmax(1) == y).numpy()
+        correct[a - start : b - start] = (logits.argmax(1) == y).numpy()
     model.train(was_training)
-    return correct, total_loss / max(n, 1)
+    return correct, total_loss
+
+
+def predict(model: torch.nn.Module, data: FederatedData, mean: torch.Tensor, std: torch.Tensor):
+    """(correct per test row as bool array, mean test cross-entropy)."""
+    n = data.y_test.numel()
+    correct, loss = predict_range(model, data, mean, std, 0, n)
+    return correct, loss / max(n, 1)
 
 
 def metrics_from_correct(correct: np.ndarray, loss: float, data: FederatedData) -> Evaluation:

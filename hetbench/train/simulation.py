@@ -9,7 +9,11 @@ is reseeded the same way before every local update, so a run depends only on its
 from __future__ import annotations
 
 import math
+import os
+import queue
 import time
+from collections import deque
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable
 
 import numpy as np
@@ -18,7 +22,7 @@ import torch
 from hetbench import __version__
 from hetbench.train.algorithms import Algorithm, RunState, TrainConfig
 from hetbench.train.data import FederatedData
-from hetbench.train.evaluate import metrics_from_correct, per_group, predict
+from hetbench.train.evaluate import metrics_from_correct, per_group, predict_range
 from hetbench.train.local import TrainingDiverged, Workspace
 from hetbench.train.models import build_model, count_parameters, default_model, profile
 
@@ -48,6 +52,111 @@ def rounds_to_target(rounds: list[int], accuracy: list[float], target: float | N
     return None
 
 
+def default_workers() -> int:
+    return max(1, os.cpu_count() or 1)
+
+
+def _stochastic(model: torch.nn.Module) -> bool:
+    """Whether the model draws from torch's global generator in training (dropout)."""
+    return any(isinstance(m, torch.nn.modules.dropout._DropoutNd) and m.p > 0 for m in model.modules())
+
+
+class ClientPool:
+    """Runs a round's client updates, in parallel threads when that keeps results identical.
+
+    Each worker thread trains on its own copy of the model (same flat layout) with one intra-op torch
+    thread, so a client's update is the same whichever worker runs it and however many workers there
+    are; updates come back in client order, so aggregation is order-stable too. At most ``workers``
+    updates exist at a time, whatever the number of clients per round. A run with one client per round
+    (centralised) or with dropout (torch's global generator) trains in the main thread instead.
+    Evaluation splits the test rows over the workers the same way.
+    """
+
+    def __init__(self, run: RunState, model_name: str, algorithm: Algorithm, config: TrainConfig) -> None:
+        self.run = run
+        self.algorithm = algorithm
+        data = run.data
+        per_round = 1 if algorithm.name == "central" else min(config.clients_per_round, data.num_clients)
+        wanted = config.workers or default_workers()
+        self.total_threads = torch.get_num_threads()
+        serial = per_round <= 1 or _stochastic(run.main_ws.model)
+        self.workers = 1 if serial else max(1, min(int(wanted), per_round))
+        # one intra-op thread per client update keeps updates identical for any number of workers; the
+        # centralised run and models with dropout train serially on every thread instead
+        self.client_threads = self.total_threads if (per_round <= 1 or _stochastic(run.main_ws.model)) else 1
+        self.spaces = [run.main_ws]
+        for _ in range(self.workers - 1):
+            m = build_model(model_name, data.in_channels, data.num_classes, data.image_size, config.norm)
+            self.spaces.append(Workspace(data, m))
+        self.free: queue.SimpleQueue = queue.SimpleQueue()
+        for w in self.spaces:
+            self.free.put(w)
+        self.executor = ThreadPoolExecutor(self.workers) if self.workers > 1 else None
+
+    def _one(self, round_index: int, client: int):
+        ws = self.free.get()
+        try:
+            self.run.bind(ws)
+            ws.round, ws.client = round_index, client
+            if self.executor is None:
+                torch.manual_seed(int(self.run.rng(round_index, client, 4).integers(2**62)))
+            update = self.algorithm.client_update(self.run, round_index, client)
+            if not bool(torch.isfinite(update.params).all()):
+                ws.check_finite(float("nan"), "model")
+            return update
+        finally:
+            ws.client = -1
+            self.run.bind(None)
+            self.free.put(ws)
+
+    def updates(self, round_index: int, clients: np.ndarray):
+        """Yield the clients' updates in client order."""
+        torch.set_num_threads(self.client_threads)
+        try:
+            if self.executor is None:
+                for k in clients:
+                    yield self._one(round_index, int(k))
+                return
+            pending: deque = deque()
+            todo = iter(int(k) for k in clients)
+            for k in todo:
+                pending.append(self.executor.submit(self._one, round_index, k))
+                if len(pending) >= self.workers:
+                    break
+            while pending:
+                update = pending.popleft().result()
+                nxt = next(todo, None)
+                if nxt is not None:
+                    pending.append(self.executor.submit(self._one, round_index, nxt))
+                yield update
+        finally:
+            torch.set_num_threads(self.total_threads)
+
+    def predict(self) -> tuple[np.ndarray, float]:
+        """Global model on every test row: (correct per row, mean cross-entropy)."""
+        run = self.run
+        n = run.data.y_test.numel()
+        for ws in self.spaces:
+            ws.flat.load(run.global_params, run.global_buffers)
+        if self.executor is None:
+            ws = self.spaces[0]
+            correct, loss = predict_range(ws.model, run.data, ws.mean, ws.std, 0, n)
+            return correct, loss / max(n, 1)
+        bounds = np.linspace(0, n, self.workers + 1).astype(int)
+        torch.set_num_threads(1)
+        try:
+            parts = [self.executor.submit(predict_range, ws.model, run.data, ws.mean, ws.std, int(a), int(b))
+                     for ws, a, b in zip(self.spaces, bounds[:-1], bounds[1:])]
+            got = [p.result() for p in parts]
+        finally:
+            torch.set_num_threads(self.total_threads)
+        return np.concatenate([g[0] for g in got]), sum(g[1] for g in got) / max(n, 1)
+
+    def close(self) -> None:
+        if self.executor is not None:
+            self.executor.shutdown(wait=True)
+
+
 def run_training(
     data: FederatedData,
     algorithm: Algorithm,
@@ -66,6 +175,7 @@ def run_training(
     ws = Workspace(data, model)
     run = RunState(ws=ws, config=config, global_params=ws.flat.params.clone(), global_buffers=ws.flat.buffers.clone())
     algorithm.setup(run)
+    pool = ClientPool(run, model_name, algorithm, config)
     train_rounds: list[int] = []
     train_loss: list[float] = []
     curves: dict[str, list] = {k: [] for k in (
@@ -73,45 +183,42 @@ def run_training(
     group_curves: dict[str, list] = {g: [] for g in data.group_names}
     t_train = t_eval = 0.0
     last = None
-    for r in range(1, int(config.rounds) + 1):
-        t0 = time.perf_counter()
-        run.round = ws.round = r
-        clients = algorithm.select(run, r)
-        algorithm.begin_round(run, r)
-        loss_sum = weight_sum = 0.0
-        for k in clients:
-            ws.client = int(k)
-            torch.manual_seed(int(run.rng(r, int(k), 4).integers(2**62)))
-            update = algorithm.client_update(run, r, int(k))
-            if not bool(torch.isfinite(update.params).all()):
-                ws.check_finite(float("nan"), "model")
-            loss_sum += update.num_samples * update.loss
-            weight_sum += update.num_samples
-            algorithm.accumulate(run, r, update)
-        ws.client = -1
-        algorithm.end_round(run, r)
-        if not bool(torch.isfinite(run.global_params).all()):
-            raise TrainingDiverged(f"training diverged: the global model became NaN/inf after round {r}; lower --lr")
-        train_rounds.append(r)
-        train_loss.append(round(loss_sum / max(weight_sum, 1.0), 6))
-        t_train += time.perf_counter() - t0
-        if r % max(int(config.eval_every), 1) == 0 or r == config.rounds:
+    try:
+        for r in range(1, int(config.rounds) + 1):
             t0 = time.perf_counter()
-            ws.flat.load(run.global_params, run.global_buffers)
-            correct, loss = predict(model, data, ws.mean, ws.std)
-            ev = metrics_from_correct(correct, loss, data)
-            s = ev.summary()
-            curves["round"].append(r)
-            for key in ("accuracy", "client_accuracy", "worst_group_accuracy", "group_accuracy_variance", "loss"):
-                curves[key].append(s[key])
-            for name, g in per_group(ev, data, correct).items():
-                group_curves[name].append(g["accuracy"])
-            last = (ev, correct, s)
-            t_eval += time.perf_counter() - t0
-            if on_round is not None:
-                on_round(r, s)
-        elif on_round is not None:
-            on_round(r, {})
+            run.round = r
+            clients = algorithm.select(run, r)
+            algorithm.begin_round(run, r)
+            loss_sum = weight_sum = 0.0
+            for update in pool.updates(r, clients):
+                loss_sum += update.num_samples * update.loss
+                weight_sum += update.num_samples
+                algorithm.accumulate(run, r, update)
+            algorithm.end_round(run, r)
+            if not bool(torch.isfinite(run.global_params).all()):
+                raise TrainingDiverged(
+                    f"training diverged: the global model became NaN/inf after round {r}; lower --lr")
+            train_rounds.append(r)
+            train_loss.append(round(loss_sum / max(weight_sum, 1.0), 6))
+            t_train += time.perf_counter() - t0
+            if r % max(int(config.eval_every), 1) == 0 or r == config.rounds:
+                t0 = time.perf_counter()
+                correct, loss = pool.predict()
+                ev = metrics_from_correct(correct, loss, data)
+                s = ev.summary()
+                curves["round"].append(r)
+                for key in ("accuracy", "client_accuracy", "worst_group_accuracy", "group_accuracy_variance", "loss"):
+                    curves[key].append(s[key])
+                for name, g in per_group(ev, data, correct).items():
+                    group_curves[name].append(g["accuracy"])
+                last = (ev, correct, s)
+                t_eval += time.perf_counter() - t0
+                if on_round is not None:
+                    on_round(r, s)
+            elif on_round is not None:
+                on_round(r, {})
+    finally:
+        pool.close()
     ev, correct, summary = last
     target = config.target_accuracy
     if target is None and central_accuracy is not None and algorithm.name != "central":
@@ -150,7 +257,7 @@ def run_training(
             "params": {k: _json_value(v) for k, v in sorted(algorithm.params.items())},
             "citation": algorithm.citation,
         },
-        "config": {**{k: _json_value(v) for k, v in config.as_dict().items()}, "model": model_name},
+        "config": {**{k: _json_value(v) for k, v in config.as_dict().items() if k != "workers"}, "model": model_name},
         "model": {"name": model_name, "norm": config.norm, "parameters": count_parameters(model),
                   "macs": int(full["macs"])},
         "curves": {**curves, "group_accuracy": group_curves, "train_round": train_rounds, "train_loss": train_loss,
@@ -162,6 +269,8 @@ def run_training(
             "wall_time_s": round(time.perf_counter() - t_start, 3),
             "train_s": round(t_train, 3),
             "eval_s": round(t_eval, 3),
+            "workers": pool.workers,
+            "client_threads": pool.client_threads,
         },
     }
     if any(isinstance(v, float) and not math.isfinite(v) for v in final.values() if v is not None):

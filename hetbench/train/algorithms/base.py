@@ -9,6 +9,7 @@ at a time whatever the number of clients per round.
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -37,21 +38,37 @@ class TrainConfig:
     image_size: int | None = None
     target_accuracy: float | None = None
     group_by: str | None = None
+    workers: int | None = None  # parallel client threads (None: one per core, at most clients per round)
 
     def as_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
 
 
-@dataclass
 class RunState:
-    """The state of one simulated run that algorithms read and update."""
+    """The state of one simulated run that algorithms read and update.
 
-    ws: Workspace
-    config: TrainConfig
-    global_params: torch.Tensor
-    global_buffers: torch.Tensor
-    round: int = 0
-    log: dict[str, list] = field(default_factory=dict)  # per-round algorithm diagnostics
+    ``ws`` is the workspace of the calling thread: clients of a round may train in parallel threads,
+    each on its own copy of the working model; the server side (select, accumulate, end_round) runs on
+    the main thread with the main workspace.
+    """
+
+    def __init__(self, ws: Workspace, config: TrainConfig, global_params: torch.Tensor,
+                 global_buffers: torch.Tensor) -> None:
+        self.main_ws = ws
+        self.config = config
+        self.global_params = global_params
+        self.global_buffers = global_buffers
+        self.round = 0
+        self.log: dict[str, list] = {}  # per-round algorithm diagnostics
+        self._local = threading.local()
+
+    @property
+    def ws(self) -> Workspace:
+        return getattr(self._local, "ws", None) or self.main_ws
+
+    def bind(self, ws: Workspace | None) -> None:
+        """Make ``ws`` the workspace of the calling thread (None: back to the main one)."""
+        self._local.ws = ws
 
     @property
     def data(self):
