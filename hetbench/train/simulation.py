@@ -79,11 +79,12 @@ class ClientPool:
         per_round = 1 if algorithm.name == "central" else min(config.clients_per_round, data.num_clients)
         wanted = config.workers or default_workers()
         self.total_threads = torch.get_num_threads()
-        serial = per_round <= 1 or _stochastic(run.main_ws.model)
+        self.stochastic = _stochastic(run.main_ws.model)
+        serial = per_round <= 1 or self.stochastic
         self.workers = 1 if serial else max(1, min(int(wanted), per_round))
         # one intra-op thread per client update keeps updates identical for any number of workers; the
         # centralised run and models with dropout train serially on every thread instead
-        self.client_threads = self.total_threads if (per_round <= 1 or _stochastic(run.main_ws.model)) else 1
+        self.client_threads = self.total_threads if (per_round <= 1 or self.stochastic) else 1
         self.spaces = [run.main_ws]
         for _ in range(self.workers - 1):
             m = build_model(model_name, data.in_channels, data.num_classes, data.image_size, config.norm)
@@ -98,10 +99,10 @@ class ClientPool:
         try:
             self.run.bind(ws)
             ws.round, ws.client = round_index, client
-            if self.executor is None:
-                torch.manual_seed(int(self.run.rng(round_index, client, 4).integers(2**62)))
+            if self.stochastic:  # dropout draws from torch's global generator: reseed it per client update
+                torch.default_generator.manual_seed(int(self.run.rng(round_index, client, 4).integers(2**62)))
             update = self.algorithm.client_update(self.run, round_index, client)
-            if not bool(torch.isfinite(update.params).all()):
+            if not math.isfinite(float(update.params.sum())):  # a NaN or inf anywhere makes the sum non-finite
                 ws.check_finite(float("nan"), "model")
             return update
         finally:
@@ -195,7 +196,7 @@ def run_training(
                 weight_sum += update.num_samples
                 algorithm.accumulate(run, r, update)
             algorithm.end_round(run, r)
-            if not bool(torch.isfinite(run.global_params).all()):
+            if not math.isfinite(float(run.global_params.sum())):
                 raise TrainingDiverged(
                     f"training diverged: the global model became NaN/inf after round {r}; lower --lr")
             train_rounds.append(r)
