@@ -53,6 +53,8 @@ bench: $(STAMP)
 	$(PY) benchmarks/bench_isp.py
 	$(PY) benchmarks/bench_geo.py
 	$(PY) benchmarks/bench_embedding.py
+	$(PY) benchmarks/bench_trainer.py --dataset builtin:mnist5k --results benchmarks/results_trainer.txt
+	$(PY) benchmarks/bench_trainer.py --dataset builtin:digits --results benchmarks/results_trainer_digits.txt
 
 clean:
-	rm -rf $(DEMO) hetbench_splits .pytest_cache .hypothesis
+	rm -rf $(DEMO) hetbench_splits hetbench_results .pytest_cache .hypothesis

@@ -119,9 +119,10 @@ def assign_to_centers(x: np.ndarray, centers: np.ndarray) -> tuple[np.ndarray, f
         score = c_sq[None, :] - 2.0 * (block @ c.T).astype(np.float64)
         lab = np.argmin(score, axis=1)
         labels[start : start + block.shape[0]] = lab
-        # ||x - c||^2 = ||x||^2 + (||c||^2 - 2 x.c): no (rows x d) difference matrix in float64
-        x_sq = np.einsum("ij,ij->i", block, block, dtype=np.float64)
-        inertia += float(np.maximum(x_sq + score[np.arange(lab.size), lab], 0.0).sum())
+        # exact: the float64 difference to the chosen centre (the expanded form cancels in float32)
+        for a in range(0, block.shape[0], 4096):  # 4096 x d float64 at a time
+            diff = block[a : a + 4096].astype(np.float64) - c[lab[a : a + 4096]].astype(np.float64)
+            inertia += float(np.einsum("ij,ij->", diff, diff))
     return labels, inertia
 
 
