@@ -35,7 +35,7 @@ demo: $(STAMP)
 	@echo "demo: every folder in $(DEMO)/ loads with datasets.load_dataset('<folder>')"
 	# the main job: score FL baselines on the embedded iso-isp split, then rank them
 	HF_DATASETS_OFFLINE=1 HF_HUB_OFFLINE=1 $(HB) train --split $(DEMO)/iso-isp-wb-tone --algo central,fedavg,fedprox,heteroswitch \
-	  --image-size 32 --rounds 10 --clients-per-round 5 --batch-size 16 --out $(DEMO)/results
+	  --image-size 32 --rounds 20 --clients-per-round 5 --batch-size 16 --seed 0,1 --out $(DEMO)/results
 	HF_DATASETS_OFFLINE=1 HF_HUB_OFFLINE=1 $(HB) leaderboard $(DEMO)/results --out $(DEMO)/leaderboard
 	@echo "demo: leaderboard in $(DEMO)/leaderboard/leaderboard.{md,csv,html}"
 

@@ -185,12 +185,15 @@ def _print_summary(data, summaries: list) -> None:
     from rich.table import Table
 
     t = Table(title=f"{data.name}: {data.num_clients} clients, groups by {data.group_by}")
-    for col in ("algorithm", "seed", "accuracy", "worst group", "variance", "rel. acc.", "wall s", "results"):
-        t.add_column(col)
+    for col in ("algorithm", "seed", "accuracy", "worst group", "variance", "rel. acc.", "wall s"):
+        t.add_column(col, no_wrap=True)
     for a, s, doc, path in summaries:
         f = doc["final"]
         rel = f.get("relative_accuracy")
         t.add_row(a, str(s), f"{f['accuracy']:.2f}", f"{f['worst_group_accuracy']:.2f}",
                   f"{f['group_accuracy_variance']:.2f}", "—" if rel is None else f"{rel:.3f}",
-                  f"{doc['timing']['wall_time_s']:.1f}", str(path))
-    Console(stderr=False).print(t)
+                  f"{doc['timing']['wall_time_s']:.1f}")
+    console = Console(stderr=False)
+    console.print(t)
+    folders = sorted({str(path.parent) for *_, path in summaries})
+    console.print(f"results in {', '.join(folders)}", soft_wrap=True)
