@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Any
 
@@ -53,8 +54,29 @@ def _default_split(quiet: bool) -> str:
 
 def _check_positive(**values: Any) -> None:
     for flag, v in values.items():
-        if v is not None and v <= 0:
-            raise HetbenchError(f"--{flag.replace('_', '-')} must be positive (got {v})")
+        if v is not None and not (math.isfinite(v) and v > 0):
+            raise HetbenchError(f"--{flag.replace('_', '-')} must be a positive number (got {v})")
+
+
+_RANGES = {  # option: (low, high, high included)
+    "server_lr": (0.0, math.inf, False), "server_momentum": (0.0, 1.0, False), "mu": (0.0, math.inf, False),
+    "q": (0.0, math.inf, False), "ema_alpha": (0.0, 1.0, True), "wb_degree": (0.0, 1.0, False),
+    "gamma_degree": (0.0, 1.0, False), "alpha0": (0.0, 1.0, True), "alpha_min": (0.0, 1.0, True),
+    "fusion_eps": (0.0, 1.0, True), "dar_gamma": (0.0, math.inf, False),
+}
+
+
+def _check_hyper(hyper: dict[str, Any]) -> None:
+    for key, (low, high, closed) in _RANGES.items():
+        v = hyper.get(key)
+        if v is None:
+            continue
+        ok = math.isfinite(v) and v >= low and (v <= high if closed else v < high)
+        if key == "server_lr":
+            ok = ok and v > 0
+        if not ok:
+            bracket = "]" if closed else ")"
+            raise HetbenchError(f"--{key.replace('_', '-')} must be in [{low:g}, {high:g}{bracket} (got {v})")
 
 
 @click.command("train")
@@ -133,12 +155,17 @@ def train(split: str | None, algo: str, seed: str, threads: int | None, out: str
                     local_epochs=opts["local_epochs"], batch_size=opts["batch_size"], lr=opts["lr"],
                     eval_every=opts["eval_every"], image_size=opts["image_size"], vc_size=opts["vc_size"],
                     threads=threads, workers=opts["workers"])
+    for flag in ("momentum", "weight_decay", "target_accuracy"):
+        v = opts[flag]
+        if v is not None and not (math.isfinite(v) and v >= 0):
+            raise HetbenchError(f"--{flag.replace('_', '-')} must be a non-negative number (got {v})")
     if opts["image_size"] is not None and opts["image_size"] < 8:
         raise HetbenchError(f"--image-size must be at least 8 (got {opts['image_size']})")
     seeds = _int_list(seed, "--seed")
     hyper = {k: opts.pop(k) for k in ("server_lr", "server_momentum", "mu", "q", "vc_size", "ema_alpha", "wb_degree",
                                        "gamma_degree", "alpha0", "alpha_min", "fusion_eps", "dar_gamma")}
     hyper["pruning_ratios"] = _float_list(pruning_ratios, "--pruning-ratios")
+    _check_hyper(hyper)
     if "central" in names:  # first, so the others get relative accuracy and a default target
         names = ["central"] + [a for a in names if a != "central"]
 

@@ -125,6 +125,9 @@ BAD = {
     "unknown model": ("ok", {}, ["--model", "vgg16"], 2, "unknown model 'vgg16'"),
     "missing split": (None, {}, ["--algo", "fedavg"], 2, "not found"),
     "bad seed": ("ok", {}, ["--seed", "x"], 2, "--seed"),
+    "learning rate not a number": ("ok", {}, ["--lr", "nan"], 2, "--lr must be a positive number"),
+    "negative momentum": ("ok", {}, ["--momentum", "-0.5"], 2, "--momentum"),
+    "EMA factor out of range": ("ok", {}, ["--algo", "heteroswitch", "--ema-alpha", "1.5"], 2, "--ema-alpha must be in"),
     "loss becomes NaN": ("ok", {}, ["--lr", "1e12", "--rounds", "3"], 3, "diverged"),
 }
 
