@@ -281,6 +281,10 @@ def test_dapperfl_recovery_and_footprint():
     assert params[0] == doc["model"]["parameters"]  # level 1: rho = 0
     assert params == sorted(params, reverse=True) and len(set(params)) == 5
     assert macs == sorted(macs, reverse=True)
+    kept = doc["clients"]["mask_parameters"]
+    assert kept[0] == doc["model"]["parameters"] and kept == sorted(kept, reverse=True)
+    assert doc["clients"]["pruning_ratio"] == [0.0, 0.2, 0.4, 0.6, 0.8]
+    assert all(p <= k for p, k in zip(params, kept))  # removing dead inputs too can only cut more
     assert doc["curves"]["algorithm"]["achieved_pruning_ratio"]["0.8"] == pytest.approx(0.8, abs=0.01)
 
 
