@@ -55,6 +55,7 @@ bench: $(STAMP)
 	$(PY) benchmarks/bench_embedding.py
 	$(PY) benchmarks/bench_trainer.py --dataset builtin:mnist5k --results benchmarks/results_trainer.txt
 	$(PY) benchmarks/bench_trainer.py --dataset builtin:digits --results benchmarks/results_trainer_digits.txt
+	$(PY) benchmarks/bench_client_batching.py | tee benchmarks/results_client_batching.txt
 
 clean:
 	rm -rf $(DEMO) hetbench_splits hetbench_results .pytest_cache .hypothesis
