@@ -99,7 +99,7 @@ def _decode_images(ds, column: str, image_size: int | None, desc: str, quiet: bo
             batch = arrow[start : start + 512][column].to_pylist()
             for item in batch:
                 if item is None:
-                    raise HetbenchError(f"{desc} row {start + len(images) % 512} has no image")
+                    raise HetbenchError(f"{desc}: row {len(images)} has no image")
                 img = Image.open(io.BytesIO(item["bytes"])) if item.get("bytes") else Image.open(item["path"])
                 if img.mode != "L":
                     gray = False
