@@ -63,14 +63,6 @@ class FederatedData:
     def client_sizes(self) -> np.ndarray:
         return np.array([r.size for r in self.client_rows], dtype=np.int64)
 
-    def client_label_counts(self) -> np.ndarray:
-        """(clients, classes) training label counts."""
-        y = self.y_train.numpy()
-        out = np.zeros((self.num_clients, self.num_classes), dtype=np.int64)
-        for k, rows in enumerate(self.client_rows):
-            out[k] = np.bincount(y[rows], minlength=self.num_classes)
-        return out
-
 
 def _image_column(features) -> str:
     col = next((c for c, f in features.items() if type(f).__name__ == "Image"), None)

@@ -36,13 +36,15 @@ class FedIR(ServerMomentum, FedAvg):
     defaults = {"server_lr": 1.0, "server_momentum": 0.0}
 
     def setup(self, run: RunState) -> None:
-        counts = run.data.client_label_counts().astype(np.float64)
-        self.population = counts.sum(axis=0)
-        self.client_counts = counts
+        d = run.data
+        rows = np.concatenate(d.client_rows) if d.client_rows else np.zeros(0, dtype=np.int64)
+        self.population = np.bincount(d.y_train.numpy()[rows], minlength=d.num_classes).astype(np.float64)
 
     def train_locally(self, run: RunState, round_index: int, client: int, batches: list[np.ndarray]) -> LocalResult:
         c = run.config
-        w = torch.tensor(importance_weights(self.population, self.client_counts[client]), dtype=torch.float32)
+        labels = run.data.y_train.numpy()[run.data.client_rows[client]]
+        q_counts = np.bincount(labels, minlength=run.data.num_classes).astype(np.float64)  # stays on the client
+        w = torch.tensor(importance_weights(self.population, q_counts), dtype=torch.float32)
 
         def loss_fn(model, x, y, rows):
             return self_normalised_loss(F.cross_entropy(model(x), y, reduction="none"), w[y])
