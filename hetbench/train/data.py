@@ -13,10 +13,14 @@ import io
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from hetbench.errors import HetbenchError
+
+if TYPE_CHECKING:
+    import torch
 
 GROUP_COLUMNS = ("device", "domain", "s2_cell", "user_id")
 

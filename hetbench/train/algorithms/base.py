@@ -17,7 +17,7 @@ import numpy as np
 import torch
 
 from hetbench.train.local import LocalResult, Workspace, epoch_batches, local_sgd
-from hetbench.train.sampling import round_rng, select_uniform
+from hetbench.train.sampling import select_uniform
 
 
 @dataclass

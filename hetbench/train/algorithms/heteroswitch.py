@@ -65,21 +65,18 @@ class HeteroSwitch(FedAvg):
         l_init = dataset_loss(ws, rows)
         ws.check_finite(l_init, "initial loss")
         s1 = switch_one(l_init, self.l_ema)
-        transform = None
-        after_step = None
-        swa = None
+        transform = swa_step = swa = None
         if s1:
             gen = torch.Generator().manual_seed(int(run.rng(round_index, client, 2).integers(2**62)))
             wb, gd = float(self.params["wb_degree"]), float(self.params["gamma_degree"])
             transform = lambda x: random_isp(x, wb, gd, gen)  # noqa: E731
             swa = ws.flat.params.clone()
-
-            def after_step(i: int) -> None:
-                swa.mul_(i / (i + 1)).add_(ws.flat.params, alpha=1.0 / (i + 1))
+            # line 17: W_SWA <- (W_SWA * idx + W) / (idx + 1) after every step
+            swa_step = lambda i: swa.mul_(i / (i + 1)).add_(ws.flat.params, alpha=1.0 / (i + 1))  # noqa: E731
 
         result = local_sgd(
             ws, self.batches(run, round_index, client), cfg.lr, cfg.momentum, cfg.weight_decay,
-            transform=transform, after_step=after_step,
+            transform=transform, after_step=swa_step,
         )
         s2 = switch_two(s1, result.mean_loss, self.l_ema)
         if s2:

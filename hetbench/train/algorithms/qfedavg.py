@@ -9,8 +9,6 @@ local models.
 
 from __future__ import annotations
 
-import torch
-
 from hetbench.train.algorithms.base import Algorithm, ClientUpdate, RunState
 from hetbench.train.local import dataset_loss
 

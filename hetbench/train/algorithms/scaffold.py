@@ -12,7 +12,6 @@ clients that have taken part.
 
 from __future__ import annotations
 
-import numpy as np
 import torch
 
 from hetbench.train.algorithms.base import Algorithm, ClientUpdate, RunState
