@@ -27,6 +27,7 @@ from hetbench.train.local import TrainingDiverged, Workspace
 from hetbench.train.models import build_model, count_parameters, default_model, profile
 
 RESULT_KIND = "hetbench-train-result"
+EVAL_BATCH = 256  # test rows per forward pass
 SCHEMA_VERSION = 1
 
 
@@ -134,23 +135,31 @@ class ClientPool:
             torch.set_num_threads(self.total_threads)
 
     def predict(self) -> tuple[np.ndarray, float]:
-        """Global model on every test row: (correct per row, mean cross-entropy)."""
+        """Global model on every test row: (correct per row, mean cross-entropy).
+
+        The test rows go in fixed batches of ``EVAL_BATCH`` dealt out to the workers, each on the thread
+        count client updates use, so the numbers do not depend on the number of workers either."""
         run = self.run
         n = run.data.y_test.numel()
         for ws in self.spaces:
             ws.flat.load(run.global_params, run.global_buffers)
-        if self.executor is None:
-            ws = self.spaces[0]
-            correct, loss = predict_range(ws.model, run.data, ws.mean, ws.std, 0, n)
-            return correct, loss / max(n, 1)
-        bounds = np.linspace(0, n, self.workers + 1).astype(int)
-        torch.set_num_threads(1)
+        starts = list(range(0, n, EVAL_BATCH))
+        share = -(-len(starts) // self.workers) if starts else 0
+        chunks = [(starts[i * share], min(n, starts[i * share] + share * EVAL_BATCH))
+                  for i in range(self.workers) if i * share < len(starts)]
+        torch.set_num_threads(self.client_threads)
         try:
-            parts = [self.executor.submit(predict_range, ws.model, run.data, ws.mean, ws.std, int(a), int(b))
-                     for ws, a, b in zip(self.spaces, bounds[:-1], bounds[1:])]
-            got = [p.result() for p in parts]
+            if self.executor is None:
+                got = [predict_range(self.spaces[0].model, run.data, self.spaces[0].mean, self.spaces[0].std, a, b,
+                                     EVAL_BATCH) for a, b in chunks]
+            else:
+                parts = [self.executor.submit(predict_range, ws.model, run.data, ws.mean, ws.std, a, b, EVAL_BATCH)
+                         for ws, (a, b) in zip(self.spaces, chunks)]
+                got = [p.result() for p in parts]
         finally:
             torch.set_num_threads(self.total_threads)
+        if not got:
+            return np.zeros(0, dtype=bool), 0.0
         return np.concatenate([g[0] for g in got]), sum(g[1] for g in got) / max(n, 1)
 
     def close(self) -> None:
