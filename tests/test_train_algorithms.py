@@ -316,3 +316,16 @@ def test_every_algorithm_learns_something_and_reports_finite_metrics():
         f = doc["final"]
         assert 0.0 <= f["accuracy"] <= 100.0 and np.isfinite(f["loss"]), name
         assert doc["curves"]["train_loss"][-1] < doc["curves"]["train_loss"][0] * 1.5, name
+
+
+def test_library_callers_get_the_same_checks_as_the_cli():
+    from hetbench.errors import HetbenchError
+
+    with pytest.raises(HetbenchError, match="--ema-alpha must be in"):
+        make_algorithm("heteroswitch", ema_alpha=1.5)
+    with pytest.raises(HetbenchError, match="--pruning-ratios"):
+        make_algorithm("dapperfl", pruning_ratios=(0.0, 1.0))
+    with pytest.raises(HetbenchError, match="unknown algorithm"):
+        make_algorithm("fedmagic")
+    with pytest.raises(HetbenchError, match="--lr must be a positive number"):
+        run_training(tiny_data(), make_algorithm("fedavg"), TrainConfig(lr=float("nan")))

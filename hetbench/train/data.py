@@ -187,7 +187,7 @@ def _identity(split: str, dd) -> tuple[str, str]:
         h.update(name.encode())
         for col in ("client_id", "label"):
             if col in dd[name].column_names:
-                h.update(np.asarray(dd[name].with_format("numpy")[col]).astype(np.int64).tobytes())
+                h.update(_column(dd[name], col, np.int64).tobytes())
     return (path.name if path.exists() else split.replace("/", "__")), h.hexdigest()
 
 

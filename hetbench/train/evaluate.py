@@ -21,8 +21,7 @@ from hetbench.train.data import FederatedData
 class Evaluation:
     accuracy: float  # over all test rows (weighted by samples)
     loss: float
-    group_accuracy: np.ndarray  # one per group, percent
-    group_counts: np.ndarray
+    group_accuracy: np.ndarray  # one per group that has test rows, percent
     client_accuracy: np.ndarray | None  # one per client that has a defined accuracy, percent
 
     @property
@@ -66,13 +65,6 @@ def predict_range(model: torch.nn.Module, data: FederatedData, mean: torch.Tenso
     return correct, total_loss
 
 
-def predict(model: torch.nn.Module, data: FederatedData, mean: torch.Tensor, std: torch.Tensor):
-    """(correct per test row as bool array, mean test cross-entropy)."""
-    n = data.y_test.numel()
-    correct, loss = predict_range(model, data, mean, std, 0, n)
-    return correct, loss / max(n, 1)
-
-
 def metrics_from_correct(correct: np.ndarray, loss: float, data: FederatedData) -> Evaluation:
     """Group and client accuracies from per-row correctness.
 
@@ -99,12 +91,11 @@ def metrics_from_correct(correct: np.ndarray, loss: float, data: FederatedData) 
         accuracy=100.0 * float(correct.mean()) if correct.size else 0.0,
         loss=loss,
         group_accuracy=group_acc,
-        group_counts=counts,
         client_accuracy=client_acc,
     )
 
 
-def per_group(evaluation: Evaluation, data: FederatedData, correct: np.ndarray) -> dict[str, dict]:
+def per_group(data: FederatedData, correct: np.ndarray) -> dict[str, dict]:
     """{group name: {accuracy, num_test}} for the results file."""
     ng = len(data.group_names)
     counts = np.bincount(data.test_group, minlength=ng)

@@ -179,6 +179,7 @@ def run_training(
     (DESIGN.md sec. 5), and the final :class:`RunState` with ``return_state``. Raises
     :class:`TrainingDiverged` when a loss or the model becomes NaN/inf."""
     t_start = time.perf_counter()
+    config.check()
     model_name = resolve_model(config, data)
     torch.manual_seed(int(config.seed))
     model = build_model(model_name, data.in_channels, data.num_classes, data.image_size, config.norm)
@@ -219,7 +220,7 @@ def run_training(
                 curves["round"].append(r)
                 for key in ("accuracy", "client_accuracy", "worst_group_accuracy", "group_accuracy_variance", "loss"):
                     curves[key].append(s[key])
-                for name, g in per_group(ev, data, correct).items():
+                for name, g in per_group(data, correct).items():
                     group_curves[name].append(g["accuracy"])
                 last = (ev, correct, s)
                 t_eval += time.perf_counter() - t0
@@ -273,7 +274,7 @@ def run_training(
         "curves": {**curves, "group_accuracy": group_curves, "train_round": train_rounds, "train_loss": train_loss,
                    **({"algorithm": extra} if extra else {})},
         "final": final,
-        "groups": per_group(ev, data, correct),
+        "groups": per_group(data, correct),
         "clients": clients_fp or {"parameters": None, "macs": None},
         "timing": {
             "wall_time_s": round(time.perf_counter() - t_start, 3),

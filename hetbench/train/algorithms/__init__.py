@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 from hetbench.errors import HetbenchError
 from hetbench.train.algorithms.base import Algorithm, ClientUpdate, RunState, TrainConfig
 from hetbench.train.algorithms.central import Central
@@ -20,9 +22,36 @@ ALGORITHMS: dict[str, type[Algorithm]] = {
 }
 
 
+HYPER_RANGES: dict[str, tuple[float, float, bool]] = {  # name: (low, high, high included); low included
+    "server_momentum": (0.0, 1.0, False), "mu": (0.0, math.inf, False), "q": (0.0, math.inf, False),
+    "ema_alpha": (0.0, 1.0, True), "wb_degree": (0.0, 1.0, False), "gamma_degree": (0.0, 1.0, False),
+    "alpha0": (0.0, 1.0, True), "alpha_min": (0.0, 1.0, True), "fusion_eps": (0.0, 1.0, True),
+    "dar_gamma": (0.0, math.inf, False),
+}
+
+
+def check_hyper_parameters(params: dict) -> None:
+    """Refuse hyper-parameters outside the range their equation allows (messages name the CLI flag)."""
+    for key, v in params.items():
+        if v is None:
+            continue
+        flag = "--" + key.replace("_", "-")
+        if key in ("server_lr", "vc_size"):
+            if not (math.isfinite(v) and v > 0):
+                raise HetbenchError(f"{flag} must be a positive number (got {v})")
+        elif key == "pruning_ratios":
+            if not v or any(not 0.0 <= r < 1.0 for r in v):
+                raise HetbenchError(f"{flag} needs ratios in [0, 1) (got {v})")
+        elif key in HYPER_RANGES:
+            low, high, closed = HYPER_RANGES[key]
+            if not (math.isfinite(v) and v >= low and (v <= high if closed else v < high)):
+                raise HetbenchError(f"{flag} must be in [{low:g}, {high:g}{']' if closed else ')'} (got {v})")
+
+
 def make_algorithm(name: str, **params) -> Algorithm:
-    """The algorithm ``name`` with the given hyper-parameters (None = the paper's default); parameters
-    the algorithm does not use are ignored."""
+    """The algorithm ``name`` with the given hyper-parameters (None = the paper's default); every given
+    value is range-checked, and parameters the algorithm does not use are then ignored."""
+    check_hyper_parameters(params)
     key = name.strip().lower()
     if key not in ALGORITHMS:
         raise HetbenchError(f"unknown algorithm '{name}'; choose from {', '.join(ALGORITHMS)}")

@@ -9,6 +9,7 @@ at a time whatever the number of clients per round.
 
 from __future__ import annotations
 
+import math
 import threading
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
@@ -16,6 +17,7 @@ from typing import Any, ClassVar
 import numpy as np
 import torch
 
+from hetbench.errors import HetbenchError
 from hetbench.train.local import LocalResult, Workspace, epoch_batches, local_sgd
 from hetbench.train.sampling import select_uniform
 
@@ -42,6 +44,26 @@ class TrainConfig:
 
     def as_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
+
+    def check(self) -> "TrainConfig":
+        """Refuse options no run can use (messages name the CLI flag); returns self."""
+        from hetbench.train.models import MODEL_NAMES
+
+        if self.model not in ("auto", *MODEL_NAMES):
+            raise HetbenchError(f"unknown model '{self.model}'; choose from auto, {', '.join(MODEL_NAMES)}")
+        positive = ("rounds", "clients_per_round", "local_epochs", "batch_size", "lr", "eval_every", "image_size",
+                    "workers")
+        for key in positive:
+            v = getattr(self, key)
+            if v is not None and not (math.isfinite(v) and v > 0):
+                raise HetbenchError(f"--{key.replace('_', '-')} must be a positive number (got {v})")
+        for key in ("momentum", "weight_decay", "target_accuracy"):
+            v = getattr(self, key)
+            if v is not None and not (math.isfinite(v) and v >= 0):
+                raise HetbenchError(f"--{key.replace('_', '-')} must be a non-negative number (got {v})")
+        if self.image_size is not None and self.image_size < 8:
+            raise HetbenchError(f"--image-size must be at least 8 (got {self.image_size})")
+        return self
 
 
 class RunState:
