@@ -1,0 +1,186 @@
+"""Fingerprints of every embedded output, so a refactor can prove it changed nothing a user sees.
+
+Every command below runs on the embedded data (no inputs) with small settings; the digest of an
+output folder is the sha256 of every file in it, keyed by its path relative to the folder. Parquet
+files are also digested by content (their Arrow table with its schema metadata, as an IPC stream),
+and that digest is the one compared when the installed pyarrow differs from the one that recorded
+the fingerprints (pyarrow writes its version into every file). PNG files are compared only under
+the matplotlib version that recorded them, since another version draws other pixels. Training
+results and the leaderboard CSV are compared without their wall-clock seconds.
+
+Record (only on purpose, when an output is meant to change)::
+
+    python tests/output_fingerprints.py --record
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sys
+from pathlib import Path
+from typing import Any, Callable
+
+RECORD = Path(__file__).with_name("data") / "output_fingerprints.json"
+
+# name -> CLI arguments (the output folder is appended as --out)
+BUILDS: dict[str, list[str]] = {
+    "partition-iid": ["partition", "iid", "--clients", "10"],
+    "partition-dirichlet-client": ["partition", "dirichlet", "--alpha", "0.1", "--clients", "20"],
+    "partition-dirichlet-class": ["partition", "dirichlet", "--scheme", "class", "--alpha", "0.5", "--min-size", "5",
+                                  "--test-split", "client"],
+    "partition-shards": ["partition", "shards", "--clients", "20"],
+    "partition-classes-per-client": ["partition", "classes-per-client", "--clients", "20", "--dataset", "builtin:mnist5k"],
+    "partition-natural-id": ["partition", "natural-id"],
+    "partition-embedding-hog": ["partition", "embedding", "--alpha", "0.1", "--clusters", "8", "--embedder", "hog"],
+    "partition-embedding-task": ["partition", "embedding", "--alpha", "0.5", "--clusters", "5", "--embedder", "task:1"],
+    "partition-semantic": ["partition", "semantic", "--clients", "4"],
+    "partition-domains": ["partition", "domains", "--clients", "8", "--fraction", "0.05"],
+    "build-iso-isp": ["build", "iso-isp", "--stages", "wb,tone", "--size", "32", "--crops-per-photo", "1", "--crop-size", "96"],
+    "build-devices": ["build", "devices", "--clients", "12", "--size", "32", "--crops-per-photo", "1", "--crop-size", "96"],
+    "build-synthetic-color": ["build", "devices", "--synthetic-color", "3", "--clients", "6"],
+    "build-geo": ["build", "geo", "--nmax", "1000"],
+    "build-users": ["build", "users"],
+    "build-digits-domains": ["build", "digits-domains", "--clients", "8", "--fraction", "0.05"],
+}
+# the trainer and leaderboard on one of the builds above
+TRAIN_ON = "partition-dirichlet-client"
+TRAIN = ["train", "--algo", "fedavg,fedprox", "--rounds", "2", "--clients-per-round", "4", "--batch-size", "16", "--seed", "0"]
+
+
+def _sha(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def _parquet_content(path: Path) -> str:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    table = pq.read_table(path)
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, table.schema) as writer:
+        writer.write_table(table)
+    return _sha(sink.getvalue().to_pybytes())
+
+
+def _without_timing(obj: Any) -> Any:
+    """A results document less its wall-clock seconds (keys ``timing`` and ``*_s``)."""
+    if isinstance(obj, dict):
+        return {k: _without_timing(v) for k, v in obj.items() if k != "timing" and not k.endswith("_s")}
+    if isinstance(obj, list):
+        return [_without_timing(v) for v in obj]
+    return obj
+
+
+def _result_content(path: Path) -> str:
+    return _sha(json.dumps(_without_timing(json.loads(path.read_text())), sort_keys=True).encode())
+
+
+def _leaderboard_content(path: Path) -> str:
+    """The leaderboard CSV less its wall-time columns."""
+    import csv
+    import io
+
+    rows = list(csv.reader(io.StringIO(path.read_text())))
+    keep = [i for i, col in enumerate(rows[0]) if "wall_time" not in col]
+    return _sha(json.dumps([[r[i] for i in keep] for r in rows]).encode())
+
+
+def digest_folder(folder: Path) -> dict[str, dict[str, str]]:
+    """path -> {"bytes": sha256, "content": sha256 of the content where it is version-independent}."""
+    out: dict[str, dict[str, str]] = {}
+    for path in sorted(p for p in folder.rglob("*") if p.is_file()):
+        rel = path.relative_to(folder).as_posix()
+        entry = {"bytes": _sha(path.read_bytes())}
+        if path.suffix == ".parquet":
+            entry["content"] = _parquet_content(path)
+        out[rel] = entry
+    return out
+
+
+def digest_results(folder: Path) -> dict[str, dict[str, str]]:
+    out = {}
+    for path in sorted(p for p in folder.rglob("*") if p.is_file()):
+        rel = path.relative_to(folder).as_posix()
+        out[rel] = {"content": _result_content(path)} if path.suffix == ".json" else {"bytes": _sha(path.read_bytes())}
+    return out
+
+
+def versions() -> dict[str, str]:
+    import matplotlib
+    import pyarrow
+
+    return {"pyarrow": pyarrow.__version__, "matplotlib": matplotlib.__version__}
+
+
+def build_all(root: Path, run: Callable[..., Any], names: list[str] | None = None) -> dict[str, Any]:
+    """Run every build (or ``names``) inside ``root`` with ``run(*args)``; return the digests.
+
+    Paths are relative to ``root`` (the working directory meanwhile), since results record them.
+    """
+    import os
+
+    digests: dict[str, Any] = {}
+    cwd = os.getcwd()
+    os.chdir(root)
+    try:
+        for name in names or list(BUILDS):
+            run(*BUILDS[name], "--out", name, "--quiet")
+            digests[name] = digest_folder(root / name)
+        if names is None or TRAIN_ON in names:
+            run(*TRAIN, "--split", TRAIN_ON, "--out", "results", "--quiet")
+            run("leaderboard", "results", "--out", "leaderboard")
+            digests["train"] = digest_results(root / "results")
+            digests["leaderboard"] = {"leaderboard.csv": {"content": _leaderboard_content(root / "leaderboard" / "leaderboard.csv")}}
+    finally:
+        os.chdir(cwd)
+    return digests
+
+
+def compare(recorded: dict[str, Any], now: dict[str, Any], same: dict[str, bool]) -> list[str]:
+    """Differences as lines ("<build>/<file>: ..."); empty when every output matches."""
+    problems = []
+    for name, files in now.items():
+        want = recorded["outputs"].get(name)
+        if want is None:
+            problems.append(f"{name}: no recorded fingerprint")
+            continue
+        for rel in sorted(set(want) | set(files)):
+            if rel not in files:
+                problems.append(f"{name}/{rel}: missing")
+            elif rel not in want:
+                problems.append(f"{name}/{rel}: new file")
+            elif rel.endswith(".png") and not same["matplotlib"]:
+                continue
+            elif rel.endswith(".parquet") and not same["pyarrow"]:
+                if files[rel]["content"] != want[rel]["content"]:
+                    problems.append(f"{name}/{rel}: content differs")
+            elif files[rel] != want[rel]:
+                problems.append(f"{name}/{rel}: differs")
+    return problems
+
+
+def _cli_run(*args: str) -> None:
+    from hetbench.cli.main import main
+
+    try:
+        main([str(a) for a in args])
+    except SystemExit as exc:
+        if exc.code not in (0, None):
+            raise RuntimeError(f"hetbench {' '.join(args)} exited {exc.code}") from None
+
+
+if __name__ == "__main__":  # pragma: no cover - recording is a deliberate, manual step
+    import os
+    import tempfile
+
+    if sys.argv[1:] != ["--record"]:
+        sys.exit("usage: python tests/output_fingerprints.py --record")
+    os.environ.setdefault("HF_HOME", tempfile.mkdtemp(prefix="hetbench-hf-"))
+    os.environ["HF_DATASETS_OFFLINE"] = os.environ["HF_HUB_OFFLINE"] = "1"
+    os.environ.setdefault("MPLBACKEND", "Agg")
+    with tempfile.TemporaryDirectory() as tmp:
+        doc = {"versions": versions(), "outputs": build_all(Path(tmp), _cli_run)}
+    RECORD.parent.mkdir(exist_ok=True)
+    RECORD.write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n")
+    print(f"recorded {len(doc['outputs'])} outputs in {RECORD}")
