@@ -26,6 +26,7 @@ SIDE = 32
 EMBEDDING_DIM = 128
 # conv widths: (32, 64, 128) costs ~3x more CPU time for no gain on small data sets
 WIDTHS = (16, 32, 64)
+THREADS = 2  # torch intra-op threads while training and embedding: the result depends on it (_deterministic)
 LR = 3e-3  # Adam; with batches of 64 this reaches ~0.9 nearest-class-mean accuracy on digits in 3 epochs
 
 
@@ -68,16 +69,25 @@ class SmallCNN(nn.Module):
 
 @contextmanager
 def _deterministic(seed: int) -> Iterator[None]:
-    """Seed torch and enable deterministic algorithms; restore the previous global state on exit."""
+    """Seed torch, enable deterministic algorithms and fix the intra-op thread count; restore the
+    previous global state on exit.
+
+    CPU convolutions sum in an order that depends on the number of threads, so the same seed gave
+    other embeddings on a machine with another core count (or after the trainer changed torch's
+    thread count in the same process). ``THREADS`` fixes it whatever the machine.
+    """
 
     rng_state = torch.get_rng_state()
     was_det = torch.are_deterministic_algorithms_enabled()
     was_warn = torch.is_deterministic_algorithms_warn_only_enabled()
+    was_threads = torch.get_num_threads()
     torch.manual_seed(seed)
     torch.use_deterministic_algorithms(True, warn_only=True)
+    torch.set_num_threads(THREADS)
     try:
         yield
     finally:
+        torch.set_num_threads(was_threads)
         torch.use_deterministic_algorithms(was_det, warn_only=was_warn)
         torch.set_rng_state(rng_state)
 

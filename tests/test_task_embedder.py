@@ -44,6 +44,18 @@ def test_deterministic(digits, emb, one_thread):
     assert np.array_equal(emb, again)
 
 
+def test_same_embeddings_whatever_the_thread_count(digits, emb):
+    """The same seed gives the same embeddings on a machine with other cores (torch's thread count)."""
+    before = torch.get_num_threads()
+    try:
+        torch.set_num_threads(3)
+        again = task_embeddings(digits, "train", epochs=3, seed=0)
+        assert torch.get_num_threads() == 3  # the caller's setting is restored
+    finally:
+        torch.set_num_threads(before)
+    assert np.array_equal(emb, again)
+
+
 def test_embedding_carries_the_task(digits, emb):
     y = digits.labels["train"]
     means = np.stack([emb[y == c].mean(0) for c in range(digits.num_classes)])
