@@ -89,7 +89,7 @@ def job_rng(seed: int, *path: int) -> np.random.Generator:
 
 def run_job(job: CaptureJob) -> JobResult:
     """Load or unprocess the capture, render every requested device; never raises on a bad RAW."""
-    from hetbench.image_stats import image_stats
+    from hetbench.isp.image_stats import image_stats
     from hetbench.isp.pipeline import Pipeline, Renderer
     from hetbench.isp.raw import UnsupportedRaw, read_raw
     from hetbench.isp.synth import unprocess
@@ -145,7 +145,7 @@ def _init_worker() -> None:
         pass
 
 
-WORKER_PRELOAD = ["hetbench.image_stats", "hetbench.isp.pipeline", "hetbench.isp.synth", "hetbench.isp.profiles"]
+WORKER_PRELOAD = ["hetbench.isp.image_stats", "hetbench.isp.pipeline", "hetbench.isp.synth", "hetbench.isp.profiles"]
 
 
 def _worker_context():

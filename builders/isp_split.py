@@ -64,7 +64,7 @@ def assemble_device_split(
     license: str,
 ) -> DeviceSplit:
     """Build the FederatedSplit (see module docstring) from ordered job results."""
-    from hetbench.image_stats import device_distances, device_summary
+    from hetbench.isp.image_stats import device_distances, device_summary
 
     skipped = [{"file": j.capture_id if not hasattr(j.source, "path") else j.source.path, "reason": r.skipped}
                for j, r in zip(jobs, results) if r.skipped]

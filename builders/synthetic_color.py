@@ -113,7 +113,7 @@ def build_synthetic_color(
     seed: int = 0,
     quiet: bool = False,
 ) -> DeviceSplit:
-    from hetbench.image_stats import device_distances, device_summary, image_stats
+    from hetbench.isp.image_stats import device_distances, device_summary, image_stats
     from hetbench.partitioners.iid import iid_assignment
     from hetbench.progress import progress_bar
     from hetbench.sources import load_table

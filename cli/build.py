@@ -171,7 +171,7 @@ def geo_cmd(recipe, lat_col, lon_col, nmax, nmin, test_fraction, metadata, label
 
     published = None
     if recipe:
-        from hetbench.recipes import recipe_mode
+        from hetbench.publish.recipes import recipe_mode
 
         spec, mode = recipe_mode(recipe, "geo", "rebuild")
         if metadata is None:
@@ -215,7 +215,7 @@ def users_cmd(recipe, mode, user_col, filters, min_samples, test_fraction, metad
 
     published = None
     if recipe:
-        from hetbench.recipes import recipe_mode
+        from hetbench.publish.recipes import recipe_mode
 
         spec, settings = recipe_mode(recipe, "users", mode)
         if metadata is None:

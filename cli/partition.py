@@ -224,7 +224,7 @@ def _embedding_post(p):
     def post(fs):
         import numpy as np
 
-        from hetbench.report_embedding import embedding_summary, plot_contingency, plot_pca_scatter
+        from hetbench.report.embedding import embedding_summary, plot_contingency, plot_pca_scatter
 
         train = fs.outputs["train"].source_split
         clusters = p.last_clusters[train]

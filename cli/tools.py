@@ -21,7 +21,7 @@ def report(folder: str, quiet: bool) -> None:
     import shutil
     import tempfile
 
-    from hetbench.manifest import read_manifest
+    from hetbench.publish.manifest import read_manifest
     from hetbench.publish import read_built_columns
     from hetbench.report import compute_report, write_report
 
@@ -63,7 +63,7 @@ def verify(folder: str, dataset: str | None) -> None:
 
     Example: hetbench verify hetbench_splits/digits-dirichlet-client-a0.5-n10-s0
     """
-    from hetbench.verify import verify_folder
+    from hetbench.publish.verify import verify_folder
 
     verdict = verify_folder(folder, dataset)
     click.echo(verdict.message)
@@ -80,7 +80,7 @@ def publish(folder: str, repo_id: str, private: bool, token: str | None) -> None
 
     Example: hetbench publish hetbench_splits/digits-dirichlet-client-a0.5-n10-s0 --repo-id me/digits-dir05
     """
-    from hetbench.hub import upload_folder
+    from hetbench.publish.hub import upload_folder
 
     url = upload_folder(folder, repo_id, private=private, token=token)
     click.echo(f"uploaded {folder} to {url}")
@@ -132,7 +132,7 @@ def _clusters_by_sample(folder: str) -> dict:
     """sample id -> cluster of every row of a built embedding split."""
     import pyarrow.parquet as pq
 
-    from hetbench.manifest import read_manifest
+    from hetbench.publish.manifest import read_manifest
 
     manifest = read_manifest(folder)
     id_col = manifest["source"].get("id_col")

@@ -95,7 +95,7 @@ def test_geo_users_bad_input(case, tmp_path, run_cli):
 
 
 def test_generated_observations_are_heavy_tailed_and_local():
-    from hetbench.geo_synth import generate_observations
+    from hetbench.sources.observations import generate_observations
 
     cols = generate_observations(num_observations=5000, seed=1)
     _, per_observer = np.unique(cols["observer"], return_counts=True)

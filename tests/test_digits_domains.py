@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from hetbench.builders.digits_domains import (
+from hetbench.sources.digits_domains import (
     DESCRIPTION,
     DOMAINS,
     build_digits_domains,

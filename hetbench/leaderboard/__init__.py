@@ -578,26 +578,26 @@ def render_csv(tables: list[SplitTable]) -> str:
 
 
 # ----------------------------------------------------------------------------------------------
-# rendering for people (hetbench.leaderboard_html): re-exported here
+# rendering for people (hetbench.leaderboard.html): re-exported here
 
 
 def render_html(tables: list[SplitTable], skipped: list[Skipped] | None = None) -> str:
-    """The self-contained leaderboard.html (see :mod:`hetbench.leaderboard_html`)."""
-    from hetbench.leaderboard_html import render_html as _render
+    """The self-contained leaderboard.html (see :mod:`hetbench.leaderboard.html`)."""
+    from hetbench.leaderboard.html import render_html as _render
 
     return _render(tables, skipped)
 
 
 def curves_svg(table: SplitTable, key: str, title: str, width: int = 640, height: int = 340) -> str | None:
-    """One split's mean learning curves as inline SVG (see :mod:`hetbench.leaderboard_html`)."""
-    from hetbench.leaderboard_html import curves_svg as _svg
+    """One split's mean learning curves as inline SVG (see :mod:`hetbench.leaderboard.html`)."""
+    from hetbench.leaderboard.html import curves_svg as _svg
 
     return _svg(table, key, title, width, height)
 
 
 def plot_curves_png(table: SplitTable, path: str | Path) -> bool:
-    """One split's learning curves as a PNG (see :mod:`hetbench.leaderboard_html`)."""
-    from hetbench.leaderboard_html import plot_curves_png as _png
+    """One split's learning curves as a PNG (see :mod:`hetbench.leaderboard.html`)."""
+    from hetbench.leaderboard.html import plot_curves_png as _png
 
     return _png(table, path)
 

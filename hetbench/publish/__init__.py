@@ -27,9 +27,9 @@ from typing import Any, Callable
 import numpy as np
 
 from hetbench.atomic import atomic_dir
-from hetbench.card import render_card
+from hetbench.publish.card import render_card
 from hetbench.errors import HetbenchError
-from hetbench.manifest import build_manifest, write_manifest
+from hetbench.publish.manifest import build_manifest, write_manifest
 from hetbench.progress import progress_bar
 from hetbench.report import compute_report, write_report
 from hetbench.splits import FederatedSplit
@@ -172,7 +172,7 @@ def read_built_columns(folder: str | os.PathLike, columns: tuple[str, ...] = ("c
     """Selected columns of every split of a built folder, read straight from its parquet files."""
     import pyarrow.parquet as pq
 
-    from hetbench.manifest import read_manifest
+    from hetbench.publish.manifest import read_manifest
 
     manifest = read_manifest(folder)
     out: dict[str, dict[str, np.ndarray]] = {}
