@@ -61,7 +61,7 @@ def main(argv=None) -> None:
     import cv2
     import rawpy
 
-    from hetbench.builders.isp_common import CaptureJob, PhotoSource, Render, run_jobs
+    from hetbench.isp.jobs import CaptureJob, PhotoSource, Render, run_jobs
     from hetbench.isp.pipeline import Pipeline, Renderer, parse_stage_list, table3_variants
     from hetbench.isp.raw import dng_bytes
     from hetbench.isp.synth import embedded_photographs, scene_crops

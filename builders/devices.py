@@ -9,9 +9,10 @@ Clients are allocated to devices by market share (participation weights).
 
 from __future__ import annotations
 
-from hetbench.builders.isp_common import Render, read_device_weights, rebuild_from_recipe
+from hetbench.builders.isp_common import read_device_weights, rebuild_from_recipe
 from hetbench.builders.iso_isp import check_size, render_device_split
 from hetbench.builders.isp_split import DeviceSplit
+from hetbench.isp.jobs import Render
 
 EMBEDDED = "builtin:photos"
 

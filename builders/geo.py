@@ -170,9 +170,9 @@ def cell_outline(token: str) -> tuple[np.ndarray, np.ndarray] | None:
 
 def plot_map(lat, lon, client_ids, path: Path, title: str, cell_tokens: list[str] | None = None) -> None:
     """Longitude/latitude scatter coloured by client; S2 cell outlines for geo splits."""
-    from hetbench.report import _pyplot
+    from hetbench.plotting import pyplot
 
-    plt = _pyplot()
+    plt = pyplot()
     lat, lon, cid = np.asarray(lat, float), np.asarray(lon, float), np.asarray(client_ids)
     ok = np.isfinite(lat) & np.isfinite(lon) & (cid >= 0)
     fig, ax = plt.subplots(figsize=(11, 5.6), dpi=110)

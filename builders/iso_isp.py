@@ -11,19 +11,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from hetbench.builders.isp_common import (
-    CaptureJob,
-    RawSource,
-    Render,
-    embedded_sources,
-    raw_files,
-    read_device_weights,
-    read_labels,
-    rebuild_from_recipe,
-    run_jobs,
-)
+from hetbench.builders.isp_common import embedded_sources, raw_files, read_device_weights, read_labels, rebuild_from_recipe
 from hetbench.builders.isp_split import DeviceSplit, assemble_device_split
 from hetbench.errors import HetbenchError
+from hetbench.isp.jobs import CaptureJob, RawSource, Render, run_jobs
 
 EMBEDDED = "builtin:photos"
 EMBEDDED_DESCRIPTION = (

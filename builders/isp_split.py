@@ -15,7 +15,9 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from hetbench.builders.isp_common import CaptureJob, JobResult, allocate_clients, job_rng
+from hetbench.builders.isp_common import allocate_clients
+from hetbench.isp.jobs import CaptureJob, JobResult
+from hetbench.seeding import make_rng
 from hetbench.errors import HetbenchError
 from hetbench.partition import Partition
 from hetbench.splits import FederatedSplit, SplitRows, stratified_holdout
@@ -75,13 +77,13 @@ def assemble_device_split(
         raise HetbenchError(f"--test-fraction must be between 0 and 1 (got {test_fraction})")
     class_names = sorted({r.label for r in kept})
     cap_labels = np.array([class_names.index(r.label) for r in kept], dtype=np.int64)
-    rng = job_rng(seed, 1)
+    rng = make_rng(seed, 1)
     held = stratified_holdout(np.zeros(len(kept), np.int32), cap_labels, 1, len(class_names), test_fraction, rng)
     if held.all() or len(kept) < 2:
         raise HetbenchError(f"need at least 2 usable captures to split train/test by capture (have {len(kept)})")
 
     num_clients = len(devices) if num_clients is None else int(num_clients)
-    per_device = allocate_clients(num_clients, weights, job_rng(seed, 2))
+    per_device = allocate_clients(num_clients, weights, make_rng(seed, 2))
     client_names: list[str] = []
     first_client: dict[str, int] = {}
     for d in devices:
@@ -107,7 +109,7 @@ def assemble_device_split(
 
     train_dev = np.array(split_rows["train"]["device"])
     assignment = np.empty(train_dev.size, dtype=np.int32)
-    deal_rng = job_rng(seed, 3)
+    deal_rng = make_rng(seed, 3)
     for d in devices:
         rows = np.flatnonzero(train_dev == d)
         k = per_device[d]
@@ -151,9 +153,9 @@ def plot_contact_sheet(sheet: list[tuple[str, bytes]], path: Path, title: str) -
     """One capture rendered by every device/variant, labelled."""
     import cv2
 
-    from hetbench.report import _pyplot
+    from hetbench.plotting import pyplot
 
-    plt = _pyplot()
+    plt = pyplot()
     n = len(sheet)
     cols = min(n, 5)
     rows = (n + cols - 1) // cols
@@ -171,9 +173,9 @@ def plot_contact_sheet(sheet: list[tuple[str, bytes]], path: Path, title: str) -
 
 
 def plot_device_distance(names: list[str], matrix: list[list[float]], path: Path) -> None:
-    from hetbench.report import _pyplot
+    from hetbench.plotting import pyplot
 
-    plt = _pyplot()
+    plt = pyplot()
     m = np.asarray(matrix)
     fig, ax = plt.subplots(figsize=(2.5 + 0.45 * len(names), 2 + 0.4 * len(names)), dpi=110)
     im = ax.imshow(m, cmap="magma")
@@ -191,9 +193,9 @@ def plot_device_distance(names: list[str], matrix: list[list[float]], path: Path
 
 def plot_device_stats(devices: dict[str, dict], path: Path) -> None:
     """Mean RGB, chroma and luminance histogram per device."""
-    from hetbench.report import _pyplot
+    from hetbench.plotting import pyplot
 
-    plt = _pyplot()
+    plt = pyplot()
     names = list(devices)
     st = [devices[d]["image_stats"] for d in names]
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(12, 4.2), dpi=110)

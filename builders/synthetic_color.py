@@ -17,7 +17,8 @@ from typing import Any
 
 import numpy as np
 
-from hetbench.builders.isp_common import allocate_clients, job_rng
+from hetbench.builders.isp_common import allocate_clients
+from hetbench.seeding import make_rng
 from hetbench.builders.isp_split import DeviceSplit, _dataset
 from hetbench.errors import HetbenchError
 from hetbench.partition import Partition
@@ -126,7 +127,7 @@ def build_synthetic_color(
     if clients < num_devices:
         raise HetbenchError(f"--clients {clients} is fewer than the {num_devices} devices; every device needs a client")
     src = load_table(dataset, label_col)
-    settings = device_settings(num_devices, job_rng(seed, 20))
+    settings = device_settings(num_devices, make_rng(seed, 20))
     devices = [f"synthetic-{d:02d}" for d in range(num_devices)]
     isp_of = {d: setting_name(s) for d, s in zip(devices, settings)}
 
@@ -138,21 +139,21 @@ def build_synthetic_color(
     else:
         if not 0.0 < test_fraction < 1.0:
             raise HetbenchError(f"--test-fraction must be between 0 and 1 (got {test_fraction})")
-        held = stratified_holdout(np.zeros(len(train_imgs), np.int32), src.labels["train"], 1, src.num_classes, test_fraction, job_rng(seed, 21))
+        held = stratified_holdout(np.zeros(len(train_imgs), np.int32), src.labels["train"], 1, src.num_classes, test_fraction, make_rng(seed, 21))
         test_imgs, test_labels, test_ids = train_imgs[held], src.labels["train"][held], src.ids("train")[held]
         train_imgs, tr_labels, tr_ids = train_imgs[~held], src.labels["train"][~held], src.ids("train")[~held]
     if clients > len(train_imgs):
         raise HetbenchError(f"more clients ({clients}) than training samples ({len(train_imgs)})")
     if train_imgs.ndim == 3:
-        train_imgs = colourise(train_imgs, job_rng(seed, 22))
-        test_imgs = colourise(test_imgs, job_rng(seed, 23))
+        train_imgs = colourise(train_imgs, make_rng(seed, 22))
+        test_imgs = colourise(test_imgs, make_rng(seed, 23))
 
     sizes = np.full(clients, len(train_imgs) // clients)
     sizes[: len(train_imgs) % clients] += 1
-    client_of = iid_assignment(len(train_imgs), sizes, job_rng(seed, 24))
-    per_device = allocate_clients(clients, {d: 1.0 for d in devices}, job_rng(seed, 25))
+    client_of = iid_assignment(len(train_imgs), sizes, make_rng(seed, 24))
+    per_device = allocate_clients(clients, {d: 1.0 for d in devices}, make_rng(seed, 25))
     device_of_client = np.repeat(np.arange(num_devices), [per_device[d] for d in devices])
-    device_of_client = job_rng(seed, 26).permutation(device_of_client)
+    device_of_client = make_rng(seed, 26).permutation(device_of_client)
     client_names = [f"{devices[device_of_client[c]]}/{c:03d}" for c in range(clients)]
 
     rows = {s: {"image": [], "label": [], "device": [], "isp": [], "capture_id": [], "sample_id": []} for s in ("train", "test")}

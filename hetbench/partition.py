@@ -6,13 +6,13 @@ from the assignment, so this object stays small and hashable.
 
 from __future__ import annotations
 
-import hashlib
-import json
 from dataclasses import dataclass, field
 from enum import IntEnum
 from typing import Any, Mapping, Sequence
 
 import numpy as np
+
+from hetbench.hashing import canonical_json, sha256_of_arrays
 
 
 class DropReason(IntEnum):
@@ -30,33 +30,6 @@ class DropReason(IntEnum):
     @property
     def label(self) -> str:
         return self.name.lower().replace("_", "-")
-
-
-def canonical_json(obj: Any) -> str:
-    """JSON with sorted keys and no whitespace: the form every fingerprint hashes."""
-    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=True, default=_json_default)
-
-
-def _json_default(obj: Any) -> Any:
-    if isinstance(obj, np.integer):
-        return int(obj)
-    if isinstance(obj, np.floating):
-        return float(obj)
-    if isinstance(obj, np.ndarray):
-        return obj.tolist()
-    raise TypeError(f"not JSON serialisable: {type(obj).__name__}")
-
-
-def sha256_of_arrays(*arrays: np.ndarray, extra: str = "") -> str:
-    """sha256 over the little-endian bytes of each array (dtype and shape included) and a string."""
-    h = hashlib.sha256()
-    for a in arrays:
-        a = np.ascontiguousarray(a)
-        a = a.astype(a.dtype.newbyteorder("<"), copy=False)
-        h.update(f"{a.dtype.str}{a.shape}".encode())
-        h.update(a.tobytes())
-    h.update(extra.encode())
-    return h.hexdigest()
 
 
 @dataclass(frozen=True)

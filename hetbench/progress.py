@@ -1,4 +1,4 @@
-"""Progress bars (rich) that stay silent with ``quiet=True``."""
+"""Progress bars (rich) with the elapsed time and an ETA, silent with ``quiet=True``."""
 
 from __future__ import annotations
 
@@ -18,13 +18,15 @@ def progress_bar(description: str, total: int | None, quiet: bool = False) -> It
         yield _Silent()
         return
     from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
     with Progress(
         TextColumn("[bold]{task.description}"),
         BarColumn(),
         MofNCompleteColumn(),
         TimeElapsedColumn(),
+        TextColumn("eta"),
+        TimeRemainingColumn(),
         console=Console(stderr=True),
         transient=False,
     ) as prog:

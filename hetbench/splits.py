@@ -27,8 +27,10 @@ from typing import Any
 import numpy as np
 
 from hetbench.errors import HetbenchError
-from hetbench.partition import Partition, canonical_json, sha256_of_arrays
-from hetbench.partitioners.base import Partitioner, make_rng
+from hetbench.hashing import canonical_json, sha256_of_arrays
+from hetbench.partition import Partition
+from hetbench.partitioners.base import Partitioner
+from hetbench.seeding import make_rng
 from hetbench.table import SampleTable
 
 TEST_POLICIES = ("global", "client", "natural", "heldout")

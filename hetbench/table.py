@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from hetbench.errors import HetbenchError
-from hetbench.partition import canonical_json, sha256_of_arrays
+from hetbench.hashing import canonical_json, sha256_of_arrays
 
 if TYPE_CHECKING:  # pragma: no cover
     import datasets

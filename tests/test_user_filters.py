@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from hetbench.errors import HetbenchError
 from hetbench.partition import DropReason
-from hetbench.partitioners.base import make_rng
+from hetbench.seeding import make_rng
 from hetbench.partitioners.user_filters import (
     UsersPartitioner,
     inaturalist_balance,

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from hetbench.errors import HetbenchError
-from hetbench.partitioners.base import Partitioner, make_rng
+from hetbench.partitioners.base import Partitioner
+from hetbench.seeding import make_rng
 from hetbench.partitioners.dirichlet import DirichletPartitioner
 from hetbench.partitioners.domains import DomainsPartitioner
 from hetbench.partitioners.embedding import EmbeddingPartitioner

@@ -13,11 +13,8 @@ from typing import Any, ClassVar
 import numpy as np
 
 from hetbench.partition import Partition
+from hetbench.seeding import make_rng
 from hetbench.table import SampleTable
-
-
-def make_rng(seed: int) -> np.random.Generator:
-    return np.random.default_rng(np.random.SeedSequence(int(seed)))
 
 
 class Partitioner:

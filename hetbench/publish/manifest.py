@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from hetbench.errors import HetbenchError
-from hetbench.partition import canonical_json
+from hetbench.hashing import canonical_json
 from hetbench.splits import FederatedSplit
 
 MANIFEST_NAME = "hetbench.json"

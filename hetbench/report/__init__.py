@@ -13,6 +13,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from hetbench import metrics
+from hetbench.plotting import pyplot
 
 PLOTS = {
     "label_heatmap": "label_distribution_heatmap.png",
@@ -76,15 +77,6 @@ def compute_report(
 
 
 # ---- plots ----------------------------------------------------------------------------------
-def _pyplot():
-    import matplotlib
-
-    matplotlib.use("Agg", force=True)
-    import matplotlib.pyplot as plt
-
-    return plt
-
-
 def client_sort_order(counts: np.ndarray) -> np.ndarray:
     """Clients sorted by dominant class, then by that class's share (descending): blocks show skew."""
     q, _, _ = metrics.client_distributions(counts)
@@ -94,7 +86,7 @@ def client_sort_order(counts: np.ndarray) -> np.ndarray:
 
 
 def plot_label_heatmap(report: Mapping[str, Any], path: Path, title: str = "") -> None:
-    plt = _pyplot()
+    plt = pyplot()
     counts = np.asarray(report["label_distribution"], dtype=np.float64)
     q, _, _ = metrics.client_distributions(counts)
     q = q[client_sort_order(counts)]
@@ -117,7 +109,7 @@ def plot_label_heatmap(report: Mapping[str, Any], path: Path, title: str = "") -
 
 def plot_size_rank(report: Mapping[str, Any], path: Path, title: str = "") -> None:
     """Client sizes against rank on log-log axes (Hsu et al. 2020, Fig. 2b/2c)."""
-    plt = _pyplot()
+    plt = pyplot()
     sizes = np.sort(np.asarray(report["client_sizes"], dtype=np.float64))[::-1]
     sizes = sizes[sizes > 0]
     fig, ax = plt.subplots(figsize=(6, 4), dpi=110)
@@ -133,7 +125,7 @@ def plot_size_rank(report: Mapping[str, Any], path: Path, title: str = "") -> No
 
 
 def plot_emd_hist(report: Mapping[str, Any], path: Path, title: str = "") -> None:
-    plt = _pyplot()
+    plt = pyplot()
     values = np.asarray(report["emd_per_client"], dtype=np.float64)
     fig, ax = plt.subplots(figsize=(6, 4), dpi=110)
     ax.hist(values, bins=np.linspace(0, 2, 41), color="#4c72b0", edgecolor="white")

@@ -34,9 +34,9 @@ def embedding_summary(
 
 
 def plot_contingency(clusters: np.ndarray, labels: np.ndarray, class_names: list[str], num_clusters: int, path: Path) -> None:
-    from hetbench.report import _pyplot
+    from hetbench.plotting import pyplot
 
-    plt = _pyplot()
+    plt = pyplot()
     m = metrics.label_matrix(clusters.astype(np.int32), labels, num_clusters, len(class_names)).astype(float)
     share = m / np.maximum(m.sum(axis=1, keepdims=True), 1)
     fig, ax = plt.subplots(figsize=(min(3 + 0.35 * len(class_names), 14), min(2.5 + 0.3 * num_clusters, 10)), dpi=110)
@@ -57,9 +57,9 @@ def plot_pca_scatter(embedding: np.ndarray, clusters: np.ndarray, client_ids: np
     """2-D PCA of the embeddings (at most 5,000 points), coloured by cluster and by client."""
     from sklearn.decomposition import PCA
 
-    from hetbench.report import _pyplot
+    from hetbench.plotting import pyplot
 
-    plt = _pyplot()
+    plt = pyplot()
     rng = np.random.default_rng(seed)
     idx = rng.choice(len(embedding), size=min(5000, len(embedding)), replace=False)
     xy = PCA(n_components=2, random_state=seed).fit_transform(embedding[idx].astype(np.float64))

@@ -41,6 +41,7 @@ from pathlib import Path
 import numpy as np
 
 from hetbench.errors import HetbenchError
+from hetbench.seeding import make_rng
 
 DOMAINS = ("mnist", "usps", "mnistm", "syn")
 DESCRIPTION = (
@@ -68,10 +69,6 @@ _SYN_FONTS = (
 )
 
 
-def _rng(seed: int, *keys: int) -> np.random.Generator:
-    return np.random.default_rng(np.random.SeedSequence([int(seed), *keys]))
-
-
 def _balanced_pick(labels: np.ndarray, pool: np.ndarray, n: int, rng: np.random.Generator) -> np.ndarray:
     """``n`` indices from ``pool`` (indices into ``labels``), labels balanced (``n // 10`` each, the
     ``n % 10`` extra ones to random labels), in random order. A label whose pool is short reuses images."""
@@ -95,7 +92,7 @@ def _grey_to_rgb(images: np.ndarray) -> np.ndarray:
 
 def _make_mnist(per_domain: int, seed: int, mnist: tuple[np.ndarray, np.ndarray]):
     images, labels = mnist
-    idx = _balanced_pick(labels, np.arange(labels.size), per_domain, _rng(seed, 0, 0))
+    idx = _balanced_pick(labels, np.arange(labels.size), per_domain, make_rng(seed, 0, 0))
     return _grey_to_rgb(images[idx]), labels[idx], idx
 
 
@@ -105,7 +102,7 @@ def _make_usps(per_domain: int, seed: int):
     from hetbench.sources import _builtin_arrays
 
     images, labels = _builtin_arrays("builtin:digits")
-    idx = _balanced_pick(labels, np.arange(labels.size), per_domain, _rng(seed, 1, 0))
+    idx = _balanced_pick(labels, np.arange(labels.size), per_domain, make_rng(seed, 1, 0))
     out = np.empty((idx.size, SIZE, SIZE), dtype=np.uint8)
     for k, i in enumerate(idx):
         small = cv2.resize(images[i], (16, 16), interpolation=cv2.INTER_CUBIC)
@@ -123,11 +120,11 @@ def _make_mnistm(per_domain: int, seed: int, mnist: tuple[np.ndarray, np.ndarray
     counts = np.bincount(labels[pool], minlength=NUM_CLASSES)
     if counts.min() * NUM_CLASSES < per_domain:  # not enough unused digits: draw from all of them
         pool = np.arange(labels.size)
-    idx = _balanced_pick(labels, pool, per_domain, _rng(seed, 2, 0))
+    idx = _balanced_pick(labels, pool, per_domain, make_rng(seed, 2, 0))
     photos = _photographs()
     if not photos:
         raise HetbenchError("no embedded photograph could be loaded (scikit-image is needed)")
-    rng = _rng(seed, 2, 1)
+    rng = make_rng(seed, 2, 1)
     which = rng.integers(0, len(photos), size=idx.size)
     sides = rng.integers(48, 161, size=idx.size)
     crops = np.empty((idx.size, SIZE, SIZE, 3), dtype=np.float32)
@@ -173,7 +170,7 @@ def _make_syn(per_domain: int, seed: int):
     from PIL import Image, ImageDraw
 
     fonts = _syn_fonts()
-    rng = _rng(seed, 3, 0)
+    rng = make_rng(seed, 3, 0)
     counts = np.full(NUM_CLASSES, per_domain // NUM_CLASSES, dtype=np.int64)
     counts[rng.permutation(NUM_CLASSES)[: per_domain % NUM_CLASSES]] += 1
     labels = rng.permutation(np.repeat(np.arange(NUM_CLASSES), counts))
@@ -246,7 +243,7 @@ def build_digits_domains(per_domain: int = 500, seed: int = 0):
     for d, name in enumerate(DOMAINS):
         images, labels = made[name]
         labels = np.asarray(labels, dtype=np.int64)
-        test = _test_mask(labels, _rng(seed, d, 9))
+        test = _test_mask(labels, make_rng(seed, d, 9))
         pngs = _png(images)
         for i in range(labels.size):
             c = cols["test" if test[i] else "train"]

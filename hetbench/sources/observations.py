@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from hetbench.seeding import make_rng
+
 EARTH_KM_PER_DEG = 111.2
 
 
@@ -31,7 +33,7 @@ def generate_observations(
     seed: int = 0,
 ) -> dict[str, np.ndarray]:
     """Columns ``obs_id, species, observer, latitude, longitude`` (numpy arrays, one row each)."""
-    rng = np.random.default_rng(np.random.SeedSequence([seed, 4242]))
+    rng = make_rng(seed, 4242)
     # population centres: mid latitudes weighted towards the northern hemisphere, like the real data
     c_lat = np.clip(rng.normal(25.0, 25.0, num_centres), -55.0, 70.0)
     c_lon = rng.uniform(-180.0, 180.0, num_centres)

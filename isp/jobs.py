@@ -1,0 +1,177 @@
+"""The ISP job engine: one job per capture, rendered by every requested device, on all cores.
+
+A job loads (or unprocesses) its capture once and renders every variant of it, so the pipeline's
+prefix cache is shared within the job. Jobs run in worker processes (``num_proc``), one image per
+process at a time, with ``OMP_NUM_THREADS=1`` (LibRaw threads gave no speed-up on these machines).
+Every random choice inside a job comes from a Generator seeded by (seed, capture index, device
+group index), so the output does not depend on the number of workers; results come back in job
+order. A RAW file LibRaw cannot read is a skipped job (``JobResult.skipped``), never an exception.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+import numpy as np
+
+from hetbench.errors import HetbenchError
+from hetbench.seeding import make_rng
+
+
+@dataclass(frozen=True)
+class PhotoSource:
+    """An sRGB photograph crop (uint8 H x W x 3) that unprocessing turns into RAW."""
+
+    name: str
+    image: np.ndarray = field(repr=False)
+
+
+@dataclass(frozen=True)
+class RawSource:
+    """A RAW file on disk."""
+
+    path: str
+
+
+@dataclass(frozen=True)
+class Render:
+    """One output image of a job: which device renders it, unprocessed by which profile (None:
+    use the capture as it is), through which pipeline string."""
+
+    device: str
+    pipeline: str
+    profile: str | None = None
+
+
+@dataclass(frozen=True)
+class CaptureJob:
+    index: int
+    capture_id: str
+    label: str
+    source: PhotoSource | RawSource
+    renders: tuple[Render, ...]
+    size: int | None
+    seed: int
+    base_profile: str | None = None  # profile that unprocesses a PhotoSource when a Render has none
+    profile_set: str = "heteroswitch9"
+
+
+@dataclass
+class JobResult:
+    index: int
+    capture_id: str
+    label: str
+    images: list[bytes]  # PNG, one per render, in the job's render order
+    stats: list[dict]
+    skipped: str | None = None
+
+
+def _png(rgb: np.ndarray) -> bytes:
+    import cv2
+
+    ok, buf = cv2.imencode(".png", np.ascontiguousarray(rgb[..., ::-1]))
+    if not ok:  # pragma: no cover - OpenCV only fails on malformed arrays
+        raise RuntimeError("PNG encoding failed")
+    return buf.tobytes()
+
+
+def _profiles(name: str) -> dict:
+    from hetbench.isp.profiles import load_profiles
+
+    return {p.name: p for p in load_profiles(name)}
+
+
+def run_job(job: CaptureJob) -> JobResult:
+    """Load or unprocess the capture, render every requested device; never raises on a bad RAW."""
+    from hetbench.isp.image_stats import image_stats
+    from hetbench.isp.pipeline import Pipeline, Renderer
+    from hetbench.isp.raw import UnsupportedRaw, read_raw
+    from hetbench.isp.synth import unprocess
+
+    renderer = Renderer(size=job.size)
+    images: list[bytes] = []
+    stats: list[dict] = []
+    try:
+        if isinstance(job.source, RawSource):
+            capture = read_raw(job.source.path)
+            srgb = None
+        else:
+            capture = None
+            srgb = job.source.image
+        profiles = _profiles(job.profile_set) if (srgb is not None or any(r.profile for r in job.renders)) else {}
+        # group renders by the capture they need: (profile) -> [(position, render)]
+        groups: dict[str | None, list[tuple[int, Render]]] = {}
+        for pos, r in enumerate(job.renders):
+            groups.setdefault(r.profile or (job.base_profile if srgb is not None else None), []).append((pos, r))
+        out: list[Any] = [None] * len(job.renders)
+        for gi, (profile_name, members) in enumerate(sorted(groups.items(), key=lambda kv: str(kv[0]))):
+            if profile_name is None:
+                cap = capture
+            else:
+                if srgb is None:  # a real RAW re-captured by another sensor: render it first
+                    srgb = renderer_native(capture)
+                cap = unprocess(srgb, profiles[profile_name], make_rng(job.seed, job.index, gi), job.capture_id)
+            rendered = renderer.render_all(cap, [Pipeline.parse(r.pipeline) for _, r in members])
+            for (pos, _), res in zip(members, rendered):
+                out[pos] = res
+        for res in out:
+            images.append(_png(res.image))
+            stats.append(image_stats(res.image, res.jpeg_bytes))
+    except UnsupportedRaw as exc:
+        return JobResult(job.index, job.capture_id, job.label, [], [], skipped=exc.reason)
+    return JobResult(job.index, job.capture_id, job.label, images, stats)
+
+
+def renderer_native(capture) -> np.ndarray:
+    """The baseline render of a capture at its own resolution (source for sensor emulation)."""
+    from hetbench.isp.pipeline import Pipeline, Renderer
+
+    return Renderer(size=None).render(capture, Pipeline.parse("compress=none")).image
+
+
+def _init_worker() -> None:
+    os.environ["OMP_NUM_THREADS"] = "1"
+    try:
+        import cv2
+
+        cv2.setNumThreads(1)
+    except ImportError:  # pragma: no cover
+        pass
+
+
+WORKER_PRELOAD = ["hetbench.isp.image_stats", "hetbench.isp.pipeline", "hetbench.isp.synth", "hetbench.isp.profiles"]
+
+
+def _worker_context():
+    """A forkserver that has imported the ISP once (colour, rawpy and OpenCV take seconds to
+    import), so workers start warm. Never plain fork: a parent that has run LibRaw (OpenMP) or
+    OpenCV holds thread-pool locks that deadlock a forked child. Spawn where there is no forkserver."""
+    import multiprocessing as mp
+
+    if "forkserver" not in mp.get_all_start_methods():
+        return mp.get_context("spawn")
+    ctx = mp.get_context("forkserver")
+    ctx.set_forkserver_preload(WORKER_PRELOAD)
+    return ctx
+
+
+def run_jobs(jobs: Sequence[CaptureJob], num_proc: int = 1, quiet: bool = False, desc: str = "rendering") -> list[JobResult]:
+    """Run jobs on ``num_proc`` worker processes (1: in this process); results in job order."""
+    from hetbench.progress import progress_bar
+
+    if num_proc < 1:
+        raise HetbenchError(f"--num-proc must be at least 1 (got {num_proc})")
+    results: list[JobResult] = []
+    with progress_bar(desc, len(jobs), quiet) as bar:
+        if num_proc == 1 or len(jobs) <= 1:
+            for job in jobs:
+                results.append(run_job(job))
+                bar.update(1)
+        else:
+            with _worker_context().Pool(num_proc, initializer=_init_worker) as pool:
+                for res in pool.imap(run_job, jobs, chunksize=1):
+                    results.append(res)
+                    bar.update(1)
+    return results
