@@ -10,6 +10,7 @@ from typing import Any, Callable
 import click
 
 from hetbench.errors import HetbenchError
+from hetbench.naming import default_out_dir
 from hetbench.sources import DEFAULT_DATASET
 
 
@@ -40,12 +41,6 @@ def _clients_option(fn: Callable) -> Callable:
     return click.option("--clients", "-n", default=10, show_default=True, type=int, help="Number of clients.")(fn)
 
 
-def _default_out(dataset: str, tag: str, seed: int) -> Path:
-    base = dataset.split(":", 1)[1] if dataset.startswith("builtin:") else Path(dataset.rstrip("/")).stem or "data"
-    base = "".join(ch if ch.isalnum() or ch in "-_." else "-" for ch in base)
-    return Path("hetbench_splits") / f"{base}-{tag}-s{seed}"
-
-
 def _fmt(x: float) -> str:
     return "inf" if math.isinf(x) else f"{x:g}"
 
@@ -58,7 +53,7 @@ def _run(partitioner, tag: str, opts: dict[str, Any], post: Callable | None = No
     from hetbench.sources import load_table
     from hetbench.splits import build_split
 
-    default = _default_out(opts["dataset"], tag, opts["seed"])
+    default = default_out_dir(opts["dataset"], tag, opts["seed"])
     out = Path(opts["out"]) if opts["out"] else default
     check_out_dir(out, opts["overwrite"])  # fail before any work
     table = load_table(opts["dataset"], opts["label_col"], opts["id_col"])

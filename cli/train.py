@@ -7,11 +7,11 @@ from typing import Any
 
 import click
 
-from hetbench.cli.partition import _default_out
 from hetbench.errors import HetbenchError
+from hetbench.naming import default_out_dir
 
 # where `hetbench partition dirichlet` puts its default (builtin:digits, client scheme, alpha 0.5, 10 clients)
-DEFAULT_SPLIT = _default_out("builtin:digits", "dirichlet-client-a0.5-n10", 0)
+DEFAULT_SPLIT = default_out_dir("builtin:digits", "dirichlet-client-a0.5-n10", 0)
 
 
 def _int_list(text: str, flag: str) -> list[int]:
