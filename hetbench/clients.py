@@ -10,10 +10,22 @@ Arrow ``take`` puts the rows in client order first.
 ``load_partition`` contract); ``table(k)`` and ``numpy(k)`` skip the ~1 ms that building any
 ``datasets.Dataset`` object costs, which dominates once there are thousands of clients.
 
-    >>> ds = datasets.load_dataset("demo_out/digits-dirichlet-a0.1", split="train")
-    >>> clients = ClientPartitions.from_dataset(ds)
-    >>> clients.num_partitions, clients.client_ids[:3]
-    >>> clients.load_partition(3)          # a datasets.Dataset of client 3's rows
+Examples
+--------
+>>> import datasets
+>>> from hetbench.clients import ClientPartitions
+>>> from hetbench.partitioners import DirichletPartitioner
+>>> from hetbench.publish import publish_split
+>>> from hetbench.sources import load_table
+>>> from hetbench.splits import build_split
+>>> split = build_split(load_table("builtin:digits"), DirichletPartitioner(10, alpha=0.5), seed=0)
+>>> _ = publish_split(split, "digits-dirichlet", quiet=True)
+>>> ds = datasets.load_dataset("digits-dirichlet", split="train")
+>>> clients = ClientPartitions.from_dataset(ds)
+>>> clients.num_partitions, clients.client_ids[:3].tolist()
+(10, [0, 1, 2])
+>>> len(clients.load_partition(3)) == int((split.outputs["train"].client_ids == 3).sum())
+True
 """
 
 from __future__ import annotations
