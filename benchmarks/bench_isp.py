@@ -41,7 +41,8 @@ def synthetic_capture(width: int, height: int, seed: int = 0):
     import cv2
 
     from hetbench.isp.profiles import load_profiles
-    from hetbench.isp.synth import embedded_photographs, unprocess
+    from hetbench.isp.unprocess import unprocess
+    from hetbench.sources.photographs import embedded_photographs
 
     photo = dict(embedded_photographs())["astronaut"]
     big = cv2.resize(photo, (width, height), interpolation=cv2.INTER_CUBIC)
@@ -64,7 +65,7 @@ def main(argv=None) -> None:
     from hetbench.isp.jobs import CaptureJob, PhotoSource, Render, run_jobs
     from hetbench.isp.pipeline import Pipeline, Renderer, parse_stage_list, table3_variants
     from hetbench.isp.raw import dng_bytes
-    from hetbench.isp.synth import embedded_photographs, scene_crops
+    from hetbench.sources.photographs import embedded_photographs, scene_crops
 
     w, h = (2000, 1500) if args.quick else (4000, 3000)
     print(f"hetbench ISP benchmark: rawpy {rawpy.__version__} (LibRaw {'.'.join(map(str, rawpy.libraw_version))}), "

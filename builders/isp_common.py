@@ -67,7 +67,7 @@ def read_labels(labels_csv: str | None, files: list[str], raw_dir: str) -> dict[
 def embedded_sources(crops_per_photo: int, crop_size: int, seed: int) -> list[tuple[str, str, PhotoSource]]:
     """(capture_id, label, source) for the embedded default: crops of the real photographs that
     ship inside scikit-image and scikit-learn, label = scene."""
-    from hetbench.isp.synth import embedded_photographs, scene_crops
+    from hetbench.sources.photographs import embedded_photographs, scene_crops
 
     out = []
     for si, (scene, image) in enumerate(embedded_photographs()):

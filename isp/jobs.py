@@ -88,7 +88,7 @@ def run_job(job: CaptureJob) -> JobResult:
     from hetbench.isp.image_stats import image_stats
     from hetbench.isp.pipeline import Pipeline, Renderer
     from hetbench.isp.raw import UnsupportedRaw, read_raw
-    from hetbench.isp.synth import unprocess
+    from hetbench.isp.unprocess import unprocess
 
     renderer = Renderer(size=job.size)
     images: list[bytes] = []
@@ -141,7 +141,7 @@ def _init_worker() -> None:
         pass
 
 
-WORKER_PRELOAD = ["hetbench.isp.image_stats", "hetbench.isp.pipeline", "hetbench.isp.synth", "hetbench.isp.profiles"]
+WORKER_PRELOAD = ["hetbench.isp.image_stats", "hetbench.isp.pipeline", "hetbench.isp.unprocess", "hetbench.isp.profiles"]
 
 
 def _worker_context():

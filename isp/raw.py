@@ -4,7 +4,7 @@ A capture is the Bayer mosaic as the sensor wrote it (uint16 digital numbers, bl
 subtracted), the 2x2 CFA pattern, black and white levels, the XYZ->camera colour matrix with its
 calibration illuminant (DNG ColorMatrix1), the as-shot neutral (DNG AsShotNeutral) and the camera's
 name. Real captures come from any file LibRaw reads (:func:`read_raw`); synthetic ones from
-unprocessing (``hetbench.isp.synth``); both can be written as uncompressed CFA DNGs
+unprocessing (``hetbench.isp.unprocess``); both can be written as uncompressed CFA DNGs
 (:func:`write_dng`) so that every capture takes the same LibRaw path.
 """
 

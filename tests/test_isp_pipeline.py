@@ -10,7 +10,8 @@ from hetbench.errors import HetbenchError
 
 def _capture(seed: int = 0, side: int = 96):
     from hetbench.isp.profiles import load_profiles
-    from hetbench.isp.synth import embedded_photographs, scene_crops, unprocess
+    from hetbench.isp.unprocess import unprocess
+    from hetbench.sources.photographs import embedded_photographs, scene_crops
 
     rng = np.random.default_rng(seed)
     _, photo = embedded_photographs()[0]

@@ -12,7 +12,8 @@ import numpy as np
 import pytest
 import yaml
 
-from hetbench.isp import synth
+from hetbench.isp import unprocess as synth
+from hetbench.sources import photographs
 from hetbench.isp.profiles import (
     ISP_VARIANTS,
     REQUIRED_SOURCES,
@@ -43,8 +44,8 @@ def profiles() -> list[DeviceProfile]:
 
 @pytest.fixture(scope="module")
 def astronaut_crops() -> list[np.ndarray]:
-    photos = dict(synth.embedded_photographs())
-    return synth.scene_crops(photos["astronaut"], 2, 256, np.random.default_rng(0))
+    photos = dict(photographs.embedded_photographs())
+    return photographs.scene_crops(photos["astronaut"], 2, 256, np.random.default_rng(0))
 
 
 def _manifest_data() -> dict:
@@ -326,7 +327,7 @@ def test_noise_variance_follows_profile(profiles):
 
 
 def test_embedded_photographs_offline():
-    photos = synth.embedded_photographs()
+    photos = photographs.embedded_photographs()
     names = [n for n, _ in photos]
     assert len(photos) >= 6 and len(set(names)) == len(names)
     assert {"astronaut", "coffee", "chelsea", "china", "flower"} <= set(names)
@@ -335,16 +336,16 @@ def test_embedded_photographs_offline():
         assert img.std(axis=2).mean() > 5  # colour, not gray replicated into 3 channels
     img = photos[0][1]
     img[0, 0] = 0  # callers get copies
-    assert synth.embedded_photographs()[0][1].flags.writeable
+    assert photographs.embedded_photographs()[0][1].flags.writeable
 
 
 def test_scene_crops_deterministic():
     img = np.arange(300 * 200 * 3, dtype=np.uint32).reshape(300, 200, 3)
-    a = synth.scene_crops(img, 5, 64, np.random.default_rng(11))
-    b = synth.scene_crops(img, 5, 64, np.random.default_rng(11))
-    c = synth.scene_crops(img, 5, 64, np.random.default_rng(12))
+    a = photographs.scene_crops(img, 5, 64, np.random.default_rng(11))
+    b = photographs.scene_crops(img, 5, 64, np.random.default_rng(11))
+    c = photographs.scene_crops(img, 5, 64, np.random.default_rng(12))
     assert len(a) == 5 and all(x.shape == (64, 64, 3) for x in a)
     assert all(np.array_equal(x, y) for x, y in zip(a, b))
     assert not all(np.array_equal(x, y) for x, y in zip(a, c))
-    big = synth.scene_crops(img, 2, 1000, np.random.default_rng(0))
+    big = photographs.scene_crops(img, 2, 1000, np.random.default_rng(0))
     assert all(x.shape == (200, 200, 3) for x in big)  # largest possible square

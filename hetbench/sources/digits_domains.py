@@ -113,7 +113,7 @@ def _make_usps(per_domain: int, seed: int):
 def _make_mnistm(per_domain: int, seed: int, mnist: tuple[np.ndarray, np.ndarray], used: np.ndarray):
     import cv2
 
-    from hetbench.isp.synth import scene_crops
+    from hetbench.sources.photographs import scene_crops
 
     images, labels = mnist
     pool = np.setdiff1d(np.arange(labels.size), used)
@@ -139,7 +139,7 @@ def _make_mnistm(per_domain: int, seed: int, mnist: tuple[np.ndarray, np.ndarray
 @functools.lru_cache(maxsize=1)
 def _photographs() -> tuple[np.ndarray, ...]:
     """The embedded photographs, loaded once per process (read-only, never modified)."""
-    from hetbench.isp.synth import embedded_photographs
+    from hetbench.sources.photographs import embedded_photographs
 
     return tuple(img for _, img in embedded_photographs())
 

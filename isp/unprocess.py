@@ -40,8 +40,7 @@ forward pipeline white balances by ``1 / as_shot_neutral``.
 :func:`process_reference` is a small, exact forward pipeline (bilinear demosaic in numpy) used to
 test the round trip independently of LibRaw and of the ISP stages.
 
-The module also ships real test scenes: :func:`embedded_photographs` (colour photographs bundled
-with scikit-image and scikit-learn, loaded offline) and :func:`scene_crops`.
+The photographs that embedded builds unprocess are :mod:`hetbench.sources.photographs`.
 """
 
 from __future__ import annotations
@@ -337,84 +336,3 @@ def psnr(a: np.ndarray, b: np.ndarray, peak: float = 1.0) -> float:
     """Peak signal-to-noise ratio in dB between two images on the same scale (inf if equal)."""
     mse = float(np.mean((np.asarray(a, np.float64) - np.asarray(b, np.float64)) ** 2))
     return float("inf") if mse == 0 else 10.0 * np.log10(peak * peak / mse)
-
-
-# ------------------------------------------------------------------------------ test scenes
-
-
-def _skimage(name: str):
-    def load() -> np.ndarray:
-        from skimage import data
-
-        img = getattr(data, name)()
-        return img[0] if isinstance(img, tuple) else img  # stereo_motorcycle: (left, right, disparity)
-
-    return load
-
-
-def _sklearn(filename: str):
-    def load() -> np.ndarray:
-        from sklearn.datasets import load_sample_image
-
-        return load_sample_image(filename)
-
-    return load
-
-
-#: (scene name, loader) of the colour photographs of natural scenes shipped *inside* the
-#: scikit-image and scikit-learn wheels (no download). Left out on purpose: hubble_deep_field
-#: (astronomy), immunohistochemistry and retina (microscopy / fundus imaging), colorwheel and logo
-#: (synthetic), cat (the same photograph as chelsea) and the pooch-fetched images (skin, lily, ...).
-_PHOTOGRAPHS = (
-    ("astronaut", _skimage("astronaut")),
-    ("coffee", _skimage("coffee")),
-    ("chelsea", _skimage("chelsea")),
-    ("rocket", _skimage("rocket")),
-    ("motorcycle", _skimage("stereo_motorcycle")),  # the left view
-    ("china", _sklearn("china.jpg")),
-    ("flower", _sklearn("flower.jpg")),
-)
-
-
-@functools.lru_cache(maxsize=1)
-def _load_photographs() -> tuple[tuple[str, np.ndarray], ...]:
-    out = []
-    for name, loader in _PHOTOGRAPHS:
-        try:
-            img = np.asarray(loader())
-        except Exception:  # a file missing from this installation: skip it
-            continue
-        if img.ndim == 3 and img.shape[2] == 4:
-            img = img[..., :3]
-        if img.ndim != 3 or img.shape[2] != 3 or img.dtype != np.uint8:
-            continue
-        img = np.ascontiguousarray(img)
-        img.setflags(write=False)
-        out.append((name, img))
-    return tuple(out)
-
-
-def embedded_photographs() -> list[tuple[str, np.ndarray]]:
-    """The real colour photographs bundled with scikit-image and scikit-learn, loaded offline.
-
-    Returns:
-        ``[(scene_name, uint8 (H, W, 3) sRGB), ...]``: astronaut, coffee, chelsea, rocket,
-        motorcycle (left view of skimage's stereo pair), china, flower (any that fail to load are
-        skipped). The arrays are writeable copies.
-    """
-    return [(name, img.copy()) for name, img in _load_photographs()]
-
-
-def scene_crops(image: np.ndarray, n: int, size: int, rng: np.random.Generator) -> list[np.ndarray]:
-    """``n`` random square crops of side ``size`` (or ``min(H, W)`` if the image is smaller),
-    positions drawn from ``rng`` (deterministic for a given generator state); returns copies."""
-    img = np.asarray(image)
-    if img.ndim < 2:
-        raise ValueError(f"expected an image with at least 2 dimensions, got shape {img.shape}")
-    if n < 0 or size < 1:
-        raise ValueError(f"need n >= 0 and size >= 1, got n={n}, size={size}")
-    h, w = img.shape[:2]
-    side = min(int(size), h, w)
-    ys = rng.integers(0, h - side + 1, size=n)
-    xs = rng.integers(0, w - side + 1, size=n)
-    return [img[y : y + side, x : x + side].copy() for y, x in zip(ys.tolist(), xs.tolist())]
