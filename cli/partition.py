@@ -45,22 +45,17 @@ def _fmt(x: float) -> str:
     return "inf" if math.isinf(x) else f"{x:g}"
 
 
-def _run(partitioner, tag: str, opts: dict[str, Any], post: Callable | None = None) -> None:
-    """Load, partition, publish, print a summary. Shared by every method; ``post(split)`` may return
-    (report additions, plot writer) for family-specific output."""
-    from hetbench.atomic import check_out_dir
-    from hetbench.publish import publish_split
-    from hetbench.sources import load_table
-    from hetbench.splits import build_split
+def _run(partitioner, tag: str, opts: dict[str, Any], extras: Callable | None = None) -> None:
+    """Partition and publish through the one pipeline, print a summary."""
+    from hetbench.pipeline import make_split
 
     default = default_out_dir(opts["dataset"], tag, opts["seed"])
     out = Path(opts["out"]) if opts["out"] else default
-    check_out_dir(out, opts["overwrite"])  # fail before any work
-    table = load_table(opts["dataset"], opts["label_col"], opts["id_col"])
-    fs = build_split(table, partitioner, opts["seed"], opts["test_split"], opts["test_fraction"])
-    extra, plots = post(fs) if post is not None else (None, None)
-    report = publish_split(fs, out, name=opts["name"] or default.name, overwrite=opts["overwrite"], quiet=opts["quiet"],
-                           extra_report=extra, extra_plots=plots)
+    _, report = make_split(
+        opts["dataset"], partitioner, out, label_col=opts["label_col"], id_col=opts["id_col"], seed=opts["seed"],
+        test_split=opts["test_split"], test_fraction=opts["test_fraction"], name=opts["name"] or default.name,
+        overwrite=opts["overwrite"], quiet=opts["quiet"], extras=extras,
+    )
     if not opts["quiet"]:
         st = report["size_stats"]
         click.echo(

@@ -1,0 +1,98 @@
+"""One path from a source to a published split: load, partition, derive the splits, publish.
+
+Every split hetbench makes, from ``hetbench partition ...`` and from every ``hetbench build ...``,
+goes through :func:`make_split`::
+
+    source --load_table--> SampleTable --Partitioner--> Partition --build_split--> FederatedSplit
+           --publish_split--> <out>/ (parquet shards, hetbench.json, report.json, plots, README.md)
+
+A builder's only job is to make the :class:`~hetbench.table.SampleTable` (rendering images, joining
+metadata) and to choose the :class:`~hetbench.partitioners.base.Partitioner`; ``extras`` adds what
+its family reports beyond the common report (device statistics, maps, embedding clusters).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, Callable
+
+from hetbench.atomic import check_out_dir
+from hetbench.partitioners.base import Partitioner
+from hetbench.splits import FederatedSplit, build_split
+from hetbench.table import SampleTable
+
+#: ``extras(split) -> (report additions or None, plot writer or None)``; the plot writer gets the
+#: output folder, writes PNGs under ``plots/`` and returns their relative paths (the card shows them).
+Extras = Callable[[FederatedSplit], "tuple[dict[str, Any] | None, Callable[[Path], list[str]] | None]"]
+
+
+def make_split(
+    source: str | SampleTable,
+    partitioner: Partitioner,
+    out: str | os.PathLike,
+    *,
+    label_col: str | None = None,
+    id_col: str | None = None,
+    seed: int = 0,
+    test_split: str | None = None,
+    test_fraction: float = 0.2,
+    name: str | None = None,
+    overwrite: bool = False,
+    quiet: bool = False,
+    extras: Extras | None = None,
+) -> tuple[FederatedSplit, dict[str, Any]]:
+    """Partition ``source`` and publish the split to ``out``; returns the split and its report.
+
+    Parameters
+    ----------
+    source : str or SampleTable
+        A data set reference that :func:`hetbench.sources.load_table` reads (``builtin:digits``, a
+        parquet/CSV file, a ``save_to_disk`` folder, a built split, a hub id) or a table in memory.
+    partitioner : Partitioner
+        Decides which client every training row goes to (:mod:`hetbench.partitioners`).
+    out : path
+        The output folder; refused if it exists unless ``overwrite`` (checked before any work),
+        written atomically.
+    label_col, id_col : str, optional
+        Label and sample-id columns of ``source`` when it is a reference.
+    seed : int
+        Seed of every random choice (partition and test hold-out).
+    test_split, test_fraction
+        The test policy and its fraction (:func:`hetbench.splits.build_split`).
+    name : str, optional
+        Data set name in the card and manifest (default: the folder's name).
+    overwrite, quiet : bool
+        Replace ``out``; no progress bars.
+    extras : callable, optional
+        Family-specific report entries and plots, computed from the built split.
+
+    Returns
+    -------
+    (FederatedSplit, dict)
+        The split and the report written to ``out/report.json``.
+
+    Examples
+    --------
+    >>> from hetbench.partitioners import DirichletPartitioner
+    >>> from hetbench.pipeline import make_split
+    >>> split, report = make_split("builtin:digits", DirichletPartitioner(10, alpha=0.5), "digits-dir", quiet=True)
+    >>> report["num_clients"], sorted(split.outputs)
+    (10, ['test', 'train'])
+    """
+    out = check_out_dir(out, overwrite)
+    from hetbench.publish import publish_split
+
+    if isinstance(source, SampleTable):
+        table = source
+    else:
+        from hetbench.sources import load_table
+
+        table = load_table(source, label_col, id_col)
+    split = build_split(table, partitioner, seed, test_split, test_fraction)
+    extra_report, extra_plots = extras(split) if extras is not None else (None, None)
+    report = publish_split(
+        split, out, name=name or out.name, overwrite=overwrite, quiet=quiet,
+        extra_report=extra_report, extra_plots=extra_plots,
+    )
+    return split, report
