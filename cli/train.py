@@ -2,16 +2,11 @@
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import click
 
 from hetbench.errors import HetbenchError
-from hetbench.naming import default_out_dir
-
-# where `hetbench partition dirichlet` puts its default (builtin:digits, client scheme, alpha 0.5, 10 clients)
-DEFAULT_SPLIT = default_out_dir("builtin:digits", "dirichlet-client-a0.5-n10", 0)
 
 
 def _int_list(text: str, flag: str) -> list[int]:
@@ -34,27 +29,8 @@ def _float_list(text: str | None, flag: str) -> tuple[float, ...] | None:
     return values  # the range is checked where the algorithm is made
 
 
-def _default_split(quiet: bool) -> str:
-    """The embedded default: the label-Dirichlet split of the built-in digits, built once if missing."""
-    if (DEFAULT_SPLIT / "hetbench.json").is_file():
-        return str(DEFAULT_SPLIT)
-    from hetbench.partitioners import DirichletPartitioner
-    from hetbench.publish import publish_split
-    from hetbench.sources import load_table
-    from hetbench.splits import build_split
-
-    table = load_table("builtin:digits", None, None)
-    fs = build_split(table, DirichletPartitioner(10, 0.5, "client", None, 0), 0, None, 0.2)
-    publish_split(fs, DEFAULT_SPLIT, name=DEFAULT_SPLIT.name, overwrite=False, quiet=quiet)
-    if not quiet:
-        click.echo(f"no --split given: built the embedded default {DEFAULT_SPLIT}", err=True)
-    return str(DEFAULT_SPLIT)
-
-
-def _check_positive(**values: Any) -> None:
-    for flag, v in values.items():
-        if v is not None and not (math.isfinite(v) and v > 0):
-            raise HetbenchError(f"--{flag.replace('_', '-')} must be a positive number (got {v})")
+HYPER_OPTIONS = ("server_lr", "server_momentum", "mu", "q", "vc_size", "ema_alpha", "wb_degree", "gamma_degree",
+                 "alpha0", "alpha_min", "fusion_eps", "dar_gamma")
 
 
 @click.command("train")
@@ -116,74 +92,33 @@ def train(split: str | None, algo: str, seed: str, threads: int | None, out: str
       hetbench train --split demo_out/digits-domains --algo central,fedavg,dapperfl --seed 0,1,2
       hetbench leaderboard hetbench_results --out leaderboard
     """
-    from hetbench.train.algorithms import TrainConfig, make_algorithm
+    from hetbench.train import sweep
+    from hetbench.train.algorithms import TrainConfig
 
-    names = [a.strip().lower() for a in algo.split(",") if a.strip()]
-    if not names:
-        raise HetbenchError("--algo is empty")
-    if len(set(names)) != len(names):
-        raise HetbenchError(f"--algo names an algorithm twice ('{algo}')")
-    _check_positive(threads=threads)
     seeds = _int_list(seed, "--seed")
-    hyper = {k: opts.pop(k) for k in ("server_lr", "server_momentum", "mu", "q", "vc_size", "ema_alpha", "wb_degree",
-                                       "gamma_degree", "alpha0", "alpha_min", "fusion_eps", "dar_gamma")}
+    hyper = {k: opts.pop(k) for k in HYPER_OPTIONS}
     hyper["pruning_ratios"] = _float_list(pruning_ratios, "--pruning-ratios")
-    algos = {a: make_algorithm(a, **hyper) for a in names}  # unknown names and bad values fail here
-    TrainConfig(seed=seeds[0], **opts).check()
-    if "central" in names:  # first, so the others get relative accuracy and a default target
-        names = ["central"] + [a for a in names if a != "central"]
-
-    import torch
-
-    if threads:
-        torch.set_num_threads(threads)
-    from hetbench.train.data import load_federated
-    from hetbench.train.results import check_free, result_path, write_result
-
-    split_path = split if split is not None else _default_split(quiet)
-    data = load_federated(split_path, opts["image_size"], opts["group_by"], quiet=quiet)
-    paths = {
-        (a, s): result_path(out, data.name, a, algos[a].params, type(algos[a]).defaults, s) for a in names for s in seeds
-    }
-    check_free(list(paths.values()), overwrite)
-    summaries = []
-    for s in seeds:
-        central_acc = None
-        for a in names:
-            algorithm = make_algorithm(a, **hyper)  # fresh state per run
-            config = TrainConfig(seed=s, **opts)
-            doc = _run_one(data, algorithm, config, central_acc, quiet)
-            if a == "central":
-                central_acc = doc["final"]["accuracy"]
-            write_result(doc, paths[(a, s)])
-            summaries.append((a, s, doc, paths[(a, s)]))
+    runs = sweep(split, algo, seeds, TrainConfig(seed=seeds[0], **opts), hyper=hyper, out=out, overwrite=overwrite,
+                 quiet=quiet, threads=threads)
     if not quiet:
-        _print_summary(data, summaries)
+        _print_summary(runs)
 
 
-def _run_one(data, algorithm, config, central_acc, quiet: bool) -> dict:
-    from hetbench.progress import progress_bar
-    from hetbench.train.simulation import run_training
-
-    with progress_bar(f"{algorithm.name} s{config.seed}", config.rounds, quiet=quiet) as bar:
-        return run_training(data, algorithm, config, central_accuracy=central_acc,
-                            on_round=lambda r, s: bar.update(advance=1))
-
-
-def _print_summary(data, summaries: list) -> None:
+def _print_summary(runs: list) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    t = Table(title=f"{data.name}: {data.num_clients} clients, groups by {data.group_by}")
+    split = runs[0].doc["split"]
+    t = Table(title=f"{split['name']}: {split['num_clients']} clients, groups by {split['group_by']}")
     for col in ("algorithm", "seed", "accuracy", "worst group", "variance", "rel. acc.", "wall s"):
         t.add_column(col, no_wrap=True)
-    for a, s, doc, path in summaries:
-        f = doc["final"]
+    for run in runs:
+        f = run.doc["final"]
         rel = f.get("relative_accuracy")
-        t.add_row(a, str(s), f"{f['accuracy']:.2f}", f"{f['worst_group_accuracy']:.2f}",
+        t.add_row(run.algorithm, str(run.seed), f"{f['accuracy']:.2f}", f"{f['worst_group_accuracy']:.2f}",
                   f"{f['group_accuracy_variance']:.2f}", "—" if rel is None else f"{rel:.3f}",
-                  f"{doc['timing']['wall_time_s']:.1f}")
+                  f"{run.doc['timing']['wall_time_s']:.1f}")
     console = Console(stderr=False)
     console.print(t)
-    folders = sorted({str(path.parent) for *_, path in summaries})
+    folders = sorted({str(run.path.parent) for run in runs})
     console.print(f"results in {', '.join(folders)}", soft_wrap=True)
