@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import click
 
-from hetbench.leaderboard import DEFAULT_RANK_BY, METRIC_NAMES
-
-_MAX_WARNINGS = 20
+from hetbench.leaderboard import DEFAULT_RANK_BY, METRIC_NAMES, write_leaderboard
 
 
 @click.command("leaderboard")
@@ -25,17 +23,8 @@ def leaderboard(results_dir: str, out: str, rank_by: str, overwrite: bool, quiet
       hetbench leaderboard results/ --out leaderboard
       hetbench leaderboard results/ --out lb --rank-by group_accuracy_variance --overwrite
     """
-    from hetbench.leaderboard import write_leaderboard
-
     written = write_leaderboard(results_dir, out, rank_by=rank_by, overwrite=overwrite)
-    skipped = written.loaded.skipped
-    for s in skipped[:_MAX_WARNINGS]:
-        click.echo(f"hetbench: warning: skipped {s.path}: {s.reason}", err=True)
-    if len(skipped) > _MAX_WARNINGS:
-        click.echo(f"hetbench: warning: ... and {len(skipped) - _MAX_WARNINGS} more skipped files (listed in leaderboard.md)", err=True)
+    for line in written.warnings():
+        click.echo(line, err=True)
     if not quiet:
-        n_rows = sum(len(t.rows) for t in written.tables)
-        n_res = len(written.loaded.results)
-        skip = f", {len(skipped)} skipped" if skipped else ""
-        paths = ", ".join(str(written.out / f) for f in written.files)
-        click.echo(f"wrote {paths} ({len(written.tables)} split(s), {n_rows} configuration(s) from {n_res} result(s){skip})")
+        click.echo(written.summary())

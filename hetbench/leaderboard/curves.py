@@ -1,0 +1,218 @@
+"""Learning curves of a split's rows: inline SVG (for ``leaderboard.html``) and a PNG per split.
+
+Both draw the mean over seeds of each curve in :data:`hetbench.leaderboard.metrics.CURVES` against
+the round, one line per row, in the same colours.
+"""
+
+from __future__ import annotations
+
+import html
+import math
+from pathlib import Path
+
+from hetbench.leaderboard.aggregate import SplitTable
+from hetbench.leaderboard.metrics import CURVES
+from hetbench.plotting import pyplot
+
+PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf")
+
+
+def nice_ticks(lo: float, hi: float, n: int = 5, integer: bool = False) -> list[float]:
+    """About ``n`` round tick values covering [lo, hi].
+
+    Parameters
+    ----------
+    lo, hi : float
+        The range to cover; an empty range is widened by 1 each side.
+    n : int
+        About how many ticks.
+    integer : bool
+        Whole-number steps only.
+
+    Returns
+    -------
+    list[float]
+        Ascending ticks, the first <= ``lo`` and the last >= ``hi``.
+
+    Examples
+    --------
+    >>> from hetbench.leaderboard.curves import nice_ticks
+    >>> nice_ticks(12.3, 87.9)
+    [0, 20, 40, 60, 80, 100]
+    >>> nice_ticks(0.12, 0.87)
+    [0.0, 0.2, 0.4, 0.6, 0.8, 1.0]
+    >>> nice_ticks(1, 3, 6, integer=True)
+    [1.0, 2.0, 3.0]
+    """
+    if not (math.isfinite(lo) and math.isfinite(hi)):
+        return [0.0]
+    if hi <= lo:
+        lo, hi = lo - 1.0, hi + 1.0
+    raw = (hi - lo) / max(n - 1, 1)
+    mag = 10 ** math.floor(math.log10(raw))
+    step = next(s * mag for s in (1, 2, 2.5, 5, 10) if s * mag >= raw)
+    if integer:
+        step = max(1.0, float(math.ceil(step)))
+    start = math.floor(lo / step) * step
+    ticks = []
+    x = start
+    while x <= hi + step * 1e-9:
+        ticks.append(round(x, 10))
+        x += step
+    if ticks[-1] < hi:
+        ticks.append(round(x, 10))
+    return ticks
+
+
+def _segments(xs: list[float], ys: list[float | None]) -> list[list[tuple[float, float]]]:
+    """Split a curve at its nulls into runs of points."""
+    segs: list[list[tuple[float, float]]] = [[]]
+    for x, y in zip(xs, ys):
+        if y is None:
+            if segs[-1]:
+                segs.append([])
+        else:
+            segs[-1].append((x, y))
+    return [s for s in segs if s]
+
+
+def _tick_text(v: float) -> str:
+    return f"{v:g}"
+
+
+def curves_svg(table: SplitTable, key: str, title: str, width: int = 640, height: int = 340) -> str | None:
+    """One curve of a table as an inline ``<svg>``: one polyline per row, with a legend.
+
+    Parameters
+    ----------
+    table : SplitTable
+        An aggregated table.
+    key : str
+        The curve's key in ``Row.curves`` (e.g. ``"accuracy"``).
+    title : str
+        The plot's title.
+    width, height : int
+        The picture's size in pixels.
+
+    Returns
+    -------
+    str or None
+        The SVG element; None when no row has that curve.
+
+    Examples
+    --------
+    >>> from hetbench.leaderboard.aggregate import aggregate
+    >>> from hetbench.leaderboard.curves import curves_svg
+    >>> from hetbench.leaderboard.load import example_result, parse_result
+    >>> run = example_result(curves={"round": [1, 2, 3], "accuracy": [40.0, None, 80.0]})
+    >>> (table,) = aggregate([parse_result(run)])
+    >>> svg = curves_svg(table, "accuracy", "test accuracy (%)")
+    >>> svg.startswith("<svg"), svg.count("<circle"), curves_svg(table, "worst_group_accuracy", "") is None
+    (True, 2, True)
+    """
+    series = [(i, r) for i, r in enumerate(table.rows) if key in r.curves]
+    if not series:
+        return None
+    ml, mr, mt, mb = 52, 190, 30, 42
+    pw, ph = width - ml - mr, height - mt - mb
+    xs_all = [x for _, r in series for x in r.curves[key][0]]
+    ys_all = [y for _, r in series for y in r.curves[key][1] if y is not None]
+    xt = nice_ticks(min(xs_all), max(xs_all), 6, integer=True)
+    yt = nice_ticks(min(ys_all), max(ys_all), 5)
+    x0, x1, y0, y1 = xt[0], xt[-1], yt[0], yt[-1]
+
+    def px(x: float) -> float:
+        return ml + (x - x0) / (x1 - x0) * pw if x1 > x0 else ml + pw / 2
+
+    def py(y: float) -> float:
+        return mt + ph - (y - y0) / (y1 - y0) * ph if y1 > y0 else mt + ph / 2
+
+    e = html.escape
+    label = f"{title} vs round, {table.title}"
+    out = [f'<svg xmlns="http://www.w3.org/2000/svg" class="curves" data-curve="{e(key)}" width="{width}" height="{height}" '
+           f'viewBox="0 0 {width} {height}" role="img" aria-label="{e(label)}">',
+           f"<title>{e(label)}</title>",
+           f'<rect x="{ml}" y="{mt}" width="{pw}" height="{ph}" fill="#fff" stroke="#999"/>',
+           f'<text x="{ml + pw / 2:.1f}" y="18" text-anchor="middle" font-size="13" font-weight="bold">{e(title)}</text>']
+    for v in xt:
+        x = px(v)
+        out.append(f'<line x1="{x:.1f}" y1="{mt + ph}" x2="{x:.1f}" y2="{mt + ph + 4}" stroke="#666"/>'
+                   f'<text x="{x:.1f}" y="{mt + ph + 16}" text-anchor="middle" font-size="11">{e(_tick_text(v))}</text>')
+    for v in yt:
+        y = py(v)
+        out.append(f'<line x1="{ml}" y1="{y:.1f}" x2="{ml + pw}" y2="{y:.1f}" stroke="#eee"/>'
+                   f'<text x="{ml - 6}" y="{y + 4:.1f}" text-anchor="end" font-size="11">{e(_tick_text(v))}</text>')
+    out.append(f'<text x="{ml + pw / 2:.1f}" y="{height - 6}" text-anchor="middle" font-size="12">round</text>')
+    for i, r in series:
+        color = PALETTE[i % len(PALETTE)]
+        xs, ys = r.curves[key]
+        out.append(f'<g class="series" data-series="{e(r.label)}" stroke="{color}" fill="{color}">')
+        for seg in _segments(xs, ys):
+            if len(seg) == 1:
+                out.append(f'<circle cx="{px(seg[0][0]):.1f}" cy="{py(seg[0][1]):.1f}" r="2.5"/>')
+            else:
+                pts = " ".join(f"{px(x):.1f},{py(y):.1f}" for x, y in seg)
+                out.append(f'<polyline fill="none" stroke-width="1.8" points="{pts}"/>')
+        out.append("</g>")
+    lx = ml + pw + 14
+    for j, (i, r) in enumerate(series):
+        color = PALETTE[i % len(PALETTE)]
+        y = mt + 8 + 17 * j
+        text = r.label if len(r.label) <= 26 else r.label[:25] + "…"
+        out.append(f'<g class="legend-item"><line x1="{lx}" y1="{y}" x2="{lx + 18}" y2="{y}" stroke="{color}" stroke-width="2.5"/>'
+                   f'<text x="{lx + 24}" y="{y + 4}" font-size="11"><title>{e(r.label)}</title>{e(text)}</text></g>')
+    out.append("</svg>")
+    return "\n".join(out)
+
+
+def plot_curves_png(table: SplitTable, path: str | Path) -> bool:
+    """The curves of :func:`curves_svg` as one PNG, a panel per curve that some row has.
+
+    Parameters
+    ----------
+    table : SplitTable
+        An aggregated table.
+    path : str or Path
+        The PNG to write.
+
+    Returns
+    -------
+    bool
+        True when written; False (and no file) when the table has no curves.
+
+    Examples
+    --------
+    >>> from hetbench.leaderboard.aggregate import aggregate
+    >>> from hetbench.leaderboard.curves import plot_curves_png
+    >>> from hetbench.leaderboard.load import example_result, parse_result
+    >>> run = example_result(curves={"round": [1, 2], "accuracy": [40.0, 80.0]})
+    >>> (table,) = aggregate([parse_result(run)])
+    >>> plot_curves_png(table, "curves.png"), open("curves.png", "rb").read(4)
+    (True, b'\\x89PNG')
+    """
+    panels = [(k, t) for k, t in CURVES if any(k in r.curves for r in table.rows)]
+    if not panels:
+        return False
+    plt = pyplot()
+    from matplotlib.ticker import MaxNLocator
+
+    fig, axes = plt.subplots(1, len(panels), squeeze=False, figsize=(6.2 * len(panels), 4.2), dpi=110)
+    try:
+        for ax, (key, title) in zip(axes[0], panels):
+            for i, r in enumerate(table.rows):
+                if key not in r.curves:
+                    continue
+                xs, ys = r.curves[key]
+                ax.plot(xs, [math.nan if y is None else y for y in ys], color=PALETTE[i % len(PALETTE)],
+                        marker="o" if len(xs) < 2 else None, markersize=3, linewidth=1.6, label=r.label)
+            ax.set_title(title)
+            ax.set_xlabel("round")
+            ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+            ax.grid(alpha=0.3)
+            ax.legend(fontsize=8)
+        fig.suptitle(table.title)
+        fig.tight_layout()
+        fig.savefig(path)
+    finally:
+        plt.close(fig)
+    return True

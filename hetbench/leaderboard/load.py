@@ -1,0 +1,386 @@
+"""Loading: the ``hetbench train`` results of a folder, validated, with the unreadable ones listed.
+
+Input: every ``*.json`` under a results folder (recursively) whose top-level ``"kind"`` is
+``"hetbench-train-result"`` (one file per split x algorithm x seed; the format is in
+``docs/output-contract.md``). Other JSON files are ignored; a file that is not JSON, or a result that
+lacks required keys, is *skipped* and listed.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from hetbench.errors import HetbenchError
+from hetbench.leaderboard.metrics import FINAL_METRICS
+
+RESULT_KIND = "hetbench-train-result"
+SCHEMA_VERSION = 1
+
+
+def json_text(obj: Any) -> str:
+    """Compact JSON with sorted keys that keeps non-ASCII characters as they are.
+
+    The leaderboard's key for grouping and ordering configurations, and the text of the ``params``
+    and ``config`` cells and of labels. Unlike :func:`hetbench.hashing.canonical_json` (a
+    fingerprint's form, ASCII only) it writes ``"µ"`` rather than ``"\\u00b5"``: the leaderboard
+    shows it to people.
+
+    Parameters
+    ----------
+    obj : Any
+        A value of plain JSON types (as read from a result file).
+
+    Returns
+    -------
+    str
+        ``obj`` as one line of JSON.
+
+    Examples
+    --------
+    >>> from hetbench.leaderboard.load import json_text
+    >>> json_text({"mu": 0.1, "name": "µ", "a": [1, None]})
+    '{"a":[1,null],"mu":0.1,"name":"µ"}'
+    """
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+
+
+@dataclass
+class Result:
+    """One parsed result file.
+
+    Parameters
+    ----------
+    path : str
+        The file's path relative to the results folder (POSIX).
+    data : dict
+        The parsed JSON.
+    values : dict[str, float or None]
+        Every metric's value; None when null, non-finite or absent.
+    seed : Any
+        The run's ``config.seed``.
+
+    Examples
+    --------
+    >>> from hetbench.leaderboard.load import example_result, parse_result
+    >>> r = parse_result(example_result(algorithm="fedprox", params={"mu": 0.1}, seed=1))
+    >>> r.split_key, r.algorithm, r.params, r.seed
+    (('digits', 'f00d'), 'fedprox', {'mu': 0.1}, 1)
+    >>> r.row_key
+    ('fedprox', '{"mu":0.1}', '{}')
+    """
+
+    path: str
+    data: dict
+    values: dict[str, float | None]
+    seed: Any
+
+    @property
+    def split_key(self) -> tuple[str, str]:
+        """(split name, split fingerprint): the table this result belongs to."""
+        s = self.data["split"]
+        return s["name"], s["fingerprint"]
+
+    @property
+    def algorithm(self) -> str:
+        """The algorithm's name."""
+        return self.data["algorithm"]["name"]
+
+    @property
+    def params(self) -> dict:
+        """The algorithm's parameters (``{}`` when none are given)."""
+        return self.data["algorithm"].get("params") or {}
+
+    @property
+    def config(self) -> dict:
+        """The run configuration without its seed."""
+        return {k: v for k, v in self.data["config"].items() if k != "seed"}
+
+    @property
+    def row_key(self) -> tuple[str, str, str]:
+        """(algorithm, params, config) as text: the configuration row this result belongs to."""
+        return self.algorithm, json_text(self.params), json_text(self.config)
+
+
+@dataclass
+class Skipped:
+    """A file that claims to be a result but cannot be used.
+
+    Parameters
+    ----------
+    path : str
+        The file's path relative to the results folder (POSIX).
+    reason : str
+        Why it was skipped, for people.
+
+    Examples
+    --------
+    >>> from hetbench.leaderboard.load import Skipped
+    >>> Skipped("a/b.json", "missing 'final'").reason
+    "missing 'final'"
+    """
+
+    path: str
+    reason: str
+
+
+@dataclass
+class Loaded:
+    """What :func:`load_results` found.
+
+    Parameters
+    ----------
+    results : list[Result]
+        The usable results, sorted by path.
+    skipped : list[Skipped]
+        The files skipped, with their reasons.
+    ignored : int
+        JSON files that are not train results.
+
+    Examples
+    --------
+    >>> from hetbench.leaderboard.load import Loaded
+    >>> Loaded([], []).ignored
+    0
+    """
+
+    results: list[Result]
+    skipped: list[Skipped]
+    ignored: int = 0
+
+
+def example_result(split: str = "digits", algorithm: str = "fedavg", seed: Any = 0, accuracy: float = 90.0,
+                   *, fingerprint: str = "f00d", params: dict | None = None, final: dict | None = None,
+                   curves: dict | None = None) -> dict:
+    """A minimal valid train result, for examples: the keys :func:`parse_result` needs and little more.
+
+    Parameters
+    ----------
+    split : str
+        ``split.name``.
+    algorithm : str
+        ``algorithm.name``.
+    seed : Any
+        ``config.seed``.
+    accuracy : float
+        ``final.accuracy``; ``final.worst_group_accuracy`` is 5 points lower unless ``final`` says otherwise.
+    fingerprint : str
+        ``split.fingerprint``.
+    params : dict or None
+        ``algorithm.params``.
+    final : dict or None
+        More ``final`` metrics (they win over ``accuracy``).
+    curves : dict or None
+        ``curves`` (``round`` and a list per metric); none when None.
+
+    Returns
+    -------
+    dict
+        The result as parsed JSON.
+
+    Examples
+    --------
+    >>> from hetbench.leaderboard.load import example_result
+    >>> example_result(seed=3)["final"]
+    {'accuracy': 90.0, 'worst_group_accuracy': 85.0}
+    """
+    data: dict[str, Any] = {
+        "kind": RESULT_KIND, "schema_version": SCHEMA_VERSION,
+        "split": {"name": split, "fingerprint": fingerprint},
+        "algorithm": {"name": algorithm, "params": params or {}},
+        "config": {"seed": seed},
+        "final": {"accuracy": accuracy, "worst_group_accuracy": accuracy - 5.0, **(final or {})},
+    }
+    if curves is not None:
+        data["curves"] = curves
+    return data
+
+
+def number(x: Any, where: str) -> float | None:
+    """A result's number as a finite float.
+
+    Parameters
+    ----------
+    x : Any
+        The JSON value.
+    where : str
+        Its key, for the error message.
+
+    Returns
+    -------
+    float or None
+        ``float(x)``; None for null, NaN and infinities.
+
+    Raises
+    ------
+    ValueError
+        When ``x`` is neither null nor a number (a malformed result).
+
+    Examples
+    --------
+    >>> from hetbench.leaderboard.load import number
+    >>> number(3, "final.accuracy"), number(None, "final.accuracy"), number(float("nan"), "final.accuracy")
+    (3.0, None, None)
+    >>> number("high", "final.accuracy")
+    Traceback (most recent call last):
+    ...
+    ValueError: final.accuracy is not a number
+    """
+    if x is None:
+        return None
+    if isinstance(x, bool) or not isinstance(x, (int, float)):
+        raise ValueError(f"{where} is not a number")
+    x = float(x)
+    return x if math.isfinite(x) else None
+
+
+def _per_client(data: dict, key: str) -> float | None:
+    """Mean of ``clients.<key>`` when given, else ``model.<key>``."""
+    clients = data.get("clients")
+    per = clients.get(key) if isinstance(clients, dict) else None
+    if per is not None:
+        if not isinstance(per, list):
+            raise ValueError(f"clients.{key} is not a list")
+        vals = [v for v in (number(v, f"clients.{key}") for v in per) if v is not None]
+        if vals:
+            return sum(vals) / len(vals)
+    model = data.get("model")
+    if isinstance(model, dict):
+        return number(model.get(key), f"model.{key}")
+    return None
+
+
+def parse_result(data: Any, path: str = "<result>") -> Result | None:
+    """A :class:`Result` from a file's parsed JSON.
+
+    Parameters
+    ----------
+    data : Any
+        The parsed JSON.
+    path : str
+        The file's path relative to the results folder, kept in the result.
+
+    Returns
+    -------
+    Result or None
+        The result; None when ``data`` is not a train result at all (other JSON).
+
+    Raises
+    ------
+    ValueError
+        When ``data`` claims to be a train result but is malformed; the message is the reason.
+
+    Examples
+    --------
+    >>> from hetbench.leaderboard.load import example_result, parse_result
+    >>> parse_result(example_result()).values["worst_group_accuracy"]
+    85.0
+    >>> parse_result({"kind": "something else"}) is None
+    True
+    >>> parse_result({"kind": "hetbench-train-result"})
+    Traceback (most recent call last):
+    ...
+    ValueError: missing 'split'
+    """
+    if not isinstance(data, dict) or data.get("kind") != RESULT_KIND:
+        return None
+    version = data.get("schema_version", SCHEMA_VERSION)
+    if version != SCHEMA_VERSION:
+        raise ValueError(f"schema_version {version!r} is not supported (this hetbench reads {SCHEMA_VERSION})")
+    for section in ("split", "algorithm", "config", "final"):
+        if not isinstance(data.get(section), dict):
+            raise ValueError(f"missing '{section}'")
+    for section, key in (("split", "name"), ("split", "fingerprint"), ("algorithm", "name")):
+        if not isinstance(data[section].get(key), str) or not data[section][key]:
+            raise ValueError(f"missing '{section}.{key}'")
+    if "seed" not in data["config"]:
+        raise ValueError("missing 'config.seed'")
+    if "accuracy" not in data["final"]:
+        raise ValueError("missing 'final.accuracy'")
+    params = data["algorithm"].get("params")
+    if params is not None and not isinstance(params, dict):
+        raise ValueError("'algorithm.params' is not an object")
+    values: dict[str, float | None] = {m: number(data["final"].get(m), f"final.{m}") for m in FINAL_METRICS}
+    timing = data.get("timing")
+    values["wall_time_s"] = number(timing.get("wall_time_s"), "timing.wall_time_s") if isinstance(timing, dict) else None
+    values["parameters"] = _per_client(data, "parameters")
+    values["macs"] = _per_client(data, "macs")
+    return Result(path=path, data=data, values=values, seed=data["config"]["seed"])
+
+
+def load_results(results_dir: str | Path) -> Loaded:
+    """Every train result under ``results_dir``.
+
+    Files are searched recursively and read in path order; a second result of the same split,
+    configuration and seed is skipped as a duplicate of the first.
+
+    Parameters
+    ----------
+    results_dir : str or Path
+        The results folder.
+
+    Returns
+    -------
+    Loaded
+        The results, the skipped files and the count of other JSON files.
+
+    Raises
+    ------
+    HetbenchError
+        When the folder is missing, is not a folder, or holds no usable result.
+
+    Examples
+    --------
+    >>> import json, pathlib
+    >>> from hetbench.leaderboard.load import example_result, load_results
+    >>> folder = pathlib.Path("results_load")
+    >>> folder.mkdir()
+    >>> _ = (folder / "a.json").write_text(json.dumps(example_result()))
+    >>> _ = (folder / "b.json").write_text("{")
+    >>> loaded = load_results(folder)
+    >>> [r.path for r in loaded.results], loaded.skipped[0].path, loaded.ignored
+    (['a.json'], 'b.json', 0)
+    """
+    root = Path(results_dir)
+    if not root.exists():
+        raise HetbenchError(f"results folder '{root}' does not exist")
+    if not root.is_dir():
+        raise HetbenchError(f"'{root}' is not a folder")
+    results: list[Result] = []
+    skipped: list[Skipped] = []
+    ignored = 0
+    seen: dict[tuple, str] = {}
+    for f in sorted(root.rglob("*.json")):
+        if not f.is_file():
+            continue
+        rel = f.relative_to(root).as_posix()
+        try:
+            data = json.loads(f.read_text(encoding="utf-8"))
+        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+            msg = exc.msg if isinstance(exc, json.JSONDecodeError) else "not UTF-8"
+            skipped.append(Skipped(rel, f"not valid JSON ({msg})"))
+            continue
+        except OSError as exc:
+            skipped.append(Skipped(rel, f"unreadable ({exc.strerror or exc})"))
+            continue
+        try:
+            res = parse_result(data, rel)
+        except ValueError as exc:
+            skipped.append(Skipped(rel, str(exc)))
+            continue
+        if res is None:
+            ignored += 1
+            continue
+        key = (res.split_key, res.row_key, json_text(res.seed))
+        if key in seen:
+            skipped.append(Skipped(rel, f"duplicate of {seen[key]} (same split, configuration and seed)"))
+            continue
+        seen[key] = rel
+        results.append(res)
+    if not results:
+        detail = f"; {len(skipped)} malformed file(s) skipped, e.g. {skipped[0].path}: {skipped[0].reason}" if skipped else ""
+        raise HetbenchError(f"no hetbench train results (*.json with kind '{RESULT_KIND}') under '{root}'{detail}")
+    return Loaded(results, skipped, ignored)

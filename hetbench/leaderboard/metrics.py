@@ -1,0 +1,229 @@
+"""The leaderboard's columns: each metric's name, header, direction and number format.
+
+A metric's ``name`` is also its ``--rank-by`` value and its CSV column prefix; the first eight are
+read from a result's ``final`` section, the last three from ``timing``, ``clients`` and ``model``
+(the result format is in ``docs/output-contract.md``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+from hetbench.errors import HetbenchError
+
+DEFAULT_RANK_BY = "worst_group_accuracy"
+
+
+def fmt_fixed(digits: int) -> Callable[[float], str]:
+    """A formatter with ``digits`` decimals.
+
+    Parameters
+    ----------
+    digits : int
+        Decimals after the point.
+
+    Returns
+    -------
+    Callable[[float], str]
+        ``x -> f"{x:.{digits}f}"``.
+
+    Examples
+    --------
+    >>> from hetbench.leaderboard.metrics import fmt_fixed
+    >>> fmt_fixed(2)(81.2345)
+    '81.23'
+    """
+    return lambda x: f"{x:.{digits}f}"
+
+
+def fmt_count(x: float) -> str:
+    """A count with an SI-like suffix (K, M, G, T) and three significant digits.
+
+    Parameters
+    ----------
+    x : float
+        The count.
+
+    Returns
+    -------
+    str
+        ``x`` shortened; below 1000 the plain number.
+
+    Examples
+    --------
+    >>> from hetbench.leaderboard.metrics import fmt_count
+    >>> fmt_count(1234567), fmt_count(890), fmt_count(12.5)
+    ('1.23M', '890', '12.5')
+    """
+    ax = abs(x)
+    for div, suffix in ((1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "K")):
+        if ax >= div:
+            return f"{x / div:.3g}{suffix}"
+    return f"{x:.3g}" if ax < 100 else f"{x:.0f}"
+
+
+def fmt_seconds(x: float) -> str:
+    """Seconds: two decimals below 10 s, one from 10 s on.
+
+    Parameters
+    ----------
+    x : float
+        A duration in seconds.
+
+    Returns
+    -------
+    str
+        The formatted duration, without a unit.
+
+    Examples
+    --------
+    >>> from hetbench.leaderboard.metrics import fmt_seconds
+    >>> fmt_seconds(3.14159), fmt_seconds(31.4159)
+    ('3.14', '31.4')
+    """
+    return f"{x:.2f}" if abs(x) < 10 else f"{x:.1f}"
+
+
+def fmt_seconds_like(mean: float, x: float) -> str:
+    """``x`` with the decimals :func:`fmt_seconds` gives ``mean`` (a std beside its mean).
+
+    Parameters
+    ----------
+    mean : float
+        The mean whose format the std follows.
+    x : float
+        The value to format (the std).
+
+    Returns
+    -------
+    str
+        ``x`` with two decimals when ``abs(mean) < 10``, else one.
+
+    Examples
+    --------
+    >>> from hetbench.leaderboard.metrics import fmt_seconds_like
+    >>> fmt_seconds_like(12.0, 0.123), fmt_seconds_like(2.0, 0.123)
+    ('0.1', '0.12')
+    """
+    return f"{x:.2f}" if abs(mean) < 10 else f"{x:.1f}"
+
+
+@dataclass(frozen=True)
+class Metric:
+    """A leaderboard column.
+
+    Parameters
+    ----------
+    name : str
+        The metric's name: its ``--rank-by`` value and its CSV column prefix.
+    header : str
+        The short column header of the Markdown and HTML tables.
+    higher_is_better : bool
+        The metric's direction.
+    fmt : Callable[[float], str]
+        The number format of a mean.
+    description : str
+        One line for the HTML header's tooltip.
+    std_fmt : Callable[[float, float], str] or None
+        The format of a std given ``(mean, std)``; None formats the std with ``fmt``.
+
+    Examples
+    --------
+    >>> from hetbench.leaderboard.metrics import METRIC_BY_NAME
+    >>> m = METRIC_BY_NAME["wall_time_s"]
+    >>> m.arrow, m.fmt(12.345), m.format_std(12.345, 0.25)
+    ('↓', '12.3', '0.2')
+    """
+
+    name: str
+    header: str
+    higher_is_better: bool
+    fmt: Callable[[float], str]
+    description: str = ""
+    std_fmt: Callable[[float, float], str] | None = None
+
+    @property
+    def arrow(self) -> str:
+        """``↑`` when higher is better, else ``↓``."""
+        return "↑" if self.higher_is_better else "↓"
+
+    def format_std(self, mean: float, std: float) -> str:
+        """The std ``std`` of the mean ``mean`` as shown beside it.
+
+        Parameters
+        ----------
+        mean : float
+            The mean the std belongs to.
+        std : float
+            The std.
+
+        Returns
+        -------
+        str
+            The formatted std.
+
+        Examples
+        --------
+        >>> from hetbench.leaderboard.metrics import METRIC_BY_NAME
+        >>> METRIC_BY_NAME["accuracy"].format_std(81.0, 1.234)
+        '1.23'
+        """
+        return self.std_fmt(mean, std) if self.std_fmt is not None else self.fmt(std)
+
+
+METRICS: tuple[Metric, ...] = (
+    Metric("accuracy", "accuracy", True, fmt_fixed(2), "test accuracy (%)"),
+    Metric("client_accuracy", "client acc.", True, fmt_fixed(2), "mean per-client accuracy (%)"),
+    Metric("worst_group_accuracy", "worst group", True, fmt_fixed(2), "accuracy of the worst group (%)"),
+    Metric("group_accuracy_variance", "group var.", False, fmt_fixed(2), "variance of group accuracies (%^2)"),
+    Metric("client_accuracy_p10", "client p10", True, fmt_fixed(2), "10th percentile of client accuracy (%)"),
+    Metric("client_accuracy_p90", "client p90", True, fmt_fixed(2), "90th percentile of client accuracy (%)"),
+    Metric("relative_accuracy", "rel. acc.", True, fmt_fixed(3), "accuracy / centralised accuracy (ratio)"),
+    Metric("rounds_to_target", "rounds to target", False, fmt_fixed(1), "rounds to reach the target accuracy"),
+    Metric("wall_time_s", "wall time (s)", False, fmt_seconds, "training wall time (s)", fmt_seconds_like),
+    Metric("parameters", "params/client", False, fmt_count, "model parameters per client"),
+    Metric("macs", "MACs/client", False, fmt_count, "multiply-accumulates per client"),
+)
+METRIC_NAMES: tuple[str, ...] = tuple(m.name for m in METRICS)
+METRIC_BY_NAME: dict[str, Metric] = {m.name: m for m in METRICS}
+FINAL_METRICS: tuple[str, ...] = METRIC_NAMES[:8]  # read from result["final"]
+
+# learning curves drawn per split: (key in result["curves"], title)
+CURVES: tuple[tuple[str, str], ...] = (
+    ("accuracy", "test accuracy (%)"),
+    ("worst_group_accuracy", "worst-group accuracy (%)"),
+)
+
+
+def check_rank_by(rank_by: str) -> Metric:
+    """The metric named ``rank_by``.
+
+    Parameters
+    ----------
+    rank_by : str
+        A metric name (a ``--rank-by`` value).
+
+    Returns
+    -------
+    Metric
+        The metric of that name.
+
+    Raises
+    ------
+    HetbenchError
+        When no metric has that name; the message lists the valid names.
+
+    Examples
+    --------
+    >>> from hetbench.leaderboard.metrics import check_rank_by
+    >>> check_rank_by("group_accuracy_variance").higher_is_better
+    False
+    >>> check_rank_by("speed")
+    Traceback (most recent call last):
+    ...
+    hetbench.errors.HetbenchError: unknown --rank-by 'speed'; choose one of: accuracy, ...
+    """
+    if rank_by not in METRIC_BY_NAME:
+        raise HetbenchError(f"unknown --rank-by '{rank_by}'; choose one of: {', '.join(METRIC_NAMES)}")
+    return METRIC_BY_NAME[rank_by]

@@ -1,0 +1,158 @@
+"""Ranking: every table's rows best first by one metric, and the best mean of every column.
+
+:func:`build` is the whole path from a results folder to ranked tables (load, aggregate, rank).
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+from hetbench.leaderboard.aggregate import Row, SplitTable, aggregate
+from hetbench.leaderboard.load import Loaded, load_results
+from hetbench.leaderboard.metrics import DEFAULT_RANK_BY, METRICS, check_rank_by
+
+
+def rank(tables: list[SplitTable], rank_by: str = DEFAULT_RANK_BY) -> list[SplitTable]:
+    """Sort every table's rows best first by ``rank_by``, in that metric's direction.
+
+    Ties go by accuracy (higher first), then by label; rows whose rank metric is null go last with
+    ``rank = None``. Sorts in place.
+
+    Parameters
+    ----------
+    tables : list[SplitTable]
+        Tables from :func:`hetbench.leaderboard.aggregate.aggregate`.
+    rank_by : str
+        The metric name to rank by.
+
+    Returns
+    -------
+    list[SplitTable]
+        ``tables``, ranked.
+
+    Raises
+    ------
+    HetbenchError
+        When ``rank_by`` names no metric.
+
+    Examples
+    --------
+    >>> from hetbench.leaderboard.aggregate import aggregate
+    >>> from hetbench.leaderboard.load import example_result, parse_result
+    >>> from hetbench.leaderboard.rank import rank
+    >>> runs = [example_result(algorithm=a, final={"worst_group_accuracy": w})
+    ...         for a, w in [("alpha", 70.0), ("beta", 80.0), ("gamma", None)]]
+    >>> (table,) = rank(aggregate([parse_result(r) for r in runs]))
+    >>> [(r.rank, r.label) for r in table.rows]
+    [(1, 'beta'), (2, 'alpha'), (None, 'gamma')]
+    """
+    metric = check_rank_by(rank_by)
+    sign = -1.0 if metric.higher_is_better else 1.0
+    for t in tables:
+        def key(r: Row) -> tuple[bool, float, bool, float, str]:
+            v, acc = r.mean(metric.name), r.mean("accuracy")
+            return (v is None, sign * v if v is not None else 0.0, acc is None, -acc if acc is not None else 0.0, r.label)
+
+        t.rows.sort(key=key)
+        for i, r in enumerate(t.rows, 1):
+            r.rank = i if r.mean(metric.name) is not None else None
+        t.rank_by = metric.name
+    return tables
+
+
+def build(results_dir: str | Path, rank_by: str = DEFAULT_RANK_BY) -> tuple[list[SplitTable], Loaded]:
+    """The ranked tables of a results folder: load, aggregate, rank.
+
+    Parameters
+    ----------
+    results_dir : str or Path
+        The results folder (searched recursively).
+    rank_by : str
+        The metric name to rank by; checked before anything is read.
+
+    Returns
+    -------
+    tuple[list[SplitTable], Loaded]
+        The ranked tables and what was loaded (with the skipped files).
+
+    Raises
+    ------
+    HetbenchError
+        When ``rank_by`` names no metric, or the folder holds no usable result.
+
+    Examples
+    --------
+    >>> import json, pathlib
+    >>> from hetbench.leaderboard.load import example_result
+    >>> from hetbench.leaderboard.rank import build
+    >>> folder = pathlib.Path("results_build")
+    >>> folder.mkdir()
+    >>> for i, acc in enumerate([70.0, 90.0]):
+    ...     _ = (folder / f"{i}.json").write_text(json.dumps(example_result(algorithm=f"algo{i}", accuracy=acc)))
+    >>> tables, loaded = build(folder, "accuracy")
+    >>> [r.label for r in tables[0].rows], len(loaded.results)
+    (['algo1', 'algo0'], 2)
+    """
+    check_rank_by(rank_by)
+    loaded = load_results(results_dir)
+    return rank(aggregate(loaded.results), rank_by), loaded
+
+
+def best_means(table: SplitTable) -> dict[str, float]:
+    """Per metric, the best mean of the table by the metric's direction.
+
+    Columns where fewer than two rows have a value are left out (nothing to compare: nothing is bold).
+
+    Parameters
+    ----------
+    table : SplitTable
+        An aggregated table.
+
+    Returns
+    -------
+    dict[str, float]
+        Metric name to its best mean.
+
+    Examples
+    --------
+    >>> from hetbench.leaderboard.aggregate import aggregate
+    >>> from hetbench.leaderboard.load import example_result, parse_result
+    >>> from hetbench.leaderboard.rank import best_means
+    >>> (table,) = aggregate([parse_result(example_result(algorithm=a, accuracy=acc)) for a, acc in [("a", 70.0), ("b", 90.0)]])
+    >>> best_means(table)
+    {'accuracy': 90.0, 'worst_group_accuracy': 85.0}
+    """
+    out = {}
+    for m in METRICS:
+        vals = [r.mean(m.name) for r in table.rows if r.mean(m.name) is not None]
+        if len(vals) >= 2:
+            out[m.name] = max(vals) if m.higher_is_better else min(vals)
+    return out
+
+
+def is_best(table_best: dict[str, float], metric: str, value: float | None) -> bool:
+    """Whether ``value`` is the best mean of its column (to rounding error).
+
+    Parameters
+    ----------
+    table_best : dict[str, float]
+        :func:`best_means` of the table.
+    metric : str
+        The column's metric name.
+    value : float or None
+        The cell's mean.
+
+    Returns
+    -------
+    bool
+        True when the column has a best mean and ``value`` equals it.
+
+    Examples
+    --------
+    >>> from hetbench.leaderboard.rank import is_best
+    >>> is_best({"accuracy": 90.0}, "accuracy", 90.0), is_best({"accuracy": 90.0}, "macs", 90.0)
+    (True, False)
+    """
+    best = table_best.get(metric)
+    return best is not None and value is not None and math.isclose(value, best, rel_tol=1e-9, abs_tol=1e-12)
