@@ -35,13 +35,13 @@ images (same PNG bytes) and sample ids.
 from __future__ import annotations
 
 import functools
-import io
 from pathlib import Path
 
 import numpy as np
 
 from hetbench.errors import HetbenchError
 from hetbench.seeding import make_rng
+from hetbench.sources.packaged import builtin_arrays, png_bytes
 
 DOMAINS = ("mnist", "usps", "mnistm", "syn")
 DESCRIPTION = (
@@ -99,9 +99,7 @@ def _make_mnist(per_domain: int, seed: int, mnist: tuple[np.ndarray, np.ndarray]
 def _make_usps(per_domain: int, seed: int):
     import cv2
 
-    from hetbench.sources import _builtin_arrays
-
-    images, labels = _builtin_arrays("builtin:digits")
+    images, labels = builtin_arrays("builtin:digits")
     idx = _balanced_pick(labels, np.arange(labels.size), per_domain, make_rng(seed, 1, 0))
     out = np.empty((idx.size, SIZE, SIZE), dtype=np.uint8)
     for k, i in enumerate(idx):
@@ -208,30 +206,43 @@ def _test_mask(labels: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     return mask
 
 
-def _png(images: np.ndarray) -> list[bytes]:
-    from PIL import Image
-
-    out = []
-    for img in images:
-        buf = io.BytesIO()
-        Image.fromarray(np.ascontiguousarray(img)).save(buf, format="PNG", optimize=False)
-        out.append(buf.getvalue())
-    return out
-
-
 def build_digits_domains(per_domain: int = 500, seed: int = 0):
-    """The Digits domains as a ``datasets.DatasetDict`` with splits ``train`` / ``test`` and columns
-    ``image`` (PNG, RGB 28x28), ``label`` (ClassLabel "0".."9"), ``domain`` (``mnist`` / ``usps`` /
-    ``mnistm`` / ``syn``) and ``sample_id`` (unique, ``"{domain}-{index:05d}"``). See the module
-    docstring for how each domain is made."""
-    import datasets
+    """The Digits domains as a ``datasets.DatasetDict`` (see the module docstring for each domain).
 
-    from hetbench.sources import _builtin_arrays
+    Parameters
+    ----------
+    per_domain : int
+        Samples per domain (at least 10), labels balanced; 20 % of each domain goes to ``test``.
+    seed : int
+        Seed of every random choice: a seed always gives the same PNG bytes and sample ids.
+
+    Returns
+    -------
+    datasets.DatasetDict
+        Splits ``train`` / ``test`` with columns ``image`` (PNG, RGB 28x28), ``label`` (ClassLabel
+        "0".."9"), ``domain`` (``mnist`` / ``usps`` / ``mnistm`` / ``syn``) and ``sample_id``
+        (unique, ``"{domain}-{index:05d}"``). ``builtin:digits-domains`` is
+        ``build_digits_domains(500, 0)``.
+
+    References
+    ----------
+    .. [1] Y. Jia et al., "DapperFL: Domain Adaptive Federated Learning with Model Fusion Pruning
+       for Edge Devices", NeurIPS 2024, section 4.1.
+    .. [2] Y. Ganin et al., "Domain-Adversarial Training of Neural Networks", JMLR 17, 2016 (MNIST-M).
+
+    Examples
+    --------
+    >>> from hetbench.sources.digits_domains import build_digits_domains
+    >>> dd = build_digits_domains(per_domain=10, seed=0)
+    >>> dd["train"].num_rows, dd["test"].num_rows, dd["train"][0]["sample_id"]
+    (32, 8, 'mnist-00000')
+    """
+    import datasets
 
     per_domain = int(per_domain)
     if per_domain < NUM_CLASSES:
         raise HetbenchError(f"per_domain must be at least {NUM_CLASSES}, got {per_domain}")
-    mnist = _builtin_arrays("builtin:mnist5k")
+    mnist = builtin_arrays("builtin:mnist5k")
     m_img, m_lab, m_idx = _make_mnist(per_domain, seed, mnist)
     made = {
         "mnist": (m_img, m_lab),
@@ -244,7 +255,7 @@ def build_digits_domains(per_domain: int = 500, seed: int = 0):
         images, labels = made[name]
         labels = np.asarray(labels, dtype=np.int64)
         test = _test_mask(labels, make_rng(seed, d, 9))
-        pngs = _png(images)
+        pngs = png_bytes(images)
         for i in range(labels.size):
             c = cols["test" if test[i] else "train"]
             c["image"].append({"bytes": pngs[i], "path": None})
@@ -265,7 +276,23 @@ def build_digits_domains(per_domain: int = 500, seed: int = 0):
 
 
 def save_digits_domains(path: str, per_domain: int = 500, seed: int = 0):
-    """Build the Digits domains and write them with ``DatasetDict.save_to_disk(path)``; returns them."""
+    """Build the Digits domains and write them with ``DatasetDict.save_to_disk(path)``; returns them.
+
+    Parameters
+    ----------
+    path : str
+        The folder to write (a ``hetbench partition domains --dataset`` source).
+    per_domain, seed : int
+        As for :func:`build_digits_domains`.
+
+    Examples
+    --------
+    >>> from hetbench.sources import load_table
+    >>> from hetbench.sources.digits_domains import save_digits_domains
+    >>> _ = save_digits_domains("dd", per_domain=10)
+    >>> load_table("dd").split_names
+    ['train', 'test']
+    """
     dd = build_digits_domains(per_domain, seed)
     dd.save_to_disk(str(path))
     return dd

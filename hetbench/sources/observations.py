@@ -9,7 +9,14 @@ It mimics how iNaturalist-style data arise (Hsu et al. 2020, sec. 4; Van Horn et
   an observation is drawn in proportion to abundance x a Gaussian range kernel at that location.
 
 Every number comes from the seed; nothing is downloaded. The result is plainly synthetic and the
-dataset card says so.
+dataset card says so. ``builtin:observations`` (:func:`hetbench.sources.builtins.load_observations`)
+is :func:`observations_dataset` with the defaults.
+
+References
+----------
+.. [1] T.-M. H. Hsu, H. Qi and M. Brown, "Federated Visual Classification with Real-World Data
+   Distribution", ECCV 2020, section 4.
+.. [2] G. Van Horn et al., "The iNaturalist Species Classification and Detection Dataset", CVPR 2018.
 """
 
 from __future__ import annotations
@@ -32,7 +39,27 @@ def generate_observations(
     num_centres: int = 30,
     seed: int = 0,
 ) -> dict[str, np.ndarray]:
-    """Columns ``obs_id, species, observer, latitude, longitude`` (numpy arrays, one row each)."""
+    """Columns ``obs_id, species, observer, latitude, longitude`` (numpy arrays, one row each).
+
+    Parameters
+    ----------
+    num_observations, num_observers, num_species, num_centres : int
+        Rows, observers, species and population centres.
+    seed : int
+        Seed of every number.
+
+    Returns
+    -------
+    dict of numpy.ndarray
+        One array per column, ``num_observations`` rows each.
+
+    Examples
+    --------
+    >>> from hetbench.sources.observations import generate_observations
+    >>> cols = generate_observations(num_observations=5, num_observers=3, num_species=4, num_centres=2)
+    >>> cols["obs_id"].tolist(), sorted(cols)
+    (['obs-0', 'obs-1', 'obs-2', 'obs-3', 'obs-4'], ['latitude', 'longitude', 'obs_id', 'observer', 'species'])
+    """
     rng = make_rng(seed, 4242)
     # population centres: mid latitudes weighted towards the northern hemisphere, like the real data
     c_lat = np.clip(rng.normal(25.0, 25.0, num_centres), -55.0, 70.0)
@@ -74,7 +101,21 @@ def generate_observations(
 
 
 def observations_dataset(seed: int = 0, **kwargs):
-    """The generated table as a ``datasets.Dataset``."""
+    """The generated table (:func:`generate_observations`) as a ``datasets.Dataset``.
+
+    Parameters
+    ----------
+    seed : int
+        Seed of every number.
+    **kwargs
+        Sizes passed on to :func:`generate_observations`.
+
+    Examples
+    --------
+    >>> from hetbench.sources.observations import observations_dataset
+    >>> observations_dataset(num_observations=10).column_names
+    ['obs_id', 'species', 'observer', 'latitude', 'longitude']
+    """
     import datasets
 
     cols = generate_observations(seed=seed, **kwargs)

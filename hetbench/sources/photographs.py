@@ -73,17 +73,45 @@ def _load_photographs() -> tuple[tuple[str, np.ndarray], ...]:
 def embedded_photographs() -> list[tuple[str, np.ndarray]]:
     """The real colour photographs bundled with scikit-image and scikit-learn, loaded offline.
 
-    Returns:
+    Returns
+    -------
+    list of (str, numpy.ndarray)
         ``[(scene_name, uint8 (H, W, 3) sRGB), ...]``: astronaut, coffee, chelsea, rocket,
         motorcycle (left view of skimage's stereo pair), china, flower (any that fail to load are
         skipped). The arrays are writeable copies.
+
+    Examples
+    --------
+    >>> from hetbench.sources.photographs import embedded_photographs
+    >>> photos = embedded_photographs()
+    >>> photos[0][0], photos[0][1].shape, photos[0][1].dtype
+    ('astronaut', (512, 512, 3), dtype('uint8'))
     """
     return [(name, img.copy()) for name, img in _load_photographs()]
 
 
 def scene_crops(image: np.ndarray, n: int, size: int, rng: np.random.Generator) -> list[np.ndarray]:
-    """``n`` random square crops of side ``size`` (or ``min(H, W)`` if the image is smaller),
-    positions drawn from ``rng`` (deterministic for a given generator state); returns copies."""
+    """``n`` random square crops of ``image``, positions drawn from ``rng``; returns copies.
+
+    Parameters
+    ----------
+    image : numpy.ndarray
+        An image with at least two dimensions (H, W, ...).
+    n : int
+        Number of crops (0 or more).
+    size : int
+        Side of every crop, or ``min(H, W)`` where the image is smaller.
+    rng : numpy.random.Generator
+        Draws the positions (the same generator state gives the same crops).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from hetbench.sources.photographs import scene_crops
+    >>> crops = scene_crops(np.zeros((100, 80, 3), np.uint8), 2, 64, np.random.default_rng(0))
+    >>> [c.shape for c in crops]
+    [(64, 64, 3), (64, 64, 3)]
+    """
     img = np.asarray(image)
     if img.ndim < 2:
         raise ValueError(f"expected an image with at least 2 dimensions, got shape {img.shape}")
