@@ -1,10 +1,29 @@
-"""FL algorithms, one module each; ``ALGORITHMS`` maps the ``--algo`` names to their classes."""
+"""FL algorithms, one module each; :data:`ALGORITHMS` maps the ``--algo`` names to their classes and
+:func:`make_algorithm` makes one, with its hyper-parameters range-checked.
+
+Every algorithm follows Hsu et al. 2020, Algorithm 1 (SelectClients, ClientUpdate, AggregateClient) through
+the hooks of :class:`~hetbench.train.algorithms.base.Algorithm`; a module overrides the parts its paper
+changes.
+
+Examples
+--------
+>>> from hetbench.train.algorithms import ALGORITHMS, make_algorithm
+>>> ALGORITHMS.names()
+('fedavg', 'fedavgm', 'fedprox', 'scaffold', 'qfedavg', 'fedir', 'fedvc', 'heteroswitch', 'dapperfl', 'central')
+>>> make_algorithm("FedProx", mu=0.01, q=0.5).params  # q is q-FedAvg's: FedProx ignores it
+{'server_lr': 1.0, 'mu': 0.01}
+>>> make_algorithm("fedmagic")
+Traceback (most recent call last):
+...
+hetbench.registry.UnknownNameError: unknown algorithm 'fedmagic' for --algo; choose one of: fedavg, fedavgm, ...
+"""
 
 from __future__ import annotations
 
 import math
 
 from hetbench.errors import HetbenchError
+from hetbench.registry import Registry
 from hetbench.train.algorithms.base import Algorithm, ClientUpdate, RunState, TrainConfig
 from hetbench.train.algorithms.central import Central
 from hetbench.train.algorithms.dapperfl import DapperFL
@@ -16,10 +35,13 @@ from hetbench.train.algorithms.heteroswitch import HeteroSwitch
 from hetbench.train.algorithms.qfedavg import QFedAvg
 from hetbench.train.algorithms.scaffold import Scaffold
 
-ALGORITHMS: dict[str, type[Algorithm]] = {
-    cls.name: cls
-    for cls in (FedAvg, FedAvgM, FedProx, Scaffold, QFedAvg, FedIR, FedVC, HeteroSwitch, DapperFL, Central)
-}
+ALGORITHMS: Registry[type[Algorithm]] = Registry(
+    "algorithm",
+    {cls.name: cls for cls in (FedAvg, FedAvgM, FedProx, Scaffold, QFedAvg, FedIR, FedVC, HeteroSwitch, DapperFL,
+                               Central)},
+    option="--algo",
+)
+"""The algorithms by their ``--algo`` name, in the order ``hetbench train --help`` lists them."""
 
 
 HYPER_RANGES: dict[str, tuple[float, float, bool]] = {  # name: (low, high, high included); low included
@@ -49,14 +71,21 @@ def check_hyper_parameters(params: dict) -> None:
 
 
 def make_algorithm(name: str, **params) -> Algorithm:
-    """The algorithm ``name`` with the given hyper-parameters (None = the paper's default); every given
-    value is range-checked, and parameters the algorithm does not use are then ignored."""
+    """The algorithm ``name`` (case and surrounding spaces ignored) with the given hyper-parameters.
+
+    Parameters
+    ----------
+    name : str
+        One of :data:`ALGORITHMS`; any other raises :class:`~hetbench.registry.UnknownNameError` listing them.
+    **params
+        Hyper-parameters (None: the paper's default). Every given value is range-checked (messages name the
+        ``hetbench train`` flag), then those the algorithm does not use are ignored.
+    """
     check_hyper_parameters(params)
-    key = name.strip().lower()
-    if key not in ALGORITHMS:
-        raise HetbenchError(f"unknown algorithm '{name}'; choose from {', '.join(ALGORITHMS)}")
-    cls = ALGORITHMS[key]
+    cls = ALGORITHMS[name.strip().lower()]
     return cls(**{k: v for k, v in params.items() if k in cls.defaults})
 
 
-__all__ = ["ALGORITHMS", "Algorithm", "ClientUpdate", "RunState", "TrainConfig", "make_algorithm"]
+__all__ = [
+    "ALGORITHMS", "Algorithm", "ClientUpdate", "RunState", "TrainConfig", "check_hyper_parameters", "make_algorithm",
+]

@@ -21,6 +21,7 @@ from typing import Callable
 from torch import nn
 
 from hetbench.errors import HetbenchError
+from hetbench.registry import Registry
 
 from .digits import DigitsCNN
 from .lenet import LeNet
@@ -29,29 +30,43 @@ from .norm import NORMS, check_norm
 from .profile import profile
 from .resnet import ResNet, resnet10, resnet18
 
-MODEL_NAMES: tuple[str, ...] = ("digits-cnn", "lenet", "resnet10", "resnet18", "mobilenetv3-small")
+MODELS: Registry[Callable[..., nn.Module]] = Registry(
+    "model",
+    {
+        "digits-cnn": DigitsCNN,
+        "lenet": LeNet,
+        "resnet10": resnet10,
+        "resnet18": resnet18,
+        "mobilenetv3-small": MobileNetV3Small,
+    },
+    option="--model",
+)
+"""The model factories by their ``--model`` name; each takes ``in_channels``, ``num_classes``,
+``image_size`` and, where the model has normalisation layers, ``norm``."""
+
+MODEL_NAMES: tuple[str, ...] = MODELS.names()
 
 MIN_IMAGE_SIZE = 8
-
-_BUILDERS: dict[str, Callable[[int, int, int, str], nn.Module]] = {
-    "digits-cnn": lambda c, k, s, norm: DigitsCNN(c, k, s),
-    "lenet": lambda c, k, s, norm: LeNet(c, k, s),
-    "resnet10": resnet10,
-    "resnet18": resnet18,
-    "mobilenetv3-small": MobileNetV3Small,
-}
 
 
 def build_model(
     name: str, in_channels: int, num_classes: int, image_size: int, norm: str = "group"
 ) -> nn.Module:
-    """A freshly initialised model ``name`` (one of :data:`MODEL_NAMES`) for ``image_size`` square images.
+    """A freshly initialised model ``name`` (one of :data:`MODELS`) for ``image_size`` square images.
 
     Initial weights come from torch's global generator: seed it (``torch.manual_seed``) for repeatable
     weights. Raises :class:`HetbenchError` for an unknown name or norm, or sizes out of range.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from hetbench.train.models import build_model
+    >>> _ = torch.manual_seed(0)
+    >>> model = build_model("lenet", in_channels=1, num_classes=10, image_size=28)
+    >>> model(torch.zeros(2, 1, 28, 28)).shape
+    torch.Size([2, 10])
     """
-    if name not in _BUILDERS:
-        raise HetbenchError(f"unknown model {name!r}; choose one of: {', '.join(MODEL_NAMES)}")
+    MODELS[name]  # an unknown name raises here, listing the valid ones, before the other checks
     check_norm(norm)
     if int(in_channels) < 1:
         raise HetbenchError(f"in_channels must be at least 1, got {in_channels}")
@@ -59,7 +74,8 @@ def build_model(
         raise HetbenchError(f"num_classes must be at least 1, got {num_classes}")
     if int(image_size) < MIN_IMAGE_SIZE:
         raise HetbenchError(f"image_size must be at least {MIN_IMAGE_SIZE}, got {image_size}")
-    return _BUILDERS[name](int(in_channels), int(num_classes), int(image_size), norm)
+    return MODELS.call(name, in_channels=int(in_channels), num_classes=int(num_classes), image_size=int(image_size),
+                       norm=norm)
 
 
 def default_model(image_size: int) -> str:
@@ -77,6 +93,7 @@ def count_parameters(model: nn.Module) -> int:
 
 
 __all__ = [
+    "MODELS",
     "MODEL_NAMES",
     "NORMS",
     "DigitsCNN",

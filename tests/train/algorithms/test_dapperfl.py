@@ -1,0 +1,74 @@
+"""DapperFL (Yang et al. 2024): fusion schedule (Eq. 2), L1 channel pruning, recovery (Eq. 6), DAR loss (Eq. 5)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+
+from hetbench.train.algorithms import make_algorithm
+from hetbench.train.algorithms.dapperfl import dar_loss, fusion_factor, l1_channel_mask, prune_groups, recover
+from hetbench.train.flat import FlatModel
+from hetbench.train.models import build_model
+
+pytestmark = pytest.mark.usefixtures("one_thread")
+
+
+def test_dapperfl_fusion_schedule():
+    assert fusion_factor(1) == pytest.approx(0.9)
+    assert fusion_factor(2) == pytest.approx(0.72)
+    assert fusion_factor(3) == pytest.approx(0.576)
+    assert fusion_factor(11) == pytest.approx(0.1)  # 0.9 * 0.8^10 = 0.0966 < alpha_min
+    assert fusion_factor(50) == pytest.approx(0.1)
+    values = [fusion_factor(t) for t in range(1, 30)]
+    assert all(a >= b for a, b in zip(values, values[1:]))
+
+
+@pytest.mark.parametrize("ratio", [0.0, 0.2, 0.4, 0.6, 0.8])
+def test_dapperfl_l1_pruning_achieves_the_ratio_and_drops_the_weakest_channels(ratio):
+    torch.manual_seed(0)
+    model = build_model("lenet", 3, 10, 32)
+    flat = FlatModel(model)
+    groups = prune_groups(model, {id(p): s for p, s in zip(flat.param_list, flat.offsets)})
+    assert len(groups) == 4  # conv1, conv2, fc384, fc192; the classifier is kept
+    mask, pruned, total = l1_channel_mask(flat.params, groups, ratio)
+    assert total == 64 + 64 + 384 + 192
+    assert pruned == sum(int(np.floor(ratio * c + 1e-9)) for c in (64, 64, 384, 192))
+    assert abs(pruned / total - ratio) < 0.01
+    w = next(m for m in model.modules() if isinstance(m, torch.nn.Conv2d)).weight
+    l1 = w.detach().abs().sum(dim=(1, 2, 3))
+    kept = mask[groups[0].weight[0]: groups[0].weight[1]].view(64, -1)[:, 0] > 0
+    if 0 < kept.sum() < 64:
+        assert float(l1[kept].min()) >= float(l1[~kept].max())
+
+
+def test_dapperfl_recovery_and_footprint(tiny_data, train):
+    local = torch.tensor([1.0, 2.0, 0.0, 0.0])
+    mask = torch.tensor([1.0, 1.0, 0.0, 0.0])
+    prev = torch.tensor([9.0, 9.0, 7.0, 5.0])
+    assert torch.equal(recover(local, mask, prev), torch.tensor([1.0, 2.0, 7.0, 5.0]))  # Eq. 6
+    data = tiny_data(sizes=(8, 8, 8, 8, 8))
+    algo = make_algorithm("dapperfl")
+    doc, run = train(data, algo, rounds=2, clients_per_round=5, model="lenet", local_epochs=2)
+    params = doc["clients"]["parameters"]
+    macs = doc["clients"]["macs"]
+    assert params[0] == doc["model"]["parameters"]  # level 1: rho = 0
+    assert params == sorted(params, reverse=True) and len(set(params)) == 5
+    assert macs == sorted(macs, reverse=True)
+    kept = doc["clients"]["mask_parameters"]
+    assert kept[0] == doc["model"]["parameters"] and kept == sorted(kept, reverse=True)
+    assert doc["clients"]["pruning_ratio"] == [0.0, 0.2, 0.4, 0.6, 0.8]
+    assert all(p <= k for p, k in zip(params, kept))  # removing dead inputs too can only cut more
+    assert doc["curves"]["algorithm"]["achieved_pruning_ratio"]["0.8"] == pytest.approx(0.8, abs=0.01)
+
+
+def test_dapperfl_dar_loss_adds_feature_norm():
+    torch.manual_seed(0)
+    model = build_model("digits-cnn", 1, 3, 8)
+    x = torch.randn(5, 1, 8, 8)
+    y = torch.tensor([0, 1, 2, 0, 1])
+    z = model.features(x)
+    expected = F.cross_entropy(model(x), y) + 0.5 * z.pow(2).sum(1).mean()
+    assert torch.isclose(dar_loss(model, x, y, 0.5), expected)
+    assert torch.isclose(dar_loss(model, x, y, 0.0), F.cross_entropy(model(x), y))

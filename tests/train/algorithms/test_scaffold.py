@@ -1,0 +1,36 @@
+"""SCAFFOLD (Karimireddy et al. 2020): control variates, option II."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from hetbench.train.algorithms import make_algorithm
+from hetbench.train.models import build_model
+
+pytestmark = pytest.mark.usefixtures("one_thread")
+
+
+def test_scaffold_round_one_with_zero_control_variates_is_fedavg(tiny_data, train):
+    data = tiny_data(sizes=(8, 8, 8, 8), skew=True)  # equal sizes: n_k-weights = uniform weights
+    _, a = train(data, "fedavg", rounds=1, clients_per_round=4)
+    algo = make_algorithm("scaffold")
+    _, s = train(data, algo, rounds=1, clients_per_round=4)
+    assert torch.allclose(a.global_params, s.global_params, atol=1e-6)
+    assert float(algo.c.abs().sum()) > 0  # the server control variate has moved for round two
+    _, a2 = train(data, "fedavg", rounds=2, clients_per_round=4)
+    _, s2 = train(data, make_algorithm("scaffold"), rounds=2, clients_per_round=4)
+    assert not torch.allclose(a2.global_params, s2.global_params, atol=1e-6)
+
+
+def test_scaffold_control_variate_option_two(tiny_data, train):
+    data = tiny_data(sizes=(8, 8))
+    algo = make_algorithm("scaffold")
+    _, run = train(data, algo, rounds=1, clients_per_round=2, lr=0.1, batch_size=4)
+    # option II: c_i = (x - y_i) / (K eta) with c = c_i = 0 before the round, K = 2 steps
+    torch.manual_seed(0)
+    x0 = torch.cat([p.reshape(-1) for p in build_model("digits-cnn", 1, 3, 8).parameters()])
+    y_mean = x0 + (run.global_params - x0)  # server lr 1: x1 = mean_i y_i
+    c_mean = (algo.c_i[0] + algo.c_i[1]) / 2
+    assert torch.allclose(c_mean, (x0 - y_mean) / (2 * 0.1), atol=1e-5)
+    assert torch.allclose(algo.c, c_mean * 2 / data.num_clients, atol=1e-6)
