@@ -9,15 +9,20 @@ Clients are allocated to devices by market share (participation weights).
 
 from __future__ import annotations
 
-from hetbench.builders.isp_common import read_device_weights, rebuild_from_recipe
-from hetbench.builders.iso_isp import check_size, render_device_split
-from hetbench.builders.isp_split import DeviceSplit
+import os
+from pathlib import Path
+from typing import Any
+
+from hetbench.builders.captures import check_size, read_device_weights, rebuild_from_recipe
+from hetbench.builders.iso_isp import render_device_split
 from hetbench.isp.jobs import Render
+from hetbench.naming import SPLITS_ROOT
+from hetbench.pipeline import PreparedSplit
 
 EMBEDDED = "builtin:photos"
 
 
-def build_devices(
+def prepare_devices(
     profiles: str = "heteroswitch9",
     raw_dir: str | None = None,
     labels: str | None = None,
@@ -30,7 +35,31 @@ def build_devices(
     crops_per_photo: int = 8,
     crop_size: int = 384,
     quiet: bool = False,
-) -> DeviceSplit:
+    title: str | None = None,
+) -> PreparedSplit:
+    """Capture every scene with every emulated phone of ``profiles``; the split, not yet published.
+
+    Parameters
+    ----------
+    profiles : str
+        Device profile set (``manifests/devices/<profiles>.yaml``).
+    clients : int, optional
+        Number of clients, allocated to devices by market share (or ``device_weights``).
+    Others
+        As for :func:`hetbench.builders.iso_isp.prepare_iso_isp`.
+
+    References
+    ----------
+    Kim et al., HeteroSwitch, MLSys 2024: Table 1 (nine phones and their market shares); Brooks et
+    al., CVPR 2019 (unprocessing sRGB into a sensor's RAW).
+
+    Examples
+    --------
+    >>> from hetbench.builders.devices import prepare_devices
+    >>> split = prepare_devices(clients=10, size=32, crops_per_photo=1, crop_size=96, quiet=True).build()
+    >>> split.num_clients, len(split.client_names[0].split("/"))
+    (10, 2)
+    """
     from hetbench.isp.pipeline import Pipeline
     from hetbench.isp.profiles import load_profiles
 
@@ -45,12 +74,29 @@ def build_devices(
         "Brooks et al. 2019, then each phone's own ISP), label = scene"
     )
     return render_device_split(
-        "devices", {"profiles": profiles}, devices, isp_of, weights, [Render(d, isp_of[d], profile=d) for d in devices],
+        "devices", {"profiles": profiles}, isp_of, weights, [Render(d, isp_of[d], profile=d) for d in devices],
         raw_dir, labels, size, clients, device_weights, test_fraction, seed, num_proc, crops_per_photo, crop_size,
-        quiet, description, f"capturing {{n}} scenes x {len(devices)} devices", profile_set=profiles,
+        quiet, description, f"capturing {{n}} scenes x {len(devices)} devices", profile_set=profiles, title=title,
     )
 
 
+def build_devices(
+    out: str | os.PathLike | None = None, *, name: str | None = None, overwrite: bool = False, **params: Any
+) -> tuple[Path, dict[str, Any]]:
+    """Capture (``params`` as :func:`prepare_devices`) and publish to ``out``; returns the folder and
+    the report. Default folder: ``hetbench_splits/devices-<profiles>-n<clients>-s<seed>``."""
+    from hetbench.atomic import check_out_dir
+
+    if params.get("clients") is None:
+        params["clients"] = 50
+    tag = f"devices-{params.get('profiles', 'heteroswitch9')}-n{params['clients']}-s{params.get('seed', 0)}"
+    out_path = check_out_dir(Path(out) if out else SPLITS_ROOT / tag, overwrite)
+    name = name or tag
+    prepared = prepare_devices(**params, title=name)
+    _, report = prepared.publish(out_path, name=name, overwrite=overwrite, quiet=params.get("quiet", False))
+    return out_path, report
+
+
 def rebuild(manifest: dict, num_proc: int = 1):
-    """Re-run the recorded recipe (for ``hetbench verify``)."""
-    return rebuild_from_recipe(build_devices, manifest, num_proc)
+    """Re-run the recorded recipe (for ``hetbench verify``); returns the split."""
+    return rebuild_from_recipe(prepare_devices, manifest, num_proc)

@@ -12,12 +12,15 @@ The embedded default is a generated observation table (``builtin:observations``)
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
 from hetbench.errors import HetbenchError
+from hetbench.naming import SPLITS_ROOT
+from hetbench.pipeline import PreparedSplit
 from hetbench.splits import FederatedSplit
 
 EMBEDDED = "builtin:observations"
@@ -66,55 +69,122 @@ def _rename(fs: FederatedSplit, mapping: dict[str, str]) -> None:
             fs.table.splits[split] = ds.rename_columns(m)
 
 
-def build_geo(
+def _with_images(table, image_root: str | None, image_col: str | None):
+    if image_root:
+        attach_images(table, image_root, image_col or table.id_column or "image_path")
+    return table
+
+
+def resolve_recipe(recipe: str | None, builder: str, mode: str | None, metadata: str | None, params: dict[str, Any]) -> dict[str, Any] | None:
+    """Fill ``params`` (in place; explicit values win) from a canonical recipe's columns and settings;
+    returns the recipe's published statistics (None without a recipe)."""
+    if not recipe:
+        return None
+    from hetbench.errors import HetbenchError
+    from hetbench.publish.recipes import recipe_mode
+
+    spec, settings = recipe_mode(recipe, builder, mode)
+    if metadata is None:
+        need = spec["rebuild"].get("columns") if builder == "geo" else settings.get("inputs", "the public metadata table")
+        raise HetbenchError(f"--recipe {recipe} needs --metadata: {need} from the public files" if builder == "geo"
+                            else f"--recipe {recipe} needs --metadata, e.g. \"{need}\"")
+    cols = settings.get("columns", {})
+    names = {"lat": "lat_col", "lon": "lon_col", "label": "label_col", "id": "id_col", "user": "user_col"}
+    for key, param in names.items():
+        if key in cols and params.get(param) is None:
+            params[param] = cols[key]
+    for key in ("nmax", "filters", "test_split"):
+        if key in settings and params.get(key) is None:
+            params[key] = settings[key]
+    return dict(spec["published"], recipe=recipe) if spec.get("published") else None
+
+
+def prepare_geo(
     metadata: str | None = None,
-    lat_col: str = "latitude",
-    lon_col: str = "longitude",
+    lat_col: str | None = None,
+    lon_col: str | None = None,
     label_col: str | None = None,
     id_col: str | None = None,
-    nmax: int = 3000,
+    nmax: int | None = None,
     nmin: int | None = None,
     test_split: str | None = None,
     test_fraction: float = 0.2,
     seed: int = 0,
     image_root: str | None = None,
     image_col: str | None = None,
-) -> tuple[FederatedSplit, dict[str, Any]]:
-    """Adaptive-S2 split of a geo-tagged table; returns the split and the report additions."""
+    recipe: str | None = None,
+) -> PreparedSplit:
+    """Adaptive-S2 clients of a geo-tagged table; the split, not yet published.
+
+    Parameters
+    ----------
+    metadata : str, optional
+        A CSV / parquet / ``save_to_disk`` table (default: the generated ``builtin:observations``).
+    lat_col, lon_col, label_col, id_col : str, optional
+        Its columns (default: ``latitude``, ``longitude``, the label column, row numbers).
+    nmax, nmin : int, optional
+        Split S2 cells holding more than ``nmax`` examples (default 3000); drop cells with fewer
+        than ``nmin`` (default ``0.01 * nmax``).
+    test_split, test_fraction
+        The test policy (:func:`hetbench.splits.build_split`).
+    seed : int
+        Seed of every random choice.
+    image_root, image_col : str, optional
+        Attach image files under ``image_root`` named by ``image_col``.
+    recipe : str, optional
+        A canonical recipe (``inaturalist-geo-3k``, ...; ``manifests/recipes``) whose columns and
+        parameters fill the ones not given.
+
+    References
+    ----------
+    Hsu, Qi and Brown, "Federated Visual Classification with Real-World Data Distribution", ECCV
+    2020, sec. 4.1 (iNaturalist-Geo: adaptive S2 cells with at most Nmax examples).
+
+    Examples
+    --------
+    >>> from hetbench.builders.geo import prepare_geo
+    >>> split = prepare_geo(nmax=1000).build()
+    >>> split.client_names[0][:2], split.num_clients > 5
+    ('0f', True)
+    """
     from hetbench.partitioners.geo_s2 import GeoS2Partitioner
     from hetbench.sources import load_table
-    from hetbench.splits import build_split
 
+    params = {"lat_col": lat_col, "lon_col": lon_col, "label_col": label_col, "id_col": id_col, "nmax": nmax, "test_split": test_split}
+    published = resolve_recipe(recipe, "geo", "rebuild", metadata, params)
+    lat_col, lon_col = params["lat_col"] or "latitude", params["lon_col"] or "longitude"
+    nmax = params["nmax"] or 3000
     partitioner = GeoS2Partitioner(lat_col=lat_col, lon_col=lon_col, nmax=nmax, nmin=nmin)
-    table = load_table(metadata or EMBEDDED, label_col, id_col)
-    if image_root:
-        attach_images(table, image_root, image_col or table.id_column or "image_path")
-    fs = build_split(table, partitioner, seed, test_split, test_fraction)
-    for split in fs.table.split_names:
-        cells = _per_row(fs, split, list(fs.client_names))
-        fs.table.splits[split] = fs.table.splits[split].add_column("s2_cell", cells)
-    _rename(fs, {lat_col: "lat", lon_col: "lon"})
-    from hetbench import s2
+    table = _with_images(load_table(metadata or EMBEDDED, params["label_col"], params["id_col"]), image_root, image_col)
 
-    levels = [int(s2.level(np.array([s2.from_token(t)], dtype=np.uint64))[0]) for t in fs.client_names]
-    extra = {
-        "geo": {
+    def extras(fs: FederatedSplit):
+        from hetbench import s2
+
+        for split in fs.table.split_names:
+            cells = _per_row(fs, split, list(fs.client_names))
+            fs.table.splits[split] = fs.table.splits[split].add_column("s2_cell", cells)
+        _rename(fs, {lat_col: "lat", lon_col: "lon"})
+        levels = [int(s2.level(np.array([s2.from_token(t)], dtype=np.uint64))[0]) for t in fs.client_names]
+        geo = {
             "nmax": partitioner.nmax,
             "nmin": partitioner.nmin,
             "cells": fs.num_clients,
             "cell_levels": {str(lv): levels.count(lv) for lv in sorted(set(levels))},
             "published_inaturalist_geo_clients": PUBLISHED["inaturalist-geo"]["nmax_to_clients"],
         }
-    }
-    return fs, extra
+        if published:
+            geo["published"] = published
+        return {"geo": geo}, map_plot_writer(fs, f"{fs.num_clients} S2 cells (Nmax {nmax})", True)
+
+    return PreparedSplit(table, partitioner, seed, params["test_split"], test_fraction, extras)
 
 
-def build_users(
+def prepare_users(
     metadata: str | None = None,
     user_col: str | None = None,
     label_col: str | None = None,
     id_col: str | None = None,
-    filters: str = "landmarks",
+    filters: str | None = None,
     min_samples: int = 1,
     test_split: str | None = None,
     test_fraction: float = 0.1,
@@ -122,26 +192,63 @@ def build_users(
     image_root: str | None = None,
     image_col: str | None = None,
     thresholds: dict[str, int] | None = None,
-) -> tuple[FederatedSplit, dict[str, Any]]:
-    """Per-user split with the published filters; returns the split and the report additions."""
+    recipe: str | None = None,
+    mode: str | None = None,
+) -> PreparedSplit:
+    """One client per user after the published filters; the split, not yet published.
+
+    Parameters
+    ----------
+    metadata : str, optional
+        A table with a user column (default: the generated ``builtin:observations``).
+    user_col, label_col, id_col : str, optional
+        Its columns (default user column: ``observer`` for the generated table, else ``user_id``).
+    filters : {"landmarks", "inaturalist", "none"}
+        Landmarks-User-160k's class and user thresholds to a fixed point, iNaturalist-User-120k's
+        class balancing, or none (default: landmarks).
+    min_samples : int
+        Drop users with fewer rows.
+    test_split, test_fraction
+        The test policy; default: by user (``natural``) when every split has users, a shared test
+        set when the test file has none, and held-out users (``heldout``) for a single split.
+    thresholds : dict, optional
+        Overrides of the filter thresholds.
+    recipe, mode : str, optional
+        A canonical recipe (``landmarks-user-160k``, ``inaturalist-user-120k``) and its mode
+        (``import`` the published split files, or ``rebuild`` from raw metadata).
+    Others
+        As for :func:`prepare_geo`.
+
+    References
+    ----------
+    Hsu, Qi and Brown, ECCV 2020, sec. 4.2 and Table 1 (Landmarks-User-160k, iNaturalist-User-120k).
+
+    Examples
+    --------
+    >>> from hetbench.builders.geo import prepare_users
+    >>> prepared = prepare_users()
+    >>> prepared.test_split, prepared.build().num_clients > 10
+    ('heldout', True)
+    """
     from hetbench.partitioners.user_filters import UsersPartitioner
     from hetbench.sources import load_table
-    from hetbench.splits import build_split
 
-    user_col = user_col or ("observer" if metadata is None else "user_id")
+    params = {"user_col": user_col, "label_col": label_col, "id_col": id_col, "filters": filters, "test_split": test_split}
+    published = resolve_recipe(recipe, "users", mode, metadata, params)
+    filters = params["filters"] or "landmarks"
+    user_col = params["user_col"] or ("observer" if metadata is None else "user_id")
     partitioner = UsersPartitioner(column=user_col, filters=filters, min_samples=min_samples, **(thresholds or {}))
-    table = load_table(metadata or EMBEDDED, label_col, id_col)
-    if image_root:
-        attach_images(table, image_root, image_col or table.id_column or "image_path")
-    others_have_users = all(user_col in table.splits[s].column_names for s in table.split_names if s != "train")
+    table = _with_images(load_table(metadata or EMBEDDED, params["label_col"], params["id_col"]), image_root, image_col)
+    test_split = params["test_split"]
     if test_split is None:
         # a published test file without users (Landmarks' test.csv) is a shared test set of unseen users
+        others_have_users = all(user_col in table.splits[s].column_names for s in table.split_names if s != "train")
         test_split = ("natural" if others_have_users else "global") if len(table.split_names) > 1 else "heldout"
-    fs = build_split(table, partitioner, seed, test_split, test_fraction)
-    _rename(fs, {user_col: "user_id"})
-    train_labels = fs.labels("train")
-    extra = {
-        "users": {
+
+    def extras(fs: FederatedSplit):
+        _rename(fs, {user_col: "user_id"})
+        train_labels = fs.labels("train")
+        users = {
             "filters": filters,
             "users": fs.num_clients,
             "classes_in_train": int(np.unique(train_labels).size),
@@ -150,8 +257,39 @@ def build_users(
             "heldout_users": len(fs.partition.recipe.get("heldout_clients", [])),
             "published": PUBLISHED["landmarks-user-160k" if filters == "landmarks" else "inaturalist-user-120k"],
         }
-    }
-    return fs, extra
+        if published:
+            users["published"] = published
+        return {"users": users}, map_plot_writer(fs, f"{fs.num_clients} users", False)
+
+    return PreparedSplit(table, partitioner, seed, test_split, test_fraction, extras)
+
+
+def _publish(prepared_of: Callable[..., PreparedSplit], tag: Callable[[dict], str], out, name, overwrite, quiet, params):
+    from hetbench.atomic import check_out_dir
+
+    out_path = check_out_dir(Path(out) if out else SPLITS_ROOT / tag(params), overwrite)
+    _, report = prepared_of(**params).publish(out_path, name=name or tag(params), overwrite=overwrite, quiet=quiet)
+    return out_path, report
+
+
+def build_geo(out: str | os.PathLike | None = None, *, name: str | None = None, overwrite: bool = False,
+              quiet: bool = False, **params: Any) -> tuple[Path, dict[str, Any]]:
+    """Build (``params`` as :func:`prepare_geo`) and publish to ``out``; returns the folder and the report.
+    Default folder: ``hetbench_splits/<recipe>`` or ``hetbench_splits/geo-nmax<N>-s<seed>``."""
+    def tag(p: dict) -> str:
+        return p.get("recipe") or f"geo-nmax{p.get('nmax') or 3000}-s{p.get('seed', 0)}"
+
+    return _publish(prepare_geo, tag, out, name, overwrite, quiet, params)
+
+
+def build_users(out: str | os.PathLike | None = None, *, name: str | None = None, overwrite: bool = False,
+                quiet: bool = False, **params: Any) -> tuple[Path, dict[str, Any]]:
+    """Build (``params`` as :func:`prepare_users`) and publish to ``out``; returns the folder and the
+    report. Default folder: ``hetbench_splits/<recipe>`` or ``hetbench_splits/users-<filters>-s<seed>``."""
+    def tag(p: dict) -> str:
+        return p.get("recipe") or f"users-{p.get('filters') or 'landmarks'}-s{p.get('seed', 0)}"
+
+    return _publish(prepare_users, tag, out, name, overwrite, quiet, params)
 
 
 # ---- map ------------------------------------------------------------------------------------

@@ -2,19 +2,29 @@
 
 The Table 3 baseline pipeline is one "device"; each other Table 3 option of each listed stage, with
 every other stage at baseline, is one more. Every capture is rendered by every device, so devices
-differ only by their ISP. Sources: RAW files (``--raw-dir``, labels from ``--labels``), or the
+differ only by their ISP. Sources: RAW files (``raw_dir``, labels from ``labels``), or the
 embedded default: crops of the real photographs shipped in scikit-image and scikit-learn,
 unprocessed into RAW by the nine HeteroSwitch device profiles in turn (label = scene).
 """
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
 from typing import Any
 
-from hetbench.builders.isp_common import embedded_sources, raw_files, read_device_weights, read_labels, rebuild_from_recipe
-from hetbench.builders.isp_split import DeviceSplit, assemble_device_split
-from hetbench.errors import HetbenchError
-from hetbench.isp.jobs import CaptureJob, RawSource, Render, run_jobs
+from hetbench.builders.captures import (
+    capture_jobs,
+    check_clients,
+    check_size,
+    read_device_weights,
+    rebuild_from_recipe,
+)
+from hetbench.builders.device_split import device_extras, rendered_table
+from hetbench.isp.jobs import Render, run_jobs
+from hetbench.naming import SPLITS_ROOT
+from hetbench.partitioners.devices import DevicePartitioner
+from hetbench.pipeline import PreparedSplit
 
 EMBEDDED = "builtin:photos"
 EMBEDDED_DESCRIPTION = (
@@ -24,43 +34,7 @@ EMBEDDED_DESCRIPTION = (
 )
 
 
-def check_clients(clients: int | None, devices: list[str]) -> None:
-    """Every device needs a client: checked before any rendering."""
-    if clients is not None and clients < len(devices):
-        raise HetbenchError(f"--clients {clients} is fewer than the {len(devices)} devices; every device needs a client")
-
-
-def check_size(size: int | None) -> int | None:
-    if size is not None and not 16 <= int(size) <= 4096:
-        raise HetbenchError(f"--size must be between 16 and 4096 pixels (got {size})")
-    return None if size is None else int(size)
-
-
-def capture_jobs(raw_dir, labels, renders, size, seed, crops_per_photo, crop_size, profile_set="heteroswitch9"):
-    """One job per capture, from RAW files or the embedded photographs."""
-    from hetbench.isp.profiles import load_profiles
-
-    if raw_dir is not None:
-        files = raw_files(raw_dir)
-        label_of = read_labels(labels, files, raw_dir)
-        from pathlib import Path
-
-        return [
-            CaptureJob(i, Path(f).stem, label_of[f], RawSource(f), tuple(renders), size, seed)
-            for i, f in enumerate(files)
-        ]
-    if labels is not None:
-        raise HetbenchError("--labels needs --raw-dir")
-    if crops_per_photo < 1 or crop_size < 32:
-        raise HetbenchError("--crops-per-photo must be >= 1 and --crop-size >= 32")
-    profiles = [p.name for p in load_profiles(profile_set)]
-    return [
-        CaptureJob(i, cid, label, src, tuple(renders), size, seed, base_profile=profiles[i % len(profiles)], profile_set=profile_set)
-        for i, (cid, label, src) in enumerate(embedded_sources(crops_per_photo, crop_size, seed))
-    ]
-
-
-def build_iso_isp(
+def prepare_iso_isp(
     stages: str = "wb,tone",
     raw_dir: str | None = None,
     labels: str | None = None,
@@ -73,7 +47,44 @@ def build_iso_isp(
     crops_per_photo: int = 8,
     crop_size: int = 384,
     quiet: bool = False,
-) -> DeviceSplit:
+    title: str | None = None,
+) -> PreparedSplit:
+    """Render every capture under every Table 3 variant of ``stages``; the split, not yet published.
+
+    Parameters
+    ----------
+    stages : str
+        Comma list of stages whose Table 3 options become devices (``wb``, ``demosaic``, ``denoise``,
+        ``gamut``, ``tone``, ``compress``) or ``all``.
+    raw_dir, labels : str, optional
+        A folder of RAW files and a CSV ``file,label``; default: the embedded photographs.
+    size : int, optional
+        Side of the square output images (16-4096; None keeps the render's size).
+    clients : int, optional
+        Number of clients (default: one per device); at least one per device.
+    device_weights : str, optional
+        A JSON/YAML file mapping device -> participation weight (default: uniform).
+    test_fraction : float
+        Share of captures held out for testing (by capture, stratified by label).
+    seed, num_proc, quiet
+        Seed of every random choice; worker processes; no progress bar.
+    crops_per_photo, crop_size : int
+        Embedded default: crops per photograph and their side.
+    title : str, optional
+        Title of the contact sheet; None writes no device plots (as ``hetbench verify`` needs).
+
+    References
+    ----------
+    Kim et al., HeteroSwitch, MLSys 2024: sec. 3.4 and Table 3 (one stage changed at a time).
+
+    Examples
+    --------
+    >>> from hetbench.builders.iso_isp import prepare_iso_isp
+    >>> prepared = prepare_iso_isp("wb", size=32, crops_per_photo=1, crop_size=96, quiet=True)
+    >>> split = prepared.build()
+    >>> split.client_names[:2], sorted(split.outputs)
+    (('baseline/0', 'wb=gray-world/0'), ['test', 'train'])
+    """
     from hetbench.isp.pipeline import parse_stage_list, table3_variants
 
     size = check_size(size)
@@ -83,19 +94,21 @@ def build_iso_isp(
     weights = read_device_weights(device_weights, devices)
     description = EMBEDDED_DESCRIPTION if raw_dir is None else f"the RAW captures in '{raw_dir}'"
     return render_device_split(
-        "iso-isp", {"stages": stages}, devices, isp_of, weights, [Render(d, isp_of[d]) for d in devices],
+        "iso-isp", {"stages": stages}, isp_of, weights, [Render(d, isp_of[d]) for d in devices],
         raw_dir, labels, size, clients, device_weights, test_fraction, seed, num_proc, crops_per_photo, crop_size,
-        quiet, description, f"rendering {{n}} captures x {len(devices)} ISP variants",
+        quiet, description, f"rendering {{n}} captures x {len(devices)} ISP variants", title=title,
     )
 
 
 def render_device_split(
-    method: str, family_params: dict[str, Any], devices: list[str], isp_of: dict[str, str], weights: dict[str, float],
+    method: str, family_params: dict[str, Any], isp_of: dict[str, str], weights: dict[str, float],
     renders: list[Render], raw_dir, labels, size, clients, device_weights, test_fraction, seed, num_proc,
     crops_per_photo, crop_size, quiet, description: str, progress: str, profile_set: str = "heteroswitch9",
-) -> DeviceSplit:
-    """The part every device builder shares: check, render every capture for every device, record
-    the recipe, assemble the split."""
+    title: str | None = None,
+) -> PreparedSplit:
+    """What every device builder shares: check, render every capture for every device, record the
+    build's recipe, and hand the table to the :class:`DevicePartitioner` (``deal`` allocation)."""
+    devices = list(isp_of)
     check_clients(clients, devices)
     jobs = capture_jobs(raw_dir, labels, renders, size, seed, crops_per_photo, crop_size, profile_set=profile_set)
     results = run_jobs(jobs, num_proc, quiet, progress.format(n=len(jobs)))
@@ -106,12 +119,31 @@ def render_device_split(
         "crops_per_photo": crops_per_photo if raw_dir is None else None,
         "crop_size": crop_size if raw_dir is None else None,
     })
-    recipe = {"method": method, "params": params, "seed": seed, "split": "train"}
     source = {"dataset": raw_dir or EMBEDDED, "label_col": "label", "id_col": "sample_id", "labels": labels}
     license = "other" if raw_dir else "bsd-3-clause"
-    return assemble_device_split(jobs, results, devices, isp_of, weights, clients, test_fraction, seed, recipe, source, description, license)
+    rendered = rendered_table(jobs, results, devices, isp_of, test_fraction, seed, source, description, license)
+    partitioner = DevicePartitioner(clients, weights, "device", "deal", build={"method": method, "params": params})
+    return PreparedSplit(rendered.table, partitioner, seed, "global", extras=device_extras(rendered, isp_of, weights, title))
+
+
+def build_iso_isp(
+    out: str | os.PathLike | None = None, *, name: str | None = None, overwrite: bool = False, **params: Any
+) -> tuple[Path, dict[str, Any]]:
+    """Render (``params`` as :func:`prepare_iso_isp`) and publish to ``out``; returns the folder and the report.
+
+    The default folder is ``hetbench_splits/iso-isp-<stages>-s<seed>``; it is checked before any
+    rendering.
+    """
+    from hetbench.atomic import check_out_dir
+
+    tag = f"iso-isp-{params.get('stages', 'wb,tone').replace(',', '+')}-s{params.get('seed', 0)}"
+    out_path = check_out_dir(Path(out) if out else SPLITS_ROOT / tag, overwrite)
+    name = name or tag
+    prepared = prepare_iso_isp(**params, title=name)
+    _, report = prepared.publish(out_path, name=name, overwrite=overwrite, quiet=params.get("quiet", False))
+    return out_path, report
 
 
 def rebuild(manifest: dict, num_proc: int = 1):
-    """Re-run the recorded recipe (for ``hetbench verify``)."""
-    return rebuild_from_recipe(build_iso_isp, manifest, num_proc)
+    """Re-run the recorded recipe (for ``hetbench verify``); returns the split."""
+    return rebuild_from_recipe(prepare_iso_isp, manifest, num_proc)

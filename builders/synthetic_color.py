@@ -13,16 +13,19 @@ per image, fixed by the seed - since hue and saturation do nothing to grey.
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from hetbench.builders.isp_common import allocate_clients
-from hetbench.seeding import make_rng
-from hetbench.builders.isp_split import DeviceSplit, _dataset
+from hetbench.builders.device_split import RenderedCaptures, device_extras, device_table, empty_rows
 from hetbench.errors import HetbenchError
-from hetbench.partition import Partition
-from hetbench.splits import FederatedSplit, SplitRows, stratified_holdout
+from hetbench.naming import SPLITS_ROOT, dataset_stem
+from hetbench.partitioners.devices import DevicePartitioner
+from hetbench.pipeline import PreparedSplit
+from hetbench.seeding import make_rng
+from hetbench.splits import stratified_holdout
 from hetbench.table import SampleTable
 
 RANGES = {"brightness": (0.6, 1.4), "contrast": (0.6, 1.4), "saturation": (0.6, 1.4), "hue": (-0.1, 0.1)}
@@ -104,7 +107,7 @@ def _png_batch(images: np.ndarray, size: int | None) -> list[bytes]:
     return out
 
 
-def build_synthetic_color(
+def prepare_synthetic_color(
     num_devices: int = 10,
     dataset: str = "builtin:digits",
     label_col: str | None = None,
@@ -113,9 +116,39 @@ def build_synthetic_color(
     test_fraction: float = 0.2,
     seed: int = 0,
     quiet: bool = False,
-) -> DeviceSplit:
-    from hetbench.isp.image_stats import device_distances, device_summary, image_stats
-    from hetbench.partitioners.iid import iid_assignment
+    title: str | None = None,
+) -> PreparedSplit:
+    """``num_devices`` synthetic colour devices over ``dataset``; the split, not yet published.
+
+    Parameters
+    ----------
+    num_devices : int
+        Number of synthetic devices (2-1000), each a fixed random jitter setting.
+    dataset, label_col : str
+        Any labelled image table and its label column.
+    clients : int, optional
+        Number of clients (default: one per device), IID over the training rows, a random device each.
+    size : int, optional
+        Side of the output images (default: the source's own).
+    test_fraction : float
+        Held-out share of the training rows when the source has no test split.
+    seed, quiet
+        Seed of every random choice; no progress bar.
+    title : str, optional
+        Title of the contact sheet; None writes no device plots.
+
+    References
+    ----------
+    Kim et al., HeteroSwitch, MLSys 2024, sec. 6.5 and Fig. 8 (synthetic device heterogeneity).
+
+    Examples
+    --------
+    >>> from hetbench.builders.synthetic_color import prepare_synthetic_color
+    >>> split = prepare_synthetic_color(3, clients=6, quiet=True).build()
+    >>> split.num_clients, sorted({name.split("/")[0] for name in split.client_names})
+    (6, ['synthetic-00', 'synthetic-01', 'synthetic-02'])
+    """
+    from hetbench.isp.image_stats import image_stats
     from hetbench.progress import progress_bar
     from hetbench.sources import load_table
 
@@ -130,6 +163,7 @@ def build_synthetic_color(
     settings = device_settings(num_devices, make_rng(seed, 20))
     devices = [f"synthetic-{d:02d}" for d in range(num_devices)]
     isp_of = {d: setting_name(s) for d, s in zip(devices, settings)}
+    weights = {d: 1.0 for d in devices}
 
     # train / test rows of the source
     train_imgs = _images(src, "train")
@@ -142,33 +176,22 @@ def build_synthetic_color(
         held = stratified_holdout(np.zeros(len(train_imgs), np.int32), src.labels["train"], 1, src.num_classes, test_fraction, make_rng(seed, 21))
         test_imgs, test_labels, test_ids = train_imgs[held], src.labels["train"][held], src.ids("train")[held]
         train_imgs, tr_labels, tr_ids = train_imgs[~held], src.labels["train"][~held], src.ids("train")[~held]
-    if clients > len(train_imgs):
-        raise HetbenchError(f"more clients ({clients}) than training samples ({len(train_imgs)})")
+    params: dict[str, Any] = {"synthetic_color": num_devices, "dataset": dataset, "label_col": label_col,
+                              "clients": clients, "size": size, "test_fraction": test_fraction}
+    partitioner = DevicePartitioner(clients, weights, "device", "iid", build={"method": "synthetic-color", "params": params})
+    plan = partitioner.plan(len(train_imgs), seed)  # each row's client and each client's device, before rendering
     if train_imgs.ndim == 3:
         train_imgs = colourise(train_imgs, make_rng(seed, 22))
         test_imgs = colourise(test_imgs, make_rng(seed, 23))
 
-    sizes = np.full(clients, len(train_imgs) // clients)
-    sizes[: len(train_imgs) % clients] += 1
-    client_of = iid_assignment(len(train_imgs), sizes, make_rng(seed, 24))
-    per_device = allocate_clients(clients, {d: 1.0 for d in devices}, make_rng(seed, 25))
-    device_of_client = np.repeat(np.arange(num_devices), [per_device[d] for d in devices])
-    device_of_client = make_rng(seed, 26).permutation(device_of_client)
-    client_names = [f"{devices[device_of_client[c]]}/{c:03d}" for c in range(clients)]
-
-    rows = {s: {"image": [], "label": [], "device": [], "isp": [], "capture_id": [], "sample_id": []} for s in ("train", "test")}
-    assignment_rows: list[int] = []
-    all_stats, stat_devices = [], []
-    sheet = []
+    rows = empty_rows()
+    rendered = RenderedCaptures(table=None)  # type: ignore[arg-type]
     with progress_bar(f"rendering {num_devices} synthetic devices", num_devices, quiet) as bar:
         for d, dev in enumerate(devices):
-            mine = np.flatnonzero(device_of_client[client_of] == d)
+            mine = plan.rows_of_device(d)
             tr = jitter(train_imgs[mine], settings[d])
             te = jitter(test_imgs, settings[d])
-            for split, imgs, labels, ids, cl in (
-                ("train", tr, tr_labels[mine], tr_ids[mine], client_of[mine]),
-                ("test", te, test_labels, test_ids, None),
-            ):
+            for split, imgs, labels, ids in (("train", tr, tr_labels[mine], tr_ids[mine]), ("test", te, test_labels, test_ids)):
                 pngs = _png_batch(imgs, size)
                 r = rows[split]
                 r["image"] += pngs
@@ -177,55 +200,41 @@ def build_synthetic_color(
                 r["isp"] += [isp_of[dev]] * len(pngs)
                 r["capture_id"] += [str(i) for i in ids]
                 r["sample_id"] += [f"{i}@{dev}" for i in ids]
-                if cl is not None:
-                    assignment_rows += cl.tolist()
             sample = te[: min(len(te), 200)]
-            all_stats += [image_stats(img) for img in sample]
-            stat_devices += [dev] * len(sample)
-            sheet.append((f"{dev},{isp_of[dev]}", _png_batch(te[:1], 96)[0]))  # the sheet puts each setting on a line
+            rendered.stats += [image_stats(img) for img in sample]
+            rendered.stat_devices += [dev] * len(sample)
+            rendered.sheet.append((f"{dev},{isp_of[dev]}", _png_batch(te[:1], 96)[0]))  # the sheet puts each setting on a line
             bar.update(1)
 
-    splits = {s: _dataset(rows[s], src.class_names) for s in ("train", "test")}
-    labels = {s: np.asarray(rows[s]["label"], dtype=np.int64) for s in ("train", "test")}
     source = {"dataset": dataset, "label_col": src.label_column, "id_col": "sample_id"}
-    table = SampleTable(
-        splits=splits, label_column="label", class_names=src.class_names, labels=labels, id_column="sample_id",
-        source=source, description=f"{src.description}, seen through {num_devices} synthetic devices "
-        "(HeteroSwitch sec. 6.5: fixed random brightness/contrast/saturation/hue per device)",
-        license=src.license,
-    )
-    params: dict[str, Any] = {"synthetic_color": num_devices, "dataset": dataset, "label_col": label_col,
-                              "clients": clients, "size": size, "test_fraction": test_fraction}
-    recipe = {"method": "synthetic-color", "params": params, "seed": seed, "split": "train",
-              "input_fingerprint": table.fingerprint}
-    assignment = np.asarray(assignment_rows, dtype=np.int32)
-    part = Partition(assignment, clients, client_names, recipe)
-    order = np.lexsort((np.arange(assignment.size), assignment))
-    n_test = len(rows["test"]["label"])
-    outputs = {
-        "train": SplitRows("train", order.astype(np.int64), assignment[order]),
-        "test": SplitRows("test", np.arange(n_test, dtype=np.int64), np.full(n_test, -1, np.int32)),
-    }
-    fs = FederatedSplit(table, part, outputs,
-                        {"partition": part.recipe, "test_split": "global", "test_fraction": None, "train_split": "train"},
-                        {"train": {}})
-    summary = device_summary(all_stats, stat_devices)
-    names, dist = device_distances(summary)
-    extra = {
-        "devices": {d: {"isp": isp_of[d], "setting": s, "clients": per_device[d], "weight": 1.0, "image_stats": summary[d]}
-                    for d, s in zip(devices, settings)},
-        "device_distance": {"devices": names, "matrix": dist},
-        "skipped": [],
-        "num_skipped": 0,
-    }
-    return DeviceSplit(fs, extra, sheet)
+    description = (f"{src.description}, seen through {num_devices} synthetic devices "
+                   "(HeteroSwitch sec. 6.5: fixed random brightness/contrast/saturation/hue per device)")
+    rendered.table = device_table(rows, src.class_names, source, description, src.license)
+    extras = device_extras(rendered, isp_of, weights, title, settings=dict(zip(devices, settings)))
+    return PreparedSplit(rendered.table, partitioner, seed, "global", extras=extras)
+
+
+def build_synthetic_color(
+    out: str | os.PathLike | None = None, *, name: str | None = None, overwrite: bool = False, **params: Any
+) -> tuple[Path, dict[str, Any]]:
+    """Render (``params`` as :func:`prepare_synthetic_color`) and publish to ``out``; returns the folder
+    and the report. Default folder: ``hetbench_splits/devices-synthetic<N>-<data set>-s<seed>``."""
+    from hetbench.atomic import check_out_dir
+
+    dataset = params.get("dataset", "builtin:digits")
+    tag = f"devices-synthetic{params.get('num_devices', 10)}-{dataset_stem(dataset)}-s{params.get('seed', 0)}"
+    out_path = check_out_dir(Path(out) if out else SPLITS_ROOT / tag, overwrite)
+    name = name or tag
+    prepared = prepare_synthetic_color(**params, title=name)
+    _, report = prepared.publish(out_path, name=name, overwrite=overwrite, quiet=params.get("quiet", False))
+    return out_path, report
 
 
 def rebuild(manifest: dict, num_proc: int = 1):
-    """Re-run the recorded recipe (for ``hetbench verify``)."""
+    """Re-run the recorded recipe (for ``hetbench verify``); returns the split."""
     part = manifest["recipe"]["partition"]
     p = dict(part["params"])
-    return build_synthetic_color(
+    return prepare_synthetic_color(
         p["synthetic_color"], p["dataset"], p.get("label_col"), p["clients"], p.get("size"),
         p["test_fraction"], part["seed"], quiet=True,
-    ).split
+    ).build()

@@ -7,21 +7,13 @@ from pathlib import Path
 import click
 
 
-def _publish(ds, out: Path, name: str, overwrite: bool, quiet: bool) -> None:
-    from hetbench.builders.isp_split import isp_plots
-    from hetbench.publish import publish_split
-
-    report = publish_split(
-        ds.split, out, name=name, overwrite=overwrite, quiet=quiet,
-        extra_report=ds.extra_report, extra_plots=isp_plots(ds, name),
+def _summary(out: Path, report: dict) -> None:
+    skipped = report.get("num_skipped", 0)
+    click.echo(
+        f"wrote {out}: {report['num_clients']} clients on {len(report['devices'])} devices, "
+        f"{report['num_samples']:,} training images, {report['splits']['test']['num_rows']:,} test images"
+        + (f"; {skipped} capture(s) skipped (see report.json)" if skipped else "")
     )
-    if not quiet:
-        skipped = report.get("num_skipped", 0)
-        click.echo(
-            f"wrote {out}: {report['num_clients']} clients on {len(report['devices'])} devices, "
-            f"{report['num_samples']:,} training images, {report['splits']['test']['num_rows']:,} test images"
-            + (f"; {skipped} capture(s) skipped (see report.json)" if skipped else "")
-        )
 
 
 def _isp_options(fn):
@@ -66,14 +58,15 @@ def iso_isp_cmd(stages, clients, raw_dir, labels, size, device_weights, test_fra
 
     Example: hetbench build iso-isp --stages wb,tone
     """
-    from hetbench.atomic import check_out_dir
     from hetbench.builders.iso_isp import build_iso_isp
 
-    tag = f"iso-isp-{stages.replace(',', '+')}-s{seed}"
-    out_path = Path(out) if out else Path("hetbench_splits") / tag
-    check_out_dir(out_path, overwrite)
-    ds = build_iso_isp(stages, raw_dir, labels, size, clients, device_weights, test_fraction, seed, num_proc, crops_per_photo, crop_size, quiet)
-    _publish(ds, out_path, name or tag, overwrite, quiet)
+    out_path, report = build_iso_isp(
+        out, name=name, overwrite=overwrite, stages=stages, raw_dir=raw_dir, labels=labels, size=size, clients=clients,
+        device_weights=device_weights, test_fraction=test_fraction, seed=seed, num_proc=num_proc,
+        crops_per_photo=crops_per_photo, crop_size=crop_size, quiet=quiet,
+    )
+    if not quiet:
+        _summary(out_path, report)
 
 
 @build.command("devices")
@@ -93,41 +86,35 @@ def devices_cmd(profiles, clients, synthetic_color, dataset, label_col, raw_dir,
       hetbench build devices --clients 50
       hetbench build devices --synthetic-color 10 --dataset builtin:mnist5k
     """
-    from hetbench.atomic import check_out_dir
-
     if synthetic_color is not None:
         from hetbench.builders.synthetic_color import build_synthetic_color
 
         if raw_dir or labels or device_weights:
             raise click.UsageError("--synthetic-color works on --dataset; it takes no --raw-dir, --labels or --device-weights")
-        base = dataset.split(":", 1)[1] if dataset.startswith("builtin:") else Path(dataset.rstrip("/")).stem
-        tag = f"devices-synthetic{synthetic_color}-{base}-s{seed}"
-        out_path = Path(out) if out else Path("hetbench_splits") / tag
-        check_out_dir(out_path, overwrite)
         size = None if size == 224 and dataset.startswith("builtin:") else size  # keep the digits' own size
-        ds = build_synthetic_color(synthetic_color, dataset, label_col, clients, size, test_fraction, seed, quiet)
+        out_path, report = build_synthetic_color(
+            out, name=name, overwrite=overwrite, num_devices=synthetic_color, dataset=dataset, label_col=label_col,
+            clients=clients, size=size, test_fraction=test_fraction, seed=seed, quiet=quiet,
+        )
     else:
         from hetbench.builders.devices import build_devices
 
-        clients = 50 if clients is None else clients
-        tag = f"devices-{profiles}-n{clients}-s{seed}"
-        out_path = Path(out) if out else Path("hetbench_splits") / tag
-        check_out_dir(out_path, overwrite)
-        ds = build_devices(profiles, raw_dir, labels, size, clients, device_weights, test_fraction, seed, num_proc, crops_per_photo, crop_size, quiet)
-    _publish(ds, out_path, name or tag, overwrite, quiet)
-
-
-def _publish_table(fs, extra, plots, out: Path, name: str, overwrite: bool, quiet: bool, what: str) -> None:
-    from hetbench.publish import publish_split
-
-    report = publish_split(fs, out, name=name, overwrite=overwrite, quiet=quiet, extra_report=extra, extra_plots=plots)
-    if not quiet:
-        # held-out rows are the test set, not lost data
-        dropped = sum(v for d in report.get("dropped", {}).values() for k, v in d.items() if k != "held-out")
-        click.echo(
-            f"wrote {out}: {report['num_clients']} {what}, {report['num_samples']:,} training rows, EMD {report['emd']:.3f}"
-            + (f"; {dropped:,} rows dropped (reasons in report.json)" if dropped else "")
+        out_path, report = build_devices(
+            out, name=name, overwrite=overwrite, profiles=profiles, raw_dir=raw_dir, labels=labels, size=size,
+            clients=clients, device_weights=device_weights, test_fraction=test_fraction, seed=seed, num_proc=num_proc,
+            crops_per_photo=crops_per_photo, crop_size=crop_size, quiet=quiet,
         )
+    if not quiet:
+        _summary(out_path, report)
+
+
+def _table_summary(out: Path, report: dict, what: str) -> None:
+    # held-out rows are the test set, not lost data
+    dropped = sum(v for d in report.get("dropped", {}).values() for k, v in d.items() if k != "held-out")
+    click.echo(
+        f"wrote {out}: {report['num_clients']} {what}, {report['num_samples']:,} training rows, EMD {report['emd']:.3f}"
+        + (f"; {dropped:,} rows dropped (reasons in report.json)" if dropped else "")
+    )
 
 
 def _table_options(fn):
@@ -166,29 +153,15 @@ def geo_cmd(recipe, lat_col, lon_col, nmax, nmin, test_fraction, metadata, label
       hetbench build geo --nmax 1000
       hetbench build geo --metadata obs.csv --lat-col latitude --lon-col longitude --label-col species --nmax 3000
     """
-    from hetbench.atomic import check_out_dir
-    from hetbench.builders.geo import build_geo, map_plot_writer
+    from hetbench.builders.geo import build_geo
 
-    published = None
-    if recipe:
-        from hetbench.publish.recipes import recipe_mode
-
-        spec, mode = recipe_mode(recipe, "geo", "rebuild")
-        if metadata is None:
-            raise click.UsageError(f"--recipe {recipe} needs --metadata: {spec['rebuild'].get('columns')} from the public files")
-        cols = mode.get("columns", {})
-        lat_col, lon_col = lat_col or cols.get("lat"), lon_col or cols.get("lon")
-        label_col, id_col = label_col or cols.get("label"), id_col or cols.get("id")
-        nmax, test_split = nmax or mode.get("nmax"), test_split or mode.get("test_split")
-        published = spec.get("published")
-    lat_col, lon_col, nmax = lat_col or "latitude", lon_col or "longitude", nmax or 3000
-    tag = recipe or f"geo-nmax{nmax}-s{seed}"
-    out_path = Path(out) if out else Path("hetbench_splits") / tag
-    check_out_dir(out_path, overwrite)
-    fs, extra = build_geo(metadata, lat_col, lon_col, label_col, id_col, nmax, nmin, test_split, test_fraction, seed, image_root, image_col)
-    if published:
-        extra["geo"]["published"] = dict(published, recipe=recipe)
-    _publish_table(fs, extra, map_plot_writer(fs, f"{fs.num_clients} S2 cells (Nmax {nmax})", True), out_path, name or tag, overwrite, quiet, "S2-cell clients")
+    out_path, report = build_geo(
+        out, name=name, overwrite=overwrite, quiet=quiet, recipe=recipe, metadata=metadata, lat_col=lat_col, lon_col=lon_col,
+        label_col=label_col, id_col=id_col, nmax=nmax, nmin=nmin, test_split=test_split, test_fraction=test_fraction,
+        seed=seed, image_root=image_root, image_col=image_col,
+    )
+    if not quiet:
+        _table_summary(out_path, report, "S2-cell clients")
 
 
 @build.command("users")
@@ -210,28 +183,15 @@ def users_cmd(recipe, mode, user_col, filters, min_samples, test_fraction, metad
       hetbench build users
       hetbench build users --metadata obs.csv --user-col author --label-col primary_label --filters landmarks
     """
-    from hetbench.atomic import check_out_dir
-    from hetbench.builders.geo import build_users, map_plot_writer
+    from hetbench.builders.geo import build_users
 
-    published = None
-    if recipe:
-        from hetbench.publish.recipes import recipe_mode
-
-        spec, settings = recipe_mode(recipe, "users", mode)
-        if metadata is None:
-            raise click.UsageError(f"--recipe {recipe} needs --metadata, e.g. \"{settings.get('inputs', 'the public metadata table')}\"")
-        cols = settings.get("columns", {})
-        user_col, label_col, id_col = user_col or cols.get("user"), label_col or cols.get("label"), id_col or cols.get("id")
-        filters, test_split = filters or settings.get("filters"), test_split or settings.get("test_split")
-        published = spec.get("published")
-    filters = filters or "landmarks"
-    tag = recipe or f"users-{filters}-s{seed}"
-    out_path = Path(out) if out else Path("hetbench_splits") / tag
-    check_out_dir(out_path, overwrite)
-    fs, extra = build_users(metadata, user_col, label_col, id_col, filters, min_samples, test_split, test_fraction, seed, image_root, image_col)
-    if published:
-        extra["users"]["published"] = dict(published, recipe=recipe)
-    _publish_table(fs, extra, map_plot_writer(fs, f"{fs.num_clients} users", False), out_path, name or tag, overwrite, quiet, "users")
+    out_path, report = build_users(
+        out, name=name, overwrite=overwrite, quiet=quiet, recipe=recipe, mode=mode, metadata=metadata, user_col=user_col,
+        label_col=label_col, id_col=id_col, filters=filters, min_samples=min_samples, test_split=test_split,
+        test_fraction=test_fraction, seed=seed, image_root=image_root, image_col=image_col,
+    )
+    if not quiet:
+        _table_summary(out_path, report, "users")
 
 
 @build.command("digits-domains")
@@ -248,16 +208,8 @@ def digits_domains_cmd(clients, fraction, seed, out, name, overwrite, quiet):
 
     Example: hetbench build digits-domains --clients 12 --fraction 0.1
     """
-    from hetbench.atomic import check_out_dir
-    from hetbench.partitioners import DomainsPartitioner
-    from hetbench.publish import publish_split
-    from hetbench.sources import load_table
-    from hetbench.splits import build_split
+    from hetbench.builders.digits_domains import build_digits_domains
 
-    tag = f"digits-domains-n{clients}-f{fraction:g}-s{seed}"
-    out_path = Path(out) if out else Path("hetbench_splits") / tag
-    check_out_dir(out_path, overwrite)
-    fs = build_split(load_table("builtin:digits-domains"), DomainsPartitioner(clients, fraction, "domain"), seed)
-    report = publish_split(fs, out_path, name=name or tag, overwrite=overwrite, quiet=quiet)
+    out_path, report = build_digits_domains(out, name=name, overwrite=overwrite, quiet=quiet, clients=clients, fraction=fraction, seed=seed)
     if not quiet:
         click.echo(f"wrote {out_path}: {report['num_clients']} clients over 4 domains, {report['num_samples']:,} training images")

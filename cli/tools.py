@@ -63,9 +63,9 @@ def verify(folder: str, dataset: str | None) -> None:
 
     Example: hetbench verify hetbench_splits/digits-dirichlet-client-a0.5-n10-s0
     """
-    from hetbench.publish.verify import verify_folder
+    from hetbench import verify as verify_split
 
-    verdict = verify_folder(folder, dataset)
+    verdict = verify_split(folder, dataset)
     click.echo(verdict.message)
     sys.exit(0 if verdict.ok else 1)
 

@@ -1,14 +1,78 @@
 """hetbench: federated-learning splits that carry real heterogeneity.
 
-The core objects are re-exported here; everything heavy (datasets, matplotlib, torch) is imported
-by the modules that need it, so ``import hetbench`` stays cheap.
+The public API (``docs/architecture.md`` shows where each part sits in the pipeline)::
+
+    hetbench.load_table(source)                   # a data set -> SampleTable
+    hetbench.get_partitioner(method, params)      # a partitioner by name (or the classes in hetbench.partitioners)
+    hetbench.build_split(table, partitioner, seed)    # -> FederatedSplit (train/test rows and client ids)
+    hetbench.publish_split(split, out)            # -> a Hugging Face dataset folder (parquet, card, manifest, report)
+    hetbench.make_split(source, partitioner, out) # the three steps above in one call
+    hetbench.verify(folder)                       # does a built folder still say what its manifest says?
+    hetbench.train.sweep(...)                     # score FL algorithms on a split (torch)
+
+Everything heavy (datasets, matplotlib, torch) is imported on first use, so ``import hetbench``
+stays cheap.
+
+Examples
+--------
+>>> import hetbench
+>>> table = hetbench.load_table("builtin:digits")
+>>> split = hetbench.build_split(table, hetbench.get_partitioner("dirichlet", {"num_clients": 5, "alpha": 0.5}), seed=0)
+>>> report = hetbench.publish_split(split, "digits-dirichlet", quiet=True)
+>>> report["num_clients"], hetbench.verify("digits-dirichlet").ok
+(5, True)
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 __version__ = "0.1.0"
 
 from hetbench.errors import HetbenchError
 from hetbench.partition import DropReason, Partition
 
-__all__ = ["__version__", "HetbenchError", "Partition", "DropReason"]
+_LAZY = {
+    "load_table": ("hetbench.sources", "load_table"),
+    "get_partitioner": ("hetbench.partitioners", "get_partitioner"),
+    "build_split": ("hetbench.splits", "build_split"),
+    "publish_split": ("hetbench.publish", "publish_split"),
+    "make_split": ("hetbench.pipeline", "make_split"),
+    "PreparedSplit": ("hetbench.pipeline", "PreparedSplit"),
+    "FederatedSplit": ("hetbench.splits", "FederatedSplit"),
+    "SampleTable": ("hetbench.table", "SampleTable"),
+    "ClientPartitions": ("hetbench.clients", "ClientPartitions"),
+}
+
+
+def verify(folder: Any, dataset: str | None = None):
+    """Check a built folder: its manifest's ids, the recipe re-run on the source (or on ``dataset``),
+    and its parquet rows. Returns a :class:`~hetbench.publish.verify.Verdict` (``ok``, ``message``).
+
+    Splits whose rows a builder rendered (iso-isp, devices, synthetic colour) are re-rendered.
+    """
+    from hetbench.builders import rebuilders
+    from hetbench.publish.verify import verify_folder
+
+    return verify_folder(folder, dataset, rebuilders())
+
+
+_SUBPACKAGES = ("train", "partitioners", "sources", "embed", "report", "publish", "leaderboard", "builders", "isp")
+
+
+def __getattr__(name: str) -> Any:
+    if name in _SUBPACKAGES:
+        import importlib
+
+        return importlib.import_module(f"hetbench.{name}")
+    if name in _LAZY:
+        import importlib
+
+        module, attr = _LAZY[name]
+        value = getattr(importlib.import_module(module), attr)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'hetbench' has no attribute '{name}'")
+
+
+__all__ = ["__version__", "HetbenchError", "Partition", "DropReason", "verify", *_LAZY]

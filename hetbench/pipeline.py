@@ -14,6 +14,7 @@ its family reports beyond the common report (device statistics, maps, embedding 
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
@@ -96,3 +97,52 @@ def make_split(
         extra_report=extra_report, extra_plots=extra_plots,
     )
     return split, report
+
+
+@dataclass
+class PreparedSplit:
+    """What a builder hands to the pipeline: its table, its partitioner and how to derive the splits.
+
+    Parameters
+    ----------
+    table : SampleTable
+        The rows the builder made (rendered images, joined metadata).
+    partitioner : Partitioner
+        Decides each training row's client.
+    seed, test_split, test_fraction
+        As for :func:`make_split`.
+    extras : callable, optional
+        The family's report entries and plots (``extras(split) -> (report additions, plot writer)``).
+
+    Examples
+    --------
+    >>> from hetbench.partitioners import IIDPartitioner
+    >>> from hetbench.pipeline import PreparedSplit
+    >>> from hetbench.sources import load_table
+    >>> prepared = PreparedSplit(load_table("builtin:digits"), IIDPartitioner(5), seed=1)
+    >>> prepared.build().num_clients
+    5
+    >>> split, report = prepared.publish("digits-iid", quiet=True)
+    >>> report["num_clients"]
+    5
+    """
+
+    table: SampleTable
+    partitioner: Partitioner
+    seed: int = 0
+    test_split: str | None = None
+    test_fraction: float = 0.2
+    extras: Extras | None = None
+
+    def build(self) -> FederatedSplit:
+        """The split, not published (what ``hetbench verify`` compares with a manifest)."""
+        return build_split(self.table, self.partitioner, self.seed, self.test_split, self.test_fraction)
+
+    def publish(
+        self, out: str | os.PathLike, *, name: str | None = None, overwrite: bool = False, quiet: bool = False
+    ) -> tuple[FederatedSplit, dict[str, Any]]:
+        """Build and publish through :func:`make_split`; returns the split and its report."""
+        return make_split(
+            self.table, self.partitioner, out, seed=self.seed, test_split=self.test_split,
+            test_fraction=self.test_fraction, name=name, overwrite=overwrite, quiet=quiet, extras=self.extras,
+        )

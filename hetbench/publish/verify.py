@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, Callable, Mapping
 
 import numpy as np
 
@@ -25,21 +26,22 @@ class Verdict:
     message: str
 
 
-def builder_rebuilders() -> dict:
-    """Recipe method -> function re-running that builder from a manifest."""
-    from hetbench.builders import devices, iso_isp, synthetic_color
-
-    return {"iso-isp": iso_isp.rebuild, "devices": devices.rebuild, "synthetic-color": synthetic_color.rebuild}
+#: recipe method -> function re-running a build that renders its own rows (``hetbench.builders.rebuilders()``)
+Rebuilders = Mapping[str, Callable[[dict], Any]]
 
 
-def rebuild(manifest: dict, dataset: str | None = None):
-    """Re-run a manifest's recipe on its source (or on ``dataset``): returns the FederatedSplit."""
+def rebuild(manifest: dict, dataset: str | None = None, rebuilders: Rebuilders | None = None):
+    """Re-run a manifest's recipe on its source (or on ``dataset``): returns the FederatedSplit.
+
+    A split whose rows a builder rendered (its recipe method is in ``rebuilders``) is re-rendered by
+    that builder; the layer above passes the builders in, so this module never imports them.
+    """
     from hetbench.partitioners import get_partitioner
     from hetbench.sources import load_table
     from hetbench.splits import build_split
 
     method = manifest["recipe"]["partition"]["method"]
-    builder = builder_rebuilders().get(method)
+    builder = (rebuilders or {}).get(method)
     if builder is not None:  # a builder renders its own table: re-run the whole build
         return builder(manifest)
     src = manifest["source"]
@@ -62,7 +64,9 @@ def rebuild(manifest: dict, dataset: str | None = None):
     )
 
 
-def verify_folder(folder: str | Path, dataset: str | None = None) -> Verdict:
+def verify_folder(folder: str | Path, dataset: str | None = None, rebuilders: Rebuilders | None = None) -> Verdict:
+    """Check a built folder against its manifest and its source (module notes); never raises on a
+    mismatch, which is a failed :class:`Verdict`."""
     import pyarrow.parquet as pq
 
     folder = Path(folder)
@@ -70,7 +74,7 @@ def verify_folder(folder: str | Path, dataset: str | None = None) -> Verdict:
     if assignment_digest(manifest["sample_ids"]) != manifest["assignment_sha256"]:
         return Verdict(False, "FAILED: the per-client sample ids in hetbench.json were changed after the build")
     try:
-        fs = rebuild(manifest, dataset)
+        fs = rebuild(manifest, dataset, rebuilders)
     except HetbenchError as exc:
         return Verdict(False, f"FAILED: {exc}")
     if fs.partition.fingerprint != manifest["partition_fingerprint"]:

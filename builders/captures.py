@@ -1,7 +1,6 @@
-"""Inputs of the ISP builders (iso-isp, devices): RAW folders and their labels, the embedded
-photographs as capture sources, device weights, and re-running a recorded build.
-
-Rendering itself is :mod:`hetbench.isp.jobs`.
+"""Captures for the ISP builders (iso-isp, devices): RAW folders and their labels, the embedded
+photographs as capture sources, one render job per capture, device weights, and re-running a
+recorded build. Rendering itself is :mod:`hetbench.isp.jobs`.
 """
 
 from __future__ import annotations
@@ -9,10 +8,8 @@ from __future__ import annotations
 import os
 from typing import Sequence
 
-import numpy as np
-
 from hetbench.errors import HetbenchError
-from hetbench.isp.jobs import PhotoSource
+from hetbench.isp.jobs import CaptureJob, PhotoSource, RawSource
 from hetbench.seeding import make_rng
 
 
@@ -78,21 +75,6 @@ def embedded_sources(crops_per_photo: int, crop_size: int, seed: int) -> list[tu
     return out
 
 
-def allocate_clients(num_clients: int, weights: dict[str, float], rng: np.random.Generator) -> dict[str, int]:
-    """Clients per device: proportional to ``weights`` (largest remainder), at least one each."""
-    from hetbench.partitioners._alloc import largest_remainder
-
-    names = list(weights)
-    if num_clients < len(names):
-        raise HetbenchError(f"--clients {num_clients} is fewer than the {len(names)} devices; every device needs a client")
-    w = np.array([max(float(weights[n]), 0.0) for n in names])
-    if not np.isfinite(w).all() or w.sum() <= 0:
-        raise HetbenchError("device weights must be non-negative numbers with a positive sum")
-    extra = num_clients - len(names)
-    counts = 1 + largest_remainder(w / w.sum() * extra, extra, rng)
-    return dict(zip(names, counts.tolist()))
-
-
 def read_device_weights(path: str | None, devices: Sequence[str]) -> dict[str, float]:
     """Uniform weights, or a JSON/YAML mapping device -> weight (every device named)."""
     if path is None:
@@ -120,8 +102,9 @@ def read_device_weights(path: str | None, devices: Sequence[str]) -> dict[str, f
         raise HetbenchError(f"--device-weights '{path}': weights must be numbers") from exc
 
 
-def rebuild_from_recipe(build, manifest: dict, num_proc: int = 1):
-    """Re-run an ISP builder with the parameters a manifest records; returns the FederatedSplit."""
+def rebuild_from_recipe(prepare, manifest: dict, num_proc: int = 1):
+    """Re-run an ISP builder's ``prepare`` with the parameters a manifest records; returns the
+    FederatedSplit (what ``hetbench verify`` compares with the manifest)."""
     import tempfile
 
     import yaml
@@ -136,4 +119,42 @@ def rebuild_from_recipe(build, manifest: dict, num_proc: int = 1):
                 yaml.safe_dump(weights, fh)
         params["crops_per_photo"] = params.get("crops_per_photo") or 8
         params["crop_size"] = params.get("crop_size") or 384
-        return build(seed=part["seed"], num_proc=num_proc, quiet=True, **params).split
+        return prepare(seed=part["seed"], num_proc=num_proc, quiet=True, **params).build()
+
+
+def check_clients(clients: int | None, devices: list[str]) -> None:
+    """Every device needs a client: checked before any rendering."""
+    if clients is not None and clients < len(devices):
+        raise HetbenchError(f"--clients {clients} is fewer than the {len(devices)} devices; every device needs a client")
+
+
+def check_size(size: int | None) -> int | None:
+    if size is not None and not 16 <= int(size) <= 4096:
+        raise HetbenchError(f"--size must be between 16 and 4096 pixels (got {size})")
+    return None if size is None else int(size)
+
+
+def capture_jobs(raw_dir, labels, renders, size, seed, crops_per_photo, crop_size, profile_set="heteroswitch9") -> list[CaptureJob]:
+    """One job per capture, from RAW files (``raw_dir``, labels from ``labels``) or the embedded
+    photographs (``crops_per_photo`` crops of side ``crop_size``, unprocessed by the profiles of
+    ``profile_set`` in turn); every job renders ``renders`` at ``size``."""
+    from pathlib import Path
+
+    from hetbench.isp.profiles import load_profiles
+
+    if raw_dir is not None:
+        files = raw_files(raw_dir)
+        label_of = read_labels(labels, files, raw_dir)
+        return [
+            CaptureJob(i, Path(f).stem, label_of[f], RawSource(f), tuple(renders), size, seed)
+            for i, f in enumerate(files)
+        ]
+    if labels is not None:
+        raise HetbenchError("--labels needs --raw-dir")
+    if crops_per_photo < 1 or crop_size < 32:
+        raise HetbenchError("--crops-per-photo must be >= 1 and --crop-size >= 32")
+    profiles = [p.name for p in load_profiles(profile_set)]
+    return [
+        CaptureJob(i, cid, label, src, tuple(renders), size, seed, base_profile=profiles[i % len(profiles)], profile_set=profile_set)
+        for i, (cid, label, src) in enumerate(embedded_sources(crops_per_photo, crop_size, seed))
+    ]

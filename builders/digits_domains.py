@@ -1,0 +1,60 @@
+"""``hetbench build digits-domains``: DapperFL's Digits domain split on digit domains made offline.
+
+The four domains (MNIST, USPS-like, MNIST-M-like, SYN-like) come from ``builtin:digits-domains``
+(:mod:`hetbench.sources.digits_domains`); the :class:`~hetbench.partitioners.domains.DomainsPartitioner`
+assigns clients to domains and gives each a disjoint ``fraction`` of its domain's training rows.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from hetbench.naming import SPLITS_ROOT
+from hetbench.partitioners.domains import DomainsPartitioner
+from hetbench.pipeline import PreparedSplit
+
+SOURCE = "builtin:digits-domains"
+
+
+def prepare_digits_domains(clients: int = 12, fraction: float = 0.1, seed: int = 0) -> PreparedSplit:
+    """The domain split of the offline digit domains; not yet published.
+
+    Parameters
+    ----------
+    clients : int
+        Number of clients, every domain at least one.
+    fraction : float
+        Share of its domain's training data each client takes (DapperFL: 0.01 for Digits).
+    seed : int
+        Seed of every random choice.
+
+    References
+    ----------
+    Chen et al., "DapperFL: Domain Adaptive Federated Learning with Model Fusion Pruning for Edge
+    Devices", NeurIPS 2024, sec. 4.1 (Digits: MNIST, USPS, SVHN, SYN).
+
+    Examples
+    --------
+    >>> from hetbench.builders.digits_domains import prepare_digits_domains
+    >>> prepare_digits_domains(clients=8, fraction=0.05).build().num_clients
+    8
+    """
+    from hetbench.sources import load_table
+
+    return PreparedSplit(load_table(SOURCE), DomainsPartitioner(clients, fraction, "domain"), seed)
+
+
+def build_digits_domains(
+    out: str | os.PathLike | None = None, *, name: str | None = None, overwrite: bool = False, quiet: bool = False,
+    clients: int = 12, fraction: float = 0.1, seed: int = 0,
+) -> tuple[Path, dict[str, Any]]:
+    """Build and publish to ``out``; returns the folder and the report.
+    Default folder: ``hetbench_splits/digits-domains-n<clients>-f<fraction>-s<seed>``."""
+    from hetbench.atomic import check_out_dir
+
+    tag = f"digits-domains-n{clients}-f{fraction:g}-s{seed}"
+    out_path = check_out_dir(Path(out) if out else SPLITS_ROOT / tag, overwrite)
+    _, report = prepare_digits_domains(clients, fraction, seed).publish(out_path, name=name or tag, overwrite=overwrite, quiet=quiet)
+    return out_path, report
