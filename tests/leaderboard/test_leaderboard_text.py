@@ -1,0 +1,47 @@
+"""Markdown and CSV: the best mean in bold (not in the CSV), the tidy CSV."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+
+from hetbench import leaderboard as lb
+from leaderboard_results import FP_A, FP_B, result, write, tables_of, read_csv
+
+
+def test_best_mean_is_bold_in_markdown_and_html_not_csv(tmp_path):
+    write(tmp_path, "a.json", result(algorithm="alpha", final={"accuracy": 91.0, "group_accuracy_variance": 2.5}, wall_time_s=30.0))
+    write(tmp_path, "b.json", result(algorithm="beta", final={"accuracy": 88.0, "group_accuracy_variance": 7.5}, wall_time_s=12.0))
+    tables = tables_of(tmp_path)
+    md = lb.render_markdown(tables)
+    alpha = next(line for line in md.splitlines() if "| alpha |" in line)
+    beta = next(line for line in md.splitlines() if "| beta |" in line)
+    assert "**91.00**" in alpha and "**88.00**" not in beta
+    assert "**2.50**" in alpha and "**7.50**" not in beta  # variance: lower is better
+    assert "**12.0**" in beta and "**30.0**" not in alpha  # wall time: lower is better
+    # equal values are best together
+    assert alpha.count("**85.00**") == 1 and beta.count("**85.00**") == 1
+    page = lb.render_html(tables)
+    assert "<b>91.00</b>" in page and "<b>88.00</b>" not in page and "<b>2.50</b>" not in page.replace("<b>2.50</b>", "", 1)
+    assert "**" not in lb.render_csv(tables) and "<b>" not in lb.render_csv(tables)
+
+
+def test_csv_is_tidy_and_readable(tmp_path, run_lb):
+    res = tmp_path / "results"
+    write(res, "a.json", result(algorithm="fedavg", final={"accuracy": 80.0}))
+    write(res, "b.json", result(algorithm="fedavg", final={"accuracy": 84.0}, seed=1))
+    write(res, "c.json", result(algorithm="fedprox", params={"mu": 0.1}))
+    write(res, "d.json", result(split="digits", fingerprint=FP_B))
+    assert run_lb(res, "--out", tmp_path / "lb")[0] == 0
+    rows = read_csv(tmp_path / "lb" / "leaderboard.csv")
+    assert len(rows) == 3
+    for col in ["split", "fingerprint", "rank", "algorithm", "seeds"] + [f"{m}_{s}" for m in lb.METRIC_NAMES for s in ("mean", "std")]:
+        assert col in rows[0]
+    fedavg = next(r for r in rows if r["algorithm"] == "fedavg" and r["split"] == "iso-isp-wb-tone")
+    assert fedavg["fingerprint"] == FP_A and fedavg["seeds"] == "2"
+    assert float(fedavg["accuracy_mean"]) == 82.0 and float(fedavg["accuracy_std"]) == pytest.approx(math.sqrt(8))
+    fedprox = next(r for r in rows if r["algorithm"] == "fedprox")
+    assert fedprox["accuracy_std"] == "" and json.loads(fedprox["params"]) == {"mu": 0.1}
+    assert {r["rank"] for r in rows if r["split"] == "iso-isp-wb-tone"} == {"1", "2"}
