@@ -22,6 +22,26 @@ def leaderboard(results_dir: str, out: str, rank_by: str, overwrite: bool, quiet
     Examples:
       hetbench leaderboard results/ --out leaderboard
       hetbench leaderboard results/ --out lb --rank-by group_accuracy_variance --overwrite
+    \f
+
+    Parameters
+    ----------
+    results_dir : str
+        The folder of train results.
+    out : str
+        The output folder.
+    rank_by : str
+        The metric to rank by.
+    overwrite : bool
+        Replace ``out`` if it exists.
+    quiet : bool
+        Print no summary line.
+
+    Returns
+    -------
+    None
+        Writes the folder with :func:`hetbench.leaderboard.write_leaderboard`; prints its warnings
+        (stderr) and summary (stdout).
     """
     written = write_leaderboard(results_dir, out, rank_by=rank_by, overwrite=overwrite)
     for line in written.warnings():

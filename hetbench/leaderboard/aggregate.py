@@ -120,7 +120,26 @@ class Row:
         return [r.seed for r in self.results]
 
     def mean(self, metric: str) -> float | None:
-        """The mean over seeds of ``metric`` (None when all null)."""
+        """The mean over seeds of a metric.
+
+        Parameters
+        ----------
+        metric : str
+            A metric name.
+
+        Returns
+        -------
+        float or None
+            The mean; None when every seed's value is null.
+
+        Examples
+        --------
+        >>> from hetbench.leaderboard.aggregate import aggregate
+        >>> from hetbench.leaderboard.load import example_result, parse_result
+        >>> (table,) = aggregate([parse_result(example_result())])
+        >>> table.rows[0].mean("worst_group_accuracy"), table.rows[0].mean("macs")
+        (85.0, None)
+        """
         return self.stats[metric].mean
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import csv
 import json
 from pathlib import Path
+from typing import Any
 
 from hetbench import leaderboard as lb
 
@@ -13,8 +14,11 @@ FP_A = "3fa2" + "0" * 60
 FP_B = "9c1d" + "1" * 60
 
 
-def result(split="iso-isp-wb-tone", fingerprint=FP_A, algorithm="fedavg", params=None, seed=0, final=None,
-           config=None, curves=None, wall_time_s=10.0, parameters=1000, client_parameters=None, macs=5000):
+def result(split: str = "iso-isp-wb-tone", fingerprint: str = FP_A, algorithm: str = "fedavg", params: dict | None = None,
+           seed: Any = 0, final: dict | None = None, config: dict | None = None, curves: dict | None = None,
+           wall_time_s: float | None = 10.0, parameters: int | None = 1000, client_parameters: list | None = None,
+           macs: int | None = 5000) -> dict:
+    """A train result as ``hetbench train`` writes it, with the given values."""
     cfg = {"rounds": 3, "clients_per_round": 10, "local_epochs": 1, "batch_size": 32, "lr": 0.05, "momentum": 0.0,
            "weight_decay": 0.0, "model": "lenet", "seed": seed, "eval_every": 1, "image_size": 32, "target_accuracy": None}
     cfg.update(config or {})
@@ -41,19 +45,20 @@ def result(split="iso-isp-wb-tone", fingerprint=FP_A, algorithm="fedavg", params
     }
 
 
-def write(folder: Path, name: str, data) -> Path:
+def write(folder: Path, name: str, data: Any) -> Path:
+    """``data`` (text, or JSON for anything else) into ``folder / name``."""
     path = folder / name
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(data if isinstance(data, str) else json.dumps(data))
     return path
 
 
-def tables_of(folder: Path, rank_by: str = lb.DEFAULT_RANK_BY):
+def tables_of(folder: Path, rank_by: str = lb.DEFAULT_RANK_BY) -> list[lb.SplitTable]:
     tables, _ = lb.build(folder, rank_by)
     return tables
 
 
-def row(table, label):
+def row(table: lb.SplitTable, label: str) -> lb.Row:
     return next(r for r in table.rows if r.label == label)
 
 
