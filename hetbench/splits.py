@@ -30,11 +30,9 @@ from hetbench.errors import HetbenchError
 from hetbench.hashing import canonical_json, sha256_of_arrays
 from hetbench.partition import Partition
 from hetbench.partitioners.base import Partitioner
+from hetbench.registry import Registry
 from hetbench.seeding import make_rng
 from hetbench.table import SampleTable
-
-TEST_POLICIES = ("global", "client", "natural", "heldout")
-
 
 @dataclass(frozen=True)
 class SplitRows:
@@ -162,6 +160,89 @@ def hold_out_clients(
     return train_part, test_rows[known], dropped
 
 
+def _shared(table: SampleTable, split: str) -> SplitRows:
+    """Every row of ``split`` as a shared test row (``client_id = -1``)."""
+    n = table.num_rows(split)
+    return SplitRows(split, np.arange(n, dtype=np.int64), np.full(n, -1, np.int32))
+
+
+def _renamed_shared(table: SampleTable, others: list[str], outputs: dict[str, SplitRows]) -> None:
+    """A source test split kept whole beside a derived one is called ``global_test``."""
+    for s in others:
+        outputs["global_test" if s == "test" else s] = _shared(table, s)
+
+
+@dataclass
+class _PolicyInput:
+    table: SampleTable
+    partitioner: Partitioner
+    part: Partition
+    seed: int
+    test_fraction: float
+    train_split: str
+    others: list[str]
+
+
+_Derived = "tuple[Partition, dict[str, SplitRows], dict[str, dict[str, int]]]"
+
+
+def _global_policy(x: _PolicyInput) -> _Derived:
+    """Training rows by client; every other source split shared."""
+    kept = np.flatnonzero(x.part.assignment >= 0)
+    outputs = {"train": _ordered(x.train_split, kept, x.part.assignment[kept])}
+    for s in x.others:
+        outputs[s] = _shared(x.table, s)
+    return x.part, outputs, {x.train_split: x.part.dropped_counts()}
+
+
+def _natural_policy(x: _PolicyInput) -> _Derived:
+    """Every split assigned by the partitioner's natural key."""
+    kept = np.flatnonzero(x.part.assignment >= 0)
+    outputs = {"train": _ordered(x.train_split, kept, x.part.assignment[kept])}
+    dropped = {x.train_split: x.part.dropped_counts()}
+    for s in x.others:
+        sub = x.partitioner.assign_split(x.table, s, x.part)
+        rows = np.flatnonzero(sub.assignment >= 0)
+        outputs[s] = _ordered(s, rows, sub.assignment[rows])
+        dropped[s] = sub.dropped_counts()
+    return x.part, outputs, dropped
+
+
+def _client_policy(x: _PolicyInput) -> _Derived:
+    """Each client holds out a stratified ``test_fraction`` of its own rows."""
+    rng = make_rng(x.seed).spawn(1)[0]
+    held = stratified_holdout(
+        x.part.assignment, x.table.labels[x.train_split], x.part.num_clients, x.table.num_classes, x.test_fraction, rng
+    )
+    train_rows = np.flatnonzero((x.part.assignment >= 0) & ~held)
+    test_rows = np.flatnonzero(held)
+    outputs = {
+        "train": _ordered(x.train_split, train_rows, x.part.assignment[train_rows]),
+        "test": _ordered(x.train_split, test_rows, x.part.assignment[test_rows]),
+    }
+    _renamed_shared(x.table, x.others, outputs)
+    return x.part, outputs, {x.train_split: x.part.dropped_counts()}
+
+
+def _heldout_policy(x: _PolicyInput) -> _Derived:
+    """A ``test_fraction`` of the clients held out whole as a shared test set."""
+    part, test_rows, dropped_test = hold_out_clients(x.part, x.table.labels[x.train_split], x.test_fraction, make_rng(x.seed).spawn(2)[1])
+    kept = np.flatnonzero(part.assignment >= 0)
+    outputs = {
+        "train": _ordered(x.train_split, kept, part.assignment[kept]),
+        "test": SplitRows(x.train_split, test_rows, np.full(test_rows.size, -1, np.int32)),
+    }
+    _renamed_shared(x.table, x.others, outputs)
+    return part, outputs, {x.train_split: part.dropped_counts(), "test": dropped_test}
+
+
+#: the test policies (module notes), name -> how the output splits are derived
+TEST_POLICY_REGISTRY = Registry("test policy", {
+    "global": _global_policy, "client": _client_policy, "natural": _natural_policy, "heldout": _heldout_policy,
+}, option="--test-split")
+TEST_POLICIES = TEST_POLICY_REGISTRY.names()
+
+
 def build_split(
     table: SampleTable,
     partitioner: Partitioner,
@@ -170,7 +251,39 @@ def build_split(
     test_fraction: float = 0.2,
     train_split: str = "train",
 ) -> FederatedSplit:
-    """Partition ``table`` and derive its output splits under a test policy (module docstring)."""
+    """Partition ``table`` and derive its output splits under a test policy.
+
+    Parameters
+    ----------
+    table : SampleTable
+        The rows, labels and ids of every source split.
+    partitioner : Partitioner
+        Assigns the training rows to clients.
+    seed : int
+        Seed of the partition and of the test hold-out.
+    test_split : {"global", "client", "natural", "heldout"}, optional
+        The test policy (module notes). Default: ``natural`` for a partitioner with a natural key,
+        ``global`` when the source has a test split, else ``client``.
+    test_fraction : float
+        Per-client hold-out fraction (``client``) or share of clients held out (``heldout``).
+    train_split : str
+        The source split that is partitioned.
+
+    Returns
+    -------
+    FederatedSplit
+        Output splits ordered by (client id, source row), the partition, the recipe and the counts
+        of dropped rows by reason.
+
+    Examples
+    --------
+    >>> from hetbench.partitioners import IIDPartitioner
+    >>> from hetbench.sources import load_table
+    >>> from hetbench.splits import build_split
+    >>> split = build_split(load_table("builtin:digits"), IIDPartitioner(4), seed=0, test_split="client", test_fraction=0.25)
+    >>> split.num_clients, sorted(split.outputs), split.recipe["test_split"]
+    (4, ['test', 'train'], 'client')
+    """
     if train_split not in table.splits:
         raise HetbenchError(f"the data has no '{train_split}' split (splits: {', '.join(table.split_names)})")
     natural = type(partitioner).assign_split is not Partitioner.assign_split
@@ -179,8 +292,7 @@ def build_split(
         test_split = "natural" if natural else ("global" if others else "client")
     if test_split == "natural" and natural and not others:
         test_split = "client"
-    if test_split not in TEST_POLICIES:
-        raise HetbenchError(f"unknown --test-split '{test_split}'; choose one of: {', '.join(TEST_POLICIES)}")
+    derive = TEST_POLICY_REGISTRY[test_split]
     if test_split == "natural" and not natural:
         raise HetbenchError(f"--test-split natural needs a partitioner with a natural key (natural-id), not '{partitioner.name}'")
     if test_split == "global" and not others:
@@ -197,39 +309,5 @@ def build_split(
         "test_fraction": test_fraction if test_split in ("client", "heldout") else None,
         "train_split": train_split,
     }
-    dropped = {train_split: part.dropped_counts()}
-    kept = np.flatnonzero(part.assignment >= 0)
-    outputs: dict[str, SplitRows] = {}
-    if test_split == "heldout":
-        part, test_rows, dropped_test = hold_out_clients(part, table.labels[train_split], test_fraction, make_rng(seed).spawn(2)[1])
-        kept = np.flatnonzero(part.assignment >= 0)
-        outputs["train"] = _ordered(train_split, kept, part.assignment[kept])
-        outputs["test"] = SplitRows(train_split, test_rows, np.full(test_rows.size, -1, np.int32))
-        dropped = {train_split: part.dropped_counts(), "test": dropped_test}
-        for s in others:
-            name = "global_test" if s == "test" else s
-            outputs[name] = SplitRows(s, np.arange(table.num_rows(s), dtype=np.int64), np.full(table.num_rows(s), -1, np.int32))
-    elif test_split == "client":
-        rng = make_rng(seed).spawn(1)[0]
-        held = stratified_holdout(
-            part.assignment, table.labels[train_split], part.num_clients, table.num_classes, test_fraction, rng
-        )
-        train_rows = np.flatnonzero((part.assignment >= 0) & ~held)
-        test_rows = np.flatnonzero(held)
-        outputs["train"] = _ordered(train_split, train_rows, part.assignment[train_rows])
-        outputs["test"] = _ordered(train_split, test_rows, part.assignment[test_rows])
-        for s in others:
-            name = "global_test" if s == "test" else s
-            outputs[name] = SplitRows(s, np.arange(table.num_rows(s), dtype=np.int64), np.full(table.num_rows(s), -1, np.int32))
-    else:
-        outputs["train"] = _ordered(train_split, kept, part.assignment[kept])
-        for s in others:
-            if test_split == "natural":
-                sub = partitioner.assign_split(table, s, part)
-                rows = np.flatnonzero(sub.assignment >= 0)
-                outputs[s] = _ordered(s, rows, sub.assignment[rows])
-                dropped[s] = sub.dropped_counts()
-            else:
-                n = table.num_rows(s)
-                outputs[s] = SplitRows(s, np.arange(n, dtype=np.int64), np.full(n, -1, np.int32))
+    part, outputs, dropped = derive(_PolicyInput(table, partitioner, part, seed, test_fraction, train_split, others))
     return FederatedSplit(table=table, partition=part, outputs=outputs, recipe=recipe, dropped=dropped)

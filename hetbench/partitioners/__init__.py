@@ -1,9 +1,15 @@
-"""Partitioners: sample table -> Partition. Look one up by name with :func:`get_partitioner`."""
+"""Partitioners: sample table -> Partition. Look one up by name with :func:`get_partitioner`.
+
+``REGISTRY`` is the explicit mapping of recipe method names to partitioner classes (the names a
+manifest records and ``hetbench verify`` rebuilds from).
+"""
 
 from __future__ import annotations
 
 from hetbench.errors import HetbenchError
+from hetbench.registry import Registry
 from hetbench.partitioners.base import Partitioner
+from hetbench.partitioners.devices import DevicePartitioner
 from hetbench.seeding import make_rng
 from hetbench.partitioners.dirichlet import DirichletPartitioner
 from hetbench.partitioners.domains import DomainsPartitioner
@@ -15,7 +21,7 @@ from hetbench.partitioners.semantic import SemanticPartitioner
 from hetbench.partitioners.shards import ClassesPerClientPartitioner, ShardsPartitioner
 from hetbench.partitioners.user_filters import UsersPartitioner
 
-REGISTRY: dict[str, type[Partitioner]] = {
+REGISTRY: Registry[type[Partitioner]] = Registry("partition method", {
     cls.name: cls
     for cls in (
         IIDPartitioner,
@@ -28,16 +34,23 @@ REGISTRY: dict[str, type[Partitioner]] = {
         EmbeddingPartitioner,
         SemanticPartitioner,
         DomainsPartitioner,
+        DevicePartitioner,
     )
-}
+})
 
 
 def get_partitioner(method: str, params: dict | None = None) -> Partitioner:
-    """Rebuild a partitioner from its recipe (``method`` and ``params``)."""
-    if method not in REGISTRY:
-        raise HetbenchError(f"unknown partition method '{method}'; known: {', '.join(sorted(REGISTRY))}")
+    """Rebuild a partitioner from its recipe (``method`` and ``params``).
+
+    Examples
+    --------
+    >>> from hetbench.partitioners import get_partitioner
+    >>> get_partitioner("dirichlet", {"num_clients": 20, "alpha": 0.1}).params()["alpha"]
+    0.1
+    """
+    cls = REGISTRY[method]
     try:
-        return REGISTRY[method](**(params or {}))
+        return cls(**(params or {}))
     except TypeError as exc:
         raise HetbenchError(f"bad parameters for '{method}': {exc}") from exc
 
@@ -57,4 +70,5 @@ __all__ = [
     "EmbeddingPartitioner",
     "SemanticPartitioner",
     "DomainsPartitioner",
+    "DevicePartitioner",
 ]
