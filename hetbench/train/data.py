@@ -1,7 +1,7 @@
 """A published split, decoded once into tensors for the trainer.
 
-The split is read only through the output contract (DESIGN.md sec. 3): ``datasets.load_dataset`` on a
-built folder or hub id, the ``train`` and ``test`` splits, clients by ``client_id``, and test groups by
+The split is read only through the output contract (``docs/output-contract.md``): ``datasets.load_dataset``
+on a built folder or hub id, the ``train`` and ``test`` splits, clients by ``client_id``, and test groups by
 ``device`` / ``domain`` / ``s2_cell`` / ``user_id`` where the split has them. Images are decoded once into
 one uint8 tensor per split; a client is an index array into it, so memory grows with the data only.
 """

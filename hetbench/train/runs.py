@@ -192,7 +192,8 @@ def _run_all(split, names, seeds, config, hyper, algos, out: Path, overwrite: bo
     split_path = str(split) if split is not None else str(default_split(quiet))
     data = load_federated(split_path, config.image_size, config.group_by, quiet=quiet)
     paths = {
-        (a, s): result_path(out, data.name, a, algos[a].params, type(algos[a]).defaults, s) for a in names for s in seeds
+        (a, s): result_path(out, data.name, a, algos[a].params, type(algos[a]).defaults, s)
+        for a in names for s in seeds
     }
     check_free(list(paths.values()), overwrite)
     runs = []

@@ -176,7 +176,7 @@ def run_training(
     return_state: bool = False,
 ) -> dict[str, Any] | tuple[dict[str, Any], RunState]:
     """Simulate ``config.rounds`` rounds of ``algorithm`` on ``data``; return the results document
-    (DESIGN.md sec. 5), and the final :class:`RunState` with ``return_state``. Raises
+    (``docs/output-contract.md``), and the final :class:`RunState` with ``return_state``. Raises
     :class:`TrainingDiverged` when a loss or the model becomes NaN/inf."""
     t_start = time.perf_counter()
     config.check()

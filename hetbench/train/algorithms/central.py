@@ -14,6 +14,30 @@ from hetbench.train.algorithms.base import Algorithm, ClientUpdate, RunState
 
 
 class Central(Algorithm):
+    """Centralised SGD on the union of the clients' data, round for round as much work as an FL round.
+
+    One "round" processes ``E * K * mean(n_k)`` examples in mini-batches of B from shuffled passes over
+    all training rows; its accuracy is the reference for the other runs' relative accuracy.
+
+    Parameters
+    ----------
+    None
+        It has no hyper-parameters of its own; the run's :class:`~hetbench.train.algorithms.TrainConfig`
+        (learning rate, batch size, K, E) applies.
+
+    References
+    ----------
+    .. [1] T.-M. H. Hsu, H. Qi and M. Brown, "Federated visual classification with real-world data
+       distribution", ECCV 2020, sec. 6 (accuracy relative to centralised learning).
+
+    Examples
+    --------
+    >>> from hetbench.train.algorithms import make_algorithm
+    >>> central = make_algorithm("central")
+    >>> central.name, central.params
+    ('central', {})
+    """
+
     name = "central"
     citation = "centralised SGD on the union of the clients' data"
     defaults = {}

@@ -1,4 +1,4 @@
-"""DapperFL (Yang et al., NeurIPS 2024): Model Fusion Pruning, Domain Adaptive Regularisation and
+"""DapperFL (Jia et al., NeurIPS 2024): Model Fusion Pruning, Domain Adaptive Regularisation and
 heterogeneous aggregation, implemented from the paper's equations.
 
 Client i at round t (Algorithm 2, local epoch 1 is Algorithm 1):
@@ -116,6 +116,42 @@ def l1_channel_mask(params: torch.Tensor, groups: list[PruneGroup], ratio: float
 
 
 class DapperFL(Algorithm):
+    """DapperFL: model fusion pruning, domain adaptive regularisation and heterogeneous aggregation.
+
+    Client i fine-tunes the global model one epoch, fuses it with the global model (Eq. 1, 2), prunes it
+    at its device's ratio by L1 channel norm and trains the pruned model with the DAR loss (Eq. 3-5); the
+    server recovers the pruned weights from the global model (Eq. 6) and averages by size (Eq. 7).
+
+    Parameters
+    ----------
+    alpha0 : float, default 0.9
+        Initial fusion factor alpha_0 of Eq. 2, in [0, 1] (Table 4).
+    alpha_min : float, default 0.1
+        Minimum fusion factor alpha_min of Eq. 2, in [0, 1].
+    fusion_eps : float, default 0.2
+        Fusion decay epsilon of Eq. 2, in [0, 1].
+    dar_gamma : float, default 0.01
+        Weight gamma of the DAR term in Eq. 5, >= 0.
+    pruning_ratios : sequence of float, default (0.0, 0.2, 0.4, 0.6, 0.8)
+        Pruning ratio rho per device level, each in [0, 1); client k gets level ``k mod len`` (sec. 4.1).
+
+    References
+    ----------
+    .. [1] Y. Jia, X. Zhang, H. Hu, K.-K. R. Choo, L. Qi, X. Xu, A. Beheshti and W. Dou, "DapperFL: domain
+       adaptive federated learning with model fusion pruning for edge devices", NeurIPS 2024, Eq. (1)-(7),
+       Algorithm 1 (model fusion pruning) and Algorithm 2 (DapperFL).
+
+    Examples
+    --------
+    >>> from hetbench.train.algorithms import make_algorithm
+    >>> from hetbench.train.algorithms.dapperfl import fusion_factor
+    >>> make_algorithm("dapperfl").params
+    {'alpha0': 0.9, 'alpha_min': 0.1, 'fusion_eps': 0.2, 'dar_gamma': 0.01,
+     'pruning_ratios': (0.0, 0.2, 0.4, 0.6, 0.8)}
+    >>> [round(fusion_factor(t), 3) for t in (1, 2, 3, 11)]  # Eq. 2, floored at alpha_min
+    [0.9, 0.72, 0.576, 0.1]
+    """
+
     name = "dapperfl"
     citation = "Yang et al. 2024, DapperFL: domain adaptive federated learning with model fusion pruning"
     defaults = {

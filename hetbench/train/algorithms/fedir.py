@@ -31,6 +31,32 @@ def self_normalised_loss(losses: torch.Tensor, weights: torch.Tensor) -> torch.T
 
 
 class FedIR(ServerMomentum, FedAvg):
+    """FedIR: each client reweights its examples by ``w_k(y) = p(y) / q_k(y)`` (self-normalised per batch).
+
+    Parameters
+    ----------
+    server_lr : float, default 1.0
+        Server learning rate.
+    server_momentum : float, default 0.0
+        Server momentum beta in [0, 1); > 0 combines FedIR with FedAvgM, as the paper does.
+
+    References
+    ----------
+    .. [1] T.-M. H. Hsu, H. Qi and M. Brown, "Federated visual classification with real-world data
+       distribution", ECCV 2020, sec. 5.2 "Importance reweighted client objectives", Eq. (3) (the weights) and
+       Eq. (4) (the self-normalised mini-batch loss).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from hetbench.train.algorithms import make_algorithm
+    >>> from hetbench.train.algorithms.fedir import importance_weights
+    >>> make_algorithm("fedir").params
+    {'server_lr': 1.0, 'server_momentum': 0.0}
+    >>> importance_weights(np.array([10.0, 30.0, 60.0]), np.array([5.0, 5.0, 0.0])).tolist()  # p / q_k
+    [0.2, 0.6, 0.0]
+    """
+
     name = "fedir"
     citation = "Hsu, Qi, Brown 2020, Federated visual classification with real-world data distribution (FedIR)"
     defaults = {"server_lr": 1.0, "server_momentum": 0.0}

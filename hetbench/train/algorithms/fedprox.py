@@ -15,6 +15,32 @@ from hetbench.train.local import LocalResult, local_sgd
 
 
 class FedProx(FedAvg):
+    """FedAvg whose clients minimise ``F_k(w) + mu/2 ||w - w_t||^2`` (a proximal term to the global model).
+
+    The proximal gradient ``mu (w - w_t)`` is added to every local gradient; the server is FedAvg.
+
+    Parameters
+    ----------
+    server_lr : float, default 1.0
+        Server learning rate (as :class:`~hetbench.train.algorithms.fedavg.FedAvg`).
+    mu : float, default 0.1
+        Proximal weight, >= 0; 0.1 is the value of HeteroSwitch (Appendix A) and DapperFL (Table 4).
+        With ``mu = 0`` FedProx is FedAvg exactly.
+
+    References
+    ----------
+    .. [1] T. Li, A. K. Sahu, M. Zaheer, M. Sanjabi, A. Talwalkar and V. Smith, "Federated optimization in
+       heterogeneous networks", MLSys 2020, Algorithm 2 (FedProx) and its Eq. (2), the local objective h_k.
+
+    Examples
+    --------
+    >>> from hetbench.train.algorithms import make_algorithm
+    >>> make_algorithm("fedprox").params
+    {'server_lr': 1.0, 'mu': 0.1}
+    >>> make_algorithm("fedprox", mu=0.01).params["mu"]
+    0.01
+    """
+
     name = "fedprox"
     citation = "Li et al. 2020, Federated optimization in heterogeneous networks"
     defaults = {"server_lr": 1.0, "mu": 0.1}

@@ -22,6 +22,37 @@ def virtual_client_rows(rows: np.ndarray, n_vc: int, rng: np.random.Generator) -
 
 
 class FedVC(ServerMomentum, FedAvg):
+    """FedVC: clients selected in proportion to their size each train one virtual client of N_VC examples.
+
+    Every selected client takes ``ceil(N_VC / B)`` steps over N_VC examples drawn from its data and gets
+    the same aggregation weight; the number of local epochs does not apply.
+
+    Parameters
+    ----------
+    server_lr : float, default 1.0
+        Server learning rate.
+    server_momentum : float, default 0.0
+        Server momentum beta in [0, 1); > 0 combines FedVC with FedAvgM.
+    vc_size : int, default 256
+        Examples per virtual client N_VC (sec. 6.3).
+
+    References
+    ----------
+    .. [1] T.-M. H. Hsu, H. Qi and M. Brown, "Federated visual classification with real-world data
+       distribution", ECCV 2020, sec. 5.3 "Splitting imbalanced clients with virtual clients" and Algorithm 1
+       (SelectClients by size, ClientUpdate over N_VC examples).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from hetbench.train.algorithms import make_algorithm
+    >>> from hetbench.train.algorithms.fedvc import virtual_client_rows
+    >>> make_algorithm("fedvc").params
+    {'server_lr': 1.0, 'server_momentum': 0.0, 'vc_size': 256}
+    >>> virtual_client_rows(np.arange(3), 5, np.random.default_rng(0)).size  # 3 rows: drawn with replacement
+    5
+    """
+
     name = "fedvc"
     citation = "Hsu, Qi, Brown 2020, Federated visual classification with real-world data distribution (FedVC)"
     defaults = {"server_lr": 1.0, "server_momentum": 0.0, "vc_size": 256}

@@ -50,6 +50,40 @@ def random_isp(x01: torch.Tensor, wb_degree: float, gamma_degree: float, gen: to
 
 
 class HeteroSwitch(FedAvg):
+    """HeteroSwitch: clients the global model already fits train with random ISP changes and SWA.
+
+    Switch 1 (``L_init < L_EMA``) turns on random white balance and gamma (Eq. 2, 3) and per-step weight
+    averaging; switch 2 (switch 1 and ``L_train < L_EMA``) returns the averaged weights. The server
+    aggregates as FedAvg and updates ``L_EMA`` (Eq. 1).
+
+    Parameters
+    ----------
+    server_lr : float, default 1.0
+        Server learning rate.
+    ema_alpha : float, default 0.9
+        EMA factor alpha of Eq. 1, in [0, 1] (Appendix A).
+    wb_degree : float, default 0.001
+        Random white-balance degree d of Eq. 2, in [0, 1): gains ``r ~ U(1 - d, 1 + d)`` per channel.
+    gamma_degree : float, default 0.9
+        Random gamma degree d of Eq. 3, in [0, 1): ``gamma ~ U(1 - d, 1 + d)`` per image.
+
+    References
+    ----------
+    .. [1] G. Kim, M. Ghasemi, S. Heidari, S. Kim, Y. G. Kim, S. Vrudhula and C.-J. Wu, "HeteroSwitch:
+       characterizing and taming system-induced data heterogeneity in federated learning", MLSys 2024,
+       sec. 5, Eq. (1)-(3) and Algorithm 1 (ClientUpdate).
+
+    Examples
+    --------
+    >>> from hetbench.train.algorithms import make_algorithm
+    >>> from hetbench.train.algorithms.heteroswitch import ema_update, switch_one, switch_two
+    >>> make_algorithm("heteroswitch").params
+    {'server_lr': 1.0, 'ema_alpha': 0.9, 'wb_degree': 0.001, 'gamma_degree': 0.9}
+    >>> ema = ema_update(ema_update(None, 2.0, 0.9), 1.0, 0.9)  # Eq. 1: 0.9 * 1.0 + 0.1 * 2.0
+    >>> round(ema, 6), switch_one(0.5, ema), switch_two(True, 1.2, ema)
+    (1.1, True, False)
+    """
+
     name = "heteroswitch"
     citation = "Kim et al. 2024, HeteroSwitch: characterizing and taming system-induced data heterogeneity in FL"
     defaults = {"server_lr": 1.0, "ema_alpha": 0.9, "wb_degree": 0.001, "gamma_degree": 0.9}

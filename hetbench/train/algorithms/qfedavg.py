@@ -14,6 +14,43 @@ from hetbench.train.local import dataset_loss
 
 
 class QFedAvg(Algorithm):
+    """q-FedAvg: clients with a higher loss weigh more, ``w_{t+1} = w_t - sum_k Delta_k / sum_k h_k``.
+
+    ``Delta_k = F_k^q L (w_t - w_bar_k)`` and ``h_k = q F_k^(q-1) ||L (w_t - w_bar_k)||^2 + L F_k^q`` with
+    ``F_k`` the client's loss at ``w_t``, ``w_bar_k`` its local SGD result and ``L = 1 / lr``.
+
+    Parameters
+    ----------
+    q : float, default 1e-6
+        Fairness exponent, >= 0 (the value HeteroSwitch, Appendix A, tuned); ``q = 0`` gives the uniform
+        average of the local models.
+
+    References
+    ----------
+    .. [1] T. Li, M. Sanjabi, A. Beirami and V. Smith, "Fair resource allocation in federated learning",
+       ICLR 2020, Algorithm 2 (q-FedAvg), which minimises the q-FFL objective.
+
+    Examples
+    --------
+    One aggregation step with ``q = 0``: the uniform mean of the two local models.
+
+    >>> import torch
+    >>> from types import SimpleNamespace
+    >>> from hetbench.train.algorithms import ClientUpdate, make_algorithm
+    >>> make_algorithm("qfedavg").params
+    {'q': 1e-06}
+    >>> qfedavg = make_algorithm("qfedavg", q=0.0)
+    >>> run = SimpleNamespace(global_params=torch.zeros(2), global_buffers=torch.zeros(0),
+    ...                       config=SimpleNamespace(lr=0.5))
+    >>> qfedavg.begin_round(run, 1)
+    >>> for k, theta in enumerate([[1.0, 2.0], [3.0, 0.0]]):
+    ...     update = ClientUpdate(k, torch.tensor(theta), torch.zeros(0), 1.0, 0.0, 1, 8, {"f_k": 0.7})
+    ...     qfedavg.accumulate(run, 1, update)
+    >>> qfedavg.end_round(run, 1)
+    >>> run.global_params
+    tensor([2., 1.])
+    """
+
     name = "qfedavg"
     citation = "Li et al. 2020, Fair resource allocation in federated learning (q-FedAvg)"
     defaults = {"q": 1e-6}

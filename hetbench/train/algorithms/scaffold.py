@@ -19,6 +19,36 @@ from hetbench.train.local import local_sgd
 
 
 class Scaffold(Algorithm):
+    """SCAFFOLD: local steps corrected by control variates, ``y <- y - eta_l (g_i(y) - c_i + c)``.
+
+    After K local steps client i sets ``c_i+ = c_i - c + (x - y) / (K eta_l)`` (option II) and reports
+    ``dy = y - x`` and ``dc = c_i+ - c_i``; the server applies ``x <- x + eta_g mean_S(dy)`` and
+    ``c <- c + (1/N) sum_S(dc)``. Updates are averaged uniformly over the sampled clients S.
+
+    Parameters
+    ----------
+    server_lr : float, default 1.0
+        Global step size eta_g.
+
+    References
+    ----------
+    .. [1] S. P. Karimireddy, S. Kale, M. Mohri, S. J. Reddi, S. U. Stich and A. T. Suresh, "SCAFFOLD:
+       stochastic controlled averaging for federated learning", ICML 2020, Algorithm 1 with control variates
+       by option II.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from types import SimpleNamespace
+    >>> from hetbench.train.algorithms import make_algorithm
+    >>> scaffold = make_algorithm("scaffold")
+    >>> scaffold.params
+    {'server_lr': 1.0}
+    >>> scaffold.setup(SimpleNamespace(global_params=torch.ones(3)))
+    >>> scaffold.c, scaffold.c_i  # the server control variate starts at 0; clients get theirs on first use
+    (tensor([0., 0., 0.]), {})
+    """
+
     name = "scaffold"
     citation = "Karimireddy et al. 2020, SCAFFOLD: stochastic controlled averaging for federated learning"
     defaults = {"server_lr": 1.0}

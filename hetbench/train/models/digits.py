@@ -17,7 +17,31 @@ for any image size (identity for 8x8 inputs, whose map is already 4x4 after the 
 class DigitsCNN(nn.Module):
     """conv3x3(C->32) ReLU, conv3x3(32->64) ReLU, maxpool2, pool to <=4x4, FC 128 ReLU, classifier.
 
-    :meth:`features` is the 128-d output after its ReLU.
+    :meth:`features` is the 128-d output after its ReLU. ``--model digits-cnn``; the default for images up
+    to 16 px.
+
+    Parameters
+    ----------
+    in_channels : int
+        Image channels C (1 for grayscale, 3 for RGB).
+    num_classes : int
+        Outputs of the classifier.
+    image_size : int
+        Side of the square input images, at least 8; the map is pooled to at most 4 x 4, so any size works.
+
+    References
+    ----------
+    .. [1] Y. LeCun, L. Bottou, Y. Bengio and P. Haffner, "Gradient-based learning applied to document
+       recognition", Proc. IEEE 86(11), 1998 (the convolutional front, scaled down as in the Keras MNIST
+       example).
+
+    Examples
+    --------
+    >>> import torch
+    >>> from hetbench.train.models import DigitsCNN, count_parameters
+    >>> model = DigitsCNN(in_channels=1, num_classes=10, image_size=8)
+    >>> count_parameters(model), model(torch.zeros(2, 1, 8, 8)).shape
+    (151306, torch.Size([2, 10]))
     """
 
     def __init__(self, in_channels: int, num_classes: int, image_size: int) -> None:

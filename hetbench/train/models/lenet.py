@@ -16,7 +16,32 @@ class LeNet(nn.Module):
     """conv5x5(C->64) ReLU pool2, conv5x5(64->64) ReLU pool2, FC 384 ReLU, FC 192 ReLU, classifier.
 
     The convolutions use padding 2 ("same"), so an ``s x s`` image flattens to ``64 * (s//4)**2``
-    (4096 for 32x32). :meth:`features` is the 192-d output after its ReLU.
+    (4096 for 32x32). :meth:`features` is the 192-d output after its ReLU. ``--model lenet``; the default
+    for images of 17 to 48 px.
+
+    Parameters
+    ----------
+    in_channels : int
+        Image channels C (1 for grayscale, 3 for RGB).
+    num_classes : int
+        Outputs of the classifier.
+    image_size : int
+        Side of the square input images, at least 8.
+
+    References
+    ----------
+    .. [1] T.-M. H. Hsu, H. Qi and M. Brown, "Measuring the effects of non-identical data distribution for
+       federated visual classification", arXiv:1909.06335, 2019 (the CIFAR-10 model).
+    .. [2] T.-M. H. Hsu, H. Qi and M. Brown, "Federated visual classification with real-world data
+       distribution", ECCV 2020, sec. 6.5.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from hetbench.train.models import LeNet, count_parameters
+    >>> model = LeNet(in_channels=3, num_classes=10, image_size=32)
+    >>> count_parameters(model), model.features(torch.zeros(2, 3, 32, 32)).shape
+    (1756426, torch.Size([2, 192]))
     """
 
     def __init__(self, in_channels: int, num_classes: int, image_size: int) -> None:

@@ -119,7 +119,38 @@ class InvertedResidual(nn.Module):
 
 
 class MobileNetV3Small(nn.Module):
-    """MobileNetV3-Small; :meth:`features` is the 1024-d hidden vector after hard-swish and dropout."""
+    """MobileNetV3-Small; :meth:`features` is the 1024-d hidden vector after hard-swish and dropout.
+
+    ``--model mobilenetv3-small``. Its dropout draws from torch's global generator, so the trainer trains
+    it in one thread and reseeds that generator per client update.
+
+    Parameters
+    ----------
+    in_channels : int
+        Image channels C (1 for grayscale, 3 for RGB).
+    num_classes : int
+        Outputs of the classifier.
+    image_size : int
+        Side of the square input images, at least 8; up to 64 px the stem has stride 1, above it stride 2.
+    norm : {"group", "batch", "none"}, default "group"
+        Normalisation after every convolution (GroupNorm after Hsu et al. 2020).
+
+    References
+    ----------
+    .. [1] A. Howard, M. Sandler, G. Chu, L.-C. Chen, B. Chen, M. Tan, W. Wang, Y. Zhu, R. Pang,
+       V. Vasudevan, Q. V. Le and H. Adam, "Searching for MobileNetV3", ICCV 2019, Table 2
+       (MobileNetV3-Small).
+    .. [2] M. Sandler, A. Howard, M. Zhu, A. Zhmoginov and L.-C. Chen, "MobileNetV2: inverted residuals and
+       linear bottlenecks", CVPR 2018 (the inverted residual block).
+
+    Examples
+    --------
+    >>> import torch
+    >>> from hetbench.train.models import MobileNetV3Small, count_parameters
+    >>> model = MobileNetV3Small(in_channels=3, num_classes=10, image_size=32).eval()
+    >>> model.features(torch.zeros(1, 3, 32, 32)).shape
+    torch.Size([1, 1024])
+    """
 
     def __init__(self, in_channels: int, num_classes: int, image_size: int, norm: str = "group") -> None:
         super().__init__()

@@ -45,7 +45,34 @@ class BasicBlock(nn.Module):
 
 
 class ResNet(nn.Module):
-    """A BasicBlock ResNet; :meth:`features` is the global-average-pooled 512-d vector."""
+    """A BasicBlock ResNet; :meth:`features` is the global-average-pooled 512-d vector.
+
+    Parameters
+    ----------
+    depths : tuple of int
+        BasicBlocks per stage (widths 64, 128, 256, 512): ``(2, 2, 2, 2)`` is ResNet-18.
+    in_channels : int
+        Image channels C (1 for grayscale, 3 for RGB).
+    num_classes : int
+        Outputs of the classifier.
+    image_size : int
+        Side of the square input images, at least 8; up to 64 px the CIFAR stem, above it the ImageNet stem.
+    norm : {"group", "batch", "none"}, default "group"
+        Normalisation after every convolution (GroupNorm after Hsu et al. 2020).
+
+    References
+    ----------
+    .. [1] K. He, X. Zhang, S. Ren and J. Sun, "Deep residual learning for image recognition", CVPR 2016,
+       Table 1 (stage depths) and sec. 4.2 (the CIFAR stem).
+    .. [2] T.-M. H. Hsu, H. Qi and M. Brown, "Federated visual classification with real-world data
+       distribution", ECCV 2020, sec. 6 (GroupNorm instead of BatchNorm).
+
+    Examples
+    --------
+    >>> from hetbench.train.models import ResNet, count_parameters
+    >>> count_parameters(ResNet((1, 1, 1, 1), in_channels=3, num_classes=10, image_size=32))
+    4903242
+    """
 
     def __init__(
         self,
@@ -98,10 +125,61 @@ class ResNet(nn.Module):
 
 
 def resnet10(in_channels: int, num_classes: int, image_size: int, norm: str = "group") -> ResNet:
-    """ResNet-10: one BasicBlock per stage."""
+    """ResNet-10: one BasicBlock per stage (``--model resnet10``; the default above 48 px).
+
+    Parameters
+    ----------
+    in_channels : int
+        Image channels C (1 for grayscale, 3 for RGB).
+    num_classes : int
+        Outputs of the classifier.
+    image_size : int
+        Side of the square input images, at least 8.
+    norm : {"group", "batch", "none"}, default "group"
+        Normalisation after every convolution (GroupNorm after Hsu et al. 2020).
+
+    References
+    ----------
+    .. [1] K. He, X. Zhang, S. Ren and J. Sun, "Deep residual learning for image recognition", CVPR 2016,
+       Table 1 (stage depths) and sec. 4.2 (the CIFAR stem).
+    .. [2] T.-M. H. Hsu, H. Qi and M. Brown, "Federated visual classification with real-world data
+       distribution", ECCV 2020, sec. 6 (GroupNorm instead of BatchNorm).
+
+    Examples
+    --------
+    >>> import torch
+    >>> from hetbench.train.models import resnet10
+    >>> resnet10(in_channels=1, num_classes=4, image_size=8)(torch.zeros(2, 1, 8, 8)).shape
+    torch.Size([2, 4])
+    """
     return ResNet((1, 1, 1, 1), in_channels, num_classes, image_size, norm)
 
 
 def resnet18(in_channels: int, num_classes: int, image_size: int, norm: str = "group") -> ResNet:
-    """ResNet-18 (He et al. 2016, Table 1): two BasicBlocks per stage."""
+    """ResNet-18 (He et al. 2016, Table 1): two BasicBlocks per stage (``--model resnet18``).
+
+    Parameters
+    ----------
+    in_channels : int
+        Image channels C (1 for grayscale, 3 for RGB).
+    num_classes : int
+        Outputs of the classifier.
+    image_size : int
+        Side of the square input images, at least 8.
+    norm : {"group", "batch", "none"}, default "group"
+        Normalisation after every convolution (GroupNorm after Hsu et al. 2020).
+
+    References
+    ----------
+    .. [1] K. He, X. Zhang, S. Ren and J. Sun, "Deep residual learning for image recognition", CVPR 2016,
+       Table 1 (stage depths) and sec. 4.2 (the CIFAR stem).
+    .. [2] T.-M. H. Hsu, H. Qi and M. Brown, "Federated visual classification with real-world data
+       distribution", ECCV 2020, sec. 6 (GroupNorm instead of BatchNorm).
+
+    Examples
+    --------
+    >>> from hetbench.train.models import count_parameters, resnet18
+    >>> count_parameters(resnet18(in_channels=3, num_classes=1000, image_size=224, norm="batch"))  # torchvision's
+    11689512
+    """
     return ResNet((2, 2, 2, 2), in_channels, num_classes, image_size, norm)
