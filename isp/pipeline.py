@@ -22,8 +22,9 @@ from typing import Iterable, Sequence
 import numpy as np
 
 from hetbench.errors import HetbenchError
-from hetbench.isp.raw import RawCapture
+from hetbench.isp.capture import RawCapture
 from hetbench.isp.stages import REGISTRY, STAGES, StageContext
+from hetbench.isp.stages.demosaic import libraw_linear
 
 BASELINE: dict[str, str] = {
     "demosaic": "ppg",
@@ -37,17 +38,15 @@ STAGE_ALIASES = {"white_balance": "wb", "white-balance": "wb", "color": "wb", "c
 
 
 def _stage_name(text: str) -> str:
+    """The stage ``text`` names (case-insensitive, aliases allowed); the registry rejects others."""
     name = STAGE_ALIASES.get(text.strip().lower(), text.strip().lower())
-    if name not in STAGES:
-        raise HetbenchError(f"unknown ISP stage '{text}'; stages are: {', '.join(STAGES)}")
+    REGISTRY[name]  # raises UnknownNameError (a HetbenchError) listing the stages
     return name
 
 
 def _variant_name(stage: str, text: str) -> str:
-    name = text.strip().lower()
-    if name not in REGISTRY[stage]:
-        raise HetbenchError(f"unknown {stage} option '{text}'; {stage} options are: {', '.join(REGISTRY[stage])}")
-    return name
+    """The variant ``text`` names in ``stage``; the stage's registry rejects others."""
+    return REGISTRY[stage][text.strip().lower()].name
 
 
 @dataclass(frozen=True, order=True)
@@ -169,8 +168,6 @@ class Renderer:
 
     def render_all(self, capture: RawCapture, pipelines: Iterable[Pipeline | str]) -> list[Rendered]:
         """Render every pipeline of one capture; results come back in the order given."""
-        from hetbench.isp.stages.demosaic import libraw_linear
-
         items = [p if isinstance(p, Pipeline) else Pipeline.parse(p) for p in pipelines]
         order = sorted(range(len(items)), key=lambda i: items[i]._walk_key())
         walk_keys = [_level_keys(items[i]) for i in order]

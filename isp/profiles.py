@@ -3,7 +3,7 @@
 A :class:`DeviceProfile` describes one phone of a device manifest (for HeteroSwitch, the nine
 phones of Table 1): its market share, its main camera sensor (CFA order, bit depth, black/white
 level, XYZ->camera colour matrix, resolution, noise) and the vendor-typical ISP, i.e. one variant
-name per stage of :mod:`hetbench.isp.stages.base`. Every number carries a free-text citation in
+name per stage of :mod:`hetbench.isp.stages`. Every number carries a free-text citation in
 ``sources`` that says where it comes from or, when there is no public figure, why the value was
 chosen.
 
@@ -11,12 +11,15 @@ Manifests live in ``manifests/devices/<name>.yaml`` (package ``hetbench.manifest
 with :func:`load_profiles`, which validates every field and raises :class:`ValueError` with a
 message that names the device, the field and the valid choices.
 
-Matrix conventions (the same as :class:`hetbench.isp.raw.RawCapture`):
+The profile data classes (:class:`DeviceProfile`, :class:`NoiseModel`) and their matrix
+conventions are in :mod:`hetbench.isp.device`; this module loads and validates manifests. Valid
+ISP variant names are those of the stage registry, :data:`hetbench.isp.stages.REGISTRY`.
 
-* ``color_matrix`` is **XYZ (D65) -> camera RGB** (DNG ColorMatrix1, CalibrationIlluminant1 = D65);
-* :meth:`DeviceProfile.camera_to_srgb` is **white-balanced camera RGB -> linear sRGB**, exactly
-  ``RawCapture.camera_to_srgb()`` for that colour matrix (dcraw convention: rows of
-  ``color_matrix @ M(sRGB->XYZ)`` normalised to sum 1, then inverted).
+References
+----------
+.. [1] Kim et al., "HeteroSwitch", MLSys 2024, Table 1 (devices, market shares) and Table 3.
+.. [2] T. Brooks et al., "Unprocessing Images for Learned Raw Denoising", CVPR 2019, section 3.2
+   (noise ranges) and section 3.1 (random colour matrices as convex combinations).
 """
 
 from __future__ import annotations
@@ -24,33 +27,17 @@ from __future__ import annotations
 import functools
 import math
 import re
-from dataclasses import dataclass
+from dataclasses import fields
 from importlib import resources
-from types import MappingProxyType
 from typing import Any, Mapping
 
 import numpy as np
 import yaml
 
 from hetbench.errors import HetbenchError
-from hetbench.isp.raw import CFA_PATTERNS, RawCapture
-
-#: ISP stages in pipeline order; mirrors ``hetbench.isp.stages.base.STAGES`` (a test checks it).
-STAGES: tuple[str, ...] = ("demosaic", "denoise", "wb", "gamut", "tone", "compress")
-
-#: Variant names per stage (HeteroSwitch Table 3 plus ``wb=camera``). Mirrors the names the stage
-#: modules register in ``hetbench.isp.stages.base.REGISTRY``; kept as a constant so that profiles
-#: can be loaded and validated without importing the stage implementations.
-ISP_VARIANTS: Mapping[str, tuple[str, ...]] = MappingProxyType(
-    {
-        "demosaic": ("ppg", "bin", "ahd"),
-        "denoise": ("fbdd", "none", "bayes-shrink"),
-        "wb": ("gray-world", "none", "white-patch", "camera"),
-        "gamut": ("srgb", "none", "prophoto"),
-        "tone": ("srgb-gamma", "none", "srgb-gamma+equalize"),
-        "compress": ("jpeg85", "none", "jpeg50"),
-    }
-)
+from hetbench.isp.capture import CFA_PATTERNS
+from hetbench.isp.device import DeviceProfile, FrozenDict, NoiseModel
+from hetbench.isp.stages import REGISTRY, STAGES
 
 TIERS: tuple[str, ...] = ("H", "M", "L")
 
@@ -73,143 +60,9 @@ REQUIRED_SOURCES: tuple[str, ...] = (
     "isp",
 )
 
-_DEVICE_KEYS = {
-    "name",
-    "vendor",
-    "model",
-    "tier",
-    "market_share_pct",
-    "sensor",
-    "sensor_family",
-    "cfa",
-    "bit_depth",
-    "black_level",
-    "white_level",
-    "color_matrix",
-    "resolution",
-    "noise",
-    "isp",
-    "sources",
-}
+#: the fields a manifest gives: every DeviceProfile field but the two derived from the shares.
+_DEVICE_KEYS = {f.name for f in fields(DeviceProfile)} - {"market_share", "participation"}
 _OPTIONAL_DEVICE_KEYS = {"model", "sensor_family"}
-
-
-class FrozenDict(Mapping):
-    """A read-only, hashable, picklable mapping (DeviceProfile's ``isp`` and ``sources``)."""
-
-    __slots__ = ("_data",)
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        object.__setattr__(self, "_data", dict(*args, **kwargs))
-
-    def __setattr__(self, name: str, value: Any) -> None:
-        raise AttributeError("FrozenDict is read-only")
-
-    def __getitem__(self, key: Any) -> Any:
-        return self._data[key]
-
-    def __iter__(self):
-        return iter(self._data)
-
-    def __len__(self) -> int:
-        return len(self._data)
-
-    def __hash__(self) -> int:
-        return hash(tuple(self._data.items()))
-
-    def __repr__(self) -> str:
-        return f"FrozenDict({self._data!r})"
-
-    def __reduce__(self):
-        return (FrozenDict, (self._data,))
-
-
-@dataclass(frozen=True)
-class NoiseModel:
-    """Heteroscedastic Gaussian noise of Brooks et al. 2019 on a [0, 1]-normalised linear signal
-    ``x`` (black level removed, white level = 1): ``variance = shot * x + read``."""
-
-    shot: float
-    read: float
-
-    def variance(self, x: np.ndarray | float) -> np.ndarray | float:
-        return self.shot * x + self.read
-
-
-@dataclass(frozen=True)
-class DeviceProfile:
-    """One phone of a device manifest.
-
-    Attributes:
-        name: the manifest key (e.g. ``GalaxyS22``, as in HeteroSwitch Table 1).
-        vendor: ``Samsung``, ``LG``, ``Google``, ...
-        model: marketing name (``Galaxy S22``); used as the capture's model.
-        tier: ``H``, ``M`` or ``L`` (high-, mid-, low-end).
-        market_share_pct: the raw market share in percent, as given by the source table.
-        market_share: ``market_share_pct / 100``.
-        participation: the share normalised over the manifest's devices (they sum to 1): the
-            fraction of FL clients that are this device type.
-        sensor: main camera sensor (free text; alternatives and ``unverified`` where unsure).
-        sensor_family: a key grouping sensors that share a colour response (equal family ->
-            similar colour matrices; different family -> different ones).
-        cfa: Bayer order of the stored mosaic, one of RGGB, BGGR, GRBG, GBRG.
-        bit_depth, black_level, white_level: the stored digital numbers (black included).
-        color_matrix: 3x3 XYZ (D65) -> camera RGB, rows R, G, B (DNG ColorMatrix1), as tuples.
-        resolution: (width, height) of the main camera's default still output.
-        noise: :class:`NoiseModel` at the profile's typical capture setting.
-        isp: read-only mapping stage -> variant name (the vendor-typical pipeline).
-        sources: read-only mapping field -> citation or justification.
-    """
-
-    name: str
-    vendor: str
-    model: str
-    tier: str
-    market_share_pct: float
-    market_share: float
-    participation: float
-    sensor: str
-    sensor_family: str
-    cfa: str
-    bit_depth: int
-    black_level: float
-    white_level: float
-    color_matrix: tuple[tuple[float, float, float], ...]
-    resolution: tuple[int, int]
-    noise: NoiseModel
-    isp: Mapping[str, str]
-    sources: Mapping[str, str]
-
-    def xyz_to_camera(self) -> np.ndarray:
-        """(3, 3) float64 XYZ (D65) -> camera RGB (the DNG ColorMatrix1)."""
-        return np.array(self.color_matrix, dtype=np.float64)
-
-    def camera_to_srgb(self) -> np.ndarray:
-        """(3, 3) white-balanced camera RGB -> linear sRGB, exactly as ``RawCapture`` computes it."""
-        return _template_capture(self).camera_to_srgb()
-
-    def srgb_to_camera(self) -> np.ndarray:
-        """(3, 3) linear sRGB -> white-balanced camera RGB: the inverse of :meth:`camera_to_srgb`."""
-        return np.linalg.inv(self.camera_to_srgb())
-
-    @property
-    def isp_pipeline(self) -> tuple[tuple[str, str], ...]:
-        """The ISP as ``((stage, variant), ...)`` in pipeline order."""
-        return tuple((s, self.isp[s]) for s in STAGES)
-
-
-def _template_capture(profile: DeviceProfile) -> RawCapture:
-    """A 2x2 capture carrying only the profile's colour metadata (to reuse RawCapture's maths)."""
-    return RawCapture(
-        mosaic=np.zeros((2, 2), dtype=np.uint16),
-        cfa=profile.cfa,
-        black_level=(profile.black_level,) * 4,
-        white_level=profile.white_level,
-        color_matrix=profile.xyz_to_camera(),
-        as_shot_neutral=(1.0, 1.0, 1.0),
-        make=profile.vendor,
-        model=profile.model,
-    )
 
 
 # --------------------------------------------------------------------------------------- loading
@@ -421,15 +274,25 @@ def _color_matrix(spec: Any, refs: dict[str, np.ndarray], where: str) -> np.ndar
 
 
 def valid_variants(stage: str) -> tuple[str, ...]:
-    """Valid variant names of ``stage``: :data:`ISP_VARIANTS` plus any the stage registry already
-    holds (the registry is read if ``base`` is importable, but stage modules are not imported)."""
-    names = list(ISP_VARIANTS.get(stage, ()))
-    try:
-        from hetbench.isp.stages.base import REGISTRY
-    except Exception:  # stage package mid-edit or absent: the constant alone decides
-        REGISTRY = {}
-    names += [n for n in REGISTRY.get(stage, {}) if n not in names]
-    return tuple(names)
+    """Valid variant names of ``stage``, from the stage registry.
+
+    Parameters
+    ----------
+    stage : str
+        One of :data:`~hetbench.isp.stages.STAGES`.
+
+    Returns
+    -------
+    tuple of str
+        The names, Table 3 order (baseline, option 1, option 2, extras).
+
+    Examples
+    --------
+    >>> from hetbench.isp.profiles import valid_variants
+    >>> valid_variants("demosaic")
+    ('ppg', 'bin', 'ahd')
+    """
+    return REGISTRY[stage].names()
 
 
 def _validate_isp(isp: Any, where: str) -> dict[str, str]:

@@ -1,113 +1,23 @@
-"""RawCapture: one camera RAW frame and the metadata every later ISP stage needs.
+"""Reading any camera RAW file LibRaw decodes into a :class:`~hetbench.isp.capture.RawCapture`.
 
-A capture is the Bayer mosaic as the sensor wrote it (uint16 digital numbers, black level not yet
-subtracted), the 2x2 CFA pattern, black and white levels, the XYZ->camera colour matrix with its
-calibration illuminant (DNG ColorMatrix1), the as-shot neutral (DNG AsShotNeutral) and the camera's
-name. Real captures come from any file LibRaw reads (:func:`read_raw`); synthetic ones from
-unprocessing (``hetbench.isp.unprocess``); both can be written as uncompressed CFA DNGs
-(:func:`write_dng`) so that every capture takes the same LibRaw path.
+:func:`read_raw` takes the Bayer mosaic, CFA pattern, black and white levels from LibRaw (through
+rawpy), and the colour matrix LibRaw itself uses for the file, so that the ISP renders the file the
+way LibRaw would; files that are not a 3-colour Bayer mosaic raise :class:`UnsupportedRaw`.
+
+References
+----------
+.. [1] LibRaw (https://www.libraw.org) through rawpy; D. Coffin, dcraw (``cam_xyz_coeff``).
+.. [2] Adobe, *Digital Negative (DNG) Specification* 1.4 (ColorMatrix1, AsShotNeutral,
+   CalibrationIlluminant1); Adobe, *TIFF Revision 6.0* (Make, Model).
 """
 
 from __future__ import annotations
 
-import hashlib
 import os
-from dataclasses import dataclass, field
 
 import numpy as np
 
-#: CFA colour codes as in the DNG CFAPattern tag: 0 = red, 1 = green, 2 = blue.
-CFA_CODES = {"R": 0, "G": 1, "B": 2}
-CFA_PATTERNS = ("RGGB", "BGGR", "GRBG", "GBRG")
-#: linear sRGB (D65) -> CIE XYZ, IEC 61966-2-1.
-SRGB_TO_XYZ = np.array(
-    [[0.4124564, 0.3575761, 0.1804375], [0.2126729, 0.7151522, 0.0721750], [0.0193339, 0.1191920, 0.9503041]]
-)
-
-
-@dataclass(frozen=True)
-class RawCapture:
-    """A Bayer RAW frame.
-
-    Attributes:
-        mosaic: (H, W) uint16 sensor values, black level included (H and W even).
-        cfa: the 2x2 pattern read row by row, one of ``RGGB``, ``BGGR``, ``GRBG``, ``GBRG``.
-        black_level: per-CFA-position black level, 4 values in the same row-major order as ``cfa``.
-        white_level: saturation value.
-        color_matrix: (3, 3) XYZ -> camera matrix (DNG ColorMatrix1), rows R, G, B of the camera.
-        calibration_illuminant: EXIF light-source code of ``color_matrix`` (21 = D65, 17 = std A).
-        as_shot_neutral: camera RGB of a neutral under the scene light (DNG AsShotNeutral), G = 1.
-        make, model: camera maker and model.
-        capture_id: a stable name for the frame (file stem, or a synthetic id).
-    """
-
-    mosaic: np.ndarray
-    cfa: str
-    black_level: tuple[float, float, float, float]
-    white_level: float
-    color_matrix: np.ndarray
-    as_shot_neutral: tuple[float, float, float]
-    make: str = "unknown"
-    model: str = "unknown"
-    calibration_illuminant: int = 21
-    capture_id: str = ""
-    _fingerprint: list = field(default_factory=list, repr=False, compare=False)
-
-    def __post_init__(self) -> None:
-        m = np.asarray(self.mosaic)
-        if m.ndim != 2 or m.shape[0] % 2 or m.shape[1] % 2:
-            raise ValueError(f"mosaic must be 2-D with even sides (got {m.shape})")
-        if self.cfa not in CFA_PATTERNS:
-            raise ValueError(f"unsupported CFA pattern {self.cfa!r}; expected one of {CFA_PATTERNS}")
-        object.__setattr__(self, "mosaic", np.ascontiguousarray(m, dtype=np.uint16))
-        object.__setattr__(self, "color_matrix", np.asarray(self.color_matrix, dtype=np.float64).reshape(3, 3))
-        object.__setattr__(self, "black_level", tuple(float(b) for b in np.broadcast_to(self.black_level, 4)))
-        object.__setattr__(self, "as_shot_neutral", tuple(float(v) for v in self.as_shot_neutral))
-
-    @property
-    def height(self) -> int:
-        return int(self.mosaic.shape[0])
-
-    @property
-    def width(self) -> int:
-        return int(self.mosaic.shape[1])
-
-    @property
-    def cfa_codes(self) -> np.ndarray:
-        """(2, 2) array of colour codes (0 R, 1 G, 2 B)."""
-        return np.array([CFA_CODES[c] for c in self.cfa], dtype=np.uint8).reshape(2, 2)
-
-    def camera_to_srgb(self) -> np.ndarray:
-        """(3, 3) matrix from *white-balanced* camera RGB to linear sRGB (D65).
-
-        The dcraw / DNG convention: cam_from_srgb = ColorMatrix1 @ M(sRGB -> XYZ), each row
-        normalised to sum 1 so that a white-balanced neutral (1, 1, 1) stays neutral; the result is
-        its inverse. Gamut stages go on from linear sRGB to other spaces.
-        """
-        cam_from_srgb = self.color_matrix @ SRGB_TO_XYZ
-        cam_from_srgb = cam_from_srgb / cam_from_srgb.sum(axis=1, keepdims=True)
-        return np.linalg.inv(cam_from_srgb)
-
-    @property
-    def fingerprint(self) -> str:
-        """sha256 over the mosaic and every metadata field (identifies the capture in caches)."""
-        if not self._fingerprint:
-            h = hashlib.sha256()
-            h.update(self.mosaic.tobytes())
-            meta = (
-                self.cfa,
-                self.black_level,
-                self.white_level,
-                tuple(np.round(self.color_matrix.ravel(), 10)),
-                self.as_shot_neutral,
-                self.calibration_illuminant,
-                self.make,
-                self.model,
-            )
-            h.update(repr(meta).encode())
-            self._fingerprint.append(h.hexdigest())
-        return self._fingerprint[0]
-
+from hetbench.isp.capture import CFA_PATTERNS, SRGB_TO_XYZ, RawCapture
 
 class UnsupportedRaw(ValueError):
     """A RAW file that is readable but not a Bayer CFA mosaic (LinearRaw DNG, Foveon, ...), or not
@@ -118,10 +28,6 @@ class UnsupportedRaw(ValueError):
         self.path = path
         self.reason = reason
 
-
-# ---------------------------------------------------------------------------------------------
-# Reading any LibRaw-readable file
-# ---------------------------------------------------------------------------------------------
 
 #: EXIF LightSource codes used for CalibrationIlluminant1.
 ILLUMINANT_D65 = 21
@@ -165,6 +71,33 @@ def color_matrix_from_rgb_cam(rgb_cam: np.ndarray, daylight_wb=None) -> np.ndarr
     rows are only known up to scale; they are then scaled so that the largest response to D65 white
     (XYZ of sRGB (1, 1, 1)) is 1. Either way :meth:`RawCapture.camera_to_srgb` of the result
     reproduces ``rgb_cam``: its row normalisation cancels any row scale.
+
+    Parameters
+    ----------
+    rgb_cam : array_like
+        (3, 3) (or larger; the top-left 3x3 is used) camera -> sRGB matrix.
+    daylight_wb : array_like, optional
+        LibRaw's ``pre_mul`` (rawpy ``daylight_whitebalance``).
+
+    Returns
+    -------
+    numpy.ndarray
+        float64 (3, 3) XYZ -> camera matrix.
+
+    References
+    ----------
+    dcraw / LibRaw ``cam_xyz_coeff``; Adobe DNG Specification 1.4 (ColorMatrix1).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from hetbench.isp.capture import RawCapture
+    >>> from hetbench.isp.raw import color_matrix_from_rgb_cam
+    >>> rgb_cam = np.array([[1.6, -0.5, -0.1], [-0.2, 1.4, -0.2], [0.0, -0.4, 1.4]])
+    >>> cm = color_matrix_from_rgb_cam(rgb_cam)
+    >>> cap = RawCapture(np.zeros((2, 2), np.uint16), "RGGB", 0, 1023, cm, (1, 1, 1))
+    >>> bool(np.allclose(cap.camera_to_srgb(), rgb_cam))
+    True
     """
     rgb_cam = np.asarray(rgb_cam, dtype=np.float64)[:3, :3]
     cm = np.linalg.inv(SRGB_TO_XYZ @ rgb_cam)
@@ -268,6 +201,32 @@ def read_raw(path) -> RawCapture:
     raw, truncated, corrupt) and for decodable files that are not a 3-colour Bayer mosaic (LinearRaw
     DNG, Foveon, X-Trans, CMYG...); a missing path is ``"cannot decode: no such file"`` (LibRaw
     itself would only say "Input/output error").
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The RAW file.
+
+    Returns
+    -------
+    RawCapture
+        The mosaic and its colour metadata.
+
+    References
+    ----------
+    LibRaw (via rawpy) data structures; Adobe DNG Specification 1.4; TIFF 6.0 (Make, Model).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from hetbench.isp.dng import write_dng
+    >>> from hetbench.isp.capture import RawCapture
+    >>> from hetbench.isp.raw import read_raw
+    >>> cap = RawCapture(np.full((32, 32), 512, np.uint16), "BGGR", 64, 4095, np.eye(3), (0.5, 1.0, 0.6))
+    >>> write_dng(cap, "example.dng")
+    >>> back = read_raw("example.dng")
+    >>> back.cfa, back.black_level, back.white_level, back.capture_id
+    ('BGGR', (64.0, 64.0, 64.0, 64.0), 4095.0, 'example')
     """
     import rawpy  # imported lazily: only the ISP needs LibRaw
 
@@ -367,101 +326,3 @@ def _exc_line(exc: BaseException) -> str:
     parts = [a.decode("utf-8", "replace") if isinstance(a, bytes) else str(a) for a in exc.args]
     text = " ".join(" ".join(parts).split()) or type(exc).__name__
     return f"{type(exc).__name__}: {text}" if text != type(exc).__name__ else text
-
-
-# ---------------------------------------------------------------------------------------------
-# Writing uncompressed CFA DNGs (isp-facts.md section 4)
-# ---------------------------------------------------------------------------------------------
-
-_TAG_CFA_REPEAT_PATTERN_DIM = 33421
-_TAG_CFA_PATTERN = 33422
-_TAG_MAKE = 271
-_TAG_MODEL = 272
-_TAG_DNG_VERSION = 50706
-_TAG_DNG_BACKWARD_VERSION = 50707
-_TAG_UNIQUE_CAMERA_MODEL = 50708
-_TAG_BLACK_LEVEL_REPEAT_DIM = 50713
-_TAG_BLACK_LEVEL = 50714
-_TAG_WHITE_LEVEL = 50717
-_TAG_COLOR_MATRIX1 = 50721
-_TAG_AS_SHOT_NEUTRAL = 50728
-_TAG_CALIBRATION_ILLUMINANT1 = 50778
-# TIFF field types
-_BYTE, _ASCII, _SHORT, _LONG, _RATIONAL, _SRATIONAL = 1, 2, 3, 4, 5, 10
-
-
-def _rationals(values, signed: bool) -> tuple[int, ...]:
-    """Flat (num, den, num, den, ...): the closest fraction whose numerator and denominator fit the
-    32-bit TIFF (S)RATIONAL fields (relative error far below LibRaw's float32)."""
-    from fractions import Fraction
-
-    limit = 2**31 - 1 if signed else 2**32 - 1
-    out: list[int] = []
-    for v in np.asarray(values, dtype=np.float64).ravel():
-        if not np.isfinite(v):
-            raise ValueError(f"cannot store {v} as a TIFF rational")
-        if not signed and v < 0:
-            raise ValueError(f"negative value {v} in an unsigned RATIONAL tag")
-        if abs(v) > limit:
-            raise ValueError(f"value {v} too large for a TIFF rational")
-        frac = Fraction(float(v)).limit_denominator(max(1, int(limit // max(abs(v), 1.0))))
-        if abs(frac.numerator) > limit:  # rounding pushed it over: drop to an integer value
-            frac = Fraction(int(round(v)))
-        out += [frac.numerator, frac.denominator]
-    return tuple(out)
-
-
-def _ascii(text: str) -> str:
-    return (text or "unknown").encode("ascii", "replace").decode("ascii")
-
-
-def write_dng(capture: RawCapture, path_or_buffer) -> None:
-    """Write ``capture`` as an uncompressed single-IFD CFA DNG (DNG 1.4) that LibRaw decodes exactly.
-
-    The mosaic is stored as 16-bit samples in IFD0 (no thumbnail, no SubIFD), with: NewSubfileType 0,
-    PhotometricInterpretation 32803 (CFA), CFARepeatPatternDim (2, 2), CFAPattern, DNGVersion 1.4,
-    DNGBackwardVersion 1.3, UniqueCameraModel, BlackLevelRepeatDim (2, 2) + BlackLevel (4 RATIONAL
-    values, row-major CFA positions), WhiteLevel (LONG), ColorMatrix1 (9 SRATIONAL),
-    CalibrationIlluminant1, AsShotNeutral (3 RATIONAL), Make and Model. Compression must stay off:
-    LibRaw rejects tifffile's deflate CFA DNGs (isp-facts.md section 4).
-    """
-    import tifffile
-
-    white = float(capture.white_level)
-    if not (np.isfinite(white) and 0 < white <= 65535):
-        raise ValueError(f"white level {white} does not fit 16-bit samples")
-    unique = _ascii(f"{capture.make} {capture.model}".strip())
-    extratags = [
-        (_TAG_CFA_REPEAT_PATTERN_DIM, _SHORT, 2, (2, 2), True),
-        (_TAG_CFA_PATTERN, _BYTE, 4, bytes(int(c) for c in capture.cfa_codes.ravel()), True),
-        (_TAG_MAKE, _ASCII, 0, _ascii(capture.make), True),
-        (_TAG_MODEL, _ASCII, 0, _ascii(capture.model), True),
-        (_TAG_DNG_VERSION, _BYTE, 4, bytes((1, 4, 0, 0)), True),
-        (_TAG_DNG_BACKWARD_VERSION, _BYTE, 4, bytes((1, 3, 0, 0)), True),
-        (_TAG_UNIQUE_CAMERA_MODEL, _ASCII, 0, unique, True),
-        (_TAG_BLACK_LEVEL_REPEAT_DIM, _SHORT, 2, (2, 2), True),
-        (_TAG_BLACK_LEVEL, _RATIONAL, 4, _rationals(capture.black_level, signed=False), True),
-        (_TAG_WHITE_LEVEL, _LONG, 1, (int(round(white)),), True),
-        (_TAG_COLOR_MATRIX1, _SRATIONAL, 9, _rationals(capture.color_matrix, signed=True), True),
-        (_TAG_CALIBRATION_ILLUMINANT1, _SHORT, 1, (int(capture.calibration_illuminant),), True),
-        (_TAG_AS_SHOT_NEUTRAL, _RATIONAL, 3, _rationals(capture.as_shot_neutral, signed=False), True),
-    ]
-    tifffile.imwrite(
-        path_or_buffer,
-        capture.mosaic,
-        photometric=32803,
-        subfiletype=0,
-        compression=None,
-        planarconfig=None,
-        metadata=None,
-        extratags=extratags,
-    )
-
-
-def dng_bytes(capture: RawCapture) -> bytes:
-    """:func:`write_dng` into memory."""
-    import io
-
-    buf = io.BytesIO()
-    write_dng(capture, buf)
-    return buf.getvalue()

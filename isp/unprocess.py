@@ -37,21 +37,28 @@ White balance in camera RGB is a per-channel gain ``wb_gains = (r, 1, b)``: raw 
 white-balanced camera RGB. AsShotNeutral = ``1 / wb_gains`` (the raw camera RGB of a neutral), so a
 forward pipeline white balances by ``1 / as_shot_neutral``.
 
-:func:`process_reference` is a small, exact forward pipeline (bilinear demosaic in numpy) used to
-test the round trip independently of LibRaw and of the ISP stages.
+:func:`hetbench.isp.reference.process_reference` is a small, exact forward pipeline (bilinear
+demosaic in numpy) used to test the round trip independently of LibRaw and of the ISP stages.
 
 The photographs that embedded builds unprocess are :mod:`hetbench.sources.photographs`.
+
+References
+----------
+.. [1] T. Brooks, B. Mildenhall, T. Xue, J. Chen, D. Sharlet, J. T. Barron, "Unprocessing Images
+   for Learned Raw Denoising", CVPR 2019, sections 3.1 (inverting tone mapping, gamma, colour
+   correction, white balance and gains; the highlight-preserving mask) and 3.2 (noise model).
+.. [2] IEC 61966-2-1:1999 (sRGB decoding, :mod:`hetbench.isp.transfer`).
 """
 
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass
 
 import numpy as np
 
-from hetbench.isp.profiles import DeviceProfile
-from hetbench.isp.raw import CFA_CODES, RawCapture
+from hetbench.isp.capture import RawCapture, cfa_channel_map
+from hetbench.isp.device import DeviceProfile
+from hetbench.isp.transfer import srgb_decode
 
 #: Brooks et al. 2019: red gain ~ U(1.9, 2.4), blue gain ~ U(1.5, 1.9), green 1.
 RED_GAIN_RANGE = (1.9, 2.4)
@@ -79,18 +86,6 @@ def inverse_smoothstep(y: np.ndarray) -> np.ndarray:
     return 0.5 - np.sin(np.arcsin(1.0 - 2.0 * y) / 3.0)
 
 
-def srgb_to_linear(v: np.ndarray) -> np.ndarray:
-    """Exact sRGB decoding (IEC 61966-2-1 inverse transfer function) on [0, 1]."""
-    v = np.clip(v, 0.0, 1.0)
-    return np.where(v <= 0.04045, v / 12.92, ((v + 0.055) / 1.055) ** 2.4)
-
-
-def linear_to_srgb(v: np.ndarray) -> np.ndarray:
-    """Exact sRGB encoding (IEC 61966-2-1 transfer function) on [0, 1]."""
-    v = np.clip(v, 0.0, 1.0)
-    return np.where(v <= 0.0031308, 12.92 * v, 1.055 * np.power(v, 1.0 / 2.4) - 0.055)
-
-
 # ------------------------------------------------------------------------------ colour
 
 
@@ -100,7 +95,7 @@ def srgb_to_camera_matrix(profile: DeviceProfile) -> np.ndarray:
     return np.linalg.inv(profile.camera_to_srgb())
 
 
-def _apply_matrix(img: np.ndarray, m: np.ndarray) -> np.ndarray:
+def apply_matrix(img: np.ndarray, m: np.ndarray) -> np.ndarray:
     """``out[..., i] = sum_j m[i, j] * img[..., j]`` for an (H, W, 3) image."""
     return img @ np.asarray(m, dtype=np.float64).T
 
@@ -108,47 +103,11 @@ def _apply_matrix(img: np.ndarray, m: np.ndarray) -> np.ndarray:
 # ------------------------------------------------------------------------------ CFA
 
 
-def cfa_channel_map(cfa: str, height: int, width: int) -> np.ndarray:
-    """(H, W) uint8 colour code (0 R, 1 G, 2 B) of every photosite for a 2x2 ``cfa`` pattern."""
-    codes = np.array([CFA_CODES[c] for c in cfa], dtype=np.uint8).reshape(2, 2)
-    return np.tile(codes, ((height + 1) // 2, (width + 1) // 2))[:height, :width]
-
-
 def mosaic(rgb: np.ndarray, cfa: str) -> np.ndarray:
     """Sample an (H, W, 3) image into an (H, W) Bayer mosaic with the given 2x2 ``cfa`` order."""
     h, w, _ = rgb.shape
     idx = cfa_channel_map(cfa, h, w)
     return np.take_along_axis(rgb, idx[..., None].astype(np.intp), axis=2)[..., 0]
-
-
-_K_GREEN = np.array([[0.0, 1.0, 0.0], [1.0, 4.0, 1.0], [0.0, 1.0, 0.0]]) / 4.0
-_K_RED_BLUE = np.array([[1.0, 2.0, 1.0], [2.0, 4.0, 2.0], [1.0, 2.0, 1.0]]) / 4.0
-
-
-def bilinear_demosaic(raw: np.ndarray, cfa: str) -> np.ndarray:
-    """Bilinear demosaic of a float (H, W) mosaic -> (H, W, 3), exact at the sampled sites.
-
-    Each channel is its masked samples convolved with the classic bilinear kernels; borders are
-    mirrored about the edge photosite, which keeps the Bayer phase of the mirrored samples.
-    """
-    from scipy.ndimage import convolve
-
-    h, w = raw.shape
-    idx = cfa_channel_map(cfa, h, w)
-    out = np.empty((h, w, 3), dtype=np.float64)
-    for c in range(3):
-        plane = np.where(idx == c, raw, 0.0)
-        out[..., c] = convolve(plane, _K_GREEN if c == 1 else _K_RED_BLUE, mode="mirror")
-    return out
-
-
-def superpixel_demosaic(raw: np.ndarray, cfa: str) -> np.ndarray:
-    """One RGB pixel per 2x2 Bayer block (R, mean of the two G, B): (H/2, W/2, 3)."""
-    h, w = raw.shape
-    blocks = raw[: h // 2 * 2, : w // 2 * 2].reshape(h // 2, 2, w // 2, 2).transpose(0, 2, 1, 3)
-    blocks = blocks.reshape(h // 2, w // 2, 4)  # the 4 sites in the row-major order of ``cfa``
-    codes = np.array([CFA_CODES[c] for c in cfa])
-    return np.stack([blocks[..., codes == c].mean(axis=-1) for c in range(3)], axis=-1)
 
 
 # ------------------------------------------------------------------------------ unprocessing
@@ -232,8 +191,8 @@ def unprocess_with_params(
     params = sample_params(rng, wb_gains=wb_gains, exposure=exposure)
     x = img.astype(np.float64) / 255.0  # 1
     x = inverse_smoothstep(x)  # 2
-    x = srgb_to_linear(x)  # 3
-    x = _apply_matrix(x, srgb_to_camera_matrix(profile))  # 4: white-balanced camera RGB
+    x = srgb_decode(x)  # 3
+    x = apply_matrix(x, srgb_to_camera_matrix(profile))  # 4: white-balanced camera RGB
     inv_gains = params.exposure / np.asarray(params.wb_gains)  # 5
     x = np.clip(_safe_invert_gains(x, inv_gains), 0.0, 1.0)
     raw = mosaic(x, profile.cfa)  # 6
@@ -288,51 +247,3 @@ def unprocess(
         srgb_uint8, profile, rng, capture_id, wb_gains=wb_gains, exposure=exposure, noise=noise
     )
     return capture
-
-
-# ------------------------------------------------------------------------------ reference forward
-
-
-def process_reference(
-    capture: RawCapture, *, brightness: float = 1.0, output: str = "srgb", demosaic: str = "bilinear"
-) -> np.ndarray:
-    """A small exact forward pipeline, for round-trip tests independent of LibRaw.
-
-    Black/white normalisation -> white balance by ``1 / as_shot_neutral`` and ``brightness`` (use
-    ``1 / exposure`` to undo :func:`unprocess`'s exposure) -> clip at 1 (sensor saturation) ->
-    demosaic -> ``camera_to_srgb`` -> clip to [0, 1] -> for ``output="srgb"`` (default) the sRGB
-    transfer function and the smoothstep tone curve.
-
-    Args:
-        demosaic: ``"bilinear"`` (full resolution; the only lossy step of the round trip) or
-            ``"superpixel"`` (one RGB pixel per 2x2 block, greens averaged: half resolution, and
-            exact for images that are constant on 2x2 blocks).
-
-    Returns:
-        float32 (H, W, 3) in [0, 1] ((H/2, W/2, 3) for ``superpixel``): display-referred sRGB
-        (``output="srgb"``, comparable with the unprocessed photograph / 255) or linear sRGB
-        (``output="linear"``).
-    """
-    if output not in ("srgb", "linear"):
-        raise ValueError(f"output must be 'srgb' or 'linear', got {output!r}")
-    if demosaic not in ("bilinear", "superpixel"):
-        raise ValueError(f"demosaic must be 'bilinear' or 'superpixel', got {demosaic!r}")
-    m = capture.mosaic.astype(np.float64)
-    h, w = m.shape
-    idx = cfa_channel_map(capture.cfa, h, w)
-    black = np.tile(np.array(capture.black_level).reshape(2, 2), (h // 2, w // 2))
-    raw = (m - black) / (capture.white_level - black)
-    neutral = np.asarray(capture.as_shot_neutral, dtype=np.float64)
-    gains = (neutral[1] / neutral) * float(brightness)
-    raw = np.clip(raw * gains[idx], 0.0, 1.0)
-    rgb = bilinear_demosaic(raw, capture.cfa) if demosaic == "bilinear" else superpixel_demosaic(raw, capture.cfa)
-    rgb = np.clip(_apply_matrix(rgb, capture.camera_to_srgb()), 0.0, 1.0)
-    if output == "srgb":
-        rgb = smoothstep(linear_to_srgb(rgb))
-    return rgb.astype(np.float32)
-
-
-def psnr(a: np.ndarray, b: np.ndarray, peak: float = 1.0) -> float:
-    """Peak signal-to-noise ratio in dB between two images on the same scale (inf if equal)."""
-    mse = float(np.mean((np.asarray(a, np.float64) - np.asarray(b, np.float64)) ** 2))
-    return float("inf") if mse == 0 else 10.0 * np.log10(peak * peak / mse)

@@ -1,10 +1,37 @@
-"""ISP stages (HeteroSwitch Table 3): importing this package registers every variant.
+"""ISP stages (HeteroSwitch Table 3), gathered in one explicit registry.
 
-``REGISTRY[stage][name]`` is a :class:`~hetbench.isp.stages.base.StageVariant`; stages run in
-:data:`STAGES` order. See :mod:`hetbench.isp.stages.base` for the image state between stages.
+``REGISTRY`` is a :class:`~hetbench.registry.Registry` of stages whose values are the stages'
+own registries of :class:`~hetbench.isp.stages.base.StageVariant`: ``REGISTRY["wb"]["gray-world"]``.
+Each stage module lists its variants in ``VARIANTS``; nothing is filled by import side effects.
+Stages run in :data:`STAGES` order; see :mod:`hetbench.isp.stages.base` for the image state
+between stages.
+
+Examples
+--------
+>>> from hetbench.isp.stages import REGISTRY
+>>> REGISTRY["wb"].names()
+('gray-world', 'none', 'white-patch', 'camera')
+>>> REGISTRY["tone"]["sepia"]
+Traceback (most recent call last):
+...
+hetbench.registry.UnknownNameError: unknown tone option 'sepia'; choose one of: srgb-gamma, none, srgb-gamma+equalize
 """
 
-from hetbench.isp.stages.base import REGISTRY, STAGES, StageContext, StageVariant, register
-from hetbench.isp.stages import compress, demosaic, denoise, gamut, tone, white_balance  # noqa: F401  (registers)
+from hetbench.isp.stages import compress, demosaic, denoise, gamut, tone, white_balance
+from hetbench.isp.stages.base import STAGES, StageContext, StageVariant
+from hetbench.registry import Registry
 
-__all__ = ["REGISTRY", "STAGES", "StageContext", "StageVariant", "register"]
+REGISTRY: Registry[Registry[StageVariant]] = Registry(
+    "ISP stage",
+    {
+        "demosaic": demosaic.VARIANTS,
+        "denoise": denoise.VARIANTS,
+        "wb": white_balance.VARIANTS,
+        "gamut": gamut.VARIANTS,
+        "tone": tone.VARIANTS,
+        "compress": compress.VARIANTS,
+    },
+)
+assert REGISTRY.names() == STAGES
+
+__all__ = ["REGISTRY", "STAGES", "StageContext", "StageVariant"]

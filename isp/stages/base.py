@@ -1,8 +1,9 @@
 """The stage contract of the software ISP (HeteroSwitch Table 3).
 
 Stages run in this order: ``demosaic`` (with ``denoise=fbdd``, inside LibRaw), ``denoise``,
-``wb``, ``gamut``, ``tone``, ``compress``. Every variant is a :class:`StageVariant` registered
-under (stage, name); the pipeline looks variants up by name and lists the valid ones on a typo.
+``wb``, ``gamut``, ``tone``, ``compress``. Every variant is a :class:`StageVariant`; each stage
+module lists its variants in ``VARIANTS`` (built with :func:`stage_variants`), and
+:mod:`hetbench.isp.stages` gathers them in one explicit :class:`~hetbench.registry.Registry`.
 
 Image states between stages:
 
@@ -21,7 +22,11 @@ from typing import Callable
 
 import numpy as np
 
+from hetbench.registry import Registry
+
 STAGES = ("demosaic", "denoise", "wb", "gamut", "tone", "compress")
+#: the HeteroSwitch Table 3 column of a variant; ``extra`` is an option the paper does not list.
+TABLE3_COLUMNS = ("baseline", "option1", "option2", "extra")
 
 
 @dataclass
@@ -48,16 +53,59 @@ class StageVariant:
     table3: str  # "baseline" | "option1" | "option2" | "extra"
 
 
-REGISTRY: dict[str, dict[str, StageVariant]] = {s: {} for s in STAGES}
+def stage_variants(stage: str, *variants: StageVariant) -> Registry[StageVariant]:
+    """The variants of one stage as a :class:`~hetbench.registry.Registry` (name -> variant).
+
+    Parameters
+    ----------
+    stage : str
+        One of :data:`STAGES`; every variant must belong to it.
+    *variants : StageVariant
+        The variants, in the order the registry lists them (baseline first).
+
+    Returns
+    -------
+    Registry
+        Kind ``"<stage> option"``, so an unknown name reads "unknown wb option 'x'; choose one of: ...".
+
+    Examples
+    --------
+    >>> from hetbench.isp.stages.base import StageVariant, stage_variants
+    >>> noop = StageVariant("tone", "none", lambda image, ctx: image, "identity", "option1")
+    >>> stage_variants("tone", noop)
+    Registry('tone option', [none])
+    """
+    if stage not in STAGES:
+        raise ValueError(f"unknown ISP stage {stage!r}; stages are: {', '.join(STAGES)}")
+    for v in variants:
+        if v.stage != stage or v.table3 not in TABLE3_COLUMNS:
+            raise ValueError(f"variant {v.stage}={v.name} ({v.table3}) does not fit stage {stage!r}")
+    return Registry(f"{stage} option", {v.name: v for v in variants})
 
 
-def register(stage: str, name: str, description: str, table3: str):
-    """Decorator: register ``fn(image, ctx) -> image`` as variant ``name`` of ``stage``."""
-    if stage not in REGISTRY:
-        raise ValueError(f"unknown stage {stage!r}")
+def as_rgb_float32(image: np.ndarray, stage: str) -> np.ndarray:
+    """``image`` as float32 (no copy when it already is), checked to be (H, W, 3).
 
-    def deco(fn: Callable[[np.ndarray, StageContext], np.ndarray]):
-        REGISTRY[stage][name] = StageVariant(stage, name, fn, description, table3)
-        return fn
+    Parameters
+    ----------
+    image : array_like
+        The image between two stages.
+    stage : str
+        Named in the error message.
 
-    return deco
+    Returns
+    -------
+    numpy.ndarray
+        float32 (H, W, 3).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from hetbench.isp.stages.base import as_rgb_float32
+    >>> as_rgb_float32(np.zeros((4, 4, 3)), "wb").dtype
+    dtype('float32')
+    """
+    img = np.asarray(image)
+    if img.ndim != 3 or img.shape[2] != 3:
+        raise ValueError(f"{stage}: expected an (H, W, 3) image, got shape {img.shape}")
+    return img.astype(np.float32, copy=False)

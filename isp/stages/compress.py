@@ -17,7 +17,13 @@ BGR order, so the image is converted before encoding and decoded straight to RGB
 (``IMREAD_COLOR_RGB`` on OpenCV >= 4.10, else by converting back).
 
 The registered variants record the encoded size in ``ctx.info["jpeg_bytes"]``. ``none`` sets it to
-``None``, so a value from an earlier run does not survive.
+``None``, so a value from an earlier run does not survive. ``VARIANTS`` lists the variants.
+
+References
+----------
+.. [1] Kim et al., "HeteroSwitch", MLSys 2024, Table 3 (row "Image compression").
+.. [2] ITU-T T.81 | ISO/IEC 10918-1, JPEG baseline sequential coding, Annex K quantisation tables.
+.. [3] Cidon et al., "Characterizing and taming model instability across edge devices", MLSys 2021.
 """
 
 from __future__ import annotations
@@ -25,7 +31,7 @@ from __future__ import annotations
 import cv2
 import numpy as np
 
-from .base import StageContext, register
+from .base import StageContext, StageVariant, stage_variants
 
 _IMREAD_RGB = getattr(cv2, "IMREAD_COLOR_RGB", None)
 
@@ -55,7 +61,26 @@ _REDUCED = {2: cv2.IMREAD_REDUCED_COLOR_2, 4: cv2.IMREAD_REDUCED_COLOR_4, 8: cv2
 
 def decode_scale(shape: tuple[int, ...], output_size: int | None) -> int:
     """Largest libjpeg DCT scale-down (1, 2, 4 or 8) that keeps the shorter side at least twice
-    ``output_size``: the pipeline downsizes to ``output_size`` afterwards anyway."""
+    ``output_size``: the pipeline downsizes to ``output_size`` afterwards anyway.
+
+    Parameters
+    ----------
+    shape : tuple of int
+        The image shape (H, W, ...).
+    output_size : int or None
+        Side of the square the pipeline downsizes to; None or 0: full size.
+
+    Returns
+    -------
+    int
+        1, 2, 4 or 8.
+
+    Examples
+    --------
+    >>> from hetbench.isp.stages.compress import decode_scale
+    >>> decode_scale((3024, 4032, 3), 224), decode_scale((64, 64, 3), 64), decode_scale((64, 64, 3), None)
+    (4, 1, 1)
+    """
     if not output_size:
         return 1
     short = min(shape[0], shape[1])
@@ -69,7 +94,32 @@ def jpeg_roundtrip(rgb_uint8: np.ndarray, quality: int, scale: int = 1) -> tuple
     """Encode an RGB uint8 image as JPEG at ``quality`` (1-100) and decode it back, at full size or
     scaled down by ``scale`` (2, 4, 8) in the DCT domain as libjpeg's reduced decoding does.
 
-    Returns ``(decoded RGB uint8, size of the JPEG file in bytes)``.
+    Parameters
+    ----------
+    rgb_uint8 : array_like
+        uint8 (H, W, 3) RGB.
+    quality : int
+        IJG quality, 1-100.
+    scale : int, optional
+        1 (full size), 2, 4 or 8.
+
+    Returns
+    -------
+    tuple of (numpy.ndarray, int)
+        The decoded uint8 RGB image (sides divided by ``scale``, rounded up) and the size of the
+        JPEG file in bytes.
+
+    References
+    ----------
+    ITU-T T.81 | ISO/IEC 10918-1 (baseline sequential, Annex K tables with IJG quality scaling).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from hetbench.isp.stages.compress import jpeg_roundtrip
+    >>> decoded, nbytes = jpeg_roundtrip(np.full((16, 16, 3), 128, np.uint8), 85)
+    >>> decoded.shape, decoded.dtype, int(decoded[0, 0, 0])
+    ((16, 16, 3), dtype('uint8'), 128)
     """
     q = int(quality)
     if not 1 <= q <= 100:
@@ -99,17 +149,106 @@ def _jpeg(image: np.ndarray, ctx: StageContext, quality: int) -> np.ndarray:
     return decoded
 
 
-@register("compress", "jpeg85", "JPEG round trip at quality 85 (4:2:0, libjpeg via OpenCV)", "baseline")
-def _apply_jpeg85(image: np.ndarray, ctx: StageContext) -> np.ndarray:
+def compress_jpeg85(image: np.ndarray, ctx: StageContext) -> np.ndarray:
+    """Compress ``jpeg85`` (Table 3 baseline): :func:`jpeg_roundtrip` at quality 85.
+
+    Parameters
+    ----------
+    image : array_like
+        uint8 (H, W, 3) RGB.
+    ctx : StageContext
+        ``output_size`` picks the decode scale (:func:`decode_scale`); receives ``info["jpeg_bytes"]``.
+
+    Returns
+    -------
+    numpy.ndarray
+        The decoded uint8 RGB image.
+
+    References
+    ----------
+    HeteroSwitch (MLSys 2024) Table 3, "Image compression", Baseline (JPEG quality 85, after
+    Cidon et al. 2021); ITU-T T.81.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from hetbench.isp.stages.base import StageContext
+    >>> from hetbench.isp.stages.compress import compress_jpeg85
+    >>> ctx = StageContext()
+    >>> compress_jpeg85(np.zeros((8, 8, 3), np.uint8), ctx).shape, ctx.info["jpeg_bytes"] > 0
+    ((8, 8, 3), True)
+    """
     return _jpeg(image, ctx, 85)
 
 
-@register("compress", "none", "no compression (identity)", "option1")
-def _apply_none(image: np.ndarray, ctx: StageContext) -> np.ndarray:
+def compress_none(image: np.ndarray, ctx: StageContext) -> np.ndarray:
+    """Compress ``none`` (Table 3 option 1, '-'): the identity; ``info["jpeg_bytes"]`` = None.
+
+    Parameters
+    ----------
+    image : array_like
+        uint8 (H, W, 3) RGB.
+    ctx : StageContext
+        Receives ``info["jpeg_bytes"] = None``.
+
+    Returns
+    -------
+    numpy.ndarray
+        The image (contiguous).
+
+    References
+    ----------
+    HeteroSwitch (MLSys 2024) Table 3, "Image compression", Option 1 (stage omitted).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from hetbench.isp.stages.base import StageContext
+    >>> from hetbench.isp.stages.compress import compress_none
+    >>> ctx = StageContext()
+    >>> compress_none(np.zeros((4, 4, 3), np.uint8), ctx).shape, ctx.info["jpeg_bytes"]
+    ((4, 4, 3), None)
+    """
     ctx.info["jpeg_bytes"] = None
     return _check_rgb_uint8(image)
 
 
-@register("compress", "jpeg50", "JPEG round trip at quality 50 (4:2:0, libjpeg via OpenCV)", "option2")
-def _apply_jpeg50(image: np.ndarray, ctx: StageContext) -> np.ndarray:
+def compress_jpeg50(image: np.ndarray, ctx: StageContext) -> np.ndarray:
+    """Compress ``jpeg50`` (Table 3 option 2): :func:`jpeg_roundtrip` at quality 50.
+
+    Parameters
+    ----------
+    image : array_like
+        uint8 (H, W, 3) RGB.
+    ctx : StageContext
+        ``output_size`` picks the decode scale; receives ``info["jpeg_bytes"]``.
+
+    Returns
+    -------
+    numpy.ndarray
+        The decoded uint8 RGB image.
+
+    References
+    ----------
+    HeteroSwitch (MLSys 2024) Table 3, "Image compression", Option 2 (JPEG quality 50, after
+    Cidon et al. 2021); ITU-T T.81.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from hetbench.isp.stages.base import StageContext
+    >>> from hetbench.isp.stages.compress import compress_jpeg50
+    >>> compress_jpeg50(np.zeros((8, 8, 3), np.uint8), StageContext()).dtype
+    dtype('uint8')
+    """
     return _jpeg(image, ctx, 50)
+
+
+VARIANTS = stage_variants(
+    "compress",
+    StageVariant("compress", "jpeg85", compress_jpeg85,
+                 "JPEG round trip at quality 85 (4:2:0, libjpeg via OpenCV)", "baseline"),
+    StageVariant("compress", "none", compress_none, "no compression (identity)", "option1"),
+    StageVariant("compress", "jpeg50", compress_jpeg50,
+                 "JPEG round trip at quality 50 (4:2:0, libjpeg via OpenCV)", "option2"),
+)

@@ -4,16 +4,16 @@ LibRaw runs black-level removal, scaling to the white level, FBDD denoising (Tab
 baseline) and the demosaic in one ``postprocess`` call, with FBDD *before* the demosaic. The
 pipeline therefore does not call the registry's ``apply(image, ctx)`` for this stage; it calls
 :func:`libraw_linear` with the demosaic variant's name and whether ``denoise`` is ``fbdd``, and the
-stages after it (``denoise``, ``wb``, ...) take its output. The registered variants carry their
+stages after it (``denoise``, ``wb``, ...) take its output. The variants (``VARIANTS``) carry their
 algorithm (``variant.apply.algorithm``: the argument :func:`libraw_linear` takes;
-``variant.apply.libraw_algorithm``: what LibRaw runs), and their ``apply`` raises :class:`TypeError`
-pointing at :func:`libraw_linear`.
+``variant.apply.libraw_algorithm``: what LibRaw runs, from :data:`DEMOSAIC_ALGORITHMS`), and their
+``apply`` raises :class:`TypeError` pointing at :func:`libraw_linear`.
 
-LibRaw settings (isp-facts.md section 2, option (a)): unit WB, raw (camera) colour, linear gamma,
+LibRaw settings (docs/architecture.md): unit WB, raw (camera) colour, linear gamma,
 16-bit output, no auto-brightness, no flip, highlight clip, ``adjust_maximum_thr=0`` (see below),
 the file's black and white levels, and never ``noise_thr`` (it segfaults rawpy 0.28.0).
 
-Measured LibRaw scaling (rawpy 0.28.0 / LibRaw 0.22.2, tests/test_isp_raw.py):
+Measured LibRaw scaling (rawpy 0.28.0 / LibRaw 0.22.2, tests/isp/test_isp_raw.py):
 
 * with these settings a pixel at the white level comes out as 65535 and one at black as 0, so the
   16-bit output divided by 65535 is the linear ``(v - black) / (white - black)``;
@@ -36,6 +36,14 @@ Measured LibRaw scaling (rawpy 0.28.0 / LibRaw 0.22.2, tests/test_isp_raw.py):
 * the normalisation truncates like LibRaw's own ``scale_colors`` (float32 product, then integer
   truncation), so for a capture with one black level it is bit-identical to letting LibRaw scale
   the original file; such captures (all real files seen so far) skip it.
+
+References
+----------
+.. [1] Kim et al., "HeteroSwitch", MLSys 2024, Table 3 (row "Demosaicing": PPG, pixel binning, AHD).
+.. [2] C.-K. Lin, "Pixel Grouping for Color Filter Array Demosaicing", 2003 (PPG).
+.. [3] K. Hirakawa, T. W. Parks, "Adaptive homogeneity-directed demosaicing algorithm", IEEE TIP
+   14(3), 2005 (AHD).
+.. [4] J. Gozdz, FBDD noise reduction, 2010, in LibRaw.
 """
 
 from __future__ import annotations
@@ -45,11 +53,13 @@ import io
 
 import numpy as np
 
-from hetbench.isp.raw import RawCapture, dng_bytes
-from hetbench.isp.stages.base import StageContext, register
+from hetbench.isp.capture import RawCapture
+from hetbench.isp.dng import dng_bytes
+from hetbench.isp.stages.base import StageContext, StageVariant, stage_variants
+from hetbench.registry import Registry
 
 #: demosaic variant -> what LibRaw is asked for (``half`` = ``half_size``, 2x2 binning).
-DEMOSAIC_ALGORITHMS = {"ppg": "PPG", "bin": "half", "ahd": "AHD"}
+DEMOSAIC_ALGORITHMS: Registry[str] = Registry("demosaic algorithm", {"ppg": "PPG", "bin": "half", "ahd": "AHD"})
 _OUT_MAX = 65535.0
 #: reflect padding (pixels, even) around the mosaic while LibRaw runs; cropped off afterwards.
 PAD = 32
@@ -58,7 +68,30 @@ PAD = 32
 def normalized_capture(capture: RawCapture, pad: int = 0) -> RawCapture:
     """``capture`` with its mosaic mapped to ``(v - black) / (white - black)`` per CFA position,
     clipped to [0, 1] and stored as 16-bit with black 0 and white 65535 (colour metadata kept);
-    with ``pad`` > 0 (even) the mosaic is also reflect-padded by ``pad`` pixels on every side."""
+    with ``pad`` > 0 (even) the mosaic is also reflect-padded by ``pad`` pixels on every side.
+
+    Parameters
+    ----------
+    capture : RawCapture
+        The frame.
+    pad : int, optional
+        Reflect padding in pixels (even, >= 0).
+
+    Returns
+    -------
+    RawCapture
+        ``capture`` itself when it is already normalised and not padded, else a new capture.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from hetbench.isp.capture import RawCapture
+    >>> from hetbench.isp.stages.demosaic import normalized_capture
+    >>> cap = RawCapture(np.full((4, 4), 2079, np.uint16), "RGGB", (64, 64, 32, 64), 4095, np.eye(3), (1, 1, 1))
+    >>> out = normalized_capture(cap)
+    >>> out.black_level, out.white_level, out.mosaic[:2, :2].tolist()
+    ((0.0, 0.0, 0.0, 0.0), 65535.0, [[32759, 32759], [33017, 32759]])
+    """
     if pad < 0 or pad % 2:
         raise ValueError(f"pad must be a non-negative even number (got {pad})")
     white = float(capture.white_level)
@@ -122,12 +155,33 @@ def libraw_linear(capture: RawCapture, algorithm: str, fbdd: bool) -> np.ndarray
             skips FBDD in ``half_size`` mode, so it has no effect with ``"bin"``.
 
     Threads: LibRaw uses OpenMP; set ``OMP_NUM_THREADS=1`` in the caller (one image per process).
+
+    Returns
+    -------
+    numpy.ndarray
+        float32 (H, W, 3), or (H/2, W/2, 3) for ``"bin"``, in [0, 1].
+
+    References
+    ----------
+    HeteroSwitch (MLSys 2024) Table 3, "Demosaicing" (PPG: Lin 2003; AHD: Hirakawa & Parks 2005)
+    and "Denoising" Baseline (FBDD, Gozdz 2010).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from hetbench.isp.capture import RawCapture
+    >>> from hetbench.isp.stages.demosaic import libraw_linear
+    >>> cap = RawCapture(np.full((8, 8), 2079, np.uint16), "RGGB", 64, 4095, np.eye(3), (1, 1, 1))
+    >>> rgb = libraw_linear(cap, "ppg", fbdd=False)
+    >>> rgb.shape, rgb.dtype, rgb[4, 4].round(3).tolist()
+    ((8, 8, 3), dtype('float32'), [0.5, 0.5, 0.5])
+    >>> libraw_linear(cap, "bin", fbdd=False).shape
+    (4, 4, 3)
     """
     import rawpy
 
     key = str(algorithm).lower()
-    if key not in DEMOSAIC_ALGORITHMS:
-        raise ValueError(f"unknown demosaic algorithm {algorithm!r}; expected one of {sorted(DEMOSAIC_ALGORITHMS)}")
+    libraw_algorithm = DEMOSAIC_ALGORITHMS[key]  # an unknown name lists the valid ones
     half = key == "bin"
     params = dict(
         user_wb=[1.0, 1.0, 1.0, 1.0],
@@ -142,7 +196,7 @@ def libraw_linear(capture: RawCapture, algorithm: str, fbdd: bool) -> np.ndarray
         fbdd_noise_reduction=rawpy.FBDDNoiseReductionMode.Full if fbdd else rawpy.FBDDNoiseReductionMode.Off,
     )
     if not half:
-        params["demosaic_algorithm"] = getattr(rawpy.DemosaicAlgorithm, DEMOSAIC_ALGORITHMS[key])
+        params["demosaic_algorithm"] = getattr(rawpy.DemosaicAlgorithm, libraw_algorithm)
     pad = PAD  # numpy reflects repeatedly where the pad is wider than the image
     data = dng_bytes(_libraw_input(capture, pad))
     with rawpy.imread(io.BytesIO(data)) as raw:
@@ -157,7 +211,9 @@ def libraw_linear(capture: RawCapture, algorithm: str, fbdd: bool) -> np.ndarray
     return np.multiply(rgb16, np.float32(1.0 / _OUT_MAX), dtype=np.float32)  # one pass: convert and scale
 
 
-def _libraw_variant(name: str, description: str, table3: str):
+def _libraw_variant(name: str, description: str, table3: str, reference: str) -> StageVariant:
+    """The variant ``name``: its ``apply`` documents the algorithm and raises (LibRaw runs it)."""
+
     def apply(image: np.ndarray, ctx: StageContext) -> np.ndarray:
         raise TypeError(
             f"demosaic variant {name!r} runs inside LibRaw together with FBDD and cannot be applied "
@@ -165,13 +221,50 @@ def _libraw_variant(name: str, description: str, table3: str):
         )
 
     apply.__name__ = f"demosaic_{name}"
-    apply.__doc__ = f"{description} (LibRaw: {DEMOSAIC_ALGORITHMS[name]}); applied via libraw_linear()."
+    apply.__doc__ = f"""Demosaic ``{name}``: {description} (LibRaw: {DEMOSAIC_ALGORITHMS[name]}).
+
+    Runs inside LibRaw: use :func:`libraw_linear` with ``algorithm="{name}"``; this function only
+    raises :class:`TypeError` saying so.
+
+    Parameters
+    ----------
+    image : numpy.ndarray
+        Not used.
+    ctx : StageContext
+        Not used.
+
+    Returns
+    -------
+    numpy.ndarray
+        Never: it raises.
+
+    References
+    ----------
+    {reference}
+
+    Examples
+    --------
+    >>> from hetbench.isp.stages.demosaic import demosaic_{name}
+    >>> demosaic_{name}.algorithm, demosaic_{name}.libraw_algorithm
+    ('{name}', '{DEMOSAIC_ALGORITHMS[name]}')
+    """
     apply.algorithm = name  # the argument libraw_linear() takes
     apply.libraw_algorithm = DEMOSAIC_ALGORITHMS[name]  # what LibRaw runs
-    register("demosaic", name, description, table3)(apply)
-    return apply
+    return StageVariant("demosaic", name, apply, description, table3)
 
 
-demosaic_ppg = _libraw_variant("ppg", "PPG demosaic (LibRaw, Patterned Pixel Grouping)", "baseline")
-demosaic_bin = _libraw_variant("bin", "pixel binning (LibRaw half_size: one RGB pixel per 2x2 CFA block)", "option1")
-demosaic_ahd = _libraw_variant("ahd", "AHD demosaic (LibRaw, Adaptive Homogeneity-Directed)", "option2")
+_PPG = _libraw_variant(
+    "ppg", "PPG demosaic (LibRaw, Patterned Pixel Grouping)", "baseline",
+    "HeteroSwitch (MLSys 2024) Table 3, \"Demosaicing\", Baseline (PPG: Lin 2003).",
+)
+_BIN = _libraw_variant(
+    "bin", "pixel binning (LibRaw half_size: one RGB pixel per 2x2 CFA block)", "option1",
+    "HeteroSwitch (MLSys 2024) Table 3, \"Demosaicing\", Option 1 (pixel binning).",
+)
+_AHD = _libraw_variant(
+    "ahd", "AHD demosaic (LibRaw, Adaptive Homogeneity-Directed)", "option2",
+    "HeteroSwitch (MLSys 2024) Table 3, \"Demosaicing\", Option 2 (AHD: Hirakawa & Parks 2005).",
+)
+demosaic_ppg, demosaic_bin, demosaic_ahd = _PPG.apply, _BIN.apply, _AHD.apply
+
+VARIANTS = stage_variants("demosaic", _PPG, _BIN, _AHD)

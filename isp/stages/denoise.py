@@ -15,25 +15,28 @@ Variants:
   (Chipman, Kolaczyk & McCulloch 1997, adaptive Bayesian wavelet shrinkage; the threshold
   sigma_noise^2 / sigma_signal from Chang, Yu & Vetterli 2000, IEEE TIP 9(9)), using
   :func:`skimage.restoration.denoise_wavelet`. See :func:`bayes_shrink` for the parameters.
+
+``VARIANTS`` lists the variants.
+
+References
+----------
+.. [1] Kim et al., "HeteroSwitch", MLSys 2024, Table 3 (row "Denoising").
+.. [2] J. Gozdz, FBDD (Fake Before Demosaicing Denoising), 2010, as implemented in LibRaw.
+.. [3] H. Chipman, E. Kolaczyk, R. McCulloch, "Adaptive Bayesian wavelet shrinkage", JASA 92, 1997.
+.. [4] S. G. Chang, B. Yu, M. Vetterli, "Adaptive wavelet thresholding for image denoising and
+   compression", IEEE TIP 9(9), 2000, eq. (12) (the BayesShrink threshold).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from .base import StageContext, register
+from .base import StageContext, StageVariant, as_rgb_float32, stage_variants
 
 #: Decomposition levels for BayesShrink (see :func:`bayes_shrink`).
 BAYES_SHRINK_LEVELS = 3
 #: Haar (``db1``), scikit-image's default orthogonal wavelet.
 BAYES_SHRINK_WAVELET = "db1"
-
-
-def _as_rgb_float32(image: np.ndarray, stage: str) -> np.ndarray:
-    img = np.asarray(image)
-    if img.ndim != 3 or img.shape[2] != 3:
-        raise ValueError(f"{stage}: expected an (H, W, 3) image, got shape {img.shape}")
-    return img.astype(np.float32, copy=False)
 
 
 def bayes_shrink(
@@ -74,6 +77,34 @@ def bayes_shrink(
     wavelet shrinkage can overshoot slightly near edges (e.g. below 0). Cost: about 3-5 s per
     12 MP frame on one core (skimage/PyWavelets). That is 10x the rest of the post-demosaic
     chain, so cache the renders.
+
+    Parameters
+    ----------
+    image : array_like
+        (H, W, 3) linear camera RGB.
+    wavelet_levels : int, optional
+        Decomposition levels (capped at what the image size allows).
+    wavelet : str, optional
+        PyWavelets wavelet name.
+
+    Returns
+    -------
+    numpy.ndarray
+        float32 (H, W, 3), clipped to the input's range.
+
+    References
+    ----------
+    Chipman, Kolaczyk & McCulloch 1997; Chang, Yu & Vetterli 2000, IEEE TIP 9(9), eq. (12);
+    HeteroSwitch (MLSys 2024) Table 3, "Denoising", Option 2.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from hetbench.isp.stages.denoise import bayes_shrink
+    >>> noisy = np.random.default_rng(0).normal(0.5, 0.05, (8, 8, 3)).astype(np.float32)
+    >>> out = bayes_shrink(noisy)
+    >>> out.shape, out.dtype, bool(out.std() < noisy.std())
+    ((8, 8, 3), dtype('float32'), True)
     """
     try:
         import pywt
@@ -81,7 +112,7 @@ def bayes_shrink(
         raise ImportError("denoise=bayes-shrink needs PyWavelets (pip install PyWavelets)") from exc
     from skimage.restoration import denoise_wavelet
 
-    img = _as_rgb_float32(image, "bayes-shrink")
+    img = as_rgb_float32(image, "bayes-shrink")
     if img.size == 0:
         return img.copy()
     max_level = pywt.dwtn_max_level(img.shape[:2], wavelet)
@@ -103,21 +134,102 @@ def bayes_shrink(
     return out
 
 
-@register("denoise", "fbdd", "FBDD (Gozdz 2010), run by LibRaw before demosaic; identity here", "baseline")
-def _apply_fbdd(image: np.ndarray, ctx: StageContext) -> np.ndarray:
-    return _as_rgb_float32(image, "fbdd")
+def denoise_fbdd(image: np.ndarray, ctx: StageContext) -> np.ndarray:
+    """Denoise ``fbdd`` (Table 3 baseline): the identity here; LibRaw ran FBDD before the demosaic.
+
+    Parameters
+    ----------
+    image : array_like
+        float32 (H, W, 3) linear camera RGB from LibRaw (FBDD already applied).
+    ctx : StageContext
+        Unused.
+
+    Returns
+    -------
+    numpy.ndarray
+        The image as float32 (H, W, 3).
+
+    References
+    ----------
+    HeteroSwitch (MLSys 2024) Table 3, "Denoising", Baseline (Gozdz 2010).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from hetbench.isp.stages.base import StageContext
+    >>> from hetbench.isp.stages.denoise import denoise_fbdd
+    >>> denoise_fbdd(np.zeros((4, 4, 3)), StageContext()).dtype
+    dtype('float32')
+    """
+    return as_rgb_float32(image, "fbdd")
 
 
-@register("denoise", "none", "no denoising (identity)", "option1")
-def _apply_none(image: np.ndarray, ctx: StageContext) -> np.ndarray:
-    return _as_rgb_float32(image, "none")
+def denoise_none(image: np.ndarray, ctx: StageContext) -> np.ndarray:
+    """Denoise ``none`` (Table 3 option 1, '-'): the identity (the pipeline turns FBDD off).
+
+    Parameters
+    ----------
+    image : array_like
+        float32 (H, W, 3) linear camera RGB.
+    ctx : StageContext
+        Unused.
+
+    Returns
+    -------
+    numpy.ndarray
+        The image as float32 (H, W, 3).
+
+    References
+    ----------
+    HeteroSwitch (MLSys 2024) Table 3, "Denoising", Option 1 (stage omitted).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from hetbench.isp.stages.base import StageContext
+    >>> from hetbench.isp.stages.denoise import denoise_none
+    >>> denoise_none(np.ones((4, 4, 3)), StageContext()).dtype
+    dtype('float32')
+    """
+    return as_rgb_float32(image, "none")
 
 
-@register(
-    "denoise",
-    "bayes-shrink",
-    "wavelet BayesShrink (Chipman et al. 1997; Chang et al. 2000), per camera channel, 3 levels",
-    "option2",
-)
-def _apply_bayes_shrink(image: np.ndarray, ctx: StageContext) -> np.ndarray:
+def denoise_bayes_shrink(image: np.ndarray, ctx: StageContext) -> np.ndarray:
+    """Denoise ``bayes-shrink`` (Table 3 option 2): :func:`bayes_shrink` with its defaults.
+
+    Parameters
+    ----------
+    image : array_like
+        float32 (H, W, 3) linear camera RGB.
+    ctx : StageContext
+        Unused.
+
+    Returns
+    -------
+    numpy.ndarray
+        float32 (H, W, 3).
+
+    References
+    ----------
+    HeteroSwitch (MLSys 2024) Table 3, "Denoising", Option 2 (Chipman et al. 1997).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from hetbench.isp.stages.base import StageContext
+    >>> from hetbench.isp.stages.denoise import denoise_bayes_shrink
+    >>> denoise_bayes_shrink(np.full((4, 4, 3), 0.5, np.float32), StageContext()).shape
+    (4, 4, 3)
+    """
     return bayes_shrink(image)
+
+
+VARIANTS = stage_variants(
+    "denoise",
+    StageVariant("denoise", "fbdd", denoise_fbdd,
+                 "FBDD (Gozdz 2010), run by LibRaw before demosaic; identity here", "baseline"),
+    StageVariant("denoise", "none", denoise_none, "no denoising (identity)", "option1"),
+    StageVariant("denoise", "bayes-shrink", denoise_bayes_shrink,
+                 "wavelet BayesShrink (Chipman et al. 1997; Chang et al. 2000), per camera channel, 3 levels",
+                 "option2"),
+)

@@ -21,6 +21,15 @@ The tone stage after this one applies the sRGB transfer function whatever the ga
 uses "srgb gamma correction" in every configuration). So ProPhoto primaries are encoded with the
 sRGB curve, not ROMM's own gamma of 1.8, and then read as sRGB. That desaturated look is the
 heterogeneity Table 3 measures: the tone stage stays independent of the gamut stage on purpose.
+
+``VARIANTS`` lists the variants.
+
+References
+----------
+.. [1] Kim et al., "HeteroSwitch", MLSys 2024, Table 3 (row "Gamut mapping").
+.. [2] IEC 61966-2-1:1999, sRGB (primaries and D65 white).
+.. [3] ISO 22028-2:2013, ROMM RGB (ProPhoto).
+.. [4] K. M. Lam, "Metamerism and colour constancy", PhD thesis, 1985 (the Bradford transform).
 """
 
 from __future__ import annotations
@@ -30,14 +39,7 @@ from functools import lru_cache
 import cv2
 import numpy as np
 
-from .base import StageContext, register
-
-
-def _as_rgb_float32(image: np.ndarray, stage: str) -> np.ndarray:
-    img = np.asarray(image)
-    if img.ndim != 3 or img.shape[2] != 3:
-        raise ValueError(f"{stage}: expected an (H, W, 3) image, got shape {img.shape}")
-    return img.astype(np.float32, copy=False)
+from .base import StageContext, StageVariant, as_rgb_float32, stage_variants
 
 
 @lru_cache(maxsize=1)
@@ -52,12 +54,46 @@ def _srgb_to_prophoto() -> np.ndarray:
 
 
 def srgb_to_prophoto_matrix() -> np.ndarray:
-    """(3, 3) linear sRGB (D65) -> linear ProPhoto RGB (D50), Bradford adaptation (a copy)."""
+    """(3, 3) linear sRGB (D65) -> linear ProPhoto RGB (D50), Bradford adaptation (a copy).
+
+    Returns
+    -------
+    numpy.ndarray
+        float64 (3, 3), from ``colour.matrix_RGB_to_RGB``.
+
+    References
+    ----------
+    IEC 61966-2-1:1999; ISO 22028-2:2013; Lam 1985 (Bradford).
+
+    Examples
+    --------
+    >>> from hetbench.isp.stages.gamut import srgb_to_prophoto_matrix
+    >>> srgb_to_prophoto_matrix().sum(axis=1).round(3).tolist()  # white stays white: rows sum to 1
+    [1.0, 1.0, 1.0]
+    """
     return _srgb_to_prophoto().copy()
 
 
 def camera_to_prophoto_matrix(camera_to_srgb: np.ndarray) -> np.ndarray:
-    """(3, 3) white-balanced camera RGB -> linear ProPhoto RGB: M_sRGB->ProPhoto @ camera_to_srgb."""
+    """(3, 3) white-balanced camera RGB -> linear ProPhoto RGB: M_sRGB->ProPhoto @ camera_to_srgb.
+
+    Parameters
+    ----------
+    camera_to_srgb : array_like
+        (3, 3) white-balanced camera RGB -> linear sRGB.
+
+    Returns
+    -------
+    numpy.ndarray
+        float64 (3, 3).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from hetbench.isp.stages.gamut import camera_to_prophoto_matrix, srgb_to_prophoto_matrix
+    >>> bool(np.allclose(camera_to_prophoto_matrix(np.eye(3)), srgb_to_prophoto_matrix()))
+    True
+    """
     return _srgb_to_prophoto() @ _matrix(camera_to_srgb)
 
 
@@ -69,29 +105,130 @@ def _matrix(m) -> np.ndarray:
 
 
 def apply_matrix(image: np.ndarray, matrix) -> np.ndarray:
-    """out[..., i] = sum_j matrix[i, j] * image[..., j], in float32, via cv2.transform."""
-    img = np.ascontiguousarray(_as_rgb_float32(image, "gamut"))
+    """out[..., i] = sum_j matrix[i, j] * image[..., j], in float32, via cv2.transform.
+
+    Parameters
+    ----------
+    image : array_like
+        (H, W, 3) linear RGB.
+    matrix : array_like
+        Finite (3, 3) matrix.
+
+    Returns
+    -------
+    numpy.ndarray
+        float32 (H, W, 3), not clipped.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from hetbench.isp.stages.gamut import apply_matrix
+    >>> apply_matrix(np.ones((4, 4, 3)), np.diag([1.0, 2.0, 3.0]))[0, 0].tolist()
+    [1.0, 2.0, 3.0]
+    """
+    img = np.ascontiguousarray(as_rgb_float32(image, "gamut"))
     m = _matrix(matrix)
     if img.size == 0:
         return img.copy()
     return cv2.transform(img, m.astype(np.float32))
 
 
-@register("gamut", "srgb", "camera RGB -> linear sRGB (IEC 61966-2-1, D65) with the capture's matrix", "baseline")
-def _apply_srgb(image: np.ndarray, ctx: StageContext) -> np.ndarray:
+def gamut_srgb(image: np.ndarray, ctx: StageContext) -> np.ndarray:
+    """Gamut ``srgb`` (Table 3 baseline): camera RGB -> linear sRGB with ``ctx.camera_to_srgb``.
+
+    Parameters
+    ----------
+    image : array_like
+        float32 (H, W, 3) white-balanced linear camera RGB.
+    ctx : StageContext
+        Supplies ``camera_to_srgb`` (the capture's matrix).
+
+    Returns
+    -------
+    numpy.ndarray
+        float32 (H, W, 3) linear sRGB, not clipped.
+
+    References
+    ----------
+    HeteroSwitch (MLSys 2024) Table 3, "Gamut mapping", Baseline; IEC 61966-2-1:1999.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from hetbench.isp.stages.base import StageContext
+    >>> from hetbench.isp.stages.gamut import gamut_srgb
+    >>> gamut_srgb(np.ones((4, 4, 3)), StageContext(camera_to_srgb=np.eye(3)))[0, 0].tolist()
+    [1.0, 1.0, 1.0]
+    """
     return apply_matrix(image, ctx.camera_to_srgb)
 
 
-@register("gamut", "none", "no gamut mapping: camera RGB passed on", "option1")
-def _apply_none(image: np.ndarray, ctx: StageContext) -> np.ndarray:
-    return _as_rgb_float32(image, "gamut")
+def gamut_none(image: np.ndarray, ctx: StageContext) -> np.ndarray:
+    """Gamut ``none`` (Table 3 option 1, '-'): camera RGB passed on unchanged.
+
+    Parameters
+    ----------
+    image : array_like
+        float32 (H, W, 3) white-balanced linear camera RGB.
+    ctx : StageContext
+        Unused.
+
+    Returns
+    -------
+    numpy.ndarray
+        The image as float32 (H, W, 3).
+
+    References
+    ----------
+    HeteroSwitch (MLSys 2024) Table 3, "Gamut mapping", Option 1 (stage omitted).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from hetbench.isp.stages.base import StageContext
+    >>> from hetbench.isp.stages.gamut import gamut_none
+    >>> gamut_none(np.zeros((4, 4, 3)), StageContext()).dtype
+    dtype('float32')
+    """
+    return as_rgb_float32(image, "gamut")
 
 
-@register(
-    "gamut",
-    "prophoto",
-    "camera RGB -> linear sRGB -> linear ProPhoto RGB (ROMM, D50; Bradford adaptation)",
-    "option2",
-)
-def _apply_prophoto(image: np.ndarray, ctx: StageContext) -> np.ndarray:
+def gamut_prophoto(image: np.ndarray, ctx: StageContext) -> np.ndarray:
+    """Gamut ``prophoto`` (Table 3 option 2): camera RGB -> linear sRGB -> linear ProPhoto RGB.
+
+    Parameters
+    ----------
+    image : array_like
+        float32 (H, W, 3) white-balanced linear camera RGB.
+    ctx : StageContext
+        Supplies ``camera_to_srgb``.
+
+    Returns
+    -------
+    numpy.ndarray
+        float32 (H, W, 3) linear ProPhoto RGB (D50), not clipped.
+
+    References
+    ----------
+    HeteroSwitch (MLSys 2024) Table 3, "Gamut mapping", Option 2; ISO 22028-2:2013 (ROMM RGB);
+    Lam 1985 (Bradford chromatic adaptation).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from hetbench.isp.stages.base import StageContext
+    >>> from hetbench.isp.stages.gamut import gamut_prophoto
+    >>> gamut_prophoto(np.ones((4, 4, 3)), StageContext())[0, 0].round(3).tolist()  # white stays white
+    [1.0, 1.0, 1.0]
+    """
     return apply_matrix(image, camera_to_prophoto_matrix(ctx.camera_to_srgb))
+
+
+VARIANTS = stage_variants(
+    "gamut",
+    StageVariant("gamut", "srgb", gamut_srgb,
+                 "camera RGB -> linear sRGB (IEC 61966-2-1, D65) with the capture's matrix", "baseline"),
+    StageVariant("gamut", "none", gamut_none, "no gamut mapping: camera RGB passed on", "option1"),
+    StageVariant("gamut", "prophoto", gamut_prophoto,
+                 "camera RGB -> linear sRGB -> linear ProPhoto RGB (ROMM, D50; Bradford adaptation)", "option2"),
+)

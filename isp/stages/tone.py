@@ -21,6 +21,14 @@ Speed: the transfer function is never evaluated per pixel. The clipped image is 
 LUT: ``cv2.LUT`` where OpenCV supports 16-bit sources (5.x), else ``numpy.take``. The 16-bit
 index changes the result by at most 12.92 * 255 / 65535 / 2 ~= 0.025 LSB, so it agrees with the
 exact curve except within 0.025 LSB of a rounding tie.
+
+``VARIANTS`` lists the variants.
+
+References
+----------
+.. [1] Kim et al., "HeteroSwitch", MLSys 2024, Table 3 (row "Tone transformation").
+.. [2] IEC 61966-2-1:1999 (sRGB); Stokes et al. 1996 (see :mod:`hetbench.isp.transfer`).
+.. [3] K. Zuiderveld, "Contrast Limited Adaptive Histogram Equalization", Graphics Gems IV, 1994.
 """
 
 from __future__ import annotations
@@ -28,26 +36,15 @@ from __future__ import annotations
 import cv2
 import numpy as np
 
-from .base import StageContext, register
+from hetbench.isp.transfer import srgb_encode
+
+from .base import StageContext, StageVariant, as_rgb_float32, stage_variants
 
 #: CLAHE parameters: see :func:`equalize`.
 CLAHE_CLIP_LIMIT = 2.0
 CLAHE_TILE_GRID = (8, 8)
 
 _LUT_SIZE = 65536
-
-
-def _as_rgb_float32(image: np.ndarray, stage: str) -> np.ndarray:
-    img = np.asarray(image)
-    if img.ndim != 3 or img.shape[2] != 3:
-        raise ValueError(f"{stage}: expected an (H, W, 3) image, got shape {img.shape}")
-    return np.ascontiguousarray(img, dtype=np.float32)
-
-
-def srgb_encode(linear: np.ndarray) -> np.ndarray:
-    """The IEC 61966-2-1 sRGB transfer function (OETF) in float64, for inputs in [0, 1]."""
-    x = np.clip(np.asarray(linear, dtype=np.float64), 0.0, 1.0)
-    return np.where(x <= 0.0031308, 12.92 * x, 1.055 * np.power(x, 1.0 / 2.4) - 0.055)
 
 
 def _build_lut(fn) -> np.ndarray:
@@ -89,23 +86,88 @@ def _quantise(img: np.ndarray, scale: float, depth: int) -> np.ndarray:
 
 
 def apply_lut16(index: np.ndarray, lut: np.ndarray) -> np.ndarray:
-    """``lut[index]`` for a uint16 index array and a 65536-entry uint8 LUT."""
+    """``lut[index]`` for a uint16 index array and a 65536-entry uint8 LUT.
+
+    Parameters
+    ----------
+    index : numpy.ndarray
+        uint16 indices.
+    lut : numpy.ndarray
+        uint8 (65536,) table.
+
+    Returns
+    -------
+    numpy.ndarray
+        uint8, the shape of ``index``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from hetbench.isp.stages.tone import apply_lut16
+    >>> lut = (np.arange(65536) >> 8).astype(np.uint8)
+    >>> apply_lut16(np.array([[0, 256, 65535]], np.uint16), lut).tolist()
+    [[0, 1, 255]]
+    """
     if _HAS_LUT16:
         return cv2.LUT(index, lut)
     return np.take(lut, index)
 
 
+def _tone_input(image: np.ndarray) -> np.ndarray:
+    return np.ascontiguousarray(as_rgb_float32(image, "tone"))
+
+
 def srgb_gamma(image: np.ndarray) -> np.ndarray:
-    """Linear RGB (float) -> sRGB-encoded uint8 (IEC 61966-2-1), after clipping to [0, 1]."""
-    img = _as_rgb_float32(image, "tone")
+    """Linear RGB (float) -> sRGB-encoded uint8 (IEC 61966-2-1), after clipping to [0, 1].
+
+    Parameters
+    ----------
+    image : array_like
+        (H, W, 3) linear RGB.
+
+    Returns
+    -------
+    numpy.ndarray
+        uint8 (H, W, 3): ``round(255 * srgb_encode(clip(x, 0, 1)))`` through a 16-bit LUT.
+
+    References
+    ----------
+    IEC 61966-2-1:1999; Stokes et al. 1996.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from hetbench.isp.stages.tone import srgb_gamma
+    >>> srgb_gamma(np.full((4, 4, 3), (0.0, 0.18, 1.0), np.float32))[0, 0].tolist()
+    [0, 118, 255]
+    """
+    img = _tone_input(image)
     if img.size == 0:
         return np.zeros(img.shape, dtype=np.uint8)
     return apply_lut16(_quantise(img, float(_LUT_SIZE - 1), cv2.CV_16U), _SRGB_LUT)
 
 
 def linear(image: np.ndarray) -> np.ndarray:
-    """Linear RGB (float) -> round(255 * clip(x, 0, 1)) as uint8, with no transfer function."""
-    img = _as_rgb_float32(image, "tone")
+    """Linear RGB (float) -> round(255 * clip(x, 0, 1)) as uint8, with no transfer function.
+
+    Parameters
+    ----------
+    image : array_like
+        (H, W, 3) linear RGB.
+
+    Returns
+    -------
+    numpy.ndarray
+        uint8 (H, W, 3).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from hetbench.isp.stages.tone import linear
+    >>> linear(np.full((4, 4, 3), (-1.0, 0.18, 2.0), np.float32))[0, 0].tolist()
+    [0, 46, 255]
+    """
+    img = _tone_input(image)
     if img.size == 0:
         return np.zeros(img.shape, dtype=np.uint8)
     return _quantise(img, 255.0, cv2.CV_8U)
@@ -129,6 +191,34 @@ def equalize(
     Only lightness changes: the 8-bit Lab conversion (OpenCV ``COLOR_RGB2Lab``, which treats its
     input as sRGB-encoded, D65) keeps a* and b*. The conversion quantises L* to 100/255 and a*,
     b* to 1 unit, which is well below the effect of the equalisation.
+
+    Parameters
+    ----------
+    image : array_like
+        (H, W, 3) linear RGB.
+    clip_limit : float, optional
+        CLAHE clip limit.
+    tile_grid : tuple of int, optional
+        CLAHE tiles (rows, columns).
+
+    Returns
+    -------
+    numpy.ndarray
+        uint8 (H, W, 3) sRGB.
+
+    References
+    ----------
+    Zuiderveld 1994, Graphics Gems IV; HeteroSwitch (MLSys 2024) Table 3, "Tone transformation",
+    Option 2.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from hetbench.isp.stages.tone import equalize
+    >>> ramp = np.repeat(np.linspace(0.1, 0.2, 16, dtype=np.float32)[None, :, None], 16, axis=0)
+    >>> out = equalize(np.repeat(ramp, 3, axis=2))
+    >>> out.shape, out.dtype, int(out.max()) - int(out.min()) > 20  # the narrow ramp is stretched
+    ((16, 16, 3), dtype('uint8'), True)
     """
     rgb8 = srgb_gamma(image)
     if rgb8.size == 0:
@@ -140,21 +230,102 @@ def equalize(
     return cv2.cvtColor(lab, cv2.COLOR_Lab2RGB)
 
 
-@register("tone", "srgb-gamma", "sRGB transfer function (IEC 61966-2-1; Stokes et al. 1996), 8-bit", "baseline")
-def _apply_srgb_gamma(image: np.ndarray, ctx: StageContext) -> np.ndarray:
+def tone_srgb_gamma(image: np.ndarray, ctx: StageContext) -> np.ndarray:
+    """Tone ``srgb-gamma`` (Table 3 baseline): :func:`srgb_gamma`.
+
+    Parameters
+    ----------
+    image : array_like
+        float32 (H, W, 3) linear RGB.
+    ctx : StageContext
+        Unused.
+
+    Returns
+    -------
+    numpy.ndarray
+        uint8 (H, W, 3) sRGB-encoded.
+
+    References
+    ----------
+    HeteroSwitch (MLSys 2024) Table 3, "Tone transformation", Baseline (Stokes 1996; IEC 61966-2-1).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from hetbench.isp.stages.base import StageContext
+    >>> from hetbench.isp.stages.tone import tone_srgb_gamma
+    >>> tone_srgb_gamma(np.full((4, 4, 3), 0.5, np.float32), StageContext())[0, 0].tolist()
+    [188, 188, 188]
+    """
     return srgb_gamma(image)
 
 
-@register("tone", "none", "no tone curve: linear round(255 x)", "option1")
-def _apply_none(image: np.ndarray, ctx: StageContext) -> np.ndarray:
+def tone_none(image: np.ndarray, ctx: StageContext) -> np.ndarray:
+    """Tone ``none`` (Table 3 option 1, '-'): :func:`linear`, round(255 x).
+
+    Parameters
+    ----------
+    image : array_like
+        float32 (H, W, 3) linear RGB.
+    ctx : StageContext
+        Unused.
+
+    Returns
+    -------
+    numpy.ndarray
+        uint8 (H, W, 3).
+
+    References
+    ----------
+    HeteroSwitch (MLSys 2024) Table 3, "Tone transformation", Option 1 (stage omitted).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from hetbench.isp.stages.base import StageContext
+    >>> from hetbench.isp.stages.tone import tone_none
+    >>> tone_none(np.full((4, 4, 3), 0.5, np.float32), StageContext())[0, 0].tolist()
+    [128, 128, 128]
+    """
     return linear(image)
 
 
-@register(
-    "tone",
-    "srgb-gamma+equalize",
-    "sRGB gamma, then CLAHE (Zuiderveld 1994; clip 2.0, 8x8 tiles) on L* of CIELAB",
-    "option2",
-)
-def _apply_equalize(image: np.ndarray, ctx: StageContext) -> np.ndarray:
+def tone_srgb_gamma_equalize(image: np.ndarray, ctx: StageContext) -> np.ndarray:
+    """Tone ``srgb-gamma+equalize`` (Table 3 option 2): :func:`equalize` (sRGB gamma, then CLAHE on L*).
+
+    Parameters
+    ----------
+    image : array_like
+        float32 (H, W, 3) linear RGB.
+    ctx : StageContext
+        Unused.
+
+    Returns
+    -------
+    numpy.ndarray
+        uint8 (H, W, 3) sRGB.
+
+    References
+    ----------
+    HeteroSwitch (MLSys 2024) Table 3, "Tone transformation", Option 2 ("+tone Equalization");
+    Zuiderveld 1994.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from hetbench.isp.stages.base import StageContext
+    >>> from hetbench.isp.stages.tone import tone_srgb_gamma_equalize
+    >>> tone_srgb_gamma_equalize(np.full((4, 4, 3), 0.5, np.float32), StageContext()).dtype
+    dtype('uint8')
+    """
     return equalize(image)
+
+
+VARIANTS = stage_variants(
+    "tone",
+    StageVariant("tone", "srgb-gamma", tone_srgb_gamma,
+                 "sRGB transfer function (IEC 61966-2-1; Stokes et al. 1996), 8-bit", "baseline"),
+    StageVariant("tone", "none", tone_none, "no tone curve: linear round(255 x)", "option1"),
+    StageVariant("tone", "srgb-gamma+equalize", tone_srgb_gamma_equalize,
+                 "sRGB gamma, then CLAHE (Zuiderveld 1994; clip 2.0, 8x8 tiles) on L* of CIELAB", "option2"),
+)

@@ -27,7 +27,14 @@ remain: step 4 at 12 MP, step 1 below 3 MP). Gains are clamped to [1/64, 64], wh
 beyond any real camera, so that a dead channel cannot give infinite gains. The gains are applied
 as a diagonal 3x3 matrix with :func:`cv2.transform` in float32.
 
-Each registered variant records its gains in ``ctx.info["wb_gains"]`` as (R, G, B).
+Each variant records its gains in ``ctx.info["wb_gains"]`` as (R, G, B); ``VARIANTS`` lists them.
+
+References
+----------
+.. [1] Kim et al., "HeteroSwitch: Characterizing and Taming System-Induced Data Heterogeneity in
+   Federated Learning", MLSys 2024, Table 3 (row "Color transformation").
+.. [2] M. Ebner, *Color Constancy*, Wiley 2007, sections 6.1 (white patch) and 6.2 (gray world).
+.. [3] Adobe, *Digital Negative (DNG) Specification* 1.4, tag AsShotNeutral.
 """
 
 from __future__ import annotations
@@ -35,7 +42,7 @@ from __future__ import annotations
 import cv2
 import numpy as np
 
-from .base import StageContext, register
+from .base import StageContext, StageVariant, as_rgb_float32, stage_variants
 
 #: a pixel with any channel at or above this fraction of the white level counts as clipped.
 CLIP_THRESHOLD = 0.98
@@ -47,22 +54,34 @@ WHITE_PATCH_PERCENTILE = 99.0
 GAIN_LIMIT = 64.0
 
 
-def _as_rgb_float32(image: np.ndarray, stage: str) -> np.ndarray:
-    img = np.asarray(image)
-    if img.ndim != 3 or img.shape[2] != 3:
-        raise ValueError(f"{stage}: expected an (H, W, 3) image, got shape {img.shape}")
-    return img.astype(np.float32, copy=False)
-
-
 def sample_step(shape: tuple[int, ...], target: int = SAMPLE_PIXELS) -> int:
-    """Stride of the statistics subsample: the largest step that keeps >= ``target`` pixels."""
+    """Stride of the statistics subsample: the largest step that keeps >= ``target`` pixels.
+
+    Parameters
+    ----------
+    shape : tuple of int
+        The image shape (H, W, ...).
+    target : int, optional
+        How many pixels the subsample keeps at least.
+
+    Returns
+    -------
+    int
+        The stride (1 or more) in each direction.
+
+    Examples
+    --------
+    >>> from hetbench.isp.stages.white_balance import sample_step
+    >>> sample_step((3024, 4032, 3)), sample_step((64, 64, 3))
+    (4, 1)
+    """
     n = int(shape[0]) * int(shape[1])
     return max(1, int(np.sqrt(n / target)))
 
 
 def _valid_planes(image: np.ndarray, clip: float, step: int | None) -> tuple[list[np.ndarray], np.ndarray]:
     """The three channel planes of the strided subsample, and the mask of its non-clipped pixels."""
-    img = _as_rgb_float32(image, "wb")
+    img = as_rgb_float32(image, "wb")
     if img.size == 0:
         raise ValueError("wb: cannot estimate gains on an empty image")
     if step is None:
@@ -93,8 +112,31 @@ def _gains_from_reference(ref: np.ndarray) -> np.ndarray:
 def gray_world_gains(image: np.ndarray, *, clip: float = CLIP_THRESHOLD, step: int | None = None) -> np.ndarray:
     """Gray-world gains (R, G, B), G = 1: they make the channel means of non-clipped pixels equal.
 
-    Ebner 2007, *Color Constancy*, section 6.2 (Buchsbaum 1980). ``step`` is the subsample
-    stride (``None``: :func:`sample_step`; 1 gives exact statistics over the whole image).
+    Parameters
+    ----------
+    image : array_like
+        (H, W, 3) linear camera RGB, white level 1.
+    clip : float, optional
+        Pixels with any channel at or above it are left out of the statistics.
+    step : int, optional
+        Subsample stride (``None``: :func:`sample_step`; 1 gives exact statistics over the whole
+        image).
+
+    Returns
+    -------
+    numpy.ndarray
+        float64 (3,) gains, green = 1, clamped to [1/64, 64].
+
+    References
+    ----------
+    Ebner 2007, *Color Constancy*, section 6.2 (Buchsbaum 1980).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from hetbench.isp.stages.white_balance import gray_world_gains
+    >>> gray_world_gains(np.full((4, 4, 3), (0.2, 0.4, 0.1), np.float32)).round(3).tolist()
+    [2.0, 1.0, 4.0]
     """
     planes, valid = _valid_planes(image, clip, step)
     mask = valid.view(np.uint8)
@@ -112,8 +154,33 @@ def white_patch_gains(
     """White-patch gains (R, G, B), G = 1: the per-channel ``percentile`` of non-clipped pixels
     maps to neutral, gains = p_G / p_c.
 
-    Ebner 2007, section 6.1 (white patch retinex, Land & McCann 1971), with a high percentile
-    instead of the maximum for robustness.
+    Parameters
+    ----------
+    image : array_like
+        (H, W, 3) linear camera RGB, white level 1.
+    percentile : float, optional
+        The "brightest" level per channel (a high percentile instead of the maximum, for
+        robustness to noise and specular outliers).
+    clip : float, optional
+        Pixels with any channel at or above it are left out of the statistics.
+    step : int, optional
+        Subsample stride (``None``: :func:`sample_step`).
+
+    Returns
+    -------
+    numpy.ndarray
+        float64 (3,) gains, green = 1, clamped to [1/64, 64].
+
+    References
+    ----------
+    Ebner 2007, *Color Constancy*, section 6.1 (white patch retinex, Land & McCann 1971).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from hetbench.isp.stages.white_balance import white_patch_gains
+    >>> white_patch_gains(np.full((4, 4, 3), (0.25, 0.5, 0.125), np.float32)).round(3).tolist()
+    [2.0, 1.0, 4.0]
     """
     planes, valid = _valid_planes(image, clip, step)
     ref = np.array([np.percentile(p[valid], percentile) for p in planes])
@@ -121,9 +188,29 @@ def white_patch_gains(
 
 
 def camera_gains(as_shot_neutral) -> np.ndarray:
-    """Camera gains (R, G, B) = 1 / AsShotNeutral, normalised to G = 1 (DNG spec, AsShotNeutral).
+    """Camera gains (R, G, B) = 1 / AsShotNeutral, normalised to G = 1.
 
     A patch whose camera RGB is proportional to ``as_shot_neutral`` becomes neutral.
+
+    Parameters
+    ----------
+    as_shot_neutral : array_like
+        Three positive finite values: the camera RGB of a neutral under the scene light.
+
+    Returns
+    -------
+    numpy.ndarray
+        float64 (3,) gains, green = 1.
+
+    References
+    ----------
+    Adobe DNG Specification 1.4, tag AsShotNeutral.
+
+    Examples
+    --------
+    >>> from hetbench.isp.stages.white_balance import camera_gains
+    >>> camera_gains((0.5, 1.0, 0.25)).tolist()
+    [2.0, 1.0, 4.0]
     """
     n = np.asarray(as_shot_neutral, dtype=np.float64).reshape(-1)
     if n.shape != (3,) or not np.all(np.isfinite(n)) or np.any(n <= 0):
@@ -132,8 +219,28 @@ def camera_gains(as_shot_neutral) -> np.ndarray:
 
 
 def apply_gains(image: np.ndarray, gains) -> np.ndarray:
-    """Multiply each channel by its gain (float32 out), as a diagonal matrix via cv2.transform."""
-    img = np.ascontiguousarray(_as_rgb_float32(image, "wb"))
+    """Multiply each channel by its gain (float32 out), as a diagonal matrix via cv2.transform.
+
+    Parameters
+    ----------
+    image : array_like
+        (H, W, 3) linear camera RGB.
+    gains : array_like
+        (R, G, B) gains.
+
+    Returns
+    -------
+    numpy.ndarray
+        float32 (H, W, 3), not clipped.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from hetbench.isp.stages.white_balance import apply_gains
+    >>> apply_gains(np.full((4, 4, 3), 0.5, np.float32), (2.0, 1.0, 0.5))[0, 0].tolist()
+    [1.0, 0.5, 0.25]
+    """
+    img = np.ascontiguousarray(as_rgb_float32(image, "wb"))
     g = np.asarray(gains, dtype=np.float64).reshape(3)
     if img.size == 0:
         return img.copy()
@@ -141,9 +248,34 @@ def apply_gains(image: np.ndarray, gains) -> np.ndarray:
 
 
 def clip_highlights(balanced: np.ndarray, gains) -> np.ndarray:
-    """Clip every channel at the level where the weakest channel saturates (dcraw / LibRaw
-    ``highlight_mode=clip``): a pixel clipped on the sensor (1, 1, 1) becomes (g_R, 1, g_B) after
-    the gains and would render magenta; clipped at min(gains) it stays neutral."""
+    """Clip every channel (in place) at the level where the weakest channel saturates.
+
+    A pixel clipped on the sensor (1, 1, 1) becomes (g_R, 1, g_B) after the gains and would render
+    magenta; clipped at min(gains) it stays neutral.
+
+    Parameters
+    ----------
+    balanced : numpy.ndarray
+        float32 (H, W, 3) white-balanced image; it is modified.
+    gains : array_like
+        The (R, G, B) gains it was balanced with.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``balanced``, clipped.
+
+    References
+    ----------
+    dcraw / LibRaw ``highlight_mode`` 0 (clip).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from hetbench.isp.stages.white_balance import clip_highlights
+    >>> clip_highlights(np.array([[[2.0, 1.0, 1.5]]], np.float32), (2.0, 1.0, 1.5)).tolist()
+    [[[1.0, 1.0, 1.0]]]
+    """
     level = float(np.min(np.asarray(gains, dtype=np.float64)))
     return np.minimum(balanced, np.float32(level), out=balanced)
 
@@ -153,22 +285,137 @@ def _finish(image: np.ndarray, gains: np.ndarray, ctx: StageContext) -> np.ndarr
     return clip_highlights(apply_gains(image, gains), gains)
 
 
-@register("wb", "gray-world", "gray world (Ebner 2007): equal channel means over non-clipped pixels", "baseline")
-def _apply_gray_world(image: np.ndarray, ctx: StageContext) -> np.ndarray:
+def wb_gray_world(image: np.ndarray, ctx: StageContext) -> np.ndarray:
+    """White balance ``gray-world`` (Table 3 baseline): :func:`gray_world_gains`, applied and clipped.
+
+    Parameters
+    ----------
+    image : array_like
+        float32 (H, W, 3) linear camera RGB, not white balanced.
+    ctx : StageContext
+        Receives ``info["wb_gains"]``.
+
+    Returns
+    -------
+    numpy.ndarray
+        float32 (H, W, 3), white balanced, highlights clipped by :func:`clip_highlights`.
+
+    References
+    ----------
+    HeteroSwitch (MLSys 2024) Table 3, "Color transformation", Baseline (Ebner 2007, section 6.2).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from hetbench.isp.stages.base import StageContext
+    >>> from hetbench.isp.stages.white_balance import wb_gray_world
+    >>> ctx = StageContext()
+    >>> wb_gray_world(np.full((4, 4, 3), (0.25, 0.5, 0.125), np.float32), ctx)[0, 0].tolist()
+    [0.5, 0.5, 0.5]
+    >>> [round(g, 3) for g in ctx.info["wb_gains"]]
+    [2.0, 1.0, 4.0]
+    """
     return _finish(image, gray_world_gains(image), ctx)
 
 
-@register("wb", "none", "no white balance (gains 1, 1, 1)", "option1")
-def _apply_none(image: np.ndarray, ctx: StageContext) -> np.ndarray:
+def wb_none(image: np.ndarray, ctx: StageContext) -> np.ndarray:
+    """White balance ``none`` (Table 3 option 1, '-'): gains (1, 1, 1), the image unchanged.
+
+    Parameters
+    ----------
+    image : array_like
+        float32 (H, W, 3) linear camera RGB.
+    ctx : StageContext
+        Receives ``info["wb_gains"] = (1.0, 1.0, 1.0)``.
+
+    Returns
+    -------
+    numpy.ndarray
+        The image as float32 (H, W, 3).
+
+    References
+    ----------
+    HeteroSwitch (MLSys 2024) Table 3, "Color transformation", Option 1 (stage omitted).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from hetbench.isp.stages.base import StageContext
+    >>> from hetbench.isp.stages.white_balance import wb_none
+    >>> wb_none(np.full((4, 4, 3), 0.5), StageContext()).dtype
+    dtype('float32')
+    """
     ctx.info["wb_gains"] = (1.0, 1.0, 1.0)
-    return _as_rgb_float32(image, "wb")
+    return as_rgb_float32(image, "wb")
 
 
-@register("wb", "white-patch", "white patch (Ebner 2007): per-channel 99th percentile maps to neutral", "option2")
-def _apply_white_patch(image: np.ndarray, ctx: StageContext) -> np.ndarray:
+def wb_white_patch(image: np.ndarray, ctx: StageContext) -> np.ndarray:
+    """White balance ``white-patch`` (Table 3 option 2): :func:`white_patch_gains`, applied and clipped.
+
+    Parameters
+    ----------
+    image : array_like
+        float32 (H, W, 3) linear camera RGB, not white balanced.
+    ctx : StageContext
+        Receives ``info["wb_gains"]``.
+
+    Returns
+    -------
+    numpy.ndarray
+        float32 (H, W, 3), white balanced, highlights clipped.
+
+    References
+    ----------
+    HeteroSwitch (MLSys 2024) Table 3, "Color transformation", Option 2 (Ebner 2007, section 6.1).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from hetbench.isp.stages.base import StageContext
+    >>> from hetbench.isp.stages.white_balance import wb_white_patch
+    >>> wb_white_patch(np.full((4, 4, 3), (0.25, 0.5, 0.125), np.float32), StageContext())[0, 0].tolist()
+    [0.5, 0.5, 0.5]
+    """
     return _finish(image, white_patch_gains(image), ctx)
 
 
-@register("wb", "camera", "camera white balance: gains 1 / AsShotNeutral, G = 1", "extra")
-def _apply_camera(image: np.ndarray, ctx: StageContext) -> np.ndarray:
+def wb_camera(image: np.ndarray, ctx: StageContext) -> np.ndarray:
+    """White balance ``camera`` (extra, not in Table 3): :func:`camera_gains` of ``ctx.as_shot_neutral``.
+
+    Parameters
+    ----------
+    image : array_like
+        float32 (H, W, 3) linear camera RGB, not white balanced.
+    ctx : StageContext
+        Supplies ``as_shot_neutral``; receives ``info["wb_gains"]``.
+
+    Returns
+    -------
+    numpy.ndarray
+        float32 (H, W, 3), white balanced, highlights clipped.
+
+    References
+    ----------
+    Adobe DNG Specification 1.4, tag AsShotNeutral.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from hetbench.isp.stages.base import StageContext
+    >>> from hetbench.isp.stages.white_balance import wb_camera
+    >>> ctx = StageContext(as_shot_neutral=(0.5, 1.0, 0.25))
+    >>> wb_camera(np.full((4, 4, 3), (0.25, 0.5, 0.125), np.float32), ctx)[0, 0].tolist()
+    [0.5, 0.5, 0.5]
+    """
     return _finish(image, camera_gains(ctx.as_shot_neutral), ctx)
+
+
+VARIANTS = stage_variants(
+    "wb",
+    StageVariant("wb", "gray-world", wb_gray_world,
+                 "gray world (Ebner 2007): equal channel means over non-clipped pixels", "baseline"),
+    StageVariant("wb", "none", wb_none, "no white balance (gains 1, 1, 1)", "option1"),
+    StageVariant("wb", "white-patch", wb_white_patch,
+                 "white patch (Ebner 2007): per-channel 99th percentile maps to neutral", "option2"),
+    StageVariant("wb", "camera", wb_camera, "camera white balance: gains 1 / AsShotNeutral, G = 1", "extra"),
+)

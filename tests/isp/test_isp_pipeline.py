@@ -32,8 +32,8 @@ def test_parse_round_trip_and_baseline():
 
 @pytest.mark.parametrize(
     "text, needle",
-    [("colour=none", "stages are: demosaic, denoise, wb, gamut, tone, compress"),
-     ("wb=purple", "wb options are: gray-world, none, white-patch, camera"),
+    [("colour=none", "unknown ISP stage 'colour'; choose one of: demosaic, denoise, wb, gamut, tone, compress"),
+     ("wb=purple", "unknown wb option 'purple'; choose one of: gray-world, none, white-patch, camera"),
      ("tone", "needs an option")],
 )
 def test_parse_errors_list_the_valid_names(text, needle):

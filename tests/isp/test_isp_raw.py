@@ -1,6 +1,6 @@
-"""RAW reading, DNG writing and the LibRaw front end (hetbench.isp.raw, hetbench.isp.stages.demosaic).
+"""RAW reading, DNG writing and the LibRaw front end (hetbench.isp.raw, hetbench.isp.dng, hetbench.isp.stages.demosaic).
 
-Real captures come from ``../shared/data/raw`` (see its SOURCES.md); the tests that need them are
+Real captures come from ``../shared/data/raw`` (relative to the repository) (see its SOURCES.md); the tests that need them are
 skipped when that folder is absent. Everything else runs on small synthetic captures.
 """
 
@@ -15,21 +15,13 @@ import pytest
 rawpy = pytest.importorskip("rawpy")
 tifffile = pytest.importorskip("tifffile")
 
-from hetbench.isp.raw import (  # noqa: E402
-    CFA_CODES,
-    CFA_PATTERNS,
-    SRGB_TO_XYZ,
-    RawCapture,
-    UnsupportedRaw,
-    color_matrix_from_rgb_cam,
-    dng_bytes,
-    read_raw,
-    write_dng,
-)
+from hetbench.isp.capture import CFA_CODES, CFA_PATTERNS, SRGB_TO_XYZ, RawCapture  # noqa: E402
+from hetbench.isp.dng import dng_bytes, write_dng  # noqa: E402
+from hetbench.isp.raw import UnsupportedRaw, color_matrix_from_rgb_cam, read_raw  # noqa: E402
+from hetbench.isp.stages import REGISTRY, StageContext  # noqa: E402
 from hetbench.isp.stages import demosaic as dm  # noqa: E402
-from hetbench.isp.stages.base import REGISTRY, StageContext  # noqa: E402
 
-RAW_DIR = Path(__file__).resolve().parents[2] / "shared" / "data" / "raw"
+RAW_DIR = Path(__file__).resolve().parents[3] / "shared" / "data" / "raw"
 
 #: Bayer files and their top-left 2x2 CFA (SOURCES.md; cross-checked against rawpy below).
 BAYER = {
