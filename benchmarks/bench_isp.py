@@ -64,7 +64,7 @@ def main(argv=None) -> None:
 
     from hetbench.isp.jobs import CaptureJob, PhotoSource, Render, run_jobs
     from hetbench.isp.pipeline import Pipeline, Renderer, parse_stage_list, table3_variants
-    from hetbench.isp.raw import dng_bytes
+    from hetbench.isp.dng import dng_bytes
     from hetbench.sources.photographs import embedded_photographs, scene_crops
 
     w, h = (2000, 1500) if args.quick else (4000, 3000)
