@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
 import click
 
@@ -18,39 +17,9 @@ def report(folder: str, quiet: bool) -> None:
 
     Example: hetbench report hetbench_splits/digits-dirichlet-client-a0.5-n10-s0
     """
-    import shutil
-    import tempfile
+    from hetbench.report import refresh_report
 
-    from hetbench.publish.manifest import read_manifest
-    from hetbench.publish import read_built_columns
-    from hetbench.report import compute_report, write_report
-
-    manifest = read_manifest(folder)
-    cols = read_built_columns(folder)
-    rep = compute_report(
-        {s: c["client_id"] for s, c in cols.items()},
-        {s: c["label"] for s, c in cols.items()},
-        manifest["class_names"],
-        manifest["client_names"],
-        manifest.get("dropped"),
-        train_split="train",
-    )
-    old_path = Path(folder) / "report.json"
-    if old_path.is_file():  # keep family-specific entries (device statistics, skipped files, ...)
-        import json
-
-        try:
-            old = json.loads(old_path.read_text())
-        except json.JSONDecodeError:
-            old = {}
-        rep.update({k: v for k, v in old.items() if k not in rep})
-    # write beside, then swap in, so a failure leaves the old report intact
-    with tempfile.TemporaryDirectory(dir=folder, prefix=".report-") as tmp:
-        write_report(rep, Path(tmp))
-        (Path(folder) / "plots").mkdir(exist_ok=True)
-        for f in (Path(tmp) / "plots").iterdir():
-            shutil.move(str(f), Path(folder) / "plots" / f.name)
-        shutil.move(str(Path(tmp) / "report.json"), Path(folder) / "report.json")
+    rep = refresh_report(folder)
     if not quiet:
         click.echo(f"{folder}: {rep['num_clients']} clients, {rep['num_samples']:,} training samples, EMD {rep['emd']:.4f}; report.json and plots/ rewritten")
 
@@ -100,50 +69,16 @@ def compare_clusterings(folders, dataset, embedders, clusters, seed) -> None:
       hetbench compare-clusterings splits/emb-pixels splits/emb-hog
       hetbench compare-clusterings --dataset builtin:digits --embedders pixels,hog --clusters 10
     """
-    import numpy as np
-
-    from hetbench.clustering import zeta
+    from hetbench.report.clusterings import compare_builds, compare_embedders
 
     if dataset is not None:
         if folders or not embedders or len(embedders.split(",")) != 2:
             raise HetbenchError("with --dataset, give --embedders A,B and no folders")
-        from hetbench.partitioners import EmbeddingPartitioner
-        from hetbench.sources import load_table
-
-        table = load_table(dataset)
-        a, b = (EmbeddingPartitioner(clusters=clusters, embedder=e.strip()).cluster_labels(table, "train", seed)
-                for e in embedders.split(","))
-        click.echo(f"zeta = {zeta(a, b):.6f}  ({embedders}, k = {clusters}, {len(a):,} samples of {dataset})")
+        a, b = embedders.split(",")
+        z, n = compare_embedders(dataset, (a, b), clusters, seed)
+        click.echo(f"zeta = {z:.6f}  ({embedders}, k = {clusters}, {n:,} samples of {dataset})")
         return
     if len(folders) != 2:
         raise HetbenchError("give two built folders (or --dataset with --embedders)")
-    clusterings = []
-    for folder in folders:
-        clusterings.append(_clusters_by_sample(folder))
-    common = sorted(set(clusterings[0]) & set(clusterings[1]))
-    if not common:
-        raise HetbenchError("the two builds share no sample ids")
-    a = np.array([clusterings[0][s] for s in common])
-    b = np.array([clusterings[1][s] for s in common])
-    click.echo(f"zeta = {zeta(a, b):.6f}  ({len(common):,} shared samples)")
-
-
-def _clusters_by_sample(folder: str) -> dict:
-    """sample id -> cluster of every row of a built embedding split."""
-    import pyarrow.parquet as pq
-
-    from hetbench.publish.manifest import read_manifest
-
-    manifest = read_manifest(folder)
-    id_col = manifest["source"].get("id_col")
-    if not id_col:
-        raise HetbenchError(f"'{folder}' has no sample-id column to align on (build it with --id-col)")
-    out: dict = {}
-    for split, info in manifest["splits"].items():
-        for f in info["files"]:
-            schema = pq.read_schema(Path(folder) / f)
-            if "cluster" not in schema.names:
-                raise HetbenchError(f"'{folder}' has no cluster column: build it with 'hetbench partition embedding'")
-            t = pq.read_table(Path(folder) / f, columns=[id_col, "cluster"])
-            out.update(zip(t.column(id_col).to_pylist(), t.column("cluster").to_pylist()))
-    return out
+    z, n = compare_builds(*folders)
+    click.echo(f"zeta = {z:.6f}  ({n:,} shared samples)")

@@ -1,151 +1,17 @@
-"""Heterogeneity report: ``report.json`` plus PNG plots (DESIGN.md section 3).
+"""The heterogeneity report of a split: ``report.json`` and its plots.
 
-:func:`compute_report` is a pure function of per-split client ids and labels, so the same report
-comes from a fresh build and from a published folder (``hetbench report <out>``).
+* :mod:`~hetbench.report.metrics` - the numbers (:func:`compute_report`), a pure function of client
+  ids and labels;
+* :mod:`~hetbench.report.plots` - the plots every report has, and writing them (:func:`write_report`);
+* :mod:`~hetbench.report.refresh` - recomputing a built folder's report (``hetbench report``);
+* :mod:`~hetbench.report.embedding`, :mod:`~hetbench.report.devices` - what embedding and device
+  splits add.
+
+The report's keys are listed in ``docs/output-contract.md``.
 """
 
-from __future__ import annotations
+from hetbench.report.metrics import compute_report
+from hetbench.report.plots import PLOTS, write_report
+from hetbench.report.refresh import refresh_report
 
-import json
-from pathlib import Path
-from typing import Any, Mapping
-
-import numpy as np
-
-from hetbench import metrics
-from hetbench.plotting import pyplot
-
-PLOTS = {
-    "label_heatmap": "label_distribution_heatmap.png",
-    "size_rank": "client_size_rank.png",
-    "emd_hist": "emd_histogram.png",
-}
-
-
-def _round(x: float, nd: int = 6) -> float:
-    return float(round(float(x), nd))
-
-
-def compute_report(
-    client_ids: Mapping[str, np.ndarray],
-    labels: Mapping[str, np.ndarray],
-    class_names: list[str],
-    client_names: list[str] | tuple[str, ...],
-    dropped: Mapping[str, Mapping[str, int]] | None = None,
-    train_split: str = "train",
-) -> dict[str, Any]:
-    """Report of the ``train_split`` (heterogeneity) and row counts of every split."""
-    num_clients, num_classes = len(client_names), len(class_names)
-    counts = metrics.label_matrix(client_ids[train_split], labels[train_split], num_clients, num_classes)
-    sizes = counts.sum(axis=1)
-    emd_pc = metrics.emd_per_client(counts)
-    jsd_pc = metrics.jensen_shannon_per_client(counts)
-    hel_pc = metrics.hellinger_per_client(counts)
-    cpc = metrics.classes_per_client(counts)
-    _, p, _ = metrics.client_distributions(counts)
-    splits = {}
-    for split, cids in client_ids.items():
-        per_client = np.bincount(cids[cids >= 0], minlength=num_clients)
-        splits[split] = {
-            "num_rows": int(cids.size),
-            "shared_rows": int(np.count_nonzero(cids < 0)),
-            "clients_with_rows": int(np.count_nonzero(per_client)),
-            "client_sizes": per_client.astype(int).tolist(),
-        }
-    return {
-        "num_clients": num_clients,
-        "num_samples": int(sizes.sum()),
-        "num_classes": num_classes,
-        "class_names": list(class_names),
-        "client_names": list(client_names),
-        "client_sizes": sizes.astype(int).tolist(),
-        "size_stats": {k: _round(v) for k, v in metrics.size_stats(sizes).items()},
-        "emd": _round(float((emd_pc * sizes).sum() / max(sizes.sum(), 1))),
-        "emd_per_client": [_round(v) for v in emd_pc],
-        "jensen_shannon": _round(float((jsd_pc * sizes).sum() / max(sizes.sum(), 1))),
-        "jensen_shannon_per_client": [_round(v) for v in jsd_pc],
-        "hellinger": _round(float((hel_pc * sizes).sum() / max(sizes.sum(), 1))),
-        "hellinger_per_client": [_round(v) for v in hel_pc],
-        "classes_per_client": cpc.astype(int).tolist(),
-        "classes_per_client_stats": {k: _round(v) for k, v in metrics.size_stats(cpc).items() if k in ("min", "median", "max", "mean")},
-        "empty_client_class_cells": int(np.count_nonzero(counts == 0)),
-        "population_distribution": [_round(v) for v in p],
-        "label_distribution": counts.astype(int).tolist(),
-        "splits": splits,
-        "dropped": {s: dict(d) for s, d in (dropped or {}).items()},
-    }
-
-
-# ---- plots ----------------------------------------------------------------------------------
-def client_sort_order(counts: np.ndarray) -> np.ndarray:
-    """Clients sorted by dominant class, then by that class's share (descending): blocks show skew."""
-    q, _, _ = metrics.client_distributions(counts)
-    dominant = q.argmax(axis=1)
-    share = q.max(axis=1)
-    return np.lexsort((-share, dominant))
-
-
-def plot_label_heatmap(report: Mapping[str, Any], path: Path, title: str = "") -> None:
-    plt = pyplot()
-    counts = np.asarray(report["label_distribution"], dtype=np.float64)
-    q, _, _ = metrics.client_distributions(counts)
-    q = q[client_sort_order(counts)]
-    n_cl, n_c = q.shape
-    fig, ax = plt.subplots(figsize=(min(2 + 0.35 * n_c, 14), min(2 + 0.18 * n_cl, 9)), dpi=110)
-    im = ax.imshow(q, aspect="auto", interpolation="nearest", cmap="viridis", vmin=0, vmax=1)
-    ax.set_xlabel("class")
-    ax.set_ylabel(f"client (sorted by dominant class; {n_cl} clients)")
-    if n_c <= 40:
-        ax.set_xticks(range(n_c))
-        ax.set_xticklabels(report["class_names"], rotation=90 if n_c > 12 else 0, fontsize=8)
-    if n_cl > 60:
-        ax.set_yticks([])
-    fig.colorbar(im, ax=ax, label="share of the client's samples")
-    ax.set_title(title or f"Label distribution per client (EMD {report['emd']:.3f})")
-    fig.tight_layout()
-    fig.savefig(path)
-    plt.close(fig)
-
-
-def plot_size_rank(report: Mapping[str, Any], path: Path, title: str = "") -> None:
-    """Client sizes against rank on log-log axes (Hsu et al. 2020, Fig. 2b/2c)."""
-    plt = pyplot()
-    sizes = np.sort(np.asarray(report["client_sizes"], dtype=np.float64))[::-1]
-    sizes = sizes[sizes > 0]
-    fig, ax = plt.subplots(figsize=(6, 4), dpi=110)
-    ax.loglog(np.arange(1, sizes.size + 1), sizes, marker="." if sizes.size < 200 else None, lw=1.5)
-    ax.set_xlabel("client rank")
-    ax.set_ylabel("training samples")
-    st = report["size_stats"]
-    ax.set_title(title or f"Client sizes (median {st['median']:.0f}, Gini {st['gini']:.2f})")
-    ax.grid(True, which="both", alpha=0.3)
-    fig.tight_layout()
-    fig.savefig(path)
-    plt.close(fig)
-
-
-def plot_emd_hist(report: Mapping[str, Any], path: Path, title: str = "") -> None:
-    plt = pyplot()
-    values = np.asarray(report["emd_per_client"], dtype=np.float64)
-    fig, ax = plt.subplots(figsize=(6, 4), dpi=110)
-    ax.hist(values, bins=np.linspace(0, 2, 41), color="#4c72b0", edgecolor="white")
-    ax.axvline(report["emd"], color="#c44e52", lw=2, label=f"weighted mean {report['emd']:.3f}")
-    ax.set_xlim(0, 2)
-    ax.set_xlabel("EMD to the population, ||q_i - p||_1")
-    ax.set_ylabel("clients")
-    ax.legend()
-    ax.set_title(title or "Per-client EMD")
-    fig.tight_layout()
-    fig.savefig(path)
-    plt.close(fig)
-
-
-def write_report(report: Mapping[str, Any], out_dir: Path) -> list[str]:
-    """Write ``report.json`` and the plots under ``out_dir``; returns the plot paths (relative)."""
-    out_dir = Path(out_dir)
-    (out_dir / "plots").mkdir(parents=True, exist_ok=True)
-    (out_dir / "report.json").write_text(json.dumps(report, indent=1, sort_keys=True) + "\n")
-    plot_label_heatmap(report, out_dir / "plots" / PLOTS["label_heatmap"])
-    plot_size_rank(report, out_dir / "plots" / PLOTS["size_rank"])
-    plot_emd_hist(report, out_dir / "plots" / PLOTS["emd_hist"])
-    return [f"plots/{name}" for name in PLOTS.values()]
+__all__ = ["compute_report", "write_report", "refresh_report", "PLOTS"]
