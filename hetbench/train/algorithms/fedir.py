@@ -35,10 +35,9 @@ class FedIR(ServerMomentum, FedAvg):
 
     Parameters
     ----------
-    server_lr : float, default 1.0
-        Server learning rate.
-    server_momentum : float, default 0.0
-        Server momentum beta in [0, 1); > 0 combines FedIR with FedAvgM, as the paper does.
+    server_lr, server_momentum : float, default 1.0 and 0.0
+        The server's learning rate and momentum beta in [0, 1): FedIR on FedAvg (beta = 0) or on FedAvgM
+        (beta > 0), the two combinations the paper reports.
 
     References
     ----------

@@ -29,10 +29,8 @@ class FedVC(ServerMomentum, FedAvg):
 
     Parameters
     ----------
-    server_lr : float, default 1.0
-        Server learning rate.
-    server_momentum : float, default 0.0
-        Server momentum beta in [0, 1); > 0 combines FedVC with FedAvgM.
+    server_lr, server_momentum : float, default 1.0 and 0.0
+        The server's learning rate and momentum beta in [0, 1) (> 0: FedVC on FedAvgM).
     vc_size : int, default 256
         Examples per virtual client N_VC (sec. 6.3).
 

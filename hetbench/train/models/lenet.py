@@ -21,12 +21,8 @@ class LeNet(nn.Module):
 
     Parameters
     ----------
-    in_channels : int
-        Image channels C (1 for grayscale, 3 for RGB).
-    num_classes : int
-        Outputs of the classifier.
-    image_size : int
-        Side of the square input images, at least 8.
+    in_channels, num_classes, image_size : int
+        Image channels, classes and the side of the square images (at least 8).
 
     References
     ----------

@@ -126,12 +126,8 @@ class MobileNetV3Small(nn.Module):
 
     Parameters
     ----------
-    in_channels : int
-        Image channels C (1 for grayscale, 3 for RGB).
-    num_classes : int
-        Outputs of the classifier.
-    image_size : int
-        Side of the square input images, at least 8; up to 64 px the stem has stride 1, above it stride 2.
+    in_channels, num_classes, image_size : int
+        Image channels, classes and the side of the square images (at least 8); up to 64 px the stem has stride 1, above it stride 2.
     norm : {"group", "batch", "none"}, default "group"
         Normalisation after every convolution (GroupNorm after Hsu et al. 2020).
 

@@ -51,12 +51,8 @@ class ResNet(nn.Module):
     ----------
     depths : tuple of int
         BasicBlocks per stage (widths 64, 128, 256, 512): ``(2, 2, 2, 2)`` is ResNet-18.
-    in_channels : int
-        Image channels C (1 for grayscale, 3 for RGB).
-    num_classes : int
-        Outputs of the classifier.
-    image_size : int
-        Side of the square input images, at least 8; up to 64 px the CIFAR stem, above it the ImageNet stem.
+    in_channels, num_classes, image_size : int
+        Image channels, classes and the side of the square images (at least 8); up to 64 px the CIFAR stem, above it the ImageNet stem.
     norm : {"group", "batch", "none"}, default "group"
         Normalisation after every convolution (GroupNorm after Hsu et al. 2020).
 
@@ -129,21 +125,12 @@ def resnet10(in_channels: int, num_classes: int, image_size: int, norm: str = "g
 
     Parameters
     ----------
-    in_channels : int
-        Image channels C (1 for grayscale, 3 for RGB).
-    num_classes : int
-        Outputs of the classifier.
-    image_size : int
-        Side of the square input images, at least 8.
-    norm : {"group", "batch", "none"}, default "group"
-        Normalisation after every convolution (GroupNorm after Hsu et al. 2020).
+    in_channels, num_classes, image_size, norm
+        As for :class:`ResNet` (``norm`` defaults to ``"group"``).
 
     References
     ----------
-    .. [1] K. He, X. Zhang, S. Ren and J. Sun, "Deep residual learning for image recognition", CVPR 2016,
-       Table 1 (stage depths) and sec. 4.2 (the CIFAR stem).
-    .. [2] T.-M. H. Hsu, H. Qi and M. Brown, "Federated visual classification with real-world data
-       distribution", ECCV 2020, sec. 6 (GroupNorm instead of BatchNorm).
+    .. [1] He et al. 2016 (see :class:`ResNet`): the 18-layer network of Table 1 with one block per stage.
 
     Examples
     --------
@@ -160,21 +147,12 @@ def resnet18(in_channels: int, num_classes: int, image_size: int, norm: str = "g
 
     Parameters
     ----------
-    in_channels : int
-        Image channels C (1 for grayscale, 3 for RGB).
-    num_classes : int
-        Outputs of the classifier.
-    image_size : int
-        Side of the square input images, at least 8.
-    norm : {"group", "batch", "none"}, default "group"
-        Normalisation after every convolution (GroupNorm after Hsu et al. 2020).
+    in_channels, num_classes, image_size, norm
+        As for :class:`ResNet` (``norm`` defaults to ``"group"``).
 
     References
     ----------
-    .. [1] K. He, X. Zhang, S. Ren and J. Sun, "Deep residual learning for image recognition", CVPR 2016,
-       Table 1 (stage depths) and sec. 4.2 (the CIFAR stem).
-    .. [2] T.-M. H. Hsu, H. Qi and M. Brown, "Federated visual classification with real-world data
-       distribution", ECCV 2020, sec. 6 (GroupNorm instead of BatchNorm).
+    .. [1] He et al. 2016 (see :class:`ResNet`), Table 1, the 18-layer column.
 
     Examples
     --------
