@@ -22,7 +22,7 @@ from hetbench.partitioners.user_filters import (
 )
 from tables import make_table
 
-BIRDCLEF = Path(__file__).resolve().parents[2] / "shared" / "data" / "geo" / "birdclef2022_train_metadata.csv"
+BIRDCLEF = Path(__file__).resolve().parents[3] / "shared" / "data" / "geo" / "birdclef2022_train_metadata.csv"
 
 
 def _reference_filter(users, classes, ci, cu, ui, uc):

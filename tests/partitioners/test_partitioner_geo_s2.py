@@ -25,7 +25,7 @@ from hetbench.partitioners.geo_s2 import (
 )
 from hetbench.table import SampleTable
 
-BIRDCLEF = Path(__file__).resolve().parents[2] / "shared" / "data" / "geo" / "birdclef2022_train_metadata.csv"
+BIRDCLEF = Path(__file__).resolve().parents[3] / "shared" / "data" / "geo" / "birdclef2022_train_metadata.csv"
 PROPS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 

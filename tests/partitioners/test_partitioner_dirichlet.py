@@ -1,0 +1,345 @@
+"""DirichletPartitioner, both schemes: Hsu et al.'s ``client`` scheme (q_k ~ Dir(alpha p), Eq. 5
+renormalisation) and the per-class ``class`` scheme, through the class and the pure functions."""
+
+from __future__ import annotations
+
+import math
+import time
+
+import numpy as np
+import pytest
+from hypothesis import assume, given
+from hypothesis import strategies as st
+
+from hetbench.errors import HetbenchError
+from hetbench.metrics import emd
+from hetbench.partitioners import DirichletPartitioner, get_partitioner, make_rng
+from hetbench.partitioners.dirichlet import (
+    class_dirichlet_counts,
+    hsu_client_counts,
+    one_class_counts,
+    shares_to_counts,
+)
+from partition_checks import FEW, PROPS, check_invariants, check_seeds, distinct_assignments, equal_sizes, labelled
+from tables import make_table
+
+# ---- Dirichlet, scheme = client (Hsu et al.) --------------------------------------------------------
+alphas_positive = st.sampled_from([1e-3, 0.05, 0.1, 0.5, 1.0, 10.0, 1e3, math.inf])
+
+
+@PROPS
+@given(data=labelled(), k=st.integers(1, 12), alpha=alphas_positive, seed=st.integers(0, 2**31 - 1))
+def test_dirichlet_client_scheme_equal_sizes(data, k, alpha, seed):
+    labels, C = data
+    n = labels.size
+    assume(k <= n)
+    make = lambda: DirichletPartitioner(num_clients=k, alpha=alpha, scheme="client")  # noqa: E731
+    part = check_seeds(make, lambda: make_table(labels, C), seed)
+    check_invariants(part, labels, C, k)
+    assert part.num_kept == n
+    assert np.array_equal(part.client_sizes(), equal_sizes(n, k))
+    # the count matrix of the pure function is exactly what the assignment realises
+    counts = make().client_counts(labels, C, make_rng(seed))
+    assert np.array_equal(part.label_matrix(labels, C), counts)
+
+
+@PROPS
+@given(sizes=st.lists(st.integers(0, 40), min_size=1, max_size=8), alpha=alphas_positive,
+       seed=st.integers(0, 2**31 - 1), C=st.integers(1, 6))
+def test_dirichlet_client_scheme_given_sizes_met_exactly(sizes, alpha, seed, C):
+    n = sum(sizes)
+    assume(n >= len(sizes))
+    labels = np.random.default_rng(seed).integers(0, C, n)
+    make = lambda: DirichletPartitioner(num_clients=len(sizes), alpha=alpha, sizes=sizes)  # noqa: E731
+    part = check_seeds(make, lambda: make_table(labels, C), seed)
+    check_invariants(part, labels, C, len(sizes))
+    assert np.array_equal(part.client_sizes(), sizes)
+
+
+@PROPS
+@given(class_counts=st.lists(st.integers(0, 60), min_size=1, max_size=8), k=st.integers(1, 10),
+       alpha=alphas_positive, seed=st.integers(0, 2**31 - 1))
+def test_hsu_client_counts_pure(class_counts, k, alpha, seed):
+    cc = np.asarray(class_counts, dtype=np.int64)
+    n = int(cc.sum())
+    assume(n >= 1)
+    sizes = np.random.default_rng(seed).multinomial(n, np.full(k, 1.0 / k))
+    counts = hsu_client_counts(cc, sizes, alpha, np.random.default_rng(seed))
+    assert counts.shape == (k, cc.size)
+    assert np.all(counts >= 0)
+    assert np.array_equal(counts.sum(axis=1), sizes)  # every client gets its full size
+    assert np.array_equal(counts.sum(axis=0), cc)  # no sample used twice, none left over
+    assert np.all(counts[:, cc == 0] == 0)  # absent classes are never drawn
+    again = hsu_client_counts(cc, sizes, alpha, np.random.default_rng(seed))
+    assert np.array_equal(counts, again)
+
+
+class _FixedDirichletRng:
+    """A Generator stand-in: ``dirichlet`` returns the given q (and records its concentration);
+    ``multinomial`` is a real generator's."""
+
+    def __init__(self, q, seed=0):
+        self.q = np.asarray(q, dtype=np.float64)
+        self.rng = np.random.default_rng(seed)
+        self.concentration = None
+
+    def dirichlet(self, alpha, size=None):
+        self.concentration = np.asarray(alpha, dtype=np.float64)
+        assert size == self.q.shape[0]
+        return self.q[:, : self.concentration.size].copy()
+
+    def multinomial(self, n, pvals):
+        return self.rng.multinomial(n, pvals)
+
+
+def test_hsu_concentration_is_alpha_times_population():
+    """q_k ~ Dir(alpha * p), p the population's class distribution (Appendix B.1)."""
+    cc = np.array([10, 30, 60])
+    fake = _FixedDirichletRng(np.tile([0.1, 0.3, 0.6], (4, 1)))
+    hsu_client_counts(cc, np.array([25, 25, 25, 25]), 2.5, fake)
+    np.testing.assert_allclose(fake.concentration, 2.5 * cc / cc.sum())
+    assert fake.concentration.sum() == pytest.approx(2.5)
+
+
+def test_hsu_renormalisation_eq5():
+    """Eq. 5: once a class runs out, later draws come from q_k restricted to the remaining classes,
+    renormalised; every client still gets its full size and never an exhausted class."""
+    cc = np.array([10, 5000, 5000])
+    q = np.array(
+        [
+            [1.0, 0.0, 0.0],  # takes the whole of class 0 ...
+            [0.9, 0.08, 0.02],  # ... so this client draws from (0.08, 0.02) / 0.1 = (0.8, 0.2)
+            [0.5, 0.25, 0.25],  # (0.5, 0.5) on the classes left
+            [0.2, 0.4, 0.4],  # the last client takes what is left
+        ]
+    )
+    sizes = np.array([10, 1000, 1000, 8000])
+    counts = hsu_client_counts(cc, sizes, 1.0, _FixedDirichletRng(q, seed=3))
+    assert np.array_equal(counts.sum(axis=1), sizes)
+    assert counts.sum() == cc.sum()
+    assert np.array_equal(counts.sum(axis=0), cc)
+    assert counts[0].tolist() == [10, 0, 0]
+    assert np.all(counts[1:, 0] == 0)  # exhausted class never handed out again
+    # client 1: renormalised q = (0, 0.8, 0.2); sd of the class-1 count ~ sqrt(1000 * .8 * .2) = 12.6
+    assert abs(counts[1, 1] - 800) < 60
+    assert counts[1, 1] + counts[1, 2] == 1000
+    # client 2: (0, 0.5, 0.5)
+    assert abs(counts[2, 1] - 500) < 80
+
+
+def test_hsu_exhaustion_statistics_over_seeds():
+    """Renormalisation is q_k(y) / (1 - q_k(S)), not a draw in proportion to the remaining pool:
+    averaged over seeds, the post-exhaustion split follows q_k's ratio 9:1 although the pool is 1:9."""
+    cc = np.array([5, 100, 900])
+    q = np.array([[1.0, 0.0, 0.0], [0.5, 0.45, 0.05], [0.0, 0.0, 1.0]])
+    sizes = np.array([5, 50, 950])
+    share = []
+    for s in range(200):
+        counts = hsu_client_counts(cc, sizes, 1.0, _FixedDirichletRng(q, seed=s))
+        assert np.array_equal(counts.sum(axis=1), sizes)
+        assert counts[1, 0] == 0
+        share.append(counts[1, 1] / 50)
+    assert abs(np.mean(share) - 0.9) < 0.02
+
+
+def test_hsu_client_with_no_mass_left_still_filled():
+    """q_k puts all mass on an exhausted class: the client is still filled from what remains."""
+    cc = np.array([5, 20, 30])
+    q = np.array([[1.0, 0.0, 0.0], [1.0, 0.0, 0.0], [0.0, 1.0, 0.0]])
+    sizes = np.array([5, 25, 25])
+    counts = hsu_client_counts(cc, sizes, 0.01, _FixedDirichletRng(q))
+    assert np.array_equal(counts.sum(axis=1), sizes)
+    assert np.array_equal(counts.sum(axis=0), cc)
+    assert counts[1, 0] == 0 and counts[2, 0] == 0
+
+
+def test_hsu_real_exhaustion_sizes_met():
+    """A rare class with a real rng: it runs out early; all sizes are still met."""
+    cc = np.array([3, 497, 500])
+    sizes = np.full(10, 100)
+    for s in range(20):
+        counts = hsu_client_counts(cc, sizes, 0.1, np.random.default_rng(s))
+        assert np.array_equal(counts.sum(axis=1), sizes)
+        assert np.array_equal(counts.sum(axis=0), cc)
+        exhausted_at = np.flatnonzero(np.cumsum(counts[:, 0]) == cc[0])[0]
+        assert np.all(counts[exhausted_at + 1 :, 0] == 0)
+
+
+@st.composite
+def one_class_case(draw):
+    """Any class counts (absent classes included) and any number of clients up to n."""
+    cc = np.asarray(draw(st.lists(st.integers(0, 40), min_size=1, max_size=6)), dtype=np.int64)
+    n = int(cc.sum())
+    assume(n >= 1)
+    k = draw(st.integers(1, min(n, 60)))
+    return cc, k
+
+
+@PROPS
+@given(case=one_class_case(), seed=st.integers(0, 2**31 - 1))
+def test_dirichlet_client_alpha0_one_class_per_client(case, seed):
+    cc, k = case
+    labels = np.repeat(np.arange(cc.size), cc)
+    C = cc.size
+    P = int(np.count_nonzero(cc))
+    make = lambda: DirichletPartitioner(num_clients=k, alpha=0.0, scheme="client")  # noqa: E731
+    part = check_seeds(make, lambda: make_table(labels, C), seed)
+    check_invariants(part, labels, C, k)
+    lm = part.label_matrix(labels, C)
+    assert np.all((lm > 0).sum(axis=1) == 1)  # exactly one class per client (so no empty client)
+    assert np.array_equal(lm, make().client_counts(labels, C, make_rng(seed)))
+    held = np.flatnonzero(lm.sum(axis=0) > 0)
+    if k >= P:
+        assert part.num_kept == labels.size  # every class has a holder
+    else:
+        assert held.size == k  # k distinct classes, the others dropped
+        assert set(part.dropped_counts()) == {"class-unassigned"}
+        assert part.dropped_counts()["class-unassigned"] == int(cc.sum() - cc[held].sum())
+    # a class's holders share it evenly
+    for c in held:
+        vals = lm[lm[:, c] > 0, c]
+        assert vals.max() - vals.min() <= 1
+        assert vals.sum() == cc[c]
+
+
+@pytest.mark.parametrize("cc, k", [([1, 9], 10), ([1, 10, 10], 10), ([1, 1, 1, 50], 40)])
+def test_dirichlet_client_alpha0_never_leaves_a_client_empty(cc, k):
+    """Regression: one_class_counts used to give a class more holders than samples (largest
+    remainder of class_counts * extra / n), leaving clients empty; e.g. [1, 9] with 10 clients gave
+    class 0 two holders, one of them with no sample."""
+    cc = np.asarray(cc)
+    for seed in range(5):
+        counts = one_class_counts(cc, k, np.random.default_rng(seed))
+        assert np.all((counts > 0).sum(axis=1) == 1), counts
+        assert np.array_equal(counts.sum(axis=0), cc)
+    labels = np.repeat(np.arange(cc.size), cc)
+    part = DirichletPartitioner(num_clients=k, alpha=0.0).partition(make_table(labels, cc.size), 0)
+    assert np.all(part.client_sizes() >= 1)
+
+
+def test_dirichlet_client_large_alpha_is_near_iid():
+    """20 clients x 500 samples: alpha = 1e6 or inf gives EMD near 0 (only sampling noise, ~0.12),
+    small alpha gives a far larger EMD."""
+    labels = np.repeat(np.arange(10), 1000)
+    t = make_table(labels, 10)
+    for alpha in (1e6, math.inf):
+        for seed in range(3):
+            part = DirichletPartitioner(num_clients=20, alpha=alpha).partition(t, seed)
+            assert np.array_equal(part.client_sizes(), np.full(20, 500))
+            e = emd(part.label_matrix(labels, 10))
+            assert 0.0 <= e < 0.2
+    e_small = emd(DirichletPartitioner(num_clients=20, alpha=0.1).partition(t, 0).label_matrix(labels, 10))
+    e_zero = emd(DirichletPartitioner(num_clients=20, alpha=0.0).partition(t, 0).label_matrix(labels, 10))
+    assert e_small > 1.0
+    assert e_zero == pytest.approx(1.8)  # one class per client, p = 1/10 -> 2 - 2/10
+
+
+def test_dirichlet_different_seeds_differ():
+    labels = np.arange(600) % 6
+    t = make_table(labels, 6)
+    for scheme in ("client", "class"):
+        parts = [DirichletPartitioner(num_clients=6, alpha=0.5, scheme=scheme).partition(t, s) for s in range(5)]
+        assert distinct_assignments(parts)
+
+
+def test_dirichlet_bad_parameters_raise():
+    t = make_table(np.arange(10) % 2)
+    for kwargs in (
+        dict(alpha=-1.0),
+        dict(alpha=float("nan")),
+        dict(scheme="bogus"),
+        dict(num_clients=0),
+        dict(scheme="class", min_size=-1),
+        dict(scheme="class", sizes=[5, 5]),
+        dict(scheme="client", min_size=2),
+        dict(num_clients=2, alpha=0.0, sizes=[5, 5]),
+    ):
+        with pytest.raises(HetbenchError):
+            DirichletPartitioner(**kwargs)
+    with pytest.raises(HetbenchError):
+        DirichletPartitioner(num_clients=11).partition(t)
+    with pytest.raises(HetbenchError):
+        DirichletPartitioner(num_clients=11, scheme="class").partition(t)
+    with pytest.raises(HetbenchError):
+        get_partitioner("dirichlet", {"bogus": 1})
+    with pytest.raises(HetbenchError):
+        get_partitioner("no-such-method")
+
+
+# ---- Dirichlet, scheme = class (hetero-dir) --------------------------------------------------------
+@PROPS
+@given(data=labelled(), k=st.integers(1, 12), alpha=st.sampled_from([0.0, 0.05, 0.5, 5.0, math.inf]),
+       seed=st.integers(0, 2**31 - 1))
+def test_dirichlet_class_scheme(data, k, alpha, seed):
+    labels, C = data
+    assume(k <= labels.size)
+    make = lambda: DirichletPartitioner(num_clients=k, alpha=alpha, scheme="class")  # noqa: E731
+    part = check_seeds(make, lambda: make_table(labels, C), seed)
+    check_invariants(part, labels, C, k)
+    assert part.num_kept == labels.size  # every sample of every class is handed out
+    lm = part.label_matrix(labels, C)
+    assert np.array_equal(lm, make().client_counts(labels, C, make_rng(seed)))
+    if alpha == 0:
+        assert np.all((lm > 0).sum(axis=0) <= 1)  # each class goes whole to one client
+    if math.isinf(alpha):
+        assert np.all(lm.max(axis=0) - lm.min(axis=0) <= 1)  # shares 1/N, cut by floor
+
+
+@st.composite
+def min_size_case(draw):
+    labels, C = draw(labelled(min_n=2, max_n=150))
+    n = labels.size
+    k = draw(st.integers(1, min(12, n)))
+    min_size = draw(st.integers(1, n // k))  # feasible: k * min_size <= n
+    return labels, C, k, min_size
+
+
+@PROPS
+@given(case=min_size_case(), alpha=st.sampled_from([0.0, 0.01, 0.1, 1.0, math.inf]), seed=st.integers(0, 2**31 - 1))
+def test_dirichlet_class_scheme_min_size_met_when_feasible(case, alpha, seed):
+    labels, C, k, min_size = case
+    make = lambda: DirichletPartitioner(num_clients=k, alpha=alpha, scheme="class", min_size=min_size)  # noqa: E731
+    part = check_seeds(make, lambda: make_table(labels, C), seed)
+    check_invariants(part, labels, C, k)
+    assert part.num_kept == labels.size
+    assert part.client_sizes().min() >= min_size
+
+
+@PROPS
+@given(class_counts=st.lists(st.integers(0, 50), min_size=1, max_size=6), k=st.integers(1, 12),
+       alpha=st.sampled_from([0.0, 0.01, 0.3, 3.0, math.inf]), seed=st.integers(0, 2**31 - 1), data=st.data())
+def test_class_dirichlet_counts_pure(class_counts, k, alpha, seed, data):
+    cc = np.asarray(class_counts, dtype=np.int64)
+    n = int(cc.sum())
+    min_size = data.draw(st.integers(0, n // k if k else 0))
+    counts = class_dirichlet_counts(cc, k, alpha, np.random.default_rng(seed), min_size)
+    assert counts.shape == (k, cc.size)
+    assert np.all(counts >= 0)
+    assert np.array_equal(counts.sum(axis=0), cc)
+    assert counts.sum(axis=1).min() >= min_size
+
+
+@FEW
+@given(data=labelled(min_n=1, max_n=100), k=st.integers(1, 12), extra=st.integers(1, 10**6),
+       alpha=st.sampled_from([0.0, 0.1, math.inf]))
+def test_dirichlet_class_scheme_impossible_min_size_raises_at_once(data, k, extra, alpha):
+    labels, C = data
+    assume(k <= labels.size)
+    min_size = labels.size // k + extra  # k * min_size > n
+    t = make_table(labels, C)
+    start = time.perf_counter()
+    with pytest.raises(HetbenchError, match="min-size"):
+        DirichletPartitioner(num_clients=k, alpha=alpha, scheme="class", min_size=min_size).partition(t, 0)
+    assert time.perf_counter() - start < 2.0
+
+
+@PROPS
+@given(class_counts=st.lists(st.integers(0, 40), min_size=1, max_size=6), k=st.integers(1, 8), seed=st.integers(0, 2**31 - 1))
+def test_shares_to_counts_cuts_every_class_exactly(class_counts, k, seed):
+    cc = np.asarray(class_counts, dtype=np.int64)
+    shares = np.random.default_rng(seed).dirichlet(np.ones(k), size=cc.size)
+    counts = shares_to_counts(shares, cc)
+    assert counts.shape == (k, cc.size)
+    assert np.all(counts >= 0)
+    assert np.array_equal(counts.sum(axis=0), cc)
+    assert np.all(np.abs(counts - shares.T * cc[None, :]) < 2)
