@@ -1,8 +1,10 @@
 """Pure numpy helpers shared by the label partitioners.
 
-Every label partitioner decides a clients x classes *count* matrix first and then turns it into a
-sample-level assignment with :func:`assign_from_counts`; that keeps the heavy step (touching n
-samples) to one permutation, one stable argsort and one ``np.repeat``.
+Every label partitioner (Dirichlet, classes per client) decides a clients x classes *count* matrix
+first and then turns it into a sample-level assignment with :func:`assign_from_counts`; that keeps
+the heavy step (touching n samples) to one stable sort, one shuffle per class and one ``np.repeat``.
+The count matrices are rounded with :func:`largest_remainder` / :func:`split_evenly` and, where a
+minimum client size is asked for, repaired with :func:`repair_min_size`.
 """
 
 from __future__ import annotations
@@ -19,6 +21,25 @@ def class_sorted_order(labels: np.ndarray, rng: np.random.Generator) -> np.ndarr
     A stable radix sort by label (labels cast to uint16 where they fit) followed by one in-place
     shuffle per class segment: each segment is small enough to stay in cache, which makes this
     several times faster than one permutation of all n samples followed by a comparison sort.
+
+    Parameters
+    ----------
+    labels : numpy.ndarray
+        Non-negative integer class code per sample.
+    rng : numpy.random.Generator
+        Shuffles each class's indices.
+
+    Returns
+    -------
+    numpy.ndarray
+        A permutation of ``range(labels.size)``: first the indices of class 0, then class 1, ...
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> order = class_sorted_order(np.array([2, 0, 1, 0, 2]), np.random.default_rng(0))
+    >>> np.array([2, 0, 1, 0, 2])[order].tolist()
+    [0, 0, 1, 2, 2]
     """
     labels = np.asarray(labels)
     key = labels.astype(np.uint16) if labels.size and 0 <= labels.min() and labels.max() < 65536 else labels
@@ -38,7 +59,37 @@ def assign_from_counts(
     """Assignment that gives client k exactly ``counts[k, c]`` random samples of class c.
 
     Samples of a class not covered by the counts are dropped with ``drop_reason``.
-    Returns (assignment int32, drop_reason int8).
+
+    Parameters
+    ----------
+    labels : numpy.ndarray
+        Non-negative integer class code per sample.
+    counts : numpy.ndarray
+        Clients x classes sample counts; column c must not sum to more than class c's size.
+    rng : numpy.random.Generator
+        Chooses which samples of a class go to which client.
+    drop_reason : DropReason, default DropReason.REMAINDER
+        Recorded for the samples no client receives.
+
+    Returns
+    -------
+    assignment : numpy.ndarray
+        int32 client id per sample, -1 for a dropped sample.
+    drop_reason : numpy.ndarray
+        int8 reason per sample, 0 for a kept one.
+
+    Raises
+    ------
+    ValueError
+        When ``counts`` ask for more samples of a class than it has.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> labels = np.array([0, 0, 0, 1, 1, 2])
+    >>> assignment, reason = assign_from_counts(labels, np.array([[2, 0, 1], [0, 2, 0]]), np.random.default_rng(0))
+    >>> np.bincount(assignment[assignment >= 0]).tolist(), int((reason > 0).sum())
+    ([3, 2], 1)
     """
     num_clients, num_classes = counts.shape
     class_counts = np.bincount(labels, minlength=num_classes)
@@ -56,14 +107,56 @@ def assign_from_counts(
 
 
 def split_evenly(total: int, parts: int) -> np.ndarray:
-    """``total`` split into ``parts`` integers differing by at most one (larger ones first)."""
+    """``total`` split into ``parts`` integers differing by at most one (larger ones first).
+
+    Parameters
+    ----------
+    total : int
+        The sum to split (>= 0).
+    parts : int
+        How many integers (>= 1).
+
+    Returns
+    -------
+    numpy.ndarray
+        int64 array of ``parts`` values: ``total // parts``, the first ``total % parts`` one larger.
+
+    Examples
+    --------
+    >>> split_evenly(10, 4).tolist()
+    [3, 3, 2, 2]
+    """
     out = np.full(parts, total // parts, dtype=np.int64)
     out[: total % parts] += 1
     return out
 
 
 def largest_remainder(quotas: np.ndarray, total: int, rng: np.random.Generator) -> np.ndarray:
-    """Integers summing to ``total`` that round ``quotas`` (which sum to ``total``); ties at random."""
+    """Integers summing to ``total`` that round ``quotas`` (which sum to ``total``); ties at random.
+
+    Hamilton's largest-remainder method: every quota is floored, and the units still missing go to
+    the largest fractional parts (ties broken uniformly at random with ``rng``).
+
+    Parameters
+    ----------
+    quotas : numpy.ndarray
+        Non-negative real quotas summing to ``total``.
+    total : int
+        The sum of the result.
+    rng : numpy.random.Generator
+        Breaks ties between equal fractional parts.
+
+    Returns
+    -------
+    numpy.ndarray
+        int64 array, each value the floor or the ceiling of its quota.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> largest_remainder(np.array([1.2, 3.7, 5.1]), 10, np.random.default_rng(0)).tolist()
+    [1, 4, 5]
+    """
     base = np.floor(quotas).astype(np.int64)
     left = int(total - base.sum())
     if left > 0:
@@ -82,7 +175,33 @@ def repair_min_size(
     largest surplus, of the class the short client prefers most (``preference[k, c]``, e.g. its
     Dirichlet share) among the classes that donor holds. Each move transfers at least one sample and
     the total surplus covers the total deficit, so the loop ends after at most
-    ``num_clients * num_classes`` moves. Raises :class:`HetbenchError` when the request is impossible.
+    ``num_clients * num_classes`` moves.
+
+    Parameters
+    ----------
+    counts : numpy.ndarray
+        Clients x classes sample counts (not modified).
+    min_size : int
+        The smallest client size wanted; 0 or less returns the counts unchanged.
+    preference : numpy.ndarray, optional
+        Clients x classes scores: a short client takes the donor's class it scores highest (ties:
+        the class the donor holds most of, then the lowest class). Default: all zero.
+
+    Returns
+    -------
+    numpy.ndarray
+        int64 counts with the same column sums and every row sum >= ``min_size``.
+
+    Raises
+    ------
+    HetbenchError
+        When ``num_clients * min_size`` exceeds the number of samples.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> repair_min_size(np.array([[5, 3], [0, 0]]), 2, preference=np.array([[0.5, 0.5], [0.1, 0.9]])).tolist()
+    [[5, 1], [0, 2]]
     """
     counts = counts.astype(np.int64, copy=True)
     num_clients, num_classes = counts.shape

@@ -1,4 +1,5 @@
-"""The partitioner interface (DESIGN.md section 2).
+"""The partitioner interface (``docs/architecture.md``: the pipeline's partition step, and how to add
+a partitioner).
 
 A partitioner holds its parameters (set in the constructor) and has one method,
 ``partition(table, seed) -> Partition``, which partitions the table's ``train`` split. The heavy
@@ -18,7 +19,22 @@ from hetbench.table import SampleTable
 
 
 class Partitioner:
-    """Base class: subclasses set ``name`` and implement ``params`` and ``_assign``."""
+    """Base class of the partitioners: a table's split -> a :class:`~hetbench.partition.Partition`.
+
+    Subclasses set :attr:`name` (the recipe's ``method``, the key of
+    :data:`hetbench.partitioners.REGISTRY`), store their parameters in ``__init__`` and implement
+    :meth:`params` and :meth:`_assign`; those that can place the rows of another split (e.g.
+    ``test``) consistently with the partitioned one also override :meth:`assign_split`.
+    ``docs/architecture.md`` walks through adding one.
+
+    Examples
+    --------
+    >>> from hetbench.partitioners import IIDPartitioner
+    >>> from hetbench.sources import load_table
+    >>> part = IIDPartitioner(num_clients=3).partition(load_table("builtin:digits"), seed=0)
+    >>> part.recipe["method"], part.recipe["params"], part.recipe["seed"], part.recipe["split"]
+    ('iid', {'num_clients': 3, 'sizes': None}, 0, 'train')
+    """
 
     name: ClassVar[str] = ""
 
@@ -27,6 +43,8 @@ class Partitioner:
         raise TypeError(f"{type(self).__name__} must define params()")
 
     def recipe(self, table: SampleTable, seed: int, split: str = "train") -> dict[str, Any]:
+        """What rebuilds the partition: method, parameters, seed, split and the input's fingerprint
+        (the recipe fields of ``docs/output-contract.md``)."""
         return {
             "method": self.name,
             "params": self.params(),
@@ -36,6 +54,23 @@ class Partitioner:
         }
 
     def partition(self, table: SampleTable, seed: int = 0, split: str = "train") -> Partition:
+        """Partition ``table``'s ``split``; the same seed and input give the same partition.
+
+        Parameters
+        ----------
+        table : SampleTable
+            The input rows and their labels.
+        seed : int, default 0
+            Seed of the ``numpy.random.Generator`` (:func:`hetbench.seeding.make_rng`) that is the
+            only source of randomness.
+        split : str, default "train"
+            The split to partition.
+
+        Returns
+        -------
+        Partition
+            Client id per row (-1 = dropped, with a drop reason), client names and the recipe.
+        """
         rng = make_rng(seed)
         assignment, reason, num_clients, names = self._assign(table, split, rng)
         return Partition(assignment, num_clients, names, self.recipe(table, seed, split), reason)
@@ -48,4 +83,5 @@ class Partitioner:
     def _assign(
         self, table: SampleTable, split: str, rng: np.random.Generator
     ) -> tuple[np.ndarray, np.ndarray | None, int, tuple[str, ...]]:
+        """(assignment int32, drop reason int8 or None, number of clients, client names)."""
         raise TypeError(f"{type(self).__name__} must define _assign()")

@@ -1,6 +1,6 @@
 """Label-Dirichlet partitioners, both schemes that the literature calls "Dirichlet".
 
-``scheme="client"`` - Hsu, Qi & Brown (2019; 2020 Appendix B.1), exactly: each client k draws
+``scheme="client"`` - Hsu, Qi & Brown (2019 sec. 3; 2020 Appendix B.1), exactly: each client k draws
     q_k ~ Dir(alpha * p) over the C classes, p the population's class distribution (so the
     concentration sums to alpha), has a fixed size (n/N or given), and samples its examples class by
     class *without replacement*. When a set S of classes runs out, it is removed and each remaining
@@ -9,8 +9,9 @@
         q~_k(y) = q_k(y) / (1 - sum_{s in S} q_k(s))  otherwise.
     alpha -> inf gives q_k = p (IID); alpha = 0 gives one class per client.
 
-``scheme="class"`` - the per-class-over-clients variant (Yurochkin et al. 2019), called "Dirichlet"
-    by Flower (DirichletPartitioner), NIID-Bench (noniid-labeldir), FedLab (hetero_dir) and FL-bench:
+``scheme="class"`` - the per-class-over-clients variant (Yurochkin et al. 2019; Li et al. 2022,
+    NIID-Bench's "distribution-based label imbalance"), called "Dirichlet" by Flower
+    (DirichletPartitioner), NIID-Bench (noniid-labeldir), FedLab (hetero_dir) and FL-bench:
     for each class c, shares over clients s_c ~ Dir(alpha * 1_N), and class c's samples are cut at
     the cumulative shares. ``min_size`` is met by a deterministic repair step
     (:func:`~hetbench.partitioners._alloc.repair_min_size`) instead of resampling until it fits,
@@ -38,6 +39,13 @@ SCHEMES = ("client", "class")
 
 
 def check_alpha(alpha: float) -> float:
+    """``alpha`` as a float, checked: >= 0, ``inf`` allowed (IID), NaN refused.
+
+    Examples
+    --------
+    >>> check_alpha("inf"), check_alpha(0.5)
+    (inf, 0.5)
+    """
     alpha = float(alpha)
     if math.isnan(alpha) or alpha < 0:
         raise HetbenchError(f"--alpha must be >= 0 (got {alpha}); use 'inf' for IID")
@@ -55,6 +63,29 @@ def hsu_client_counts(
     classes that remain, which is exactly Eq. 5's renormalisation (rejection sampling of one draw at
     a time gives the same distribution). If q_k puts no mass on any remaining class (possible for
     tiny alpha), the client draws from the remaining pool in proportion to what is left.
+
+    Parameters
+    ----------
+    class_counts : numpy.ndarray
+        Samples per class (absent classes: 0, never drawn).
+    sizes : numpy.ndarray
+        Client sizes, summing to at most ``class_counts.sum()``.
+    alpha : float
+        Concentration, 0 < alpha <= inf (``inf``: every q_k = p). alpha = 0 is
+        :func:`one_class_counts`.
+    rng : numpy.random.Generator
+        Draws the q_k and the multinomials.
+
+    Returns
+    -------
+    numpy.ndarray
+        int64 clients x classes counts; row k sums to ``sizes[k]``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> hsu_client_counts(np.array([50, 30, 20]), np.array([40, 30, 30]), 1.0, np.random.default_rng(0)).tolist()
+    [[21, 0, 19], [18, 11, 1], [11, 19, 0]]
     """
     class_counts = np.asarray(class_counts, dtype=np.int64)
     num_clients, num_classes = sizes.size, class_counts.size
@@ -90,6 +121,26 @@ def one_class_counts(class_counts: np.ndarray, num_clients: int, rng: np.random.
     for every class when there are enough clients); the clients of a class share it evenly. With
     fewer clients than classes, ``num_clients`` classes are chosen with probability proportional to
     their size and the others are dropped (reason ``class-unassigned``).
+
+    Parameters
+    ----------
+    class_counts : numpy.ndarray
+        Samples per class.
+    num_clients : int
+        Number of clients, at most the number of samples.
+    rng : numpy.random.Generator
+        Breaks rounding ties, picks the classes (when too few clients) and the class of each client.
+
+    Returns
+    -------
+    numpy.ndarray
+        int64 clients x classes counts with exactly one non-zero entry per row.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> one_class_counts(np.array([50, 30, 20]), 5, np.random.default_rng(0)).tolist()
+    [[0, 0, 20], [25, 0, 0], [0, 15, 0], [25, 0, 0], [0, 15, 0]]
     """
     class_counts = np.asarray(class_counts, dtype=np.int64)
     present = np.flatnonzero(class_counts > 0)
@@ -118,7 +169,24 @@ def one_class_counts(class_counts: np.ndarray, num_clients: int, rng: np.random.
 
 # ---- scheme = class (hetero-dir) --------------------------------------------------------------
 def class_dirichlet_shares(num_classes: int, num_clients: int, alpha: float, rng: np.random.Generator) -> np.ndarray:
-    """Classes x clients shares, each row ~ Dir(alpha * 1_N); alpha = inf gives 1/N."""
+    """Classes x clients shares, each row ~ Dir(alpha * 1_N); alpha = inf gives 1/N.
+
+    alpha = 0 (the limit) gives each class whole to one client drawn uniformly.
+
+    Parameters
+    ----------
+    num_classes, num_clients : int
+        The shape is (num_classes, num_clients).
+    alpha : float
+        Concentration (>= 0, ``inf`` allowed).
+    rng : numpy.random.Generator
+        Draws the shares.
+
+    Returns
+    -------
+    numpy.ndarray
+        float64 shares, each row summing to 1.
+    """
     if math.isinf(alpha):
         return np.full((num_classes, num_clients), 1.0 / num_clients)
     if alpha == 0:
@@ -129,7 +197,26 @@ def class_dirichlet_shares(num_classes: int, num_clients: int, alpha: float, rng
 
 
 def shares_to_counts(shares: np.ndarray, class_counts: np.ndarray) -> np.ndarray:
-    """Cut each class at its cumulative shares (floor), as Flower and NIID-Bench do; clients x classes."""
+    """Cut each class at its cumulative shares (floor), as Flower and NIID-Bench do; clients x classes.
+
+    Parameters
+    ----------
+    shares : numpy.ndarray
+        Classes x clients shares, rows summing to 1.
+    class_counts : numpy.ndarray
+        Samples per class.
+
+    Returns
+    -------
+    numpy.ndarray
+        int64 clients x classes counts; column c sums to ``class_counts[c]`` exactly.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> shares_to_counts(np.array([[0.5, 0.25, 0.25], [0.1, 0.1, 0.8]]), np.array([10, 7])).tolist()
+    [[5, 0], [2, 1], [3, 6]]
+    """
     cum = np.floor(np.cumsum(shares, axis=1) * class_counts[:, None]).astype(np.int64)
     cum[:, -1] = class_counts
     cum = np.maximum.accumulate(np.minimum(cum, class_counts[:, None]), axis=1)
@@ -140,7 +227,37 @@ def shares_to_counts(shares: np.ndarray, class_counts: np.ndarray) -> np.ndarray
 def class_dirichlet_counts(
     class_counts: np.ndarray, num_clients: int, alpha: float, rng: np.random.Generator, min_size: int = 0
 ) -> np.ndarray:
-    """Clients x classes counts of the per-class Dirichlet, repaired to ``min_size``."""
+    """Clients x classes counts of the per-class Dirichlet, repaired to ``min_size``.
+
+    :func:`class_dirichlet_shares`, cut by :func:`shares_to_counts`, then
+    :func:`~hetbench.partitioners._alloc.repair_min_size` with each client's shares as its class
+    preference.
+
+    Parameters
+    ----------
+    class_counts : numpy.ndarray
+        Samples per class.
+    num_clients : int
+        Number of clients N.
+    alpha : float
+        Concentration of Dir(alpha * 1_N) (>= 0, ``inf`` allowed).
+    rng : numpy.random.Generator
+        Draws the shares.
+    min_size : int, default 0
+        Smallest client size after the repair (0: no repair).
+
+    Returns
+    -------
+    numpy.ndarray
+        int64 clients x classes counts; every class is handed out in full.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> counts = class_dirichlet_counts(np.array([50, 30, 20]), 4, 0.1, np.random.default_rng(0), min_size=10)
+    >>> counts.sum(axis=1).tolist(), counts.sum(axis=0).tolist()
+    ([10, 11, 65, 14], [50, 30, 20])
+    """
     class_counts = np.asarray(class_counts, dtype=np.int64)
     shares = class_dirichlet_shares(class_counts.size, num_clients, alpha, rng)
     counts = shares_to_counts(shares, class_counts)
@@ -148,7 +265,65 @@ def class_dirichlet_counts(
 
 
 class DirichletPartitioner(Partitioner):
-    """Label-Dirichlet split; see the module docstring for the two schemes."""
+    """Label-Dirichlet split: client label distributions drawn from a Dirichlet, in either scheme.
+
+    ``scheme="client"`` (the default) follows Hsu et al. exactly: client k draws its class
+    distribution q_k ~ Dir(alpha p), p the population's class distribution, and samples its
+    ``sizes[k]`` examples class by class without replacement; an exhausted set S of classes is
+    removed and q_k renormalised over the others (Eq. 5 of [2]_). Every client has its given size
+    (equal sizes by default) and every sample is used. alpha -> inf gives IID clients; alpha = 0
+    gives one class per client (its clients share a class evenly; with fewer clients than classes
+    the unchosen classes are dropped as ``class-unassigned``).
+
+    ``scheme="class"`` is the per-class variant ([3]_, [4]_): class c is cut among the clients at the
+    cumulative shares s_c ~ Dir(alpha 1_N); client sizes follow the draws, and ``min_size`` is met
+    by a deterministic repair instead of resampling until it fits.
+
+    Parameters
+    ----------
+    num_clients : int, default 10
+        Number of clients N (at least 1, at most the number of samples).
+    alpha : float, default 0.5
+        Dirichlet concentration, >= 0; ``float("inf")`` (recorded as ``"inf"``) gives IID clients.
+        Smaller is more heterogeneous.
+    scheme : {"client", "class"}, default "client"
+        Hsu et al.'s per-client draw q_k ~ Dir(alpha p), or the per-class draw s_c ~ Dir(alpha 1_N).
+    sizes : sequence of int, optional
+        ``scheme="client"`` only (and alpha > 0): client sizes summing to the number of samples;
+        default equal sizes (``n // N``, the first ``n % N`` one larger).
+    min_size : int, default 0
+        ``scheme="class"`` only: every client ends with at least this many samples (0: no minimum).
+        A request with ``N * min_size > n`` raises at once.
+
+    References
+    ----------
+    .. [1] T.-M. H. Hsu, H. Qi and M. Brown, "Measuring the Effects of Non-Identical Data
+       Distribution for Federated Visual Classification", arXiv:1909.06335, 2019, sec. 3 and
+       Fig. 1: clients' class distributions q ~ Dir(alpha p).
+    .. [2] T.-M. H. Hsu, H. Qi and M. Brown, "Federated Visual Classification with Real-World Data
+       Distribution", ECCV 2020, Appendix B.1 and its Eq. (5): sampling without replacement and the
+       renormalisation over the classes not yet exhausted.
+    .. [3] M. Yurochkin, M. Agarwal, S. Ghosh, K. Greenewald, N. Hoang and Y. Khazaeni, "Bayesian
+       Nonparametric Federated Learning of Neural Networks", ICML 2019, sec. 5 (heterogeneous
+       partition: p_c ~ Dir_J(alpha), a p_{c,j} share of class c to client j).
+    .. [4] Q. Li, Y. Diao, Q. Chen and B. He, "Federated Learning on Non-IID Data Silos: An
+       Experimental Study" (NIID-Bench), ICDE 2022, label distribution skew, "distribution-based
+       label imbalance" (p_k ~ Dir_N(beta)).
+
+    Examples
+    --------
+    >>> from hetbench.partitioners import DirichletPartitioner
+    >>> from hetbench.sources import load_table
+    >>> digits = load_table("builtin:digits")  # 1,797 samples, 10 classes
+    >>> part = DirichletPartitioner(10, alpha=0.5).partition(digits, seed=0)
+    >>> part.num_clients, part.client_sizes().tolist()
+    (10, [180, 180, 180, 180, 180, 180, 180, 179, 179, 179])
+    >>> part.label_matrix(digits.labels["train"], digits.num_classes)[0].tolist()  # client 0's classes
+    [1, 0, 3, 0, 0, 176, 0, 0, 0, 0]
+    >>> per_class = DirichletPartitioner(10, alpha=0.5, scheme="class", min_size=50).partition(digits, seed=0)
+    >>> int(per_class.client_sizes().min()), per_class.num_kept
+    (50, 1797)
+    """
 
     name = "dirichlet"
 
@@ -189,7 +364,11 @@ class DirichletPartitioner(Partitioner):
         }
 
     def client_counts(self, labels: np.ndarray, num_classes: int, rng: np.random.Generator) -> np.ndarray:
-        """The clients x classes count matrix (the pure numpy heart of this partitioner)."""
+        """The clients x classes count matrix (the pure numpy heart of this partitioner).
+
+        :func:`class_dirichlet_counts` (class scheme), :func:`one_class_counts` (client scheme,
+        alpha = 0) or :func:`hsu_client_counts` (client scheme); the partition realises it exactly.
+        """
         class_counts = np.bincount(labels, minlength=num_classes)
         n = int(labels.size)
         if self.num_clients > n:
