@@ -57,7 +57,32 @@ class Pipeline:
 
     @classmethod
     def parse(cls, text: str | dict | None = None) -> "Pipeline":
-        """From ``"stage=variant,..."`` (or a dict); missing stages take the baseline."""
+        """From ``"stage=variant,..."`` (or a dict); missing stages take the baseline.
+
+        Parameters
+        ----------
+        text : str, dict or None
+            ``"wb=white-patch,tone=none"`` or ``{"wb": "white-patch"}``; stage aliases
+            (``white_balance``, ``compression``) and any case are accepted.
+
+        Returns
+        -------
+        Pipeline
+
+        References
+        ----------
+        HeteroSwitch (MLSys 2024) Table 3 (the baseline column).
+
+        Examples
+        --------
+        >>> from hetbench.isp.pipeline import Pipeline
+        >>> Pipeline.parse("wb=white-patch").short_name
+        'wb=white-patch'
+        >>> Pipeline.parse("wb=purple")
+        Traceback (most recent call last):
+        ...
+        hetbench.registry.UnknownNameError: unknown wb option 'purple'; choose one of: gray-world, none, white-patch, camera
+        """
         chosen = dict(BASELINE)
         items = text.items() if isinstance(text, dict) else (
             [part.split("=", 1) if "=" in part else (part, "") for part in (text or "").split(",") if part.strip()]
@@ -96,7 +121,23 @@ class Pipeline:
 
 
 def parse_stage_list(text: str) -> list[str]:
-    """``"wb,tone"`` or ``"all"`` -> stage names (validated, in stage order)."""
+    """``"wb,tone"`` or ``"all"`` -> stage names (validated, in stage order).
+
+    Parameters
+    ----------
+    text : str
+        Comma-separated stage names, or ``all``.
+
+    Returns
+    -------
+    list of str
+
+    Examples
+    --------
+    >>> from hetbench.isp.pipeline import parse_stage_list
+    >>> parse_stage_list("tone,white_balance")
+    ['wb', 'tone']
+    """
     if text.strip().lower() == "all":
         return list(STAGES)
     names = [_stage_name(t) for t in text.split(",") if t.strip()]
@@ -107,7 +148,28 @@ def parse_stage_list(text: str) -> list[str]:
 
 def table3_variants(stages: Sequence[str]) -> list[Pipeline]:
     """The baseline, then each Table 3 option (option 1, option 2) of each listed stage with every
-    other stage at baseline (HeteroSwitch sec. 3.4 protocol)."""
+    other stage at baseline (HeteroSwitch sec. 3.4 protocol).
+
+    Parameters
+    ----------
+    stages : sequence of str
+        Stage names (see :func:`parse_stage_list`).
+
+    Returns
+    -------
+    list of Pipeline
+        ``1 + 2 * len(stages)`` pipelines.
+
+    References
+    ----------
+    HeteroSwitch (MLSys 2024) section 3.4 and Table 3.
+
+    Examples
+    --------
+    >>> from hetbench.isp.pipeline import table3_variants
+    >>> [p.short_name for p in table3_variants(["gamut"])]
+    ['baseline', 'gamut=none', 'gamut=prophoto']
+    """
     out = [Pipeline.baseline()]
     for stage in stages:
         for variant in REGISTRY[stage].values():
@@ -139,7 +201,27 @@ class Rendered:
 
 
 def resize_square(image: np.ndarray, size: int | None) -> np.ndarray:
-    """Scale the shorter side to ``size`` (area interpolation) and centre-crop to a square."""
+    """Scale the shorter side to ``size`` (area interpolation) and centre-crop to a square.
+
+    Parameters
+    ----------
+    image : numpy.ndarray
+        (H, W, 3) image.
+    size : int or None
+        Side of the output square; None returns ``image`` unchanged.
+
+    Returns
+    -------
+    numpy.ndarray
+        (size, size, 3), the ``image`` dtype.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from hetbench.isp.pipeline import resize_square
+    >>> resize_square(np.zeros((8, 12, 3), np.uint8), 4).shape
+    (4, 4, 3)
+    """
     if size is None:
         return image
     import cv2

@@ -79,9 +79,31 @@ def available_manifests() -> list[str]:
 def load_profiles(name: str = "heteroswitch9") -> list[DeviceProfile]:
     """Load and validate ``manifests/devices/<name>.yaml``; devices in manifest order.
 
-    Raises:
-        ValueError: unknown manifest, or any field missing or invalid (the message names the device
-            and field and lists the valid choices).
+    Parameters
+    ----------
+    name : str, optional
+        The manifest (see :func:`available_manifests`).
+
+    Returns
+    -------
+    list of DeviceProfile
+
+    Raises
+    ------
+    HetbenchError
+        Unknown manifest, or any field missing or invalid (the message names the device and field
+        and lists the valid choices).
+
+    References
+    ----------
+    HeteroSwitch (MLSys 2024) Table 1 (``heteroswitch9``).
+
+    Examples
+    --------
+    >>> from hetbench.isp.profiles import load_profiles
+    >>> phones = load_profiles("heteroswitch9")
+    >>> len(phones), round(sum(p.participation for p in phones), 6)
+    (9, 1.0)
     """
     return list(_load_cached(name))
 

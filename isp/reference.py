@@ -18,8 +18,8 @@ from __future__ import annotations
 import numpy as np
 
 from hetbench.isp.capture import RawCapture, cfa_channel_map, cfa_code_block
-from hetbench.isp.transfer import srgb_encode
-from hetbench.isp.unprocess import apply_matrix, smoothstep
+from hetbench.isp.transfer import smoothstep, srgb_encode
+from hetbench.isp.unprocess import apply_matrix
 
 _K_GREEN = np.array([[0.0, 1.0, 0.0], [1.0, 4.0, 1.0], [0.0, 1.0, 0.0]]) / 4.0
 _K_RED_BLUE = np.array([[1.0, 2.0, 1.0], [2.0, 4.0, 2.0], [1.0, 2.0, 1.0]]) / 4.0
@@ -61,15 +61,39 @@ def process_reference(
     demosaic -> ``camera_to_srgb`` -> clip to [0, 1] -> for ``output="srgb"`` (default) the sRGB
     transfer function and the smoothstep tone curve.
 
-    Args:
-        demosaic: ``"bilinear"`` (full resolution; the only lossy step of the round trip) or
-            ``"superpixel"`` (one RGB pixel per 2x2 block, greens averaged: half resolution, and
-            exact for images that are constant on 2x2 blocks).
+    Parameters
+    ----------
+    capture : RawCapture
+        The frame.
+    brightness : float, optional
+        Extra gain (``1 / exposure`` undoes :func:`~hetbench.isp.unprocess.unprocess`'s).
+    output : {"srgb", "linear"}, optional
+        Display-referred sRGB (comparable with the unprocessed photograph / 255) or linear sRGB.
+    demosaic : {"bilinear", "superpixel"}, optional
+        ``"bilinear"`` (full resolution; the only lossy step of the round trip) or
+        ``"superpixel"`` (one RGB pixel per 2x2 block, greens averaged: half resolution, and exact
+        for images that are constant on 2x2 blocks).
 
-    Returns:
-        float32 (H, W, 3) in [0, 1] ((H/2, W/2, 3) for ``superpixel``): display-referred sRGB
-        (``output="srgb"``, comparable with the unprocessed photograph / 255) or linear sRGB
-        (``output="linear"``).
+    Returns
+    -------
+    numpy.ndarray
+        float32 (H, W, 3) in [0, 1] ((H/2, W/2, 3) for ``superpixel``).
+
+    References
+    ----------
+    Brooks et al., CVPR 2019, section 3.1 (the forward steps it inverts); IEC 61966-2-1.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from hetbench.isp.profiles import load_profiles
+    >>> from hetbench.isp.reference import process_reference, psnr
+    >>> from hetbench.isp.unprocess import unprocess_with_params
+    >>> grey = np.full((4, 4, 3), 128, np.uint8)
+    >>> cap, params = unprocess_with_params(grey, load_profiles()[0], np.random.default_rng(0), "g", noise=False)
+    >>> out = process_reference(cap, brightness=1 / params.exposure, demosaic="superpixel")
+    >>> out.shape, psnr(out, grey[:2, :2] / 255.0) > 40
+    ((2, 2, 3), True)
     """
     if output not in ("srgb", "linear"):
         raise ValueError(f"output must be 'srgb' or 'linear', got {output!r}")

@@ -58,7 +58,7 @@ import numpy as np
 
 from hetbench.isp.capture import RawCapture, cfa_channel_map
 from hetbench.isp.device import DeviceProfile
-from hetbench.isp.transfer import srgb_decode
+from hetbench.isp.transfer import inverse_smoothstep, srgb_decode
 
 #: Brooks et al. 2019: red gain ~ U(1.9, 2.4), blue gain ~ U(1.5, 1.9), green 1.
 RED_GAIN_RANGE = (1.9, 2.4)
@@ -71,32 +71,59 @@ EXPOSURE_RANGE = (0.5, 1.1)
 HIGHLIGHT_INFLECTION = 0.9
 
 
-# ------------------------------------------------------------------------------ tone and gamma
-
-
-def smoothstep(x: np.ndarray) -> np.ndarray:
-    """Brooks et al.'s global tone curve ``3x^2 - 2x^3`` on [0, 1]."""
-    x = np.clip(x, 0.0, 1.0)
-    return x * x * (3.0 - 2.0 * x)
-
-
-def inverse_smoothstep(y: np.ndarray) -> np.ndarray:
-    """Closed-form inverse of :func:`smoothstep` on [0, 1]: ``0.5 - sin(asin(1 - 2y) / 3)``."""
-    y = np.clip(y, 0.0, 1.0)
-    return 0.5 - np.sin(np.arcsin(1.0 - 2.0 * y) / 3.0)
-
-
 # ------------------------------------------------------------------------------ colour
 
 
 def srgb_to_camera_matrix(profile: DeviceProfile) -> np.ndarray:
     """(3, 3) linear sRGB -> white-balanced camera RGB for ``profile``: the inverse of what
-    ``RawCapture.camera_to_srgb()`` returns for the profile's colour matrix."""
+    ``RawCapture.camera_to_srgb()`` returns for the profile's colour matrix.
+
+    Parameters
+    ----------
+    profile : DeviceProfile
+        The device.
+
+    Returns
+    -------
+    numpy.ndarray
+        float64 (3, 3); its rows sum to 1 (neutral stays neutral).
+
+    References
+    ----------
+    Brooks et al., CVPR 2019, section 3.1 ("Color correction"); Adobe DNG Specification 1.4.
+
+    Examples
+    --------
+    >>> from hetbench.isp.profiles import load_profiles
+    >>> from hetbench.isp.unprocess import srgb_to_camera_matrix
+    >>> srgb_to_camera_matrix(load_profiles()[0]).sum(axis=1).round(6).tolist()
+    [1.0, 1.0, 1.0]
+    """
     return np.linalg.inv(profile.camera_to_srgb())
 
 
 def apply_matrix(img: np.ndarray, m: np.ndarray) -> np.ndarray:
-    """``out[..., i] = sum_j m[i, j] * img[..., j]`` for an (H, W, 3) image."""
+    """``out[..., i] = sum_j m[i, j] * img[..., j]`` for an (H, W, 3) image, in float64.
+
+    Parameters
+    ----------
+    img : array_like
+        (H, W, 3) image.
+    m : array_like
+        (3, 3) matrix.
+
+    Returns
+    -------
+    numpy.ndarray
+        float64 (H, W, 3).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from hetbench.isp.unprocess import apply_matrix
+    >>> apply_matrix(np.ones((2, 2, 3)), np.diag([1.0, 2.0, 3.0]))[0, 0].tolist()
+    [1.0, 2.0, 3.0]
+    """
     return img @ np.asarray(m, dtype=np.float64).T
 
 
@@ -104,7 +131,31 @@ def apply_matrix(img: np.ndarray, m: np.ndarray) -> np.ndarray:
 
 
 def mosaic(rgb: np.ndarray, cfa: str) -> np.ndarray:
-    """Sample an (H, W, 3) image into an (H, W) Bayer mosaic with the given 2x2 ``cfa`` order."""
+    """Sample an (H, W, 3) image into an (H, W) Bayer mosaic with the given 2x2 ``cfa`` order.
+
+    Parameters
+    ----------
+    rgb : numpy.ndarray
+        (H, W, 3) image.
+    cfa : str
+        2x2 pattern, e.g. ``"RGGB"``.
+
+    Returns
+    -------
+    numpy.ndarray
+        (H, W), the ``rgb`` dtype.
+
+    References
+    ----------
+    Brooks et al., CVPR 2019, section 3.1 ("Mosaicing").
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from hetbench.isp.unprocess import mosaic
+    >>> mosaic(np.tile(np.array([1, 2, 3]), (2, 2, 1)), "GRBG").tolist()
+    [[2, 1], [3, 2]]
+    """
     h, w, _ = rgb.shape
     idx = cfa_channel_map(cfa, h, w)
     return np.take_along_axis(rgb, idx[..., None].astype(np.intp), axis=2)[..., 0]
@@ -140,7 +191,35 @@ def sample_params(
     exposure: float | None = None,
 ) -> UnprocessParams:
     """Draw Brooks et al.'s white balance and exposure (three draws, always consumed, so the
-    noise stream that follows does not depend on which values were given)."""
+    noise stream that follows does not depend on which values were given).
+
+    Parameters
+    ----------
+    rng : numpy.random.Generator
+        The source of randomness.
+    wb_gains : tuple of 3 float, optional
+        Given gains (normalised to g = 1) instead of the drawn ones.
+    exposure : float, optional
+        Given exposure instead of the drawn one.
+
+    Returns
+    -------
+    UnprocessParams
+        Red gain ~ U(1.9, 2.4), blue gain ~ U(1.5, 1.9), exposure ~ N(0.8, 0.1) clipped to
+        [0.5, 1.1], unless given.
+
+    References
+    ----------
+    Brooks et al., CVPR 2019, section 3.1 ("White balance and digital gain").
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from hetbench.isp.unprocess import sample_params
+    >>> p = sample_params(np.random.default_rng(0), exposure=0.8)
+    >>> 1.9 <= p.wb_gains[0] <= 2.4, p.wb_gains[1], p.exposure
+    (True, 1.0, 0.8)
+    """
     red = float(rng.uniform(*RED_GAIN_RANGE))
     blue = float(rng.uniform(*BLUE_GAIN_RANGE))
     exp_draw = float(np.clip(rng.normal(EXPOSURE_MEAN, EXPOSURE_STD), *EXPOSURE_RANGE))
@@ -179,7 +258,32 @@ def unprocess_with_params(
     exposure: float | None = None,
     noise: bool = True,
 ) -> tuple[RawCapture, UnprocessParams]:
-    """:func:`unprocess`, also returning the :class:`UnprocessParams` it used."""
+    """:func:`unprocess`, also returning the :class:`UnprocessParams` it used.
+
+    Parameters
+    ----------
+    srgb_uint8, profile, rng, capture_id, wb_gains, exposure, noise
+        As for :func:`unprocess`.
+
+    Returns
+    -------
+    tuple of (RawCapture, UnprocessParams)
+        The capture and the white balance and exposure it was made with.
+
+    References
+    ----------
+    Brooks et al., CVPR 2019, sections 3.1 and 3.2.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from hetbench.isp.profiles import load_profiles
+    >>> from hetbench.isp.unprocess import unprocess_with_params
+    >>> cap, params = unprocess_with_params(
+    ...     np.full((4, 4, 3), 128, np.uint8), load_profiles()[0], np.random.default_rng(0), "grey", exposure=0.8)
+    >>> cap.mosaic.shape, params.exposure
+    ((4, 4), 0.8)
+    """
     img = np.asarray(srgb_uint8)
     if img.ndim != 3 or img.shape[2] != 3 or img.dtype != np.uint8:
         raise ValueError(f"expected an (H, W, 3) uint8 sRGB image, got shape {img.shape} dtype {img.dtype}")
@@ -228,20 +332,46 @@ def unprocess(
 ) -> RawCapture:
     """Brooks et al. 2019 unprocessing of an sRGB photograph into ``profile``'s sensor.
 
-    Args:
-        srgb_uint8: (H, W, 3) uint8 sRGB image; a trailing odd row/column is dropped.
-        profile: the device whose CFA, levels, colour matrix and noise the capture gets.
-        rng: the only source of randomness (three draws for WB/exposure, then the noise): equal
-            generator states give identical captures.
-        capture_id: stored as the capture's ``capture_id``.
-        wb_gains: (r, g, b) white-balance gains (normalised to g = 1); default: red ~ U(1.9, 2.4),
-            blue ~ U(1.5, 1.9).
-        exposure: linear scale of the signal (default ~ N(0.8, 0.1) clipped to [0.5, 1.1]).
-        noise: add the profile's shot + read noise.
+    Parameters
+    ----------
+    srgb_uint8 : numpy.ndarray
+        (H, W, 3) uint8 sRGB image; a trailing odd row/column is dropped.
+    profile : DeviceProfile
+        The device whose CFA, levels, colour matrix and noise the capture gets.
+    rng : numpy.random.Generator
+        The only source of randomness (three draws for WB/exposure, then the noise): equal
+        generator states give identical captures.
+    capture_id : str
+        Stored as the capture's ``capture_id``.
+    wb_gains : tuple of 3 float, optional
+        (r, g, b) white-balance gains (normalised to g = 1); default: red ~ U(1.9, 2.4),
+        blue ~ U(1.5, 1.9).
+    exposure : float, optional
+        Linear scale of the signal (default ~ N(0.8, 0.1) clipped to [0.5, 1.1]).
+    noise : bool, optional
+        Add the profile's shot + read noise.
 
-    Returns:
-        A RawCapture with AsShotNeutral = 1 / wb_gains (green = 1); the exposure is not stored
-        (RawCapture has no field for it): use :func:`unprocess_with_params` to get it back.
+    Returns
+    -------
+    RawCapture
+        AsShotNeutral = 1 / wb_gains (green = 1); the exposure is not stored (RawCapture has no
+        field for it): use :func:`unprocess_with_params` to get it back.
+
+    References
+    ----------
+    Brooks et al., CVPR 2019, section 3.1 (steps 2-6 invert tone mapping, gamma, colour
+    correction, white balance and gain, and mosaic) and section 3.2 (step 7, shot and read noise);
+    IEC 61966-2-1 (step 3).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from hetbench.isp.profiles import load_profiles
+    >>> from hetbench.isp.unprocess import unprocess
+    >>> phone = load_profiles()[0]
+    >>> cap = unprocess(np.full((4, 6, 3), 128, np.uint8), phone, np.random.default_rng(0), "grey")
+    >>> cap.mosaic.shape, cap.mosaic.dtype, cap.cfa == phone.cfa
+    ((4, 6), dtype('uint16'), True)
     """
     capture, _ = unprocess_with_params(
         srgb_uint8, profile, rng, capture_id, wb_gains=wb_gains, exposure=exposure, noise=noise

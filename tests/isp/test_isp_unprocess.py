@@ -15,7 +15,7 @@ from hetbench.isp import reference
 from hetbench.isp.capture import cfa_channel_map
 from hetbench.isp.device import DeviceProfile
 from hetbench.isp.profiles import load_profiles
-from hetbench.isp.transfer import srgb_decode, srgb_encode
+from hetbench.isp.transfer import inverse_smoothstep, smoothstep, srgb_decode, srgb_encode
 
 TABLE1 = {  # HeteroSwitch Table 1: device -> (vendor, tier, market share %)
     "GalaxyS22": ("Samsung", "H", 12),
@@ -59,7 +59,7 @@ def _half_and_blocks(img: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 def test_tone_and_gamma_inverses():
     y = np.linspace(0, 1, 1001)
-    np.testing.assert_allclose(synth.smoothstep(synth.inverse_smoothstep(y)), y, atol=1e-12)
+    np.testing.assert_allclose(smoothstep(inverse_smoothstep(y)), y, atol=1e-12)
     np.testing.assert_allclose(srgb_encode(srgb_decode(y)), y, atol=1e-12)
     assert srgb_decode(np.array(0.5)) == pytest.approx(0.214041, abs=1e-6)  # exact sRGB, not 2.2
 
@@ -93,7 +93,7 @@ def test_as_shot_neutral_is_inverse_gains(profiles, astronaut_crops):
 def test_mosaic_respects_cfa_and_levels(profiles):
     """A flat mid-gray scene: each CFA site must hold exposure / gain of its own channel."""
     gray = np.full((8, 10, 3), 128, np.uint8)
-    v = float(srgb_decode(synth.inverse_smoothstep(np.array(128 / 255))))
+    v = float(srgb_decode(inverse_smoothstep(np.array(128 / 255))))
     gains = (2.0, 1.0, 1.6)
     for p in profiles:
         cap = synth.unprocess(gray, p, np.random.default_rng(0), "g", wb_gains=gains, exposure=0.8, noise=False)
@@ -170,7 +170,7 @@ def test_noise_variance_follows_profile(profiles):
     flat = np.full((256, 256, 3), 128, np.uint8)
     cap = synth.unprocess(flat, p, np.random.default_rng(0), "f", wb_gains=(1, 1, 1), exposure=1.0)
     x = (cap.mosaic.astype(float) - p.black_level) / (p.white_level - p.black_level)
-    v = float(srgb_decode(synth.inverse_smoothstep(np.array(128 / 255))))
+    v = float(srgb_decode(inverse_smoothstep(np.array(128 / 255))))
     assert x.mean() == pytest.approx(v, abs=2e-3)
     quantisation = (1 / (p.white_level - p.black_level)) ** 2 / 12
     assert x.var() == pytest.approx(float(p.noise.variance(v)) + quantisation, rel=0.05)
