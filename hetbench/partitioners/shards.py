@@ -1,4 +1,11 @@
-"""Label-sorted shards (McMahan et al. 2017) and k classes per client (the "pathological" split)."""
+"""Label-sorted shards (McMahan et al. 2017) and k classes per client (the "pathological" split).
+
+:class:`ShardsPartitioner` is McMahan et al.'s pathological non-IID MNIST split (sort by label, cut
+into equal shards, deal each client the same number of shards): clients have equal sizes and few
+classes, but how many depends on where the shard boundaries fall. :class:`ClassesPerClientPartitioner`
+fixes the number of classes instead: every client holds exactly ``k`` (NIID-Bench's
+"quantity-based label imbalance", ``#C=k``).
+"""
 
 from __future__ import annotations
 
@@ -14,8 +21,42 @@ def shard_assignment(
     labels: np.ndarray, num_clients: int, shards_per_client: int, rng: np.random.Generator
 ) -> tuple[np.ndarray, np.ndarray]:
     """Sort by label, cut into ``num_clients * shards_per_client`` equal shards, deal each client
-    ``shards_per_client`` random shards. The ``n mod num_shards`` samples that do not fill a shard
-    are chosen at random and dropped (reason ``remainder``), so no class is favoured."""
+    ``shards_per_client`` random shards.
+
+    The ``n mod num_shards`` samples that do not fill a shard are chosen at random and dropped
+    (reason ``remainder``), so no class is favoured; inside a class the order is random.
+
+    Parameters
+    ----------
+    labels : numpy.ndarray
+        Class code per sample.
+    num_clients : int
+        Number of clients.
+    shards_per_client : int
+        Shards dealt to each client.
+    rng : numpy.random.Generator
+        Chooses the dropped samples, the order inside each class and the dealing.
+
+    Returns
+    -------
+    assignment : numpy.ndarray
+        int32 client id per sample (-1 = dropped).
+    drop_reason : numpy.ndarray
+        int8 reason per sample (0 = kept).
+
+    Raises
+    ------
+    HetbenchError
+        When there are more shards than samples.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> labels = np.repeat(np.arange(4), 5)  # 4 classes x 5 samples
+    >>> assignment, reason = shard_assignment(labels, 2, 2, np.random.default_rng(0))
+    >>> np.bincount(assignment).tolist()  # 2 clients x 2 shards of 5 samples
+    [10, 10]
+    """
     n = labels.size
     num_shards = num_clients * shards_per_client
     if num_shards > n:
@@ -41,8 +82,34 @@ def classes_per_client_counts(
     whenever N >= C; its other k-1 classes are distinct and uniform at random among the classes that
     still have a sample to spare (a class of m samples can have at most m holders, so no holder ends
     up with nothing of it). A class is shared evenly by its holders; a class with no holder (N < C)
-    is dropped (``class-unassigned``). Raises :class:`HetbenchError` when no such allocation exists
-    for the classes' sizes.
+    is dropped (``class-unassigned``).
+
+    Parameters
+    ----------
+    class_counts : numpy.ndarray
+        Samples per class.
+    num_clients : int
+        Number of clients N.
+    k : int
+        Classes per client, between 1 and the number of present classes.
+    rng : numpy.random.Generator
+        Draws the class order, the extra classes and which holder gets the larger share.
+
+    Returns
+    -------
+    numpy.ndarray
+        int64 clients x classes counts with exactly ``k`` non-zero entries per row.
+
+    Raises
+    ------
+    HetbenchError
+        When ``k`` is out of range, or no such allocation exists for the classes' sizes.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> classes_per_client_counts(np.array([10, 10, 10, 10]), 3, 2, np.random.default_rng(0)).tolist()
+    [[4, 0, 10, 0], [3, 5, 0, 0], [3, 5, 0, 0]]
     """
     class_counts = np.asarray(class_counts, dtype=np.int64)
     present = np.flatnonzero(class_counts > 0)
@@ -79,7 +146,38 @@ def classes_per_client_counts(
 
 
 class ShardsPartitioner(Partitioner):
-    """McMahan et al. (2017): sort by label, cut into shards, ``shards_per_client`` shards each."""
+    """Label-sorted shards: sort by label, cut into equal shards, ``shards_per_client`` shards each.
+
+    The samples, sorted by label (random order inside a class), are cut into
+    ``num_clients * shards_per_client`` shards of ``n // num_shards`` samples, and the shards are
+    dealt to the clients at random. All clients have the same size; the ``n mod num_shards``
+    samples that fill no shard are drawn at random and dropped (``remainder``). A shard holds one
+    class unless it straddles a class boundary, so a client holds about ``shards_per_client``
+    classes, sometimes more.
+
+    Parameters
+    ----------
+    num_clients : int, default 10
+        Number of clients (at least 1).
+    shards_per_client : int, default 2
+        Shards per client (at least 1); McMahan et al. use 2 (100 clients x 2 shards of 300 MNIST
+        digits).
+
+    References
+    ----------
+    .. [1] H. B. McMahan, E. Moore, D. Ramage, S. Hampson and B. Agüera y Arcas,
+       "Communication-Efficient Learning of Deep Networks from Decentralized Data", AISTATS 2017,
+       sec. 3: the pathological non-IID partition ("sort the data by digit label, divide it into
+       200 shards of size 300, and assign each of 100 clients 2 shards").
+
+    Examples
+    --------
+    >>> from hetbench.partitioners import ShardsPartitioner
+    >>> from hetbench.sources import load_table
+    >>> part = ShardsPartitioner(num_clients=10, shards_per_client=2).partition(load_table("builtin:digits"), seed=0)
+    >>> part.client_sizes().tolist(), part.dropped_counts()  # 20 shards of 1797 // 20 = 89
+    ([178, 178, 178, 178, 178, 178, 178, 178, 178, 178], {'remainder': 17})
+    """
 
     name = "shards"
 
@@ -98,7 +196,40 @@ class ShardsPartitioner(Partitioner):
 
 
 class ClassesPerClientPartitioner(Partitioner):
-    """Pathological split: each client holds exactly ``k`` classes, shared evenly with their other holders."""
+    """Pathological split: each client holds exactly ``k`` classes, shared evenly with their other holders.
+
+    Client i's first class is the (i mod C)-th of a random class order (so every class has a
+    holder when there are at least as many clients as classes), its other ``k - 1`` are distinct
+    and uniform at random; a class goes in full to its holders in equal parts (sizes differing by
+    at most one). A class no client holds is dropped (``class-unassigned``). See
+    :func:`classes_per_client_counts`.
+
+    Parameters
+    ----------
+    num_clients : int, default 10
+        Number of clients (at least 1, at most the number of samples).
+    classes_per_client : int, default 2
+        Classes per client k, between 1 and the number of classes present; checked when
+        partitioning.
+
+    References
+    ----------
+    .. [1] H. B. McMahan et al., "Communication-Efficient Learning of Deep Networks from
+       Decentralized Data", AISTATS 2017, sec. 3 (the pathological non-IID partition: "most clients
+       will only have examples of two digits").
+    .. [2] Q. Li, Y. Diao, Q. Chen and B. He, "Federated Learning on Non-IID Data Silos: An
+       Experimental Study" (NIID-Bench), ICDE 2022, label distribution skew, "quantity-based label
+       imbalance" (#C = k: each party holds samples of exactly k labels).
+
+    Examples
+    --------
+    >>> from hetbench.partitioners import ClassesPerClientPartitioner
+    >>> from hetbench.sources import load_table
+    >>> digits = load_table("builtin:digits")
+    >>> part = ClassesPerClientPartitioner(num_clients=10, classes_per_client=2).partition(digits, seed=0)
+    >>> (part.label_matrix(digits.labels["train"], digits.num_classes) > 0).sum(axis=1).tolist()
+    [2, 2, 2, 2, 2, 2, 2, 2, 2, 2]
+    """
 
     name = "classes-per-client"
 
