@@ -145,7 +145,7 @@ def prepare_geo(
     >>> from hetbench.builders.geo import prepare_geo
     >>> split = prepare_geo(nmax=1000).build()
     >>> split.client_names[0][:2], split.num_clients > 5
-    ('0f', True)
+    ('0c', True)
     """
     from hetbench.partitioners.geo_s2 import GeoS2Partitioner
     from hetbench.sources import load_table

@@ -83,7 +83,7 @@ def prepare_iso_isp(
     >>> prepared = prepare_iso_isp("wb", size=32, crops_per_photo=1, crop_size=96, quiet=True)
     >>> split = prepared.build()
     >>> split.client_names[:2], sorted(split.outputs)
-    (('baseline/0', 'wb=gray-world/0'), ['test', 'train'])
+    (('baseline/0', 'wb=none/0'), ['test', 'train'])
     """
     from hetbench.isp.pipeline import parse_stage_list, table3_variants
 

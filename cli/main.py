@@ -10,7 +10,7 @@ import sys
 
 import click
 
-from hetbench import __version__
+from hetbench.version import __version__
 from hetbench.errors import HetbenchError
 
 

@@ -27,10 +27,9 @@ from __future__ import annotations
 
 from typing import Any
 
-__version__ = "0.1.0"
-
 from hetbench.errors import HetbenchError
 from hetbench.partition import DropReason, Partition
+from hetbench.version import __version__
 
 _LAZY = {
     "load_table": ("hetbench.sources", "load_table"),

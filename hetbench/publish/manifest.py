@@ -48,7 +48,7 @@ def assignment_digest(sample_ids: dict[str, dict[str, Any]]) -> str:
 
 
 def build_manifest(fs: FederatedSplit, files: dict[str, list[str]], name: str) -> dict[str, Any]:
-    from hetbench import __version__
+    from hetbench.version import __version__
 
     sample_ids = client_sample_ids(fs)
     return {

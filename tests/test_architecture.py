@@ -1,0 +1,127 @@
+"""The structure the docs promise (docs/architecture.md): layers that point one way, no import cycles.
+
+Imports are read from the source (module level and inside functions alike), so a lazy import
+counts as much as an eager one.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+#: source folder -> the package it is installed as (pyproject's package-dir)
+FOLDERS = {"hetbench": "hetbench", "isp": "hetbench.isp", "builders": "hetbench.builders", "cli": "hetbench.cli"}
+#: what the ISP pipeline may use of hetbench besides itself: infrastructure with no dependencies
+ISP_ALLOWED = {"hetbench.errors", "hetbench.progress", "hetbench.registry", "hetbench.seeding"}
+CONSUMERS = ("hetbench.train", "hetbench.leaderboard")
+
+
+def _modules() -> dict[str, Path]:
+    out = {}
+    for folder, package in FOLDERS.items():
+        for path in sorted((ROOT / folder).rglob("*.py")):
+            rel = path.relative_to(ROOT / folder).with_suffix("")
+            parts = [p for p in rel.parts if p != "__init__"]
+            out[".".join([package, *parts])] = path
+    return out
+
+
+MODULES = _modules()
+
+
+def _imports(name: str, path: Path) -> set[str]:
+    """Project modules ``name`` imports, resolved to the longest existing module name."""
+    tree = ast.parse(path.read_text())
+    package = name if path.name == "__init__.py" else name.rsplit(".", 1)[0]
+    found = set()
+    for node in ast.walk(tree):
+        targets: list[str] = []
+        if isinstance(node, ast.Import):
+            targets = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                up = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join(up + ([base] if base else []))
+            # ``from X import y``: the module X.y where y is one, else X itself
+            targets = [f"{base}.{a.name}" if f"{base}.{a.name}" in MODULES else base for a in node.names]
+        for t in targets:
+            while t and t not in MODULES:
+                t = t.rpartition(".")[0]
+            if t and t != name:
+                found.add(t)
+    return found
+
+
+GRAPH = {name: _imports(name, path) for name, path in MODULES.items()}
+
+
+def _layer(name: str) -> str:
+    for prefix in ("hetbench.cli", "hetbench.builders", "hetbench.isp", "hetbench.train", "hetbench.leaderboard"):
+        if name == prefix or name.startswith(prefix + "."):
+            return prefix
+    return "facade" if name == "hetbench" else "core"
+
+
+def test_the_graph_sees_every_layer():
+    assert {_layer(n) for n in GRAPH} == {"hetbench.cli", "hetbench.builders", "hetbench.isp", "hetbench.train",
+                                          "hetbench.leaderboard", "core", "facade"}
+    assert "hetbench.splits" in GRAPH["hetbench.pipeline"]
+
+
+def test_no_import_cycles():
+    """Tarjan's strongly connected components over the module graph: every one has one module."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    cycles: list[list[str]] = []
+    counter = [0]
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = counter[0]
+        counter[0] += 1
+        stack.append(v)
+        on_stack.add(v)
+        for w in sorted(GRAPH[v]):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                cycles.append(sorted(component))
+
+    for v in sorted(GRAPH):
+        if v not in index:
+            visit(v)
+    assert not cycles, "import cycles: " + "; ".join(" <-> ".join(c) for c in cycles)
+
+
+@pytest.mark.parametrize("name", sorted(n for n in GRAPH if _layer(n) == "hetbench.isp"))
+def test_isp_depends_only_on_itself_and_infrastructure(name):
+    outside = {m for m in GRAPH[name] if _layer(m) != "hetbench.isp" and m not in ISP_ALLOWED}
+    assert not outside, f"{name} imports {sorted(outside)}"
+
+
+@pytest.mark.parametrize("name", sorted(n for n in GRAPH if _layer(n) == "core"))
+def test_core_never_imports_the_layers_above_it(name):
+    above = {m for m in GRAPH[name] if _layer(m) in ("hetbench.cli", "hetbench.builders", "hetbench.isp", *CONSUMERS)}
+    assert not above, f"{name} imports {sorted(above)}"
+
+
+@pytest.mark.parametrize("name", sorted(n for n in GRAPH if _layer(n) in ("hetbench.builders", *CONSUMERS)))
+def test_builders_and_consumers_never_import_the_cli(name):
+    cli = {m for m in GRAPH[name] if _layer(m) == "hetbench.cli"}
+    assert not cli, f"{name} imports {sorted(cli)}"
