@@ -197,51 +197,13 @@ def embedding_cmd(clients, alpha, clusters, embedder, layer, scheme, pca_dim, mi
     Example: hetbench partition embedding --alpha 0.1 --clusters 10 --embedder hog
     """
     from hetbench.partitioners import EmbeddingPartitioner
+    from hetbench.report.embedding import embedding_extras
 
     if layer is not None and not embedder.startswith("torch:"):
         raise HetbenchError("--layer applies to --embedder torch:MODULE:FACTORY")
     p = EmbeddingPartitioner(clients, alpha, clusters, scheme, embedder, pca_dim, min_size, kmeans_method, layer)
-    ctx = click.get_current_context()
-    out = ctx.params.get("out")
-    if out and (Path(out) / "embeddings").is_dir():  # rebuilding over a build: reuse its embeddings
-        p.cache_dir = Path(out) / "embeddings"
-    return p, f"embedding-{embedder.split(':')[0]}-k{clusters}-a{_fmt(alpha)}-n{clients}", _embedding_post(p)
-
-
-def _embedding_post(p):
-    """Adds the ``cluster`` column, the embedding report entries and its plots."""
-
-    def post(fs):
-        import numpy as np
-
-        from hetbench.report.embedding import embedding_summary, plot_contingency, plot_pca_scatter
-
-        train = fs.outputs["train"].source_split
-        clusters = p.last_clusters[train]
-        for split in fs.table.split_names:
-            col = clusters if split == train else p.predict_clusters(fs.table, split)
-            fs.table.splits[split] = fs.table.splits[split].add_column("cluster", np.asarray(col).tolist())
-        client_of_row = np.full(clusters.size, -1, np.int32)
-        for rows in fs.outputs.values():
-            if rows.source_split == train:
-                client_of_row[rows.rows] = rows.client_ids
-        labels = fs.table.labels[train]
-        extra = {"embedding": dict(embedder=p.embedder, **embedding_summary(
-            clusters, labels, client_of_row, p.clusters, fs.table.num_classes, fs.num_clients))}
-
-        def plots(out_dir):
-            from hetbench.partitioners.embedding import embedding_cache_key
-
-            (out_dir / "embeddings").mkdir(exist_ok=True)  # the cache a later --overwrite reuses
-            for split, emb in p.last_embedding.items():
-                np.save(out_dir / "embeddings" / f"{embedding_cache_key(fs.table, split, p.embedder, p.layer)}.npy", emb)
-            plot_contingency(clusters, labels, fs.table.class_names, p.clusters, out_dir / "plots" / "cluster_label_contingency.png")
-            plot_pca_scatter(p.last_embedding[train], clusters, client_of_row, out_dir / "plots" / "embedding_pca.png")
-            return ["plots/cluster_label_contingency.png", "plots/embedding_pca.png"]
-
-        return extra, plots
-
-    return post
+    p.reuse_cache_of(click.get_current_context().params.get("out"))  # rebuilding over a build: reuse its embeddings
+    return p, f"embedding-{embedder.split(':')[0]}-k{clusters}-a{_fmt(alpha)}-n{clients}", embedding_extras(p)
 
 
 @partition.command("semantic")

@@ -4,11 +4,18 @@ This follows Borazjani et al. (the "network trained on the task of interest"): r
 pre-trained feature extractor, a small network is trained for a few epochs to predict the split's
 classes, and every sample is then represented by the network's 128-d penultimate activation.
 
-Images are decoded once (``hetbench.embed.iter_images``), resized to 32 x 32 RGB and scaled to
+Images are decoded once (:func:`hetbench.embed.images.iter_images`), resized to 32 x 32 RGB
+(:func:`hetbench.embed.images.resize`) and scaled to
 [0, 1]. Training is seeded and deterministic on CPU: the shuffling is a numpy permutation drawn from
 ``np.random.default_rng(seed)``, weights come from ``torch.manual_seed(seed)`` (the global RNG state
 is restored afterwards), and deterministic algorithms are switched on for the duration of the call.
 Nothing is downloaded.
+
+References
+----------
+.. [1] K. Borazjani, P. Abdisarabshali, N. Khosravan and S. Hosseinalipour, "Redefining non-IID Data
+   in Federated Learning for Computer Vision Tasks: Migrating from Labels to Embeddings for
+   Task-Specific Data Distributions", arXiv preprint, 2025, section III.
 """
 
 from __future__ import annotations
@@ -20,6 +27,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from hetbench.embed.images import iter_images, resize
 from hetbench.errors import HetbenchError
 
 SIDE = 32
@@ -94,16 +102,11 @@ def _deterministic(seed: int) -> Iterator[None]:
 
 def _decode(ds) -> np.ndarray:
     """Every image of ``ds`` as a (n, 3, 32, 32) float32 array in [0, 1]."""
-    import cv2
-
-    from hetbench.embed import iter_images
-
     out = np.empty((len(ds), 3, SIDE, SIDE), dtype=np.float32)
     i = 0
     for batch in iter_images(ds):
         for im in batch:
-            interp = cv2.INTER_AREA if min(im.shape[:2]) > SIDE else cv2.INTER_LINEAR
-            small = cv2.resize(im, (SIDE, SIDE), interpolation=interp)
+            small = resize(im, SIDE)
             out[i] = small.transpose(2, 0, 1).astype(np.float32) / 255.0
             i += 1
     if i != len(ds):  # pragma: no cover - iter_images yields every row
@@ -121,8 +124,41 @@ def task_embeddings(
 ) -> np.ndarray:
     """The (n, 128) float32 penultimate-layer embedding of a SmallCNN trained on ``split``'s labels.
 
-    Raises HetbenchError when ``epochs < 1``, ``batch_size < 1``, the split is unknown or empty, the
-    table has fewer than two classes, no row carries a valid label, or the split has no image column.
+    Parameters
+    ----------
+    table : SampleTable
+        The source table; ``split`` needs an image column and at least two classes.
+    split : str
+        The split to train on and embed.
+    epochs : int
+        Training epochs (at least one).
+    seed : int
+        Seed of the weights and the shuffling; the result is deterministic on CPU.
+    batch_size : int
+        Training batch size.
+    quiet : bool
+        No progress bars.
+
+    Raises
+    ------
+    HetbenchError
+        When ``epochs < 1``, ``batch_size < 1``, the split is unknown or empty, the table has fewer
+        than two classes, no row carries a valid label, or the split has no image column.
+
+    References
+    ----------
+    .. [1] K. Borazjani et al., "Redefining non-IID Data in Federated Learning for Computer Vision
+       Tasks", arXiv preprint, 2025 (the "network trained on the task of interest").
+
+    Examples
+    --------
+    >>> from hetbench.embed.task import task_embeddings
+    >>> from hetbench.sources import load_table
+    >>> t = load_table("builtin:digits")
+    >>> t.splits["train"] = t.splits["train"].select(range(32))
+    >>> t.labels["train"] = t.labels["train"][:32]
+    >>> task_embeddings(t, "train", epochs=1).shape
+    (32, 128)
     """
     if int(epochs) != epochs or epochs < 1:
         raise HetbenchError(f"the task embedder needs at least one training epoch (got {epochs})")
@@ -180,3 +216,39 @@ def task_embeddings(
                 chunks.append(model.features(x_all[start : start + max(batch_size, 256)]))
     emb = torch.cat(chunks).numpy().astype(np.float32, copy=False)
     return np.ascontiguousarray(emb)
+
+
+def embed_task(table, split: str, arg: str = "", quiet: bool = True) -> np.ndarray:
+    """``task`` / ``task:EPOCHS``: :func:`task_embeddings` with ``EPOCHS`` training epochs (default 3).
+
+    Parameters
+    ----------
+    table : SampleTable
+        The source table; ``split`` needs an image column and at least two classes.
+    split : str
+        The split to train on and embed.
+    arg : str
+        ``EPOCHS``; empty for 3.
+    quiet : bool
+        No progress bars.
+
+    References
+    ----------
+    .. [1] K. Borazjani et al., "Redefining non-IID Data in Federated Learning for Computer Vision
+       Tasks", arXiv preprint, 2025, section III.
+
+    Examples
+    --------
+    >>> from hetbench.embed import embed_table
+    >>> from hetbench.sources import load_table
+    >>> t = load_table("builtin:digits")
+    >>> t.splits["train"] = t.splits["train"].select(range(32))
+    >>> t.labels["train"] = t.labels["train"][:32]
+    >>> embed_table(t, "train", "task:1").shape
+    (32, 128)
+    """
+    try:
+        epochs = int(arg) if arg else 3
+    except ValueError as exc:
+        raise HetbenchError(f"write task or task:EPOCHS (got 'task:{arg}')") from exc
+    return task_embeddings(table, split, epochs=epochs, quiet=quiet)

@@ -7,12 +7,15 @@ applied with the *cluster id* in place of the class label. ``alpha`` small gives
 clusters; ``alpha`` large gives every client nearly the population's cluster mix.
 
 The K-means seed is the first integer drawn from the partition's generator, so the whole split
-(clusters included) is fixed by the recipe and the seed. After :meth:`partition` the cluster id of
-every row is in ``last_clusters[split]`` so the builder can add a ``cluster`` column.
+(clusters included) is fixed by the recipe and the seed. After :meth:`EmbeddingPartitioner.partition`
+the cluster id of every row is in ``last_clusters[split]``;
+:func:`hetbench.report.embedding.embedding_extras` adds it to the published split as a ``cluster``
+column, with the embedding report and plots.
 
-Embedder specs are resolved by ``hetbench.embed``. As a fallback for when that module is not
-available, a spec ``"column:NAME"`` is read here directly: NAME must be a column of fixed-length
-numeric lists (or a scalar numeric column, giving 1-D embeddings).
+The standardisation and PCA are *fitted* on the partitioned split and applied unchanged to other
+splits (:meth:`EmbeddingPartitioner.predict_clusters`), so they are kept here rather than using the
+stateless :func:`hetbench.clustering.standardise` / :func:`hetbench.clustering.pca` (which compute
+in float64 and would change the published clusters).
 """
 
 from __future__ import annotations
@@ -21,7 +24,10 @@ import math
 
 import numpy as np
 
-from hetbench.clustering import KMEANS_METHODS, kmeans, pca, standardise
+from hetbench.clustering import KMEANS_METHODS, kmeans
+from hetbench.embed import embed_table
+from hetbench.embed.cache import cache_key as embedding_cache_key
+from hetbench.embed.cache import existing_cache, load_cached
 from hetbench.errors import HetbenchError
 from hetbench.partition import DropReason, default_client_names
 from hetbench.partitioners._alloc import assign_from_counts
@@ -29,76 +35,103 @@ from hetbench.partitioners.base import Partitioner
 from hetbench.partitioners.dirichlet import SCHEMES, DirichletPartitioner
 
 
-def read_embedding_column(table, split: str, name: str) -> np.ndarray:
-    """A column of fixed-length numeric lists (or numbers) as an (n, d) float32 array."""
-    import pyarrow as pa
-
-    from hetbench.table import arrow_column
-
-    col = arrow_column(table.splits[split], name)
-    col = col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
-    n = len(col)
-    if col.null_count:
-        raise HetbenchError(f"embedding column '{name}' has {col.null_count} missing values")
-    if pa.types.is_list(col.type) or pa.types.is_large_list(col.type) or pa.types.is_fixed_size_list(col.type):
-        if pa.types.is_fixed_size_list(col.type):
-            d = col.type.list_size
-        else:
-            lengths = np.asarray(col.value_lengths())
-            d = int(lengths[0]) if n else 0
-            if n and np.any(lengths != d):
-                raise HetbenchError(f"embedding column '{name}' has vectors of different lengths")
-        values = col.flatten()
-        if not (pa.types.is_integer(values.type) or pa.types.is_floating(values.type)):
-            raise HetbenchError(f"embedding column '{name}' must hold numbers (got {values.type})")
-        return np.asarray(values.to_numpy(zero_copy_only=False), dtype=np.float32).reshape(n, d)
-    if pa.types.is_integer(col.type) or pa.types.is_floating(col.type):
-        return np.asarray(col.to_numpy(zero_copy_only=False), dtype=np.float32).reshape(n, 1)
-    raise HetbenchError(f"embedding column '{name}' must hold numeric vectors (got {col.type})")
-
-
-def compute_embeddings(table, split: str, spec: str, layer: str | None = None) -> np.ndarray:
-    """``hetbench.embed.embed_table(table, split, spec, layer)``; ``column:NAME`` read here if that
-    module is missing."""
-    try:
-        from hetbench.embed import embed_table
-    except ImportError:
-        if isinstance(spec, str) and spec.startswith("column:"):
-            return read_embedding_column(table, split, spec[len("column:") :])
-        raise HetbenchError(
-            f"embedder '{spec}' needs hetbench.embed, which is not available; use 'column:NAME'"
-        ) from None
-    return np.asarray(embed_table(table, split, spec, layer=layer), dtype=np.float32)
-
-
-def embedding_cache_key(table, split: str, spec: str, layer: str | None) -> str:
-    """Names a cached embedding: input fingerprint, split, embedder, layer and hetbench version."""
-    import hashlib
-
-    from hetbench import __version__
-
-    return hashlib.sha256(f"{table.fingerprint}|{split}|{spec}|{layer}|{__version__}".encode()).hexdigest()[:20]
-
-
 def embed_rows(table, split: str, spec: str, layer: str | None = None, cache_dir=None) -> np.ndarray:
-    """One embedding row per row of ``split``; a clear error if the embedder returns another shape.
-    With ``cache_dir``, an embedding saved there under the same key is loaded instead of computed."""
-    n = table.num_rows(split)
-    cached = None
-    if cache_dir is not None:
-        from pathlib import Path
+    """One embedding row per row of ``split`` (:func:`hetbench.embed.embed_table`, no progress bar).
 
-        path = Path(cache_dir) / f"{embedding_cache_key(table, split, spec, layer)}.npy"
-        if path.is_file():
-            cached = np.load(path)
-    x = cached if cached is not None else compute_embeddings(table, split, spec, layer)
+    Parameters
+    ----------
+    table : SampleTable
+        The source table.
+    split : str
+        The split to embed.
+    spec, layer : str
+        The embedder spec and layer (:mod:`hetbench.embed`).
+    cache_dir : path, optional
+        A folder of cached embeddings (:mod:`hetbench.embed.cache`); one saved there under the same
+        key is loaded instead of computed.
+
+    Examples
+    --------
+    >>> from hetbench.partitioners.embedding import embed_rows
+    >>> from hetbench.sources import load_table
+    >>> t = load_table("builtin:digits")
+    >>> t.splits["train"] = t.splits["train"].select(range(4))
+    >>> t.labels["train"] = t.labels["train"][:4]
+    >>> embed_rows(t, "train", "pixels:4").shape
+    (4, 48)
+    """
+    n = table.num_rows(split)
+    x = load_cached(cache_dir, table, split, spec, layer)
+    if x is None:
+        x = np.asarray(embed_table(table, split, spec, layer=layer), dtype=np.float32)
     if x.ndim != 2 or x.shape[0] != n:
         raise HetbenchError(f"embedder '{spec}' gave an array of shape {x.shape} for {n} rows of split '{split}'")
     return x
 
 
 class EmbeddingPartitioner(Partitioner):
-    """Dirichlet over K-means clusters of sample embeddings; see the module docstring."""
+    """Dirichlet over K-means clusters of sample embeddings (Borazjani et al.).
+
+    The rows of the partitioned split are embedded, standardised (every column to zero mean and
+    unit variance), optionally projected onto ``pca_dim`` principal components, and clustered with
+    seeded K-means into ``clusters`` groups, numbered by size. The clusters then play the part of
+    the labels in a label-Dirichlet split: with ``scheme="client"`` each client ``n`` draws
+
+    .. math:: \\mathbf{q}_n \\sim \\mathrm{Dir}(\\alpha \\mathbf{p}),
+
+    ``p`` the clusters' shares of the population and ``q_{n,c}`` the share of client ``n``'s data
+    drawn from cluster ``c`` (Borazjani et al., sec. II-B.3 with clusters for classes, sec. III);
+    ``scheme="class"`` draws each cluster's shares over clients from ``Dir(alpha 1_N)`` instead.
+
+    Parameters
+    ----------
+    num_clients : int
+        Number of clients.
+    alpha : float
+        Dirichlet concentration: small gives clients few clusters, ``inf`` the population's mix.
+    clusters : int
+        K-means clusters (at most the number of rows).
+    scheme : {"client", "class"}
+        The Dirichlet scheme (:class:`~hetbench.partitioners.dirichlet.DirichletPartitioner`).
+    embedder : str
+        Embedder spec (:mod:`hetbench.embed`): ``task[:EPOCHS]`` (a small CNN trained on the
+        labels, the paper's "network trained on the task of interest"), ``pixels[:S]``, ``hog``,
+        ``color-hist``, ``column:NAME``, ``torchscript:PATH``, ``onnx:PATH``, ``torch:MODULE:FACTORY``.
+    pca_dim : int, optional
+        Reduce the standardised embeddings to this many principal components first.
+    min_size : int
+        ``scheme="class"``: smallest client, met by a deterministic repair.
+    kmeans : {"auto", "lloyd", "minibatch"}
+        K-means variant (:func:`hetbench.clustering.kmeans`).
+    layer : str, optional
+        With ``torch:MODULE:FACTORY`` (or ``onnx:``): the layer (output) that is the embedding.
+
+    Attributes
+    ----------
+    last_clusters, last_embedding : dict
+        Per partitioned split: the cluster id (int64, 0 = largest) and the embedding of every row.
+    cache_dir : path or None
+        A folder of cached embeddings to reuse (:meth:`reuse_cache_of`); not part of the recipe.
+
+    References
+    ----------
+    .. [1] K. Borazjani, P. Abdisarabshali, N. Khosravan and S. Hosseinalipour, "Redefining non-IID
+       Data in Federated Learning for Computer Vision Tasks: Migrating from Labels to Embeddings for
+       Task-Specific Data Distributions", arXiv preprint, 2025, sections II-B.3 and III.
+    .. [2] T.-M. H. Hsu, H. Qi and M. Brown, "Measuring the Effects of Non-Identical Data
+       Distribution for Federated Visual Classification", arXiv:1909.06335, 2019.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from hetbench.partitioners import EmbeddingPartitioner
+    >>> from hetbench.sources import load_table
+    >>> table = load_table("builtin:digits")
+    >>> p = EmbeddingPartitioner(num_clients=5, alpha=0.1, clusters=4, embedder="pixels:4")
+    >>> part = p.partition(table, seed=0)
+    >>> part.num_clients, int(part.client_sizes().sum()), np.bincount(p.last_clusters["train"]).size
+    (5, 1797, 4)
+    """
 
     name = "embedding"
 
@@ -157,6 +190,21 @@ class EmbeddingPartitioner(Partitioner):
             "layer": self.layer,
         }
 
+    def reuse_cache_of(self, out) -> None:
+        """Read cached embeddings from the build at ``out`` (a folder with ``embeddings/``), if any.
+
+        Rebuilding over an existing build (``--out`` with ``--overwrite``) then skips embedding again.
+
+        Examples
+        --------
+        >>> from hetbench.partitioners import EmbeddingPartitioner
+        >>> p = EmbeddingPartitioner(embedder="hog")
+        >>> p.reuse_cache_of("no-such-build")
+        >>> p.cache_dir is None
+        True
+        """
+        self.cache_dir = existing_cache(out)
+
     def _embed(self, table, split: str) -> np.ndarray:
         x = embed_rows(table, split, self.embedder, self.layer, self.cache_dir)
         self.last_embedding[split] = x
@@ -205,4 +253,4 @@ class EmbeddingPartitioner(Partitioner):
         return assignment, reason, self.num_clients, default_client_names(self.num_clients)
 
 
-__all__ = ["EmbeddingPartitioner", "compute_embeddings", "embed_rows", "embedding_cache_key", "read_embedding_column", "SCHEMES"]
+__all__ = ["EmbeddingPartitioner", "embed_rows", "embedding_cache_key", "SCHEMES"]

@@ -1,0 +1,53 @@
+"""``pixels`` / ``pixels:S``: the image itself as its embedding (resized, RGB in [0, 1], flattened)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from hetbench.embed.images import embed_images, resize
+from hetbench.errors import HetbenchError
+
+DEFAULT_SIDE = 16
+
+
+def pixel_features(batch: list[np.ndarray], side: int = DEFAULT_SIDE) -> np.ndarray:
+    """Every image resized to ``side`` x ``side`` (:func:`~hetbench.embed.images.resize`), RGB
+    scaled to [0, 1], flattened: ``(len(batch), 3 * side * side)`` float32.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from hetbench.embed.pixels import pixel_features
+    >>> pixel_features([np.full((8, 8, 3), 255, np.uint8)], side=4).tolist()[0][:3]
+    [1.0, 1.0, 1.0]
+    """
+    return np.stack([resize(im, side).reshape(-1) for im in batch]).astype(np.float32) / 255.0
+
+
+def embed_pixels(table, split: str, arg: str = "", quiet: bool = True) -> np.ndarray:
+    """``pixels[:S]``: the (n, 3 S^2) raw-pixel embedding of ``split`` (S = 16 by default).
+
+    Parameters
+    ----------
+    table : SampleTable
+        The source table; ``split`` must have an image column.
+    split : str
+        The split to embed.
+    arg : str
+        ``S``, the side the images are resized to (2 to 256); empty for 16.
+    quiet : bool
+        No progress bar.
+
+    Examples
+    --------
+    >>> from hetbench.embed import embed_table
+    >>> from hetbench.sources import load_table
+    >>> t = load_table("builtin:digits")
+    >>> t.splits["train"] = t.splits["train"].select(range(6))
+    >>> embed_table(t, "train", "pixels:4").shape
+    (6, 48)
+    """
+    side = int(arg) if arg else DEFAULT_SIDE
+    if not 2 <= side <= 256:
+        raise HetbenchError(f"pixels:S needs 2 <= S <= 256 (got {side})")
+    return embed_images(table.splits[split], lambda b: pixel_features(b, side), "pixels", quiet)
