@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-BIRDCLEF = Path(__file__).resolve().parents[2] / "shared" / "data" / "geo" / "birdclef2022_train_metadata.csv"
+BIRDCLEF = Path(__file__).resolve().parents[3] / "shared" / "data" / "geo" / "birdclef2022_train_metadata.csv"
 
 
 @pytest.mark.slow
