@@ -1,0 +1,121 @@
+"""End to end: hetbench build iso-isp / devices, loaded back with datasets.load_dataset."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+RAW = Path(__file__).resolve().parents[3] / "shared" / "data" / "raw"
+SMALL = ("--crops-per-photo", "2", "--crop-size", "96", "--size", "48", "-q")
+
+
+@pytest.mark.slow
+def test_iso_isp_embedded_default_loads_and_verifies(tmp_path, run_cli):
+    import datasets
+
+    out = tmp_path / "iso"
+    code, _, err = run_cli("build", "iso-isp", "--stages", "wb,tone", *SMALL, "--out", out)
+    assert code == 0, err
+    ds = datasets.load_dataset(str(out))
+    train, test = ds["train"], ds["test"]
+    for col in ("image", "label", "client_id", "device", "isp", "capture_id"):
+        assert col in train.column_names
+    devices = {"baseline", "wb=none", "wb=white-patch", "tone=none", "tone=srgb-gamma+equalize"}
+    assert set(train["device"]) == devices and set(test["device"]) == devices
+    assert not set(train["capture_id"]) & set(test["capture_id"])  # split by capture
+    assert set(test["client_id"]) == {-1}
+    assert train[0]["image"].size == (48, 48)
+    report = json.loads((out / "report.json").read_text())
+    assert set(report["devices"]) == devices
+    assert len(report["device_distance"]["matrix"]) == 5
+    assert report["devices"]["wb=none"]["image_stats"]["cast_a"] < report["devices"]["baseline"]["image_stats"]["cast_a"]
+    for plot in ("contact_sheet.png", "device_distance.png", "device_image_stats.png", "label_distribution_heatmap.png"):
+        assert (out / "plots" / plot).is_file()
+    # each client holds one device's renders
+    dev_by_client = {}
+    for c, d in zip(train["client_id"], train["device"]):
+        dev_by_client.setdefault(c, set()).add(d)
+    assert all(len(v) == 1 for v in dev_by_client.values())
+    code, stdout, _ = run_cli("verify", out)
+    assert code == 0, stdout
+
+
+@pytest.mark.slow
+def test_same_manifest_whatever_num_proc(tmp_path, run_cli):
+    args = ("build", "iso-isp", "--stages", "compress", *SMALL)
+    assert run_cli(*args, "--num-proc", "1", "--out", tmp_path / "a")[0] == 0
+    assert run_cli(*args, "--num-proc", "2", "--out", tmp_path / "b")[0] == 0
+    assert (tmp_path / "a" / "hetbench.json").read_bytes() == (tmp_path / "b" / "hetbench.json").read_bytes()
+
+
+@pytest.mark.slow
+def test_iso_isp_on_real_raw_captures_skips_what_it_cannot_read(tmp_path, run_cli):
+    import datasets
+
+    if not RAW.is_dir():
+        pytest.skip("the shared real RAW captures (../shared/data/raw) are not present")
+    raw_dir = tmp_path / "raws"
+    raw_dir.mkdir()
+    for f in RAW.iterdir():
+        if f.suffix.lower() in (".dng", ".kdc"):
+            shutil.copy(f, raw_dir / f.name)
+    (raw_dir / "truncated.dng").write_bytes((RAW / "canon_eos550d_magiclantern_colorchecker.dng").read_bytes()[:20_000])
+    out = tmp_path / "real"
+    code, stdout, err = run_cli("build", "iso-isp", "--stages", "wb", "--raw-dir", raw_dir, "--size", "64", "--out", out)
+    assert code == 0, err
+    report = json.loads((out / "report.json").read_text())
+    skipped = {Path(s["file"]).name: s["reason"] for s in report["skipped"]}
+    assert "canon_eos6d_linearraw_lossy.dng" in skipped and "truncated.dng" in skipped
+    assert report["num_skipped"] == 2
+    assert "2 capture(s) skipped" in stdout
+    ds = datasets.load_dataset(str(out))
+    assert len(ds["train"]) + len(ds["test"]) == 5 * 3  # 5 usable captures x 3 wb variants
+
+
+@pytest.mark.slow
+def test_devices_by_market_share(tmp_path, run_cli):
+    import datasets
+
+    out = tmp_path / "dev"
+    code, _, err = run_cli("build", "devices", "--clients", "30", *SMALL, "--out", out)
+    assert code == 0, err
+    report = json.loads((out / "report.json").read_text())
+    devs = report["devices"]
+    assert len(devs) == 9
+    clients = {d: v["clients"] for d, v in devs.items()}
+    assert sum(clients.values()) == 30 and min(clients.values()) >= 1
+    assert max(clients, key=clients.get) == max(devs, key=lambda d: devs[d]["weight"])
+    train = datasets.load_dataset(str(out), split="train")
+    assert set(train["device"]) == set(devs)
+    assert len({i for i in train["isp"]}) > 1  # phones have different ISPs
+
+
+BAD = {
+    "unknown stage": (["iso-isp", "--stages", "wb,sharpen"], "unknown ISP stage"),
+    "size out of range": (["iso-isp", "--size", "5"], "--size"),
+    "empty raw dir": (["iso-isp", "--raw-dir", "{empty}"], "no RAW files"),
+    "missing raw dir": (["iso-isp", "--raw-dir", "{missing}"], "not a folder"),
+    "labels name missing files": (["iso-isp", "--raw-dir", "{raws}", "--labels", "{labels}"], "not in --raw-dir"),
+    "too few clients": (["devices", "--clients", "3"], "fewer than the 9 devices"),
+    "unknown profile set": (["devices", "--profiles", "nokia42"], "nokia42"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD))
+def test_build_bad_input(case, tmp_path, run_cli):
+    (tmp_path / "empty").mkdir()
+    raws = tmp_path / "raws"
+    raws.mkdir()
+    (raws / "a.dng").write_bytes(b"not really a raw")
+    labels = tmp_path / "labels.csv"
+    labels.write_text("file,label\na.dng,cat\nb.dng,dog\n")
+    fmt = {"empty": tmp_path / "empty", "missing": tmp_path / "nope", "raws": raws, "labels": labels}
+    args, needle = BAD[case]
+    out = tmp_path / "out"
+    code, _, err = run_cli("build", *[a.format(**fmt) for a in args], "--out", out, "-q")
+    assert code == 2, err
+    assert len(err.strip().splitlines()) == 1 and needle in err, err
+    assert not out.exists()
