@@ -18,6 +18,13 @@ from hetbench.seeding import make_rng
 from hetbench.table import SampleTable
 
 
+def split_partition(train: Partition, split: str, assignment: np.ndarray, reason: np.ndarray) -> Partition:
+    """The partition of another ``split`` on ``train``'s clients: its client names, and its recipe
+    with ``split`` replaced (what :meth:`Partitioner.assign_split` returns)."""
+    recipe = dict(train.recipe, split=split)
+    return Partition(assignment, train.num_clients, train.client_names, recipe, reason)
+
+
 class Partitioner:
     """Base class of the partitioners: a table's split -> a :class:`~hetbench.partition.Partition`.
 

@@ -1,4 +1,4 @@
-"""Domain partition (DapperFL, NeurIPS 2024, section 4.1): clients spread over the domains of a
+"""Domain partition (DapperFL, Jia et al., NeurIPS 2024, section 4.1): clients spread over the domains of a
 multi-domain data set (Digits: MNIST / USPS / SVHN / SYN; Office-Caltech: Amazon / Caltech / DSLR /
 Webcam), each client holding a small random fraction of its domain's training rows (1 % per client
 for Digits, 20 % for Office-Caltech).
@@ -31,7 +31,14 @@ from hetbench.table import arrow_column
 
 
 def clients_per_domain(num_domains: int, num_clients: int, rng: np.random.Generator) -> np.ndarray:
-    """How many clients each domain gets: one each, the rest to domains drawn uniformly at random."""
+    """How many clients each domain gets: one each, the rest to domains drawn uniformly at random.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> clients_per_domain(3, 6, np.random.default_rng(0)).tolist()
+    [1, 3, 2]
+    """
     if num_clients < num_domains:
         raise HetbenchError(
             f"more domains than clients: {num_domains} domains but --num-clients {num_clients}; "
@@ -49,10 +56,36 @@ def domains_assignment(
     rng: np.random.Generator,
     domain_names: list | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Assignment of the partitioned split.
+    """Assignment of the partitioned split (steps 2 and 3 of the module docstring).
 
-    ``codes``: int64 domain code per row (-1 = missing). Returns (assignment int32, drop reason int8,
-    domain_of_client int64); client ids are grouped by domain.
+    Parameters
+    ----------
+    codes : numpy.ndarray
+        int64 domain code per row (-1 = missing).
+    num_domains : int
+        Number of domains (codes 0 .. num_domains - 1).
+    num_clients : int
+        Number of clients, at least ``num_domains``.
+    fraction : float
+        Share of its domain's rows each client takes (``max(1, round(fraction * n_domain))``).
+    rng : numpy.random.Generator
+        Draws the clients' domains and their rows.
+    domain_names : list, optional
+        Names of the domains, for error messages.
+
+    Returns
+    -------
+    assignment : numpy.ndarray
+        int32 client id per row (-1 = dropped); client ids are grouped by domain.
+    drop_reason : numpy.ndarray
+        int8: ``missing-value``, ``remainder`` (a row no client takes) or 0.
+    domain_of_client : numpy.ndarray
+        int64 domain code per client.
+
+    Raises
+    ------
+    HetbenchError
+        More domains than clients, or a domain too small for its clients.
     """
     codes = np.asarray(codes, dtype=np.int64)
     n = codes.size
@@ -83,12 +116,49 @@ def domains_assignment(
 
 
 class DomainsPartitioner(Partitioner):
-    """``num_clients`` clients over the domains in ``column``, each with ``fraction`` of its domain's
-    training rows (DapperFL section 4.1; see the module docstring for the exact procedure).
+    """Domain clients: ``num_clients`` clients over the domains in ``column``, each with
+    ``fraction`` of its domain's training rows (DapperFL section 4.1).
+
+    Every domain gets one client, the remaining clients join domains drawn uniformly at random;
+    every client takes ``max(1, round(fraction * n_domain))`` random rows of its domain, disjoint
+    from the other clients' (see the module docstring for the exact procedure). Client ids are
+    grouped by domain and named ``"{domain}/{k}"``. Rows no client takes are dropped
+    (``remainder``), rows without a domain too (``missing-value``).
 
     Only the partitioned (train) split is assigned: there is no ``assign_split``. The build keeps the
     source's test split whole as a global test set, with its ``domain`` column, which is how
     per-domain accuracy is reported (each domain's test rows are shared by all its clients).
+
+    Parameters
+    ----------
+    num_clients : int, default 10
+        Number of clients, a positive integer, at least the number of domains (DapperFL: 10).
+    fraction : float, default 0.01
+        Share of its domain's rows each client holds, in (0, 1] (DapperFL: 0.01 for Digits, 0.2
+        for Office-Caltech).
+    column : str, default "domain"
+        The column naming each row's domain.
+
+    References
+    ----------
+    .. [1] Y. Jia, X. Zhang, H. Hu, K.-K. R. Choo, L. Qi, X. Xu, A. Beheshti and W. Dou,
+       "DapperFL: Domain Adaptive Federated Learning with Model Fusion Pruning for Edge Devices",
+       NeurIPS 2024, sec. 4.1, "Datasets and Data Partition" (10 clients distributed randomly over
+       the domains, at least one per domain, each in one domain, holding a random 1 % (Digits) or
+       20 % (Office Caltech) of its domain's data).
+
+    Examples
+    --------
+    >>> import datasets
+    >>> from hetbench.partitioners import DomainsPartitioner
+    >>> from hetbench.sources import load_table
+    >>> domains = ["mnist"] * 400 + ["svhn"] * 300 + ["usps"] * 100
+    >>> table = load_table(datasets.Dataset.from_dict({"label": [i % 10 for i in range(800)], "domain": domains}))
+    >>> part = DomainsPartitioner(num_clients=6, fraction=0.05).partition(table, seed=0)
+    >>> part.client_names
+    ('mnist/0', 'svhn/0', 'svhn/1', 'svhn/2', 'usps/0', 'usps/1')
+    >>> part.client_sizes().tolist(), part.dropped_counts()
+    ([20, 15, 15, 15, 5, 5], {'remainder': 725})
     """
 
     name = "domains"

@@ -33,7 +33,8 @@ import numpy as np
 from hetbench import s2
 from hetbench.errors import HetbenchError
 from hetbench.partition import DropReason, Partition
-from hetbench.partitioners.base import Partitioner
+from hetbench.partitioners.base import Partitioner, split_partition
+from hetbench.partitioners.natural_id import plain_array
 from hetbench.table import arrow_column
 
 __all__ = [
@@ -49,7 +50,13 @@ _ONE = np.uint64(1)
 
 
 def default_nmin(nmax: int) -> int:
-    """Hsu et al.'s ``Nmin = 0.01 Nmax``, rounded half up in integer arithmetic, at least 1."""
+    """Hsu et al.'s ``Nmin = 0.01 Nmax``, rounded half up in integer arithmetic, at least 1.
+
+    Examples
+    --------
+    >>> default_nmin(3000), default_nmin(150), default_nmin(10)
+    (30, 2, 1)
+    """
     return max(1, (int(nmax) + 50) // 100)
 
 
@@ -116,16 +123,36 @@ def adaptive_s2_cells(
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Adaptive S2 cell partitioning of points (Hsu et al. 2020, sec. 4.1).
 
-    Args:
-        leaf_ids: level-30 S2 cell ids (uint64) of the points, in any order.
-        nmax: a cell holding more than ``nmax`` points is split into its four children.
-        nmin: final cells holding fewer than ``nmin`` points are dropped.
-        max_level: cells are not split beyond this level (0..30).
+    O(n log n) for the sort plus O(levels x frontier x log n) for the split.
 
-    Returns:
-        ``(cell_of_point, cells, counts)``: the kept cell id of every point (uint64, 0 for points
-        whose cell was dropped), the kept cells sorted by id (Hilbert order) and their point counts
-        (int64).  O(n log n) for the sort plus O(levels x frontier x log n) for the split.
+    Parameters
+    ----------
+    leaf_ids : numpy.ndarray
+        Level-30 S2 cell ids (uint64) of the points, in any order.
+    nmax : int
+        A cell holding more than ``nmax`` points is split into its four children.
+    nmin : int
+        Final cells holding fewer than ``nmin`` points are dropped.
+    max_level : int, default 30
+        Cells are not split beyond this level (0..30).
+
+    Returns
+    -------
+    cell_of_point : numpy.ndarray
+        The kept cell id of every point (uint64, 0 for points whose cell was dropped).
+    cells : numpy.ndarray
+        The kept cells sorted by id (Hilbert order).
+    counts : numpy.ndarray
+        Their point counts (int64).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> leaf, _ = coordinates_to_leaf_ids(np.array([48.85, 48.86, 48.87, 40.71, -33.87]),
+    ...                                   np.array([2.35, 2.34, 2.36, -74.0, 151.21]))
+    >>> cell_of_point, cells, counts = adaptive_s2_cells(leaf, nmax=2, nmin=1)
+    >>> counts.tolist(), len(set(cell_of_point[:3].tolist()))  # Paris's three points: two cells
+    ([2, 1, 1, 1], 2)
     """
     nmax, nmin, max_level = int(nmax), int(nmin), int(max_level)
     _check_params(nmax, nmin, max_level)
@@ -143,6 +170,13 @@ def coordinates_to_leaf_ids(lat: np.ndarray, lon: np.ndarray) -> tuple[np.ndarra
 
     NaN in either coordinate is MISSING_VALUE; an infinite value, ``|lat| > 90`` or ``|lon| > 180``
     is OUT_OF_RANGE (a missing coordinate wins over an out-of-range one).  Dropped rows get id 0.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> leaf, reason = coordinates_to_leaf_ids(np.array([0.0, np.nan, 91.0]), np.array([0.0, 0.0, 0.0]))
+    >>> (leaf > 0).tolist(), [DropReason(r).name for r in reason[1:]]
+    ([True, False, False], ['MISSING_VALUE', 'OUT_OF_RANGE'])
     """
     lat = np.asarray(lat, dtype=np.float64)
     lon = np.asarray(lon, dtype=np.float64)
@@ -161,10 +195,7 @@ def _float_column(ds, name: str) -> np.ndarray:
     """A column as float64 numpy, nulls as NaN; a non-numeric column is a HetbenchError."""
     import pyarrow as pa
 
-    col = arrow_column(ds, name)
-    col = col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
-    if pa.types.is_dictionary(col.type):
-        col = col.dictionary_decode()
+    col = plain_array(arrow_column(ds, name))
     if not pa.types.is_floating(col.type):
         try:
             col = col.cast(pa.float64())
@@ -174,12 +205,55 @@ def _float_column(ds, name: str) -> np.ndarray:
 
 
 class GeoS2Partitioner(Partitioner):
-    """One client per adaptive S2 cell (Hsu et al. 2020, sec. 4.1); see :func:`adaptive_s2_cells`.
+    """Geographic clients: one client per adaptive S2 cell (Hsu et al. 2020, sec. 4.1).
+
+    Every S2 cell holding more than ``nmax`` of the partitioned split's located rows is split into
+    its four children until none does (or ``max_level`` is reached); cells left with fewer than
+    ``nmin`` rows are discarded; each remaining cell is a client (see :func:`adaptive_s2_cells`).
+    Clients are the kept cells sorted by id (Hilbert order), named by their S2 tokens. A smaller
+    ``nmax`` gives more, smaller clients. The assignment does not depend on the seed.
 
     Rows with a missing (null / NaN) coordinate are dropped as MISSING_VALUE, rows with an infinite
     or out-of-range one (``|lat| > 90``, ``|lon| > 180``) as OUT_OF_RANGE, rows in cells with fewer
-    than ``nmin`` points as CLIENT_TOO_SMALL.  Clients are the kept cells sorted by id (Hilbert
-    order), named by their S2 tokens.  ``nmin`` defaults to ``0.01 nmax`` (at least 1).
+    than ``nmin`` points as CLIENT_TOO_SMALL. :meth:`assign_split` places another split's rows on
+    the train partition's cells.
+
+    Parameters
+    ----------
+    lat_col : str, default "latitude"
+        Latitude column, in degrees (numbers, or strings that cast to numbers).
+    lon_col : str, default "longitude"
+        Longitude column, in degrees.
+    nmax : int, default 3000
+        Largest cell size N_max before a cell is split (at least 1); Hsu et al. use 30k, 3k, 1k and
+        100 (iNaturalist-Geo-{30k, 3k, 1k, 100}).
+    nmin : int, optional
+        Smallest kept cell N_min (0 <= nmin <= nmax); default :func:`default_nmin`, Hsu et al.'s
+        ``0.01 nmax`` rounded half up, at least 1.
+    max_level : int, default 30
+        Deepest S2 level a cell is split to (0..30); a cell at that level may hold more than
+        ``nmax`` rows (e.g. many rows at the very same coordinates).
+
+    References
+    ----------
+    .. [1] T.-M. H. Hsu, H. Qi and M. Brown, "Federated Visual Classification with Real-World Data
+       Distribution", ECCV 2020, sec. 4.1 (iNaturalist-Geo: "every S2 cell is recursively
+       subdivided into four finer-level cells until no single cell contains more than N_max
+       examples. Cells ending up with less than N_min examples are discarded"; N_min = 0.01 N_max).
+
+    Examples
+    --------
+    >>> import datasets, numpy as np
+    >>> from hetbench.partitioners import GeoS2Partitioner
+    >>> from hetbench.sources import load_table
+    >>> rng = np.random.default_rng(0)  # 60 points around Paris, 30 around New York, 2 bad rows
+    >>> lat = np.concatenate([rng.normal(48.85, 0.05, 60), rng.normal(40.7, 0.05, 30), [np.nan, 95.0]])
+    >>> lon = np.concatenate([rng.normal(2.35, 0.05, 60), rng.normal(-74.0, 0.05, 30), [1.0, 1.0]])
+    >>> table = load_table(datasets.Dataset.from_dict(
+    ...     {"label": [0] * 92, "latitude": lat.tolist(), "longitude": lon.tolist()}))
+    >>> part = GeoS2Partitioner(nmax=40).partition(table)
+    >>> part.client_names, part.client_sizes().tolist(), part.dropped_counts()
+    (('47e664', '47e66c', '47e674', '9'), [4, 24, 32, 30], {'missing-value': 1, 'out-of-range': 1})
     """
 
     name = "geo-s2"
@@ -250,5 +324,4 @@ class GeoS2Partitioner(Partitioner):
         assignment = np.full(leaf.shape, -1, dtype=np.int32)
         assignment[hit] = order[idx[hit]]
         reason[(assignment < 0) & (reason == 0)] = DropReason.CLIENT_TOO_SMALL
-        recipe = dict(train.recipe, split=split)
-        return Partition(assignment, train.num_clients, train.client_names, recipe, reason)
+        return split_partition(train, split, assignment, reason)

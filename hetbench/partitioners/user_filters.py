@@ -45,7 +45,15 @@ import numpy as np
 
 from hetbench.errors import HetbenchError
 from hetbench.partition import DropReason, Partition
-from hetbench.partitioners.natural_id import NaturalIdPartitioner, encode_keys, map_codes, natural_id_assignment
+from hetbench.partitioners.base import split_partition
+from hetbench.partitioners.natural_id import (
+    NaturalIdPartitioner,
+    encode_keys,
+    map_to_clients,
+    natural_id_assignment,
+    plain_array,
+    value_clients,
+)
 from hetbench.table import arrow_column
 
 FILTERS = ("landmarks", "inaturalist", "none")
@@ -73,6 +81,15 @@ class FilterResult(NamedTuple):
     emptied_by: str | None
 
 
+def _pair_arrays(users: np.ndarray, classes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``users`` and ``classes`` as int64 arrays, checked to be one-dimensional and of one length."""
+    users = np.asarray(users, dtype=np.int64)
+    classes = np.asarray(classes, dtype=np.int64)
+    if users.shape != classes.shape or users.ndim != 1:
+        raise ValueError("users and classes must be one-dimensional arrays of the same length")
+    return users, classes
+
+
 def _which(masks: dict[str, np.ndarray]) -> str:
     """Name the criterion that, alone, keeps nothing; or the combination when none does alone."""
     alone = [name for name, ok in masks.items() if not ok.any()]
@@ -96,11 +113,36 @@ def landmarks_filter(
     Each round works on the distinct (user, class) pairs, found once with one ``np.unique``: a
     round is four ``np.bincount`` calls over the pairs, so a million rows cost one sort plus a few
     cheap rounds.
+
+    Parameters
+    ----------
+    users, classes : numpy.ndarray
+        int64 user and class code per row (-1 = missing), of one length.
+    min_class_images : int, default 30
+        Fewest rows a kept class has.
+    min_class_users : int, default 10
+        Fewest distinct users a kept class has.
+    min_user_images : int, default 30
+        Fewest rows a kept user has.
+    min_user_classes : int, default 5
+        Fewest distinct classes a kept user has.
+
+    Returns
+    -------
+    FilterResult
+        The keep mask over the rows, the rounds that removed something, and what emptied the
+        table (None when rows are kept).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> users = np.array([0, 0, 1, 1, 2, 2, 2])
+    >>> classes = np.array([0, 1, 0, 1, 0, 1, 2])  # class 2 has one user: it goes
+    >>> res = landmarks_filter(users, classes, min_class_images=2, min_class_users=2, min_user_images=2, min_user_classes=2)
+    >>> res.keep.tolist(), res.iterations, res.emptied_by
+    ([True, True, True, True, True, True, False], 1, None)
     """
-    users = np.asarray(users, dtype=np.int64)
-    classes = np.asarray(classes, dtype=np.int64)
-    if users.shape != classes.shape or users.ndim != 1:
-        raise ValueError("users and classes must be one-dimensional arrays of the same length")
+    users, classes = _pair_arrays(users, classes)
     valid = (users >= 0) & (classes >= 0)
     if not valid.any():
         return FilterResult(np.zeros(users.size, dtype=bool), 0, "input")
@@ -170,6 +212,32 @@ def inaturalist_balance(
     remaining class keeps exactly ``per_class`` of its training rows, drawn uniformly with ``rng``;
     test rows (``is_train`` False) of kept classes all stay. Rows with class -1 are dropped.
     Needs ``per_class <= min_train`` (the paper uses 100 and 100, giving 1,203 x 100 = 120,300).
+
+    Parameters
+    ----------
+    classes : numpy.ndarray
+        int64 class code per row (-1 = missing).
+    is_train : numpy.ndarray
+        bool per row: a training row (counted and subsampled) or a test row (kept with its class).
+    rng : numpy.random.Generator
+        Draws the kept training rows.
+    min_train : int, default 100
+        Classes with fewer training rows are dropped.
+    per_class : int, default 100
+        Training rows kept per remaining class (1 <= per_class <= min_train).
+
+    Returns
+    -------
+    numpy.ndarray
+        bool keep mask over the rows.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> classes = np.array([0, 0, 0, 1, 1, 2, 2, 2, 2])
+    >>> keep = inaturalist_balance(classes, np.ones(9, bool), np.random.default_rng(0), min_train=3, per_class=3)
+    >>> np.bincount(classes[keep]).tolist()  # class 1 (2 rows) dropped, class 2 subsampled to 3
+    [3, 0, 3]
     """
     classes = np.asarray(classes, dtype=np.int64)
     is_train = np.asarray(is_train, dtype=bool)
@@ -213,11 +281,25 @@ def user_disjoint_test_split(
     classes are always a subset of the training classes. The other held-out rows are in neither
     mask, as are rows with a missing user or class. See the module docstring for the order in which
     a builder combines this with the Landmarks filter.
+
+    Parameters
+    ----------
+    users, classes : numpy.ndarray
+        int64 user and class code per row (-1 = missing), of one length.
+    keep_train_classes : numpy.ndarray or None
+        bool mask over class codes that test rows must also be in (e.g. the classes that survived
+        the Landmarks filter), or None.
+    test_fraction : float
+        Share of the users held out, strictly between 0 and 1.
+    rng : numpy.random.Generator
+        Draws the held-out users.
+
+    Returns
+    -------
+    train_mask, test_mask : numpy.ndarray
+        bool masks over the rows; no user has rows in both.
     """
-    users = np.asarray(users, dtype=np.int64)
-    classes = np.asarray(classes, dtype=np.int64)
-    if users.shape != classes.shape or users.ndim != 1:
-        raise ValueError("users and classes must be one-dimensional arrays of the same length")
+    users, classes = _pair_arrays(users, classes)
     if not 0.0 < test_fraction < 1.0:
         raise HetbenchError(f"--test-fraction must be between 0 and 1 (got {test_fraction})")
     valid = (users >= 0) & (classes >= 0)
@@ -250,15 +332,51 @@ def surviving_classes(partition: Partition, labels: np.ndarray) -> np.ndarray:
 class UsersPartitioner(NaturalIdPartitioner):
     """One client per user after a Hsu et al. 2020 (sec. 4) long-tail filter.
 
-    ``filters``: ``"landmarks"`` (Landmarks-User-160k, thresholds ``min_class_images=30``,
-    ``min_class_users=10``, ``min_user_images=30``, ``min_user_classes=5``), ``"inaturalist"``
-    (iNaturalist-User-120k, ``min_train=100``, ``per_class=100``) or ``"none"`` (plain natural-id).
     The filter runs on the partitioned split's rows that have a user; then natural-id (reused from
     :mod:`hetbench.partitioners.natural_id`) gives one client per surviving user, sorted, named by
-    the user id, keeping users with >= ``min_samples`` surviving rows. ``strip`` strips surrounding
-    whitespace from string user ids before grouping (an id that is empty after stripping is
-    missing). Drop reasons: ``filtered`` (removed by the filter), ``client-too-small``,
-    ``missing-value``.
+    the user id, keeping users with >= ``min_samples`` surviving rows. Drop reasons: ``filtered``
+    (removed by the filter), ``client-too-small``, ``missing-value``. :meth:`assign_split` places
+    another split's rows on their users' clients.
+
+    Parameters
+    ----------
+    column : str, default "user_id"
+        The user-id column.
+    filters : {"landmarks", "inaturalist", "none"}, default "landmarks"
+        ``"landmarks"``: :func:`landmarks_filter` (Landmarks-User-160k); ``"inaturalist"``:
+        :func:`inaturalist_balance` over the partitioned split's rows (iNaturalist-User-120k);
+        ``"none"``: plain natural-id.
+    min_samples : int, default 1
+        Fewest surviving rows a user needs to be a client.
+    strip : bool, default True
+        Strip surrounding whitespace from string user ids before grouping (an id that is empty
+        after stripping is missing).
+    **thresholds : int
+        Overrides of the chosen filter's thresholds (non-negative integers): for ``"landmarks"``
+        ``min_class_images=30``, ``min_class_users=10``, ``min_user_images=30``,
+        ``min_user_classes=5``; for ``"inaturalist"`` ``min_train=100``, ``per_class=100``
+        (``per_class <= min_train``). Recorded in the recipe's params.
+
+    References
+    ----------
+    .. [1] T.-M. H. Hsu, H. Qi and M. Brown, "Federated Visual Classification with Real-World Data
+       Distribution", ECCV 2020, sec. 4.1 (iNaturalist-User-120k: classes with fewer than 100
+       training images dropped, the others subsampled to 100; 9,275 users, 1,203 classes) and
+       sec. 4.2 (Landmarks-User-160k: every landmark >= 30 images from >= 10 users, every user
+       >= 30 images of >= 5 landmarks; 1,262 users, 2,028 classes, 164,172 images).
+
+    Examples
+    --------
+    >>> import datasets
+    >>> from hetbench.partitioners import UsersPartitioner
+    >>> from hetbench.sources import load_table
+    >>> table = load_table(datasets.Dataset.from_dict({
+    ...     "label": [0, 1, 0, 1, 0, 1, 2],
+    ...     "user_id": ["u1", "u1", "u2", "u2", " u3", "u3", "u3"]}))
+    >>> part = UsersPartitioner(filters="landmarks", min_class_images=2, min_class_users=2,
+    ...                         min_user_images=2, min_user_classes=2).partition(table)
+    >>> part.client_names, part.assignment.tolist(), part.dropped_counts()
+    (('u1', 'u2', 'u3'), [0, 0, 1, 1, 2, 2, -1], {'filtered': 1})
     """
 
     name = "users"
@@ -312,10 +430,7 @@ class UsersPartitioner(NaturalIdPartitioner):
                 arrow_column(table.splits[table.split_names[0]], self.column)  # raises: column not found
             cols = []
             for s in names:
-                col = arrow_column(table.splits[s], self.column)
-                col = col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
-                if pa.types.is_dictionary(col.type):
-                    col = col.dictionary_decode()
+                col = plain_array(arrow_column(table.splits[s], self.column))
                 if self.strip and (pa.types.is_string(col.type) or pa.types.is_large_string(col.type)):
                     col = pc.utf8_trim_whitespace(col)
                     col = pc.if_else(pc.equal(col, ""), pa.scalar(None, col.type), col)
@@ -364,14 +479,12 @@ class UsersPartitioner(NaturalIdPartitioner):
             np.where(keep, users, -1), len(values), self.min_samples
         )
         reason[(users >= 0) & ~keep] = DropReason.FILTERED
-        kept = np.flatnonzero(client_of_value >= 0)
-        if kept.size == 0:
-            raise HetbenchError(
-                f"no user in '{self.column}' has at least {self.min_samples} samples after the "
-                f"{self.filters} filter; lower --min-samples"
-            )
-        names = tuple(str(values[v]) for v in kept)
-        return assignment, reason, int(kept.size), names
+        num_clients, names = value_clients(
+            client_of_value, values,
+            f"no user in '{self.column}' has at least {self.min_samples} samples after the "
+            f"{self.filters} filter; lower --min-samples",
+        )
+        return assignment, reason, num_clients, names
 
     def assign_split(self, table, split, train: Partition) -> Partition:
         """Rows of another split go to their user's client (natural-id); rows whose user is not a
@@ -379,14 +492,11 @@ class UsersPartitioner(NaturalIdPartitioner):
         the partitioned split are dropped (``filtered``). A split without the user column raises a
         HetbenchError (Landmarks-User-160k's test split has none: use it as a shared test set)."""
         users, values = self._split_codes(table, split)
-        index_of = {name: i for i, name in enumerate(train.client_names)}
-        client_of_value = np.array([index_of.get(str(v), -1) for v in values], dtype=np.int32)
-        assignment, reason = map_codes(users, client_of_value)
+        assignment, reason = map_to_clients(users, values, train)
         train_split = train.recipe.get("split", "train")
         ok_class = np.zeros(table.num_classes, dtype=bool)
         ok_class[surviving_classes(train, table.labels[train_split])] = True
         bad = ~ok_class[np.asarray(table.labels[split], dtype=np.int64)] & (users >= 0)
         assignment[bad] = -1
         reason[bad] = DropReason.FILTERED
-        recipe = dict(train.recipe, split=split)
-        return Partition(assignment, train.num_clients, train.client_names, recipe, reason)
+        return split_partition(train, split, assignment, reason)
