@@ -1,4 +1,5 @@
-"""Partition: the sample -> client assignment, its recipe and its fingerprint (DESIGN.md section 2).
+"""Partition: the sample -> client assignment, its recipe and its fingerprint
+(``docs/output-contract.md``, "Fingerprints").
 
 Everything else about a split (client sizes, per-client indices, label matrices, EMD) is derived
 from the assignment, so this object stays small and hashable.
@@ -113,7 +114,7 @@ class Partition:
     # ---- identity ------------------------------------------------------------------------
     @property
     def fingerprint(self) -> str:
-        """sha256 over the assignment and the canonical JSON of the recipe (DESIGN.md section 2)."""
+        """sha256 over the assignment and the canonical JSON of the recipe."""
         return sha256_of_arrays(self.assignment, extra=canonical_json(self.recipe))
 
     def with_recipe(self, **updates: Any) -> "Partition":
