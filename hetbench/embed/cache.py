@@ -29,7 +29,7 @@ def cache_key(table, split: str, spec: str, layer: str | None) -> str:
     """
     import hashlib
 
-    from hetbench import __version__
+    from hetbench.version import __version__
 
     return hashlib.sha256(f"{table.fingerprint}|{split}|{spec}|{layer}|{__version__}".encode()).hexdigest()[:20]
 
