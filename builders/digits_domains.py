@@ -32,7 +32,7 @@ def prepare_digits_domains(clients: int = 12, fraction: float = 0.1, seed: int =
 
     References
     ----------
-    Chen et al., "DapperFL: Domain Adaptive Federated Learning with Model Fusion Pruning for Edge
+    Jia et al., "DapperFL: Domain Adaptive Federated Learning with Model Fusion Pruning for Edge
     Devices", NeurIPS 2024, sec. 4.1 (Digits: MNIST, USPS, SVHN, SYN).
 
     Examples

@@ -4,53 +4,16 @@ from __future__ import annotations
 
 import copy
 import itertools
-from importlib import resources
 
 import numpy as np
 import pytest
-import yaml
 
 from hetbench.isp import unprocess as synth
-from hetbench.sources import photographs
 from hetbench.isp.capture import CFA_PATTERNS, RawCapture
-from hetbench.isp.device import DeviceProfile
 from hetbench.isp.profiles import REQUIRED_SOURCES, load_profiles, parse_profiles, valid_variants
 from hetbench.isp.stages import REGISTRY, STAGES
 
-TABLE1 = {  # HeteroSwitch Table 1: device -> (vendor, tier, market share %)
-    "GalaxyS22": ("Samsung", "H", 12),
-    "VELVET": ("LG", "H", 2),
-    "Pixel5": ("Google", "H", 1),
-    "GalaxyS9": ("Samsung", "M", 27),
-    "G7": ("LG", "M", 5),
-    "Pixel2": ("Google", "M", 3),
-    "GalaxyS6": ("Samsung", "L", 38),
-    "G4": ("LG", "L", 8),
-    "Nexus5X": ("Google", "L", 4),
-}
-
-
-@pytest.fixture(scope="module")
-def profiles() -> list[DeviceProfile]:
-    return load_profiles("heteroswitch9")
-
-
-@pytest.fixture(scope="module")
-def astronaut_crops() -> list[np.ndarray]:
-    photos = dict(photographs.embedded_photographs())
-    return photographs.scene_crops(photos["astronaut"], 2, 256, np.random.default_rng(0))
-
-
-def _manifest_data() -> dict:
-    text = resources.files("hetbench.manifests").joinpath("devices", "heteroswitch9.yaml").read_text("utf-8")
-    return yaml.safe_load(text)
-
-
-def _half_and_blocks(img: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(image averaged over 2x2 blocks, that image repeated back to full size)."""
-    h, w = img.shape[0] // 2, img.shape[1] // 2
-    small = np.rint(img[: 2 * h, : 2 * w].reshape(h, 2, w, 2, 3).mean(axis=(1, 3))).astype(np.uint8)
-    return small, np.repeat(np.repeat(small, 2, axis=0), 2, axis=1)
+from isp_test_helpers import TABLE1, manifest_data  # noqa: E402  (shared with the other ISP tests)
 
 
 
@@ -74,7 +37,7 @@ def test_participation_weights_sum_to_one_and_keep_order(profiles):
 
 
 def test_participation_is_normalised_when_shares_do_not_sum_to_100():
-    data = _manifest_data()
+    data = manifest_data()
     data["devices"] = data["devices"][:3]  # 12 + 27 + 38 = 77 %
     ps = parse_profiles(data)
     assert sum(p.participation for p in ps) == pytest.approx(1.0)
@@ -154,7 +117,7 @@ def test_colour_matrices_invertible_and_distinct_across_sensor_families(profiles
     ],
 )
 def test_validation_errors_are_clear(mutate, message):
-    data = copy.deepcopy(_manifest_data())
+    data = copy.deepcopy(manifest_data())
     mutate(data["devices"][0])
     with pytest.raises(ValueError) as exc:
         parse_profiles(data, origin="test.yaml")

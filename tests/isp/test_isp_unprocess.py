@@ -3,54 +3,17 @@ forward pipeline of hetbench.isp.reference, and the embedded photographs it star
 
 from __future__ import annotations
 
-from importlib import resources
 
 import numpy as np
 import pytest
-import yaml
 
 from hetbench.isp import unprocess as synth
 from hetbench.sources import photographs
 from hetbench.isp import reference
 from hetbench.isp.capture import cfa_channel_map
-from hetbench.isp.device import DeviceProfile
-from hetbench.isp.profiles import load_profiles
 from hetbench.isp.transfer import inverse_smoothstep, smoothstep, srgb_decode, srgb_encode
 
-TABLE1 = {  # HeteroSwitch Table 1: device -> (vendor, tier, market share %)
-    "GalaxyS22": ("Samsung", "H", 12),
-    "VELVET": ("LG", "H", 2),
-    "Pixel5": ("Google", "H", 1),
-    "GalaxyS9": ("Samsung", "M", 27),
-    "G7": ("LG", "M", 5),
-    "Pixel2": ("Google", "M", 3),
-    "GalaxyS6": ("Samsung", "L", 38),
-    "G4": ("LG", "L", 8),
-    "Nexus5X": ("Google", "L", 4),
-}
-
-
-@pytest.fixture(scope="module")
-def profiles() -> list[DeviceProfile]:
-    return load_profiles("heteroswitch9")
-
-
-@pytest.fixture(scope="module")
-def astronaut_crops() -> list[np.ndarray]:
-    photos = dict(photographs.embedded_photographs())
-    return photographs.scene_crops(photos["astronaut"], 2, 256, np.random.default_rng(0))
-
-
-def _manifest_data() -> dict:
-    text = resources.files("hetbench.manifests").joinpath("devices", "heteroswitch9.yaml").read_text("utf-8")
-    return yaml.safe_load(text)
-
-
-def _half_and_blocks(img: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(image averaged over 2x2 blocks, that image repeated back to full size)."""
-    h, w = img.shape[0] // 2, img.shape[1] // 2
-    small = np.rint(img[: 2 * h, : 2 * w].reshape(h, 2, w, 2, 3).mean(axis=(1, 3))).astype(np.uint8)
-    return small, np.repeat(np.repeat(small, 2, axis=0), 2, axis=1)
+from isp_test_helpers import half_and_blocks  # noqa: E402  (shared with the other ISP tests)
 
 
 
@@ -137,7 +100,7 @@ def test_round_trip_is_exact_up_to_quantisation(profiles, astronaut_crops):
     but for 10/12-bit quantisation: this checks tone, gamma, matrix, WB, exposure and CFA."""
     for p in profiles:
         for i, crop in enumerate(astronaut_crops):
-            small, blocks = _half_and_blocks(crop)
+            small, blocks = half_and_blocks(crop)
             cap, params = synth.unprocess_with_params(blocks, p, np.random.default_rng(i), "r", noise=False)
             out = reference.process_reference(cap, brightness=1 / params.exposure, demosaic="superpixel")
             assert out.dtype == np.float32 and out.shape == small.shape
@@ -154,7 +117,7 @@ def test_round_trip_bilinear_psnr(profiles, astronaut_crops):
 
 
 def test_noise_lowers_psnr_but_stays_finite(profiles, astronaut_crops):
-    small, blocks = _half_and_blocks(astronaut_crops[0])
+    small, blocks = half_and_blocks(astronaut_crops[0])
     for p in profiles:
         clean, params = synth.unprocess_with_params(blocks, p, np.random.default_rng(5), "n", noise=False)
         noisy, _ = synth.unprocess_with_params(blocks, p, np.random.default_rng(5), "n", noise=True)
