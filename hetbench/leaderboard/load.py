@@ -16,9 +16,7 @@ from typing import Any
 
 from hetbench.errors import HetbenchError
 from hetbench.leaderboard.metrics import FINAL_METRICS
-
-RESULT_KIND = "hetbench-train-result"
-SCHEMA_VERSION = 1
+from hetbench.train.results import RESULT_KIND, SCHEMA_VERSION  # the producer's constants (no torch)
 
 
 def json_text(obj: Any) -> str:

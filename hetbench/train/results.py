@@ -16,6 +16,11 @@ from typing import Any
 
 from hetbench.errors import HetbenchError
 
+#: what every results document says it is, and the version of its layout (``docs/output-contract.md``);
+#: the leaderboard reads only documents of this kind and version
+RESULT_KIND = "hetbench-train-result"
+SCHEMA_VERSION = 1
+
 
 def _safe(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9._+=-]+", "_", str(text)).strip("._") or "split"

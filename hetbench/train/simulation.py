@@ -25,10 +25,9 @@ from hetbench.train.data import FederatedData
 from hetbench.train.evaluate import metrics_from_correct, per_group, predict_range
 from hetbench.train.local import TrainingDiverged, Workspace
 from hetbench.train.models import build_model, count_parameters, default_model, profile
+from hetbench.train.results import RESULT_KIND, SCHEMA_VERSION
 
-RESULT_KIND = "hetbench-train-result"
 EVAL_BATCH = 256  # test rows per forward pass
-SCHEMA_VERSION = 1
 
 
 def resolve_model(config: TrainConfig, data: FederatedData) -> str:

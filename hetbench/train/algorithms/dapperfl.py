@@ -153,7 +153,7 @@ class DapperFL(Algorithm):
     """
 
     name = "dapperfl"
-    citation = "Yang et al. 2024, DapperFL: domain adaptive federated learning with model fusion pruning"
+    citation = "Jia et al. 2024, DapperFL: domain adaptive federated learning with model fusion pruning"
     defaults = {
         "alpha0": 0.9,
         "alpha_min": 0.1,

@@ -1,4 +1,4 @@
-"""DapperFL (Yang et al. 2024): fusion schedule (Eq. 2), L1 channel pruning, recovery (Eq. 6), DAR loss (Eq. 5)."""
+"""DapperFL (Jia et al. 2024): fusion schedule (Eq. 2), L1 channel pruning, recovery (Eq. 6), DAR loss (Eq. 5)."""
 
 from __future__ import annotations
 
