@@ -3,7 +3,7 @@
 * geo: adaptive S2 cells (Hsu et al. 2020 sec. 4.1; :class:`~hetbench.partitioners.geo_s2.GeoS2Partitioner`),
   one client per cell, client name = S2 token; output columns ``s2_cell``, ``lat``, ``lon``.
 * users: one client per user after the published filters (Landmarks-User-160k, iNaturalist class
-  balancing, or none; :class:`~hetbench.partitioners.user_filters.UsersPartitioner`); output
+  balancing, or none; :class:`~hetbench.partitioners.users.UsersPartitioner`); output
   column ``user_id``. With a single-split source the test split is user-disjoint (``heldout``).
 
 Both work on metadata alone (ids, labels, coordinates, users); ``--image-root`` attaches images.
@@ -230,7 +230,7 @@ def prepare_users(
     >>> prepared.test_split, prepared.build().num_clients > 10
     ('heldout', True)
     """
-    from hetbench.partitioners.user_filters import UsersPartitioner
+    from hetbench.partitioners.users import UsersPartitioner
     from hetbench.sources import load_table
 
     params = {"user_col": user_col, "label_col": label_col, "id_col": id_col, "filters": filters, "test_split": test_split}

@@ -19,7 +19,7 @@ from hetbench.partitioners.iid import IIDPartitioner
 from hetbench.partitioners.natural_id import NaturalIdPartitioner
 from hetbench.partitioners.semantic import SemanticPartitioner
 from hetbench.partitioners.shards import ClassesPerClientPartitioner, ShardsPartitioner
-from hetbench.partitioners.user_filters import UsersPartitioner
+from hetbench.partitioners.users import UsersPartitioner
 
 REGISTRY: Registry[type[Partitioner]] = Registry("partition method", {
     cls.name: cls

@@ -13,13 +13,8 @@ from hypothesis import strategies as st
 from hetbench.errors import HetbenchError
 from hetbench.partition import DropReason
 from hetbench.seeding import make_rng
-from hetbench.partitioners.user_filters import (
-    UsersPartitioner,
-    inaturalist_balance,
-    landmarks_filter,
-    surviving_classes,
-    user_disjoint_test_split,
-)
+from hetbench.partitioners.user_filters import inaturalist_balance, landmarks_filter, user_disjoint_test_split
+from hetbench.partitioners.users import UsersPartitioner, surviving_classes
 from tables import make_table
 
 BIRDCLEF = Path(__file__).resolve().parents[3] / "shared" / "data" / "geo" / "birdclef2022_train_metadata.csv"
@@ -211,7 +206,7 @@ def test_users_partitioner_small_table():
                           min_user_images=1, min_user_classes=2).partition(table, 0)
     assert p2.client_names == ("a", "b", "c") and p2.drop_reason[3] == DropReason.FILTERED
     # rebuilding from the recipe gives the same partition
-    from hetbench.partitioners.user_filters import UsersPartitioner as UP
+    from hetbench.partitioners.users import UsersPartitioner as UP
 
     assert UP(**p.recipe["params"]).partition(table, 0).fingerprint == p.fingerprint
 
