@@ -30,7 +30,6 @@ from hetbench.sources.files import KNOWN_SPLITS, read_path
 from hetbench.sources.hub import looks_like_hub_id, read_hub
 from hetbench.sources.inat2017 import PREFIX as INAT2017_PREFIX
 from hetbench.sources.inat2017 import load_inat2017
-from hetbench.sources.packaged import builtin_arrays
 from hetbench.sources.quiet import datasets_bars_off
 from hetbench.table import SampleTable
 
@@ -38,10 +37,6 @@ if TYPE_CHECKING:  # pragma: no cover
     import datasets
 
 DEFAULT_DATASET = "builtin:digits"
-
-# names other layers imported before the package was split (hetbench.train.data, digits_domains)
-_datasets_bars_off = datasets_bars_off
-_builtin_arrays = builtin_arrays
 
 
 def load_table(

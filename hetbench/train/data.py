@@ -156,13 +156,13 @@ def _column(ds, name: str, kind) -> np.ndarray:
 def _load_splits(split: str):
     import datasets
 
-    from hetbench.sources import _datasets_bars_off
+    from hetbench.sources.quiet import datasets_bars_off
 
     path = Path(split).expanduser()
     if not path.exists() and not (split.count("/") == 1 and not split.startswith((".", "/"))):
         raise HetbenchError(f"split '{split}' not found (no such folder, and not a hub id)")
     try:
-        with _datasets_bars_off():
+        with datasets_bars_off():
             dd = datasets.load_dataset(str(path) if path.exists() else split)
     except HetbenchError:
         raise
