@@ -8,7 +8,6 @@ import pkgutil
 
 import pytest
 
-import hetbench
 
 
 def _modules() -> list[str]:
