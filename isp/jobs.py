@@ -68,7 +68,17 @@ class JobResult:
     skipped: str | None = None
 
 
-def _png(rgb: np.ndarray) -> bytes:
+def encode_png(rgb: np.ndarray) -> bytes:
+    """PNG bytes of a uint8 RGB image (OpenCV's encoder, default compression): every rendered image
+    of a device split is stored this way.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from hetbench.isp.jobs import encode_png
+    >>> encode_png(np.zeros((2, 2, 3), np.uint8))[:4]
+    b'\\x89PNG'
+    """
     import cv2
 
     ok, buf = cv2.imencode(".png", np.ascontiguousarray(rgb[..., ::-1]))
@@ -117,7 +127,7 @@ def run_job(job: CaptureJob) -> JobResult:
             for (pos, _), res in zip(members, rendered):
                 out[pos] = res
         for res in out:
-            images.append(_png(res.image))
+            images.append(encode_png(res.image))
             stats.append(image_stats(res.image, res.jpeg_bytes))
     except UnsupportedRaw as exc:
         return JobResult(job.index, job.capture_id, job.label, [], [], skipped=exc.reason)
