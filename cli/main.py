@@ -1,11 +1,14 @@
 """Entry point: ``hetbench <group> <name> [options]``.
 
 Bad input of any kind (a :class:`HetbenchError`, or a click usage error) is one line on stderr and
-exit code 2; never a traceback.
+exit code 2; never a traceback. Ctrl-C (exit 130) and SIGTERM (exit 143) take the same path: the
+command's temporary folders are removed, its output locks released, and one line is printed.
 """
 
 from __future__ import annotations
 
+import os
+import signal
 import sys
 
 import click
@@ -14,7 +17,39 @@ from hetbench.version import __version__
 from hetbench.errors import HetbenchError
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+class Interrupted(Exception):
+    """A command stopped by Ctrl-C or SIGTERM, after its cleanups ran."""
+
+    def __init__(self, terminated: bool) -> None:
+        super().__init__("terminated" if terminated else "interrupted")
+        self.exit_code = 143 if terminated else 130
+
+
+class _Terminated(KeyboardInterrupt):
+    """SIGTERM, raised where the program is, so every cleanup runs as for Ctrl-C."""
+
+
+class _Group(click.Group):
+    def invoke(self, ctx: click.Context):
+        try:
+            return super().invoke(ctx)
+        except KeyboardInterrupt as exc:
+            raise Interrupted(isinstance(exc, _Terminated)) from None
+
+
+_MAIN_PID = os.getpid()
+
+
+def _on_sigterm(signum, frame) -> None:
+    if os.getpid() != _MAIN_PID:  # a forked worker: die as SIGTERM would; the parent cleans up
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        os.kill(os.getpid(), signal.SIGTERM)
+        return
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)  # a second SIGTERM must not cut the cleanup short
+    raise _Terminated()
+
+
+@click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
 @click.version_option(__version__, prog_name="hetbench")
 def cli() -> None:
     """hetbench: build, measure, publish and verify federated splits with real heterogeneity.
@@ -46,9 +81,31 @@ def _register() -> None:
 
 def main(argv: list[str] | None = None) -> None:
     """Console-script entry: runs the click group and turns bad input into exit code 2."""
+    global _MAIN_PID
+    from hetbench.atomic import release_all
+
     _register()
+    _MAIN_PID = os.getpid()
+    try:
+        previous = signal.signal(signal.SIGTERM, _on_sigterm)
+    except ValueError:  # not the main thread: leave signals alone
+        previous = None
+    try:
+        _run(argv)
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, signal.SIG_IGN)  # no interruption while releasing
+        release_all()
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+
+
+def _run(argv: list[str] | None) -> None:
     try:
         code = cli.main(args=argv, prog_name="hetbench", standalone_mode=False)
+    except Interrupted as exc:
+        click.echo(f"hetbench: {exc}", err=True)
+        sys.exit(exc.exit_code)
     except HetbenchError as exc:
         click.echo(f"hetbench: error: {exc}", err=True)
         sys.exit(exc.exit_code)
@@ -58,9 +115,10 @@ def main(argv: list[str] | None = None) -> None:
     except click.ClickException as exc:
         click.echo(f"hetbench: error: {exc.format_message()}".replace("\n", " "), err=True)
         sys.exit(2)
-    except click.exceptions.Abort:
-        click.echo("hetbench: aborted", err=True)
-        sys.exit(130)
+    except click.exceptions.Abort as exc:
+        terminated = isinstance(exc.__cause__, _Terminated)
+        click.echo(f"hetbench: {'terminated' if terminated else 'aborted'}", err=True)
+        sys.exit(143 if terminated else 130)
     except click.exceptions.Exit as exc:
         sys.exit(exc.exit_code)
     sys.exit(code if isinstance(code, int) else 0)

@@ -1,48 +1,451 @@
-"""Atomic output folders: build in a hidden temporary sibling, then rename into place.
+"""Safe output folders: locked, built in a hidden temporary sibling, then renamed into place.
 
-A failed or interrupted build never leaves a half-written ``--out``; replacing an existing folder
-needs ``overwrite=True``.
+* A failed or interrupted build never leaves a half-written ``--out``: the build is written in
+  ``.<name>.tmp-<random>`` beside it and renamed into place at the end.
+* ``--overwrite`` replaces only a folder that a hetbench command wrote (it holds ``hetbench.json``,
+  or ``leaderboard.md`` / ``leaderboard.csv``) or an empty folder; never the current folder or one
+  of its ancestors.
+* An exclusive lock (``fcntl.flock`` on ``.<name>.lock`` beside ``--out``) is taken by the first
+  check of ``--out`` and held until the folder is in place (or the command ends), so a second build
+  to the same folder fails at once.
+* Every temporary folder records the pid and host of its process (``.hetbench-pid`` inside); the
+  next run removes those whose process is dead (left by SIGKILL or a crash).
 """
 
 from __future__ import annotations
 
+import atexit
 import os
 import shutil
+import socket
+import threading
 import uuid
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator
 
 from hetbench.errors import HetbenchError
 
+try:  # pragma: no cover - always there on POSIX
+    import fcntl
+except ImportError:  # pragma: no cover - Windows: no locking
+    fcntl = None  # type: ignore[assignment]
+
+#: files that mark a folder a hetbench command wrote (a build's manifest, a leaderboard)
+MARKERS = ("hetbench.json", "leaderboard.md", "leaderboard.csv")
+#: the file inside a temporary folder naming the process that owns it ("<pid> <host>")
+PID_FILE = ".hetbench-pid"
+
+
+@dataclass
+class _Held:
+    fd: int
+    path: Path
+    pid: int
+    created: list[Path] = field(default_factory=list)
+
+
+_HELD: dict[str, _Held] = {}
+_GUARD = threading.RLock()
+
+
+def _absolute(out: str | os.PathLike) -> Path:
+    return Path(os.path.abspath(os.fspath(out)))
+
+
+def is_hetbench_output(folder: str | os.PathLike) -> bool:
+    """Whether ``--overwrite`` may replace ``folder``: it is empty or holds a hetbench marker file.
+
+    Parameters
+    ----------
+    folder : path
+        An existing folder.
+
+    Returns
+    -------
+    bool
+        True for an empty folder or one holding ``hetbench.json``, ``leaderboard.md`` or
+        ``leaderboard.csv``.
+
+    Examples
+    --------
+    >>> import pathlib
+    >>> from hetbench.atomic import is_hetbench_output
+    >>> d = pathlib.Path("atomic_marker_example")
+    >>> d.mkdir()
+    >>> is_hetbench_output(d)
+    True
+    >>> _ = (d / "notes.txt").write_text("mine")
+    >>> is_hetbench_output(d)
+    False
+    """
+    folder = Path(folder)
+    if any((folder / m).is_file() for m in MARKERS):
+        return True
+    return next(iter(folder.iterdir()), None) is None
+
+
+def process_alive(pid: int) -> bool:
+    """Whether process ``pid`` runs on this machine (a zombie counts as dead).
+
+    Parameters
+    ----------
+    pid : int
+        A process id.
+
+    Returns
+    -------
+    bool
+        False when no such process exists or it has exited and waits to be reaped.
+
+    Examples
+    --------
+    >>> import os
+    >>> from hetbench.atomic import process_alive
+    >>> process_alive(os.getpid())
+    True
+    """
+    if pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+        return stat[stat.rindex(")") + 2:][:1] != "Z"
+    except (OSError, ValueError):
+        return True
+
+
+def _mark(folder: Path) -> None:
+    (folder / PID_FILE).write_text(f"{os.getpid()} {socket.gethostname()}\n")
+
+
+def _is_stale(folder: Path) -> bool:
+    try:
+        pid, host = (folder / PID_FILE).read_text().split()[:2]
+        return host == socket.gethostname() and not process_alive(int(pid))
+    except (OSError, ValueError):
+        return False  # no readable pid: not ours to judge (an older hetbench, or being created)
+
+
+def remove_stale(parent: str | os.PathLike, prefix: str) -> list[Path]:
+    """Remove the folders ``parent/<prefix>*`` whose recorded process (``.hetbench-pid``) is dead.
+
+    Folders without a pid file, or whose process runs (or ran on another host), are kept.
+
+    Parameters
+    ----------
+    parent : path
+        The folder to clean.
+    prefix : str
+        The name prefix of the temporary folders, e.g. ``.out.tmp-`` or ``.report-``.
+
+    Returns
+    -------
+    list of Path
+        The folders removed.
+
+    Examples
+    --------
+    >>> import pathlib, socket
+    >>> from hetbench.atomic import remove_stale
+    >>> d = pathlib.Path(".stale-example.tmp-1")
+    >>> d.mkdir()
+    >>> _ = (d / ".hetbench-pid").write_text(f"999999999 {socket.gethostname()}")
+    >>> [p.name for p in remove_stale(".", ".stale-example.tmp-")]
+    ['.stale-example.tmp-1']
+    """
+    parent = Path(parent)
+    removed = []
+    try:
+        entries = [p for p in parent.iterdir() if p.name.startswith(prefix)]
+    except OSError:
+        return removed
+    for p in sorted(entries):
+        if p.is_dir() and not p.is_symlink() and _is_stale(p):
+            shutil.rmtree(p, ignore_errors=True)
+            removed.append(p)
+    return removed
+
+
+@contextmanager
+def temp_dir(parent: str | os.PathLike, prefix: str) -> Iterator[Path]:
+    """A temporary folder ``parent/<prefix><random>`` that records its process and is removed on exit.
+
+    Stale folders with the same prefix from dead processes are removed first (:func:`remove_stale`).
+
+    Parameters
+    ----------
+    parent : path
+        Where to create it (an existing folder).
+    prefix : str
+        Its name prefix, e.g. ``.report-``.
+
+    Returns
+    -------
+    contextmanager of Path
+        The folder, removed with its contents when the block ends.
+
+    Examples
+    --------
+    >>> from hetbench.atomic import temp_dir
+    >>> with temp_dir(".", ".example-") as tmp:
+    ...     tmp.name.startswith(".example-"), tmp.is_dir()
+    (True, True)
+    >>> tmp.exists()
+    False
+    """
+    parent = Path(parent)
+    remove_stale(parent, prefix)
+    tmp = parent / f"{prefix}{uuid.uuid4().hex[:10]}"
+    tmp.mkdir()
+    try:
+        _mark(tmp)
+        yield tmp
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _make_parents(parent: Path, shown: str) -> list[Path]:
+    """Create ``parent`` and its missing ancestors; returns those created, deepest last."""
+    missing = []
+    p = parent
+    while not p.exists():
+        missing.append(p)
+        if p.parent == p:
+            break
+        p = p.parent
+    try:
+        parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        _remove_dirs(list(reversed(missing)))
+        raise HetbenchError(f"cannot write --out '{shown}': {exc.strerror or exc}") from None
+    return list(reversed(missing))
+
+
+def _remove_dirs(created: list[Path]) -> None:
+    for d in reversed(created):
+        try:
+            d.rmdir()
+        except OSError:
+            break
+
+
+def _acquire(target: Path, shown: str) -> None:
+    key = str(target)
+    with _GUARD:
+        held = _HELD.get(key)
+        if held is not None and held.pid == os.getpid():
+            return
+        created = _make_parents(target.parent, shown)
+        lock_path = target.parent / f".{target.name}.lock"
+        while True:
+            try:
+                fd = os.open(lock_path, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o644)
+            except OSError as exc:
+                _remove_dirs(created)
+                raise HetbenchError(f"cannot write --out '{shown}': {exc.strerror or exc}") from None
+            if fcntl is None:  # pragma: no cover
+                break
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                os.close(fd)
+                raise HetbenchError(
+                    f"--out '{shown}' is being written by another hetbench process (lock {lock_path}); "
+                    "wait for it to finish or choose another folder"
+                ) from None
+            try:  # the holder before us may have removed the file it locked: lock the current one
+                if os.fstat(fd).st_ino == os.stat(lock_path).st_ino:
+                    break
+            except FileNotFoundError:
+                pass
+            os.close(fd)
+        os.ftruncate(fd, 0)
+        os.write(fd, f"{os.getpid()} {socket.gethostname()}\n".encode())
+        _HELD[key] = _Held(fd, lock_path, os.getpid(), created)
+
+
+def release_lock(out: str | os.PathLike) -> None:
+    """Release this process's lock on ``out`` (and remove its lock file); nothing if none is held.
+
+    Parent folders created for the lock are removed again when ``out`` was not written.
+
+    Parameters
+    ----------
+    out : path
+        The output folder given to :func:`check_out_dir`.
+
+    Returns
+    -------
+    None
+
+    Examples
+    --------
+    >>> import pathlib
+    >>> from hetbench.atomic import check_out_dir, release_lock
+    >>> _ = check_out_dir("atomic_release_example", overwrite=False)
+    >>> pathlib.Path(".atomic_release_example.lock").exists()
+    True
+    >>> release_lock("atomic_release_example")
+    >>> pathlib.Path(".atomic_release_example.lock").exists()
+    False
+    """
+    target = _absolute(out)
+    with _GUARD:
+        held = _HELD.get(str(target))
+        if held is None or held.pid != os.getpid():
+            return
+        del _HELD[str(target)]
+        try:
+            if os.fstat(held.fd).st_ino == os.stat(held.path).st_ino:
+                held.path.unlink()
+        except OSError:
+            pass
+        os.close(held.fd)
+        if not target.exists():
+            _remove_dirs(held.created)
+
+
+@atexit.register
+def release_all() -> None:
+    """Release every output lock this process holds (the CLI calls it when a command ends).
+
+    Returns
+    -------
+    None
+
+    Examples
+    --------
+    >>> from hetbench.atomic import release_all
+    >>> release_all()
+    """
+    for key in list(_HELD):
+        release_lock(key)
+
+
+def _contains_cwd(target: Path) -> bool:
+    try:
+        return Path.cwd().resolve().is_relative_to(target.resolve())
+    except OSError:
+        return False
+
 
 def check_out_dir(out: str | os.PathLike, overwrite: bool) -> Path:
-    """Refuse an existing ``out`` unless ``overwrite``; refuse a file in its place always."""
+    """Check ``out`` before any work and lock it for this process (released by :func:`atomic_dir`).
+
+    Parameters
+    ----------
+    out : path
+        The output folder.
+    overwrite : bool
+        Whether an existing hetbench output (or empty folder) may be replaced.
+
+    Returns
+    -------
+    Path
+        ``out`` as a Path.
+
+    Raises
+    ------
+    HetbenchError
+        If ``out`` is a file, exists without ``overwrite``, is not a hetbench output, is the current
+        folder or contains it, cannot be written, or another process is writing it.
+
+    Examples
+    --------
+    >>> from hetbench.atomic import check_out_dir, release_lock
+    >>> check_out_dir("atomic_check_example", overwrite=False).name
+    'atomic_check_example'
+    >>> release_lock("atomic_check_example")
+    >>> check_out_dir(".", overwrite=True)
+    Traceback (most recent call last):
+    hetbench.errors.HetbenchError: --out '.' is the current folder or contains it; choose another folder
+    """
     path = Path(out)
-    if path.exists():
-        if not path.is_dir():
+    target = _absolute(out)
+    if target.parent == target:
+        raise HetbenchError(f"--out '{path}' is the root of the file system; choose another folder")
+    if target.exists():
+        if not target.is_dir():
             raise HetbenchError(f"--out '{path}' exists and is not a folder")
         if not overwrite:
             raise HetbenchError(f"--out '{path}' already exists; pass --overwrite to replace it")
+    if target.exists() and _contains_cwd(target):
+        raise HetbenchError(f"--out '{path}' is the current folder or contains it; choose another folder")
+    _acquire(target, str(path))
+    try:
+        if target.is_dir() and not is_hetbench_output(target):
+            raise HetbenchError(
+                f"--out '{path}' is not a hetbench build (no {MARKERS[0]}) and not empty; "
+                "--overwrite replaces only hetbench outputs"
+            )
+        for kind in ("tmp", "old"):
+            remove_stale(target.parent, f".{target.name}.{kind}-")
+    except BaseException:
+        release_lock(target)
+        raise
     return path
 
 
 @contextmanager
 def atomic_dir(out: str | os.PathLike, overwrite: bool = False) -> Iterator[Path]:
-    """Yield a temporary folder; on success it replaces ``out``, on failure it is removed."""
-    out = check_out_dir(out, overwrite)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.parent / f".{out.name}.tmp-{uuid.uuid4().hex[:10]}"
-    tmp.mkdir()
+    """Yield a temporary folder; on success it replaces ``out``, on failure it is removed.
+
+    Parameters
+    ----------
+    out : path
+        The output folder (checked and locked by :func:`check_out_dir`).
+    overwrite : bool
+        Replace an existing hetbench output.
+
+    Returns
+    -------
+    contextmanager of Path
+        The temporary sibling ``.<name>.tmp-<random>`` to write into.
+
+    Examples
+    --------
+    >>> from hetbench.atomic import atomic_dir
+    >>> with atomic_dir("atomic_dir_example") as tmp:
+    ...     _ = (tmp / "hetbench.json").write_text("{}")
+    >>> import pathlib; sorted(p.name for p in pathlib.Path("atomic_dir_example").iterdir())
+    ['hetbench.json']
+    """
+    check_out_dir(out, overwrite)
+    target = _absolute(out)
     try:
-        yield tmp
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
-    trash = None
-    if out.exists():
-        trash = out.parent / f".{out.name}.old-{uuid.uuid4().hex[:10]}"
-        os.replace(out, trash)
-    os.replace(tmp, out)
-    if trash is not None:
-        shutil.rmtree(trash, ignore_errors=True)
+        tmp = target.parent / f".{target.name}.tmp-{uuid.uuid4().hex[:10]}"
+        try:
+            tmp.mkdir()
+            _mark(tmp)
+        except OSError as exc:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise HetbenchError(f"cannot write --out '{out}': {exc.strerror or exc}") from None
+        try:
+            yield tmp
+            (tmp / PID_FILE).unlink()
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
+        trash = None
+        try:
+            if target.exists():
+                trash = target.parent / f".{target.name}.old-{uuid.uuid4().hex[:10]}"
+                os.replace(target, trash)
+                _mark(trash)
+            os.replace(tmp, target)
+        except BaseException:
+            if trash is not None and not target.exists():
+                os.replace(trash, target)  # put the old output back
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
+        if trash is not None:
+            shutil.rmtree(trash, ignore_errors=True)
+    finally:
+        release_lock(target)
