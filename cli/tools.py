@@ -28,15 +28,17 @@ def report(folder: str, quiet: bool) -> None:
 @click.argument("folder", type=click.Path(file_okay=False))
 @click.option("--dataset", default=None, help="Load the source from here instead of the path recorded in the manifest.")
 def verify(folder: str, dataset: str | None) -> None:
-    """Recompute the assignment from hetbench.json and the source; exit 0 if it matches, 1 if not.
+    """Check a built folder by content: its shards, column digests and names against hetbench.json,
+    then the recipe re-run on the source. Exit 0 OK, 1 FAILED (the folder does not hold what its
+    manifest and recipe say), 2 cannot check (malformed manifest, unsafe path, missing source).
 
     Example: hetbench verify hetbench_splits/digits-dirichlet-client-a0.5-n10-s0
     """
     from hetbench import verify as verify_split
 
     verdict = verify_split(folder, dataset)
-    click.echo(verdict.message)
-    sys.exit(0 if verdict.ok else 1)
+    click.echo(verdict.message, err=verdict.exit_code == 2)
+    sys.exit(verdict.exit_code)
 
 
 @click.command("publish")

@@ -3,7 +3,7 @@
 ```
 <out>/README.md            dataset card (YAML configs + features, heterogeneity summary, plots)
 <out>/data/<split>-<fingerprint>-NNNNN-of-NNNNN.parquet
-<out>/hetbench.json        manifest (recipe, fingerprints, per-client sample ids)
+<out>/hetbench.json        manifest (recipe, fingerprints, per-client sample ids, shard and content digests)
 <out>/report.json          heterogeneity report
 <out>/plots/*.png
 ```
@@ -87,10 +87,10 @@ def publish_split(
     with atomic_dir(out, overwrite) as tmp:
         data_dir = tmp / "data"
         data_dir.mkdir()
-        files: dict[str, list[str]] = {}
+        written = {}
         with progress_bar(f"writing {name}", total, quiet) as bar:
             for split in fs.outputs:
-                files[split] = write_split(fs, split, features, data_dir, bar, shard_bytes)
+                written[split] = write_split(fs, split, features, data_dir, bar, shard_bytes)
         report = compute_report(
             {s: r.client_ids for s, r in fs.outputs.items()},
             {s: fs.labels(s) for s in fs.outputs},
@@ -102,7 +102,7 @@ def publish_split(
         plots = write_report(report, tmp)
         if extra_plots is not None:
             plots += extra_plots(tmp)
-        manifest = build_manifest(fs, files, name)
+        manifest = build_manifest(fs, written, name)
         write_manifest(manifest, tmp)
         task = "image-classification" if "image" in features else "tabular-classification"
         card = render_card(

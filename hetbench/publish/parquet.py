@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import math
 import os
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 import numpy as np
 
 from hetbench.errors import HetbenchError
+from hetbench.publish.digest import HashingSink, SplitDigest
 from hetbench.splits import FederatedSplit
 
 TARGET_SHARD_BYTES = 256 * 1024 * 1024
@@ -51,59 +53,97 @@ def _renamed(name: str, label_col: str) -> str:
     return {"label": "source_label", "client_id": "source_client_id"}.get(name, name)
 
 
-def write_split(
-    fs: FederatedSplit, split: str, features, data_dir: Path, bar, shard_bytes: int
-) -> list[str]:
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-    from datasets.table import embed_table_storage
+@dataclass
+class WrittenSplit:
+    """What :func:`write_split` wrote: the shard paths (relative to the folder), the sha256 of each
+    shard file and the content digest of every column (:mod:`hetbench.publish.digest`)."""
 
+    files: list[str]
+    file_sha256: dict[str, str]
+    columns: dict[str, str]
+
+
+def _shard_rows(fs: FederatedSplit, split: str, shard_bytes: int) -> int:
     rows = fs.outputs[split]
     ds = fs.table.splits[rows.source_split]
-    labels = fs.table.labels[rows.source_split]
     n = len(rows)
     per_row = max(ds.data.nbytes / max(len(ds), 1), 1.0)
     rows_per_shard = max(1, int(shard_bytes // per_row))
     num_shards = max(1, math.ceil(n / rows_per_shard))
-    rows_per_shard = max(1, math.ceil(n / num_shards))
+    return max(1, math.ceil(n / num_shards))
+
+
+def output_batches(fs: FederatedSplit, split: str, features, lo: int = 0, hi: int | None = None) -> Iterator[Any]:
+    """The rows ``lo:hi`` of output split ``split`` exactly as the shards hold them: pyarrow Tables
+    of at most ``BATCH_ROWS`` rows with the output schema, media embedded as bytes. A split with no
+    rows yields one empty table."""
+    import pyarrow as pa
+    from datasets.table import embed_table_storage
+
+    rows = fs.outputs[split]
+    table = fs.table.splits[rows.source_split].with_format("arrow")
+    labels = fs.table.labels[rows.source_split]
+    hi = len(rows) if hi is None else hi
     schema = features.arrow_schema
     has_media = any(type(f).__name__ in ("Image", "Audio", "Video", "Pdf") for f in features.values())
-    table = ds.with_format("arrow")
-    files = []
+    for start in range(lo, hi, BATCH_ROWS) if hi > lo else [lo]:
+        stop = min(hi, start + BATCH_ROWS)
+        idx = rows.rows[start:stop]
+        batch = table[idx]
+        cols = {_renamed(c, fs.table.label_column): batch.column(c) for c in batch.column_names}
+        cols["label"] = pa.array(labels[idx], type=pa.int64())
+        cols["client_id"] = pa.array(rows.client_ids[start:stop], type=pa.int32())
+        # a split may lack a column the others have (a published test file without users)
+        missing = {k: pa.nulls(len(idx), type=schema.field(k).type) for k in features if k not in cols}
+        out = pa.table({k: cols[k] if k in cols else missing[k] for k in features}).cast(schema)
+        yield embed_table_storage(out) if has_media else out
+
+
+def split_content(fs: FederatedSplit, split: str, features, keep_blocks: bool = False) -> SplitDigest:
+    """Content digest of an output split computed from its rows as :func:`write_split` would write
+    them, without writing anything (what ``hetbench verify`` compares with the manifest)."""
+    digest = SplitDigest(features.arrow_schema, keep_blocks)
+    for out in output_batches(fs, split, features):
+        digest.update(out)
+    return digest
+
+
+def write_split(fs: FederatedSplit, split: str, features, data_dir: Path, bar, shard_bytes: int) -> WrittenSplit:
+    """Stream an output split into parquet shards under ``data_dir``, hashing each shard file and
+    every column while writing (no second read)."""
+    import pyarrow.parquet as pq
+
+    n = len(fs.outputs[split])
+    rows_per_shard = _shard_rows(fs, split, shard_bytes)
+    num_shards = max(1, math.ceil(n / rows_per_shard))
+    schema = features.arrow_schema
+    digest = SplitDigest(schema)
+    files, shas = [], {}
     for shard in range(num_shards):
         name = f"{split}-{fs.fingerprint[:12]}-{shard:05d}-of-{num_shards:05d}.parquet"
-        files.append(f"data/{name}")
         lo, hi = shard * rows_per_shard, min(n, (shard + 1) * rows_per_shard)
-        with pq.ParquetWriter(data_dir / name, schema) as writer:
-            for start in range(lo, hi, BATCH_ROWS) if hi > lo else [lo]:
-                stop = min(hi, start + BATCH_ROWS)
-                idx = rows.rows[start:stop]
-                batch = table[idx]
-                cols = {_renamed(c, fs.table.label_column): batch.column(c) for c in batch.column_names}
-                cols["label"] = pa.array(labels[idx], type=pa.int64())
-                cols["client_id"] = pa.array(rows.client_ids[start:stop], type=pa.int32())
-                # a split may lack a column the others have (a published test file without users)
-                missing = {k: pa.nulls(len(idx), type=schema.field(k).type) for k in features if k not in cols}
-                out = pa.table({k: cols[k] if k in cols else missing[k] for k in features}).cast(schema)
-                if has_media:
-                    out = embed_table_storage(out)
-                writer.write_table(out)
-                bar.update(advance=int(idx.size))
-    return files
+        with HashingSink(data_dir / name) as sink:
+            with pq.ParquetWriter(sink, schema) as writer:
+                for out in output_batches(fs, split, features, lo, hi):
+                    digest.update(out)
+                    writer.write_table(out)
+                    bar.update(advance=out.num_rows)
+        files.append(f"data/{name}")
+        shas[f"data/{name}"] = sink.hexdigest()
+    return WrittenSplit(files, shas, digest.columns())
 
 
 def read_built_columns(folder: str | os.PathLike, columns: tuple[str, ...] = ("client_id", "label")) -> dict[str, dict[str, np.ndarray]]:
     """Selected columns of every split of a built folder, read straight from its parquet files."""
     import pyarrow.parquet as pq
 
-    from hetbench.publish.manifest import read_manifest
+    from hetbench.publish.manifest import read_manifest, shard_paths
 
     manifest = read_manifest(folder)
     out: dict[str, dict[str, np.ndarray]] = {}
-    for split, info in manifest["splits"].items():
+    for split in manifest["splits"]:
         parts = []
-        for f in info["files"]:
-            path = Path(folder) / f
+        for path in shard_paths(folder, manifest, split):
             if not path.is_file():
                 raise HetbenchError(f"{path} is missing")
             parts.append(pq.read_table(path, columns=list(columns)))

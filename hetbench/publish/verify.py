@@ -1,11 +1,20 @@
-"""``hetbench verify``: does a built folder still say what its manifest says, and can it be rebuilt?
+"""``hetbench verify``: does a built folder hold what its manifest and its recipe say?
 
-Three checks, each naming what failed:
+The checks run in order and the first mismatch is reported in one line naming the split, file,
+column and, where cheap, row:
 
-1. the manifest's per-client sample ids hash to its ``assignment_sha256`` (the ids were not edited);
-2. the source, loaded again, has the recorded input fingerprint, and re-running the recorded recipe
-   gives the recorded split fingerprint and the same per-client sample ids;
-3. the parquet files hold the same rows with the same ``client_id`` as the manifest.
+1. the folder alone (:mod:`hetbench.publish.folder_checks`): the manifest is well formed, every
+   path it names stays inside the folder, the per-client sample ids hash to ``assignment_sha256``,
+   the folder and its card hold exactly the listed shards, every shard has its recorded sha256 and
+   every column of every split its recorded content digest, and ``num_clients``, ``client_names``
+   and ``class_names`` agree with the rows;
+2. the recipe: the source, loaded again (or re-rendered by its builder), has the recorded input
+   fingerprint; re-running the recipe gives the recorded partition and split fingerprints, sample
+   ids, client and class names, and rows whose content digests, computed as the writer would write
+   them, equal the recorded ones (this catches a source file replaced by other content).
+
+The :class:`Verdict` says OK (exit code 0), FAILED (1: the folder does not hold what its manifest
+and recipe say) or CANNOT CHECK (2: a malformed manifest, an unsafe path, a missing source).
 """
 
 from __future__ import annotations
@@ -14,16 +23,44 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
-import numpy as np
-
 from hetbench.errors import HetbenchError
-from hetbench.publish.manifest import assignment_digest, client_sample_ids, read_manifest
+from hetbench.publish.digest import BLOCK_ROWS, first_differing_block
+from hetbench.publish.folder_checks import Mismatch, SplitData, check_folder
+from hetbench.publish.manifest import client_sample_ids, read_manifest, shard_paths
 
 
 @dataclass(frozen=True)
 class Verdict:
+    """The outcome of :func:`verify_folder`.
+
+    Parameters
+    ----------
+    ok : bool
+        The folder holds what its manifest and recipe say.
+    message : str
+        One line: ``OK: ...``, ``FAILED: ...`` or ``CANNOT CHECK: ...``.
+    exit_code : int, optional
+        0 OK, 1 FAILED, 2 cannot check (default: 0 if ``ok`` else 1).
+
+    Examples
+    --------
+    >>> Verdict(False, "FAILED: x").exit_code, Verdict(True, "OK").exit_code
+    (1, 0)
+    """
+
     ok: bool
     message: str
+    exit_code: int = -1
+
+    def __post_init__(self) -> None:
+        if self.exit_code == -1:
+            object.__setattr__(self, "exit_code", 0 if self.ok else 1)
+
+
+class SourceChanged(HetbenchError):
+    """The source loaded again is not the one the split was built from (a failed check, not bad input)."""
+
+    exit_code = 1
 
 
 #: recipe method -> function re-running a build that renders its own rows (``hetbench.builders.rebuilders()``)
@@ -34,7 +71,8 @@ def rebuild(manifest: dict, dataset: str | None = None, rebuilders: Rebuilders |
     """Re-run a manifest's recipe on its source (or on ``dataset``): returns the FederatedSplit.
 
     A split whose rows a builder rendered (its recipe method is in ``rebuilders``) is re-rendered by
-    that builder; the layer above passes the builders in, so this module never imports them.
+    that builder; the layer above passes the builders in, so this module never imports them. A
+    source whose input fingerprint differs from the recorded one raises :class:`SourceChanged`.
     """
     from hetbench.partitioners import get_partitioner
     from hetbench.sources import load_table
@@ -45,9 +83,11 @@ def rebuild(manifest: dict, dataset: str | None = None, rebuilders: Rebuilders |
     if builder is not None:  # a builder renders its own table: re-run the whole build
         return builder(manifest)
     src = manifest["source"]
+    if not isinstance(dataset or src.get("dataset"), str):
+        raise HetbenchError("hetbench.json is malformed: 'source.dataset' is missing; pass --dataset")
     table = load_table(dataset or src["dataset"], src.get("label_col"), src.get("id_col"))
     if table.fingerprint != manifest.get("input_fingerprint"):
-        raise HetbenchError(
+        raise SourceChanged(
             f"the source '{dataset or src['dataset']}' differs from the one this split was built from "
             "(input fingerprint mismatch)"
         )
@@ -64,43 +104,110 @@ def rebuild(manifest: dict, dataset: str | None = None, rebuilders: Rebuilders |
     )
 
 
-def verify_folder(folder: str | Path, dataset: str | None = None, rebuilders: Rebuilders | None = None) -> Verdict:
-    """Check a built folder against its manifest and its source (module notes); never raises on a
-    mismatch, which is a failed :class:`Verdict`."""
+def _short(value: Any) -> str:
+    if isinstance(value, dict) and "bytes" in value:
+        value = value["bytes"]
+    if isinstance(value, (bytes, bytearray)):
+        return f"{len(value):,} bytes"
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _first_row(folder: Path, manifest: dict, fs, split: str, column: str, features, block: int) -> str:
+    """' row N (file F): V in the folder, W rebuilt' for the first differing row of a block."""
     import pyarrow.parquet as pq
 
-    folder = Path(folder)
-    manifest = read_manifest(folder)
-    if assignment_digest(manifest["sample_ids"]) != manifest["assignment_sha256"]:
-        return Verdict(False, "FAILED: the per-client sample ids in hetbench.json were changed after the build")
-    try:
-        fs = rebuild(manifest, dataset, rebuilders)
-    except HetbenchError as exc:
-        return Verdict(False, f"FAILED: {exc}")
+    from hetbench.publish.parquet import output_batches
+
+    lo = block * BLOCK_ROWS
+    hi = min(len(fs.outputs[split]), lo + BLOCK_ROWS)
+    rebuilt = [v for t in output_batches(fs, split, features, lo, hi) for v in t.column(column).to_pylist()]
+    start, folder_rows, where = 0, [], {}
+    for path, rel in zip(shard_paths(folder, manifest, split), manifest["splits"][split]["files"]):
+        n = pq.ParquetFile(path).metadata.num_rows
+        if start + n > lo and start < hi:
+            col = pq.read_table(path, columns=[column]).column(column).slice(max(lo - start, 0), hi - max(lo, start))
+            where.update({start + max(lo - start, 0) + i: rel for i in range(len(col))})
+            folder_rows += col.to_pylist()
+        start += n
+    for i, (a, b) in enumerate(zip(folder_rows, rebuilt)):
+        if a != b:
+            return f", row {lo + i} (file {where.get(lo + i, '?')}): {_short(a)} in the folder, {_short(b)} rebuilt"
+    return f", rows {lo}-{hi - 1}"
+
+
+def _check_rebuilt(folder: Path, manifest: dict, fs, data: dict[str, SplitData]) -> None:
+    from hetbench.publish.parquet import output_features, split_content
+
     if fs.partition.fingerprint != manifest["partition_fingerprint"]:
-        return Verdict(False, "FAILED: re-running the recipe gives a different partition (partition fingerprint mismatch)")
+        raise Mismatch("re-running the recipe gives a different partition (partition fingerprint mismatch)")
     if fs.fingerprint != manifest["split_fingerprint"]:
-        return Verdict(False, "FAILED: re-running the recipe gives different splits (split fingerprint mismatch)")
+        raise Mismatch("re-running the recipe gives different splits (split fingerprint mismatch)")
     if client_sample_ids(fs) != manifest["sample_ids"]:
-        return Verdict(False, "FAILED: the manifest's per-client sample ids differ from the recomputed ones")
-    id_col = fs.table.id_column
-    for split, rows in fs.outputs.items():
-        files = manifest["splits"].get(split, {}).get("files", [])
-        missing = [f for f in files if not (folder / f).is_file()]
-        if missing or not files:
-            return Verdict(False, f"FAILED: split '{split}' has missing parquet files: {', '.join(missing) or 'none listed'}")
-        cols = ["client_id"] + ([id_col] if id_col else [])
+        raise Mismatch("the manifest's per-client sample ids differ from the recomputed ones")
+    for key, now in (("num_clients", fs.num_clients), ("client_names", list(fs.client_names)),
+                     ("class_names", list(fs.table.class_names))):
+        if manifest[key] != now:
+            raise Mismatch(f"{key} in hetbench.json differ from the ones re-running the recipe gives")
+    if set(fs.outputs) != set(manifest["splits"]):
+        raise Mismatch(f"re-running the recipe gives the splits {', '.join(sorted(fs.outputs))}")
+    features = output_features(fs)
+    for split in fs.outputs:
+        rebuilt = split_content(fs, split, features, keep_blocks=True)
+        recorded = manifest["splits"][split]["column_sha256"]
+        now = rebuilt.columns()
+        for col in list(now) + [c for c in recorded if c not in now]:
+            if recorded.get(col) == now.get(col):
+                continue
+            if col not in now or col not in recorded:
+                raise Mismatch(f"split '{split}', column '{col}': {'only in the folder' if col not in now else 'only in the rebuilt rows'}")
+            block = first_differing_block(data[split].digest.blocks(col), rebuilt.blocks(col))
+            row = _first_row(folder, manifest, fs, split, col, features, block or 0)
+            raise Mismatch(f"split '{split}', column '{col}'{row} (re-running the recipe on the source gives other rows)")
+
+
+def verify_folder(folder: str | Path, dataset: str | None = None, rebuilders: Rebuilders | None = None) -> Verdict:
+    """Check a built folder against its manifest and its source (module notes).
+
+    Parameters
+    ----------
+    folder : path
+        A folder written by :func:`hetbench.publish.publish_split`.
+    dataset : str, optional
+        Load the source from here instead of the manifest's ``source.dataset``.
+    rebuilders : mapping, optional
+        Recipe method -> function re-rendering a build (``hetbench.builders.rebuilders()``).
+
+    Returns
+    -------
+    Verdict
+        Never raises on a mismatch or on bad input: ``exit_code`` 0 OK, 1 FAILED, 2 CANNOT CHECK.
+
+    Examples
+    --------
+    >>> from hetbench.partitioners import IIDPartitioner
+    >>> from hetbench.pipeline import make_split
+    >>> _ = make_split("builtin:digits", IIDPartitioner(4), "digits-iid-verify", quiet=True)
+    >>> verify_folder("digits-iid-verify").message[:3]
+    'OK:'
+    >>> verify_folder("no-such-folder").exit_code
+    2
+    """
+    folder = Path(folder)
+    try:
+        manifest = read_manifest(folder)
+        data = check_folder(folder, manifest)
         try:
-            tables = [pq.read_table(folder / f, columns=cols) for f in files]
-        except Exception as exc:  # unreadable or column-less parquet: a failed verification, not a crash
-            return Verdict(False, f"FAILED: cannot read the parquet files of split '{split}': {exc}")
-        cids = np.concatenate([t.column("client_id").to_numpy() for t in tables])
-        if cids.size != len(rows) or not np.array_equal(cids, rows.client_ids):
-            return Verdict(False, f"FAILED: the client_id column of split '{split}' differs from the manifest")
-        if id_col:
-            ids = np.concatenate([t.column(id_col).to_numpy(zero_copy_only=False) for t in tables])
-            expected = fs.table.ids(rows.source_split)[rows.rows]
-            if not np.array_equal(ids.astype(str), expected.astype(str)):
-                return Verdict(False, f"FAILED: the rows of split '{split}' differ from the manifest ('{id_col}' mismatch)")
+            fs = rebuild(manifest, dataset, rebuilders)
+        except SourceChanged as exc:
+            raise Mismatch(str(exc)) from exc
+        _check_rebuilt(folder, manifest, fs, data)
+    except Mismatch as exc:
+        return Verdict(False, f"FAILED: {exc}", 1)
+    except HetbenchError as exc:
+        return Verdict(False, f"CANNOT CHECK: {exc}", 2)
+    except OSError as exc:
+        return Verdict(False, f"CANNOT CHECK: cannot read '{folder}': {exc.strerror or exc}", 2)
     n = sum(len(r) for r in fs.outputs.values())
-    return Verdict(True, f"OK: {fs.num_clients} clients, {n:,} rows, split fingerprint {fs.fingerprint[:16]} reproduced")
+    return Verdict(True, f"OK: {fs.num_clients} clients, {n:,} rows; every shard, column digest and the split "
+                         f"fingerprint {fs.fingerprint[:16]} reproduced")
