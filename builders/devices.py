@@ -18,6 +18,7 @@ from hetbench.builders.iso_isp import render_device_split
 from hetbench.isp.jobs import Render
 from hetbench.naming import SPLITS_ROOT
 from hetbench.pipeline import PreparedSplit
+from hetbench.seeding import check_seed
 
 EMBEDDED = "builtin:photos"
 
@@ -63,6 +64,7 @@ def prepare_devices(
     from hetbench.isp.pipeline import Pipeline
     from hetbench.isp.profiles import load_profiles
 
+    seed = check_seed(seed)
     size = check_size(size)
     devs = load_profiles(profiles)
     devices = [d.name for d in devs]

@@ -25,7 +25,7 @@ from hetbench.isp.jobs import encode_png
 from hetbench.naming import SPLITS_ROOT, dataset_stem
 from hetbench.partitioners.devices import DevicePartitioner
 from hetbench.pipeline import PreparedSplit
-from hetbench.seeding import make_rng
+from hetbench.seeding import check_seed, make_rng
 from hetbench.splits import stratified_holdout
 from hetbench.table import SampleTable
 
@@ -152,6 +152,7 @@ def prepare_synthetic_color(
     from hetbench.progress import progress_bar
     from hetbench.sources import load_table
 
+    seed = check_seed(seed)
     if not 2 <= num_devices <= 1000:
         raise HetbenchError(f"--synthetic-color must be between 2 and 1000 devices (got {num_devices})")
     if size is not None and not 8 <= size <= 4096:
