@@ -167,12 +167,51 @@ def _worker_context():
     return ctx
 
 
+def cap_num_proc(num_proc: int, num_jobs: int, quiet: bool = False) -> int:
+    """``num_proc`` capped at the machine's cores (``os.cpu_count()``) and at ``num_jobs``; a cap
+    above the cores is noted on stderr (one line, unless ``quiet``), a value below 1 is an error.
+
+    Parameters
+    ----------
+    num_proc : int
+        The worker processes asked for (``--num-proc``).
+    num_jobs : int
+        How many jobs there are (no more workers than jobs are started).
+    quiet : bool
+        No note on stderr.
+
+    Returns
+    -------
+    int
+        The worker processes to start, at least 1.
+
+    Examples
+    --------
+    >>> from hetbench.isp.jobs import cap_num_proc
+    >>> cap_num_proc(4, 2)
+    2
+    >>> cap_num_proc(1, 0)
+    1
+    """
+    import sys
+
+    if isinstance(num_proc, bool) or int(num_proc) != num_proc or num_proc < 1:
+        raise HetbenchError(f"--num-proc must be at least 1 (got {num_proc})")
+    num_proc = int(num_proc)
+    cores = os.cpu_count() or 1
+    if num_proc > cores:
+        if not quiet:
+            print(f"hetbench: note: --num-proc {num_proc} is more than the {cores} CPU cores; using {cores}", file=sys.stderr)
+        num_proc = cores
+    return max(1, min(num_proc, num_jobs))
+
+
 def run_jobs(jobs: Sequence[CaptureJob], num_proc: int = 1, quiet: bool = False, desc: str = "rendering") -> list[JobResult]:
-    """Run jobs on ``num_proc`` worker processes (1: in this process); results in job order."""
+    """Run jobs on ``num_proc`` worker processes (1: in this process; capped by :func:`cap_num_proc`
+    at the CPU cores and the number of jobs); results in job order."""
     from hetbench.progress import progress_bar
 
-    if num_proc < 1:
-        raise HetbenchError(f"--num-proc must be at least 1 (got {num_proc})")
+    num_proc = cap_num_proc(num_proc, len(jobs), quiet)
     results: list[JobResult] = []
     with progress_bar(desc, len(jobs), quiet) as bar:
         if num_proc == 1 or len(jobs) <= 1:
