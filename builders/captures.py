@@ -5,6 +5,7 @@ recorded build. Rendering itself is :mod:`hetbench.isp.jobs`.
 
 from __future__ import annotations
 
+import math
 import os
 from typing import Sequence
 
@@ -35,7 +36,8 @@ def raw_files(raw_dir: str) -> list[str]:
 
 def read_labels(labels_csv: str | None, files: list[str], raw_dir: str) -> dict[str, str]:
     """file -> label from a CSV with columns ``file,label`` (paths relative to ``raw_dir``); without
-    a CSV every capture is labelled ``unlabelled``."""
+    a CSV every capture is labelled ``unlabelled``. Every label must be non-empty; a file may be
+    listed twice only with the same label."""
     import csv
     from pathlib import Path
 
@@ -50,7 +52,7 @@ def read_labels(labels_csv: str | None, files: list[str], raw_dir: str) -> dict[
             raise HetbenchError(f"--labels '{labels_csv}' needs the columns file,label")
         rows = list(reader)
     root = Path(raw_dir).resolve()
-    by_path = {str((root / r["file"]).resolve()): r["label"] for r in rows}
+    by_path = _labels_by_path(rows, root, labels_csv)
     missing = [r["file"] for r in rows if not (root / r["file"]).is_file()]
     if missing:
         raise HetbenchError(f"--labels names {len(missing)} file(s) not in --raw-dir, e.g. '{missing[0]}'")
@@ -59,6 +61,26 @@ def read_labels(labels_csv: str | None, files: list[str], raw_dir: str) -> dict[
     if unlabelled:
         raise HetbenchError(f"{len(unlabelled)} RAW file(s) have no label in --labels, e.g. '{Path(unlabelled[0]).name}'")
     return out  # type: ignore[return-value]
+
+
+def _labels_by_path(rows: list[dict], root, labels_csv: str) -> dict[str, str]:
+    """Resolved path -> label; an empty label or a file listed twice with different labels is an
+    error naming the CSV line (identical repeated rows are accepted)."""
+    by_path: dict[str, str] = {}
+    line_of: dict[str, int] = {}
+    for line, r in enumerate(rows, start=2):  # line 1 is the header
+        file, label = r.get("file") or "", r.get("label")
+        if label is None or not label.strip():
+            raise HetbenchError(f"--labels '{labels_csv}' line {line}: empty label for file '{file}'")
+        key = str((root / file).resolve())
+        if key in by_path and by_path[key] != label:
+            raise HetbenchError(
+                f"--labels '{labels_csv}' line {line}: file '{file}' is labelled '{label}' but line "
+                f"{line_of[key]} labels it '{by_path[key]}'"
+            )
+        by_path[key] = label
+        line_of.setdefault(key, line)
+    return by_path
 
 
 def embedded_sources(crops_per_photo: int, crop_size: int, seed: int) -> list[tuple[str, str, PhotoSource]]:
@@ -76,7 +98,8 @@ def embedded_sources(crops_per_photo: int, crop_size: int, seed: int) -> list[tu
 
 
 def read_device_weights(path: str | None, devices: Sequence[str]) -> dict[str, float]:
-    """Uniform weights, or a JSON/YAML mapping device -> weight (every device named)."""
+    """Uniform weights, or a JSON/YAML mapping device -> weight (every device named; each weight a
+    finite number >= 0, their sum positive and finite)."""
     if path is None:
         return {d: 1.0 for d in devices}
     import yaml
@@ -96,10 +119,21 @@ def read_device_weights(path: str | None, devices: Sequence[str]) -> dict[str, f
     missing = [d for d in devices if d not in data]
     if missing:
         raise HetbenchError(f"--device-weights misses devices: {', '.join(missing)}")
-    try:
-        return {d: float(data[d]) for d in devices}
-    except (TypeError, ValueError) as exc:
-        raise HetbenchError(f"--device-weights '{path}': weights must be numbers") from exc
+    weights: dict[str, float] = {}
+    for d in devices:
+        value = data[d]
+        try:
+            if isinstance(value, bool):
+                raise TypeError
+            weights[d] = float(value)
+        except (TypeError, ValueError):
+            raise HetbenchError(f"--device-weights '{path}': the weight of '{d}' must be a number (got {value!r})") from None
+        if not math.isfinite(weights[d]) or weights[d] < 0:
+            raise HetbenchError(f"--device-weights '{path}': the weight of '{d}' must be a finite number >= 0 (got {value!r})")
+    total = sum(weights.values())
+    if not 0 < total < math.inf:
+        raise HetbenchError(f"--device-weights '{path}': the weights must have a positive, finite sum (got {total:g})")
+    return weights
 
 
 def rebuild_from_recipe(prepare, manifest: dict, num_proc: int = 1):
@@ -126,6 +160,31 @@ def check_clients(clients: int | None, devices: list[str]) -> None:
     """Every device needs a client: checked before any rendering."""
     if clients is not None and clients < len(devices):
         raise HetbenchError(f"--clients {clients} is fewer than the {len(devices)} devices; every device needs a client")
+
+
+def check_clients_fit(clients: int | None, weights: dict[str, float], captures: int, training: bool) -> None:
+    """Every client needs at least one training capture of its device (each capture is rendered by
+    every device, so a device has one training row per training capture).
+
+    Device d gets at least ``1 + floor(w_d / sum(w) * (N - D))`` clients (the ``deal`` allocation
+    of :func:`hetbench.partitioners.devices.allocate_clients`); that must not exceed the training
+    captures. Before rendering (``training`` False) ``captures`` counts every capture, an upper
+    bound; after it, the captures kept for training.
+    """
+    import numpy as np
+
+    if clients is None or clients <= len(weights):
+        return
+    names = list(weights)
+    w = np.array([weights[n] for n in names], dtype=float)
+    least = 1 + np.floor(w / w.sum() * (clients - len(names))).astype(np.int64)
+    worst = int(np.argmax(least))
+    if least[worst] > captures:
+        have = f"only {captures} of the captures are for training" if training else f"there are only {captures} captures"
+        raise HetbenchError(
+            f"--clients {clients} is too many: device '{names[worst]}' gets at least {least[worst]} clients but "
+            f"{have}, and every client needs a training capture of its own"
+        )
 
 
 def check_size(size: int | None) -> int | None:

@@ -16,6 +16,7 @@ from typing import Any
 from hetbench.builders.captures import (
     capture_jobs,
     check_clients,
+    check_clients_fit,
     check_size,
     read_device_weights,
     rebuild_from_recipe,
@@ -25,6 +26,7 @@ from hetbench.isp.jobs import Render, run_jobs
 from hetbench.naming import SPLITS_ROOT
 from hetbench.partitioners.devices import DevicePartitioner
 from hetbench.pipeline import PreparedSplit
+from hetbench.seeding import check_seed
 
 EMBEDDED = "builtin:photos"
 EMBEDDED_DESCRIPTION = (
@@ -87,6 +89,7 @@ def prepare_iso_isp(
     """
     from hetbench.isp.pipeline import parse_stage_list, table3_variants
 
+    seed = check_seed(seed)
     size = check_size(size)
     pipelines = table3_variants(parse_stage_list(stages))
     devices = [p.short_name for p in pipelines]
@@ -111,6 +114,7 @@ def render_device_split(
     devices = list(isp_of)
     check_clients(clients, devices)
     jobs = capture_jobs(raw_dir, labels, renders, size, seed, crops_per_photo, crop_size, profile_set=profile_set)
+    check_clients_fit(clients, weights, len(jobs), training=False)
     results = run_jobs(jobs, num_proc, quiet, progress.format(n=len(jobs)))
     params: dict[str, Any] = dict(family_params)
     params.update({
@@ -122,6 +126,7 @@ def render_device_split(
     source = {"dataset": raw_dir or EMBEDDED, "label_col": "label", "id_col": "sample_id", "labels": labels}
     license = "other" if raw_dir else "bsd-3-clause"
     rendered = rendered_table(jobs, results, devices, isp_of, test_fraction, seed, source, description, license)
+    check_clients_fit(clients, weights, rendered.captures["train"], training=True)
     partitioner = DevicePartitioner(clients, weights, "device", "deal", build={"method": method, "params": params})
     return PreparedSplit(rendered.table, partitioner, seed, "global", extras=device_extras(rendered, isp_of, weights, title))
 

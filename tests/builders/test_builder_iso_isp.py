@@ -119,3 +119,49 @@ def test_build_bad_input(case, tmp_path, run_cli):
     assert code == 2, err
     assert len(err.strip().splitlines()) == 1 and needle in err, err
     assert not out.exists()
+
+
+def test_identical_repeated_label_rows_are_accepted(tmp_path):
+    from hetbench.builders.captures import read_labels
+
+    for n in "ab":
+        (tmp_path / f"{n}.dng").write_bytes(b"x")
+    labels = tmp_path / "labels.csv"
+    labels.write_text("file,label\na.dng,cat\nb.dng,dog\n./a.dng,cat\n")
+    files = [str(tmp_path / "a.dng"), str(tmp_path / "b.dng")]
+    assert list(read_labels(str(labels), files, str(tmp_path)).values()) == ["cat", "dog"]
+
+
+@pytest.mark.parametrize("weights", [{"baseline": 0, "wb=none": 1, "wb=white-patch": 2},
+                                     {"baseline": 1e308, "wb=none": 1, "wb=white-patch": 0.5}])
+def test_zero_and_large_finite_device_weights_are_accepted(tmp_path, weights):
+    import yaml
+
+    from hetbench.builders.captures import read_device_weights
+
+    path = tmp_path / "w.yaml"
+    path.write_text(yaml.safe_dump(weights))
+    assert read_device_weights(str(path), list(weights)) == {k: float(v) for k, v in weights.items()}
+
+
+def test_too_many_clients_for_the_training_captures_fails_after_rendering():
+    """Before rendering every capture counts; after it only those kept for training."""
+    from hetbench.builders.iso_isp import prepare_iso_isp
+    from hetbench.errors import HetbenchError
+
+    # 7 embedded captures, 3 devices: 21 clients give each device 7, one per capture, but some
+    # captures are held out for testing
+    with pytest.raises(HetbenchError, match=r"--clients 21 is too many: .* only \d of the captures are for training"):
+        prepare_iso_isp("wb", size=16, clients=21, crops_per_photo=1, crop_size=64, quiet=True)
+
+
+def test_num_proc_is_capped_at_the_cores_with_a_note(monkeypatch, capsys):
+    import hetbench.isp.jobs as jobs
+
+    monkeypatch.setattr(jobs.os, "cpu_count", lambda: 2)
+    assert jobs.cap_num_proc(1000, 50) == 2
+    assert capsys.readouterr().err.strip() == "hetbench: note: --num-proc 1000 is more than the 2 CPU cores; using 2"
+    assert jobs.cap_num_proc(1000, 50, quiet=True) == 2 and capsys.readouterr().err == ""
+    assert jobs.cap_num_proc(2, 1) == 1  # never more workers than jobs
+    with pytest.raises(jobs.HetbenchError, match="at least 1"):
+        jobs.cap_num_proc(0, 5)
