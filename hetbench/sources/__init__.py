@@ -6,7 +6,8 @@
   ``builtin:digits-domains`` - :mod:`hetbench.sources.builtins` (a registry of names);
 * ``inat2017:ANNOTATIONS.json+LOCATIONS.json`` - the iNaturalist 2017 metadata
   (:mod:`hetbench.sources.inat2017`);
-* ``train=PATH,test=PATH`` - one file (or folder) per split, e.g. a published split's CSVs;
+* ``train=PATH,test=PATH`` - one file (or folder) per split, e.g. a published split's CSVs; each
+  split named once, no file given for two splits, and (with an id column) no id in two splits;
 * a parquet file or folder, a CSV file, a ``save_to_disk`` folder or a folder built by hetbench -
   :mod:`hetbench.sources.files`;
 * a Hugging Face hub id, where a network or cache has it - :mod:`hetbench.sources.hub`;
@@ -107,15 +108,97 @@ def _read_reference(dataset: str) -> dict:
 
 def _load_per_split(dataset: str, label_col: str | None, id_col: str | None) -> SampleTable:
     """``train=a.csv,test=b.csv``: one file (or folder) per split, each read as its first split."""
-    splits = {}
+    parts = []
     for part in dataset.split(","):
         name, _, path = part.partition("=")
         if not name.strip() or not path.strip():
             raise HetbenchError(f"--dataset '{dataset}': write one SPLIT=PATH per split, comma-separated")
+        parts.append((name.strip(), path.strip()))
+    check_split_paths(parts, dataset)
+    splits = {}
+    for name, path in parts:
         with datasets_bars_off():
-            loaded = _read_reference(path.strip())
-        splits[name.strip()] = next(iter(loaded.values()))
-    return to_table(splits, dataset, label_col, id_col, {})
+            loaded = _read_reference(path)
+        splits[name] = next(iter(loaded.values()))
+    table = to_table(splits, dataset, label_col, id_col, {})
+    _check_disjoint_ids(table, dataset)
+    return table
 
 
-__all__ = ["BUILTINS", "DEFAULT_DATASET", "KNOWN_SPLITS", "load_table", "table_from_datasets"]
+def check_split_paths(parts: list[tuple[str, str]], dataset: str) -> None:
+    """The ``SPLIT=PATH`` pairs of a per-split source name every split once and no file twice.
+
+    Two paths are the same file when they resolve to one path (``..``, symbolic links), are the same
+    file on disk (hard links) or are two regular files with identical bytes; a folder is compared
+    by path only.
+
+    Parameters
+    ----------
+    parts : list of (str, str)
+        The (split, path) pairs, in order.
+    dataset : str
+        The ``--dataset`` value, named in the error.
+
+    Examples
+    --------
+    >>> from hetbench.sources import check_split_paths
+    >>> _ = open("a.csv", "w").write("x,label\\n1,a\\n")
+    >>> check_split_paths([("train", "a.csv"), ("test", "./a.csv")], "train=a.csv,test=./a.csv")
+    Traceback (most recent call last):
+    ...
+    hetbench.errors.HetbenchError: --dataset 'train=a.csv,test=./a.csv': splits 'train' and 'test' are the same file ('a.csv'); give each split its own file
+    """
+    import hashlib
+    import os
+
+    seen: dict[str, str] = {}
+    for name, _ in parts:
+        if name in seen:
+            raise HetbenchError(f"--dataset '{dataset}': split '{name}' is given twice; name each split once")
+        seen[name] = name
+    files = [(name, path, Path(path).expanduser()) for name, path in parts]
+    digests: dict[int, str] = {}
+
+    def digest(i: int) -> str:
+        if i not in digests:
+            h = hashlib.sha256()
+            with open(files[i][2], "rb") as fh:
+                for block in iter(lambda: fh.read(1 << 20), b""):
+                    h.update(block)
+            digests[i] = h.hexdigest()
+        return digests[i]
+
+    for i in range(len(files)):
+        for j in range(i):
+            (a, path, pa), (b, _, pb) = files[j], files[i]
+            if not (pa.exists() and pb.exists()):
+                continue  # the reader names the missing file
+            same = pa.resolve() == pb.resolve() or os.path.samefile(pa, pb)
+            if not same and pa.is_file() and pb.is_file() and pa.stat().st_size == pb.stat().st_size:
+                same = digest(j) == digest(i)
+            if same:
+                raise HetbenchError(
+                    f"--dataset '{dataset}': splits '{a}' and '{b}' are the same file ('{path}'); give each split its own file"
+                )
+
+
+def _check_disjoint_ids(table: SampleTable, dataset: str) -> None:
+    """With an id column, no sample id of a per-split source may be in two splits (a test row seen
+    in training)."""
+    import numpy as np
+
+    if table.id_column is None:
+        return
+    names = table.split_names
+    ids = {s: np.unique(np.asarray(table.ids(s)).astype(str)) for s in names}
+    for i, b in enumerate(names):
+        for a in names[:i]:
+            both = np.intersect1d(ids[a], ids[b], assume_unique=True)
+            if both.size:
+                raise HetbenchError(
+                    f"--dataset '{dataset}': {both.size} sample id(s) of column '{table.id_column}' are in both "
+                    f"splits '{a}' and '{b}', e.g. '{both[0]}'"
+                )
+
+
+__all__ = ["BUILTINS", "DEFAULT_DATASET", "KNOWN_SPLITS", "check_split_paths", "load_table", "table_from_datasets"]

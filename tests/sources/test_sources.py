@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import numpy as np
 import pytest
@@ -159,3 +160,31 @@ def test_unreadable_inputs(tmp_path, bad):
         path.mkdir()
     with pytest.raises(HetbenchError):
         load_table(str(path))
+
+
+def test_per_split_source_with_distinct_files_and_ids(tmp_path):
+    from hetbench.sources import load_table
+
+    (tmp_path / "tr.csv").write_text("x,label\n1,a\n2,b\n3,a\n")
+    (tmp_path / "te.csv").write_text("x,label\n4,b\n5,a\n")
+    t = load_table(f"train={tmp_path / 'tr.csv'},test={tmp_path / 'te.csv'}", id_col="x")
+    assert t.split_names == ["train", "test"]
+
+
+@pytest.mark.parametrize("spec, needle", [
+    ("train={tr},train={te}", "split 'train' is given twice"),
+    ("train={tr},test={tr}", "are the same file"),
+    ("train={tr},test={copy}", "are the same file"),
+    ("train={tr},test={overlap}", "in both splits 'train' and 'test', e.g. '3'"),
+])
+def test_per_split_source_refuses_a_split_twice_or_a_file_twice(tmp_path, spec, needle):
+    from hetbench.errors import HetbenchError
+    from hetbench.sources import load_table
+
+    files = {"tr": tmp_path / "tr.csv", "te": tmp_path / "te.csv", "copy": tmp_path / "copy.csv", "overlap": tmp_path / "ov.csv"}
+    files["tr"].write_text("x,label\n1,a\n2,b\n3,a\n")
+    files["te"].write_text("x,label\n4,b\n5,a\n")
+    files["copy"].write_bytes(files["tr"].read_bytes())
+    files["overlap"].write_text("x,label\n3,b\n9,a\n")
+    with pytest.raises(HetbenchError, match=re.escape(needle)):
+        load_table(spec.format(**files), id_col="x")
