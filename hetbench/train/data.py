@@ -153,6 +153,20 @@ def _column(ds, name: str, kind) -> np.ndarray:
     return np.asarray(col.to_numpy(zero_copy_only=False)).astype(kind)
 
 
+def _check_integer_columns(ds, name: str, split: str) -> None:
+    """``client_id`` and ``label`` must hold integers (a ClassLabel is one), as the output contract says."""
+    import pyarrow as pa
+
+    schema = ds.with_format("arrow")[0:0].schema
+    for col in ("client_id", "label"):
+        kind = schema.field(col).type
+        if not pa.types.is_integer(kind):
+            raise HetbenchError(
+                f"the {name} split of '{split}' has a '{col}' column of {kind}, not integers; hetbench train needs "
+                "integer client ids and labels (as 'hetbench partition' and 'hetbench build' write them)"
+            )
+
+
 def _load_splits(split: str):
     import datasets
 
@@ -235,6 +249,8 @@ def load_federated(
                     f"the {name} split of '{split}' has no '{col}' column; hetbench train needs a federated split "
                     "with client_id and label (build one with 'hetbench partition' or 'hetbench build')"
                 )
+    for name, ds in (("train", train), ("test", test)):
+        _check_integer_columns(ds, name, split)
     label_feature = train.features["label"]
     label_names = list(getattr(label_feature, "names", None) or [])
     train_cid = _column(train, "client_id", np.int64)

@@ -90,7 +90,8 @@ def test_non_default_hyper_parameters_name_the_file_and_overwrite_is_refused(dig
     assert code == 0, err
 
 
-def _write_split(folder: Path, with_client: bool = True, test_devices=("a", "b")) -> Path:
+def _write_split(folder: Path, with_client: bool = True, test_devices=("a", "b"), client_kind: str = "int32",
+                 label_kind: str | None = None) -> Path:
     """A small image split written with the datasets library in the published layout."""
     import datasets
     from PIL import Image
@@ -104,12 +105,15 @@ def _write_split(folder: Path, with_client: bool = True, test_devices=("a", "b")
             "device": [devices[i % len(devices)] for i in range(n)],
         }
         if with_client:
-            d["client_id"] = [i % 2 for i in range(n)]
+            d["client_id"] = [i % 2 if client_kind != "string" else f"c{i % 2}" for i in range(n)]
+        if label_kind == "string":
+            d["label"] = [f"l{v}" for v in d["label"]]
         return d
 
-    feats = {"image": datasets.Image(), "label": datasets.ClassLabel(names=["x", "y"]), "device": datasets.Value("string")}
+    label = datasets.ClassLabel(names=["x", "y"]) if label_kind is None else datasets.Value(label_kind)
+    feats = {"image": datasets.Image(), "label": label, "device": datasets.Value("string")}
     if with_client:
-        feats["client_id"] = datasets.Value("int32")
+        feats["client_id"] = datasets.Value(client_kind)
     (folder / "data").mkdir(parents=True)
     datasets.disable_progress_bars()
     for split, n, devices in (("train", 12, ("a", "b")), ("test", 6, test_devices)):
@@ -130,6 +134,12 @@ BAD = {
     "negative momentum": ("ok", {}, ["--momentum", "-0.5"], 2, "--momentum"),
     "EMA factor out of range": ("ok", {}, ["--algo", "heteroswitch", "--ema-alpha", "1.5"], 2, "--ema-alpha must be in"),
     "loss becomes NaN": ("ok", {}, ["--lr", "1e12", "--rounds", "3"], 3, "diverged"),
+    "negative seed": ("ok", {}, ["--seed", "-1"], 2, "--seed must be a non-negative integer (got -1)"),
+    "seed beyond 64 bits": ("ok", {}, ["--seed", str(2**64)], 2, "--seed must be below 2**64"),
+    "image size too large": ("ok", {}, ["--image-size", "100000"], 2, "--image-size must be an integer between 8 and 1024"),
+    "string client ids": ("strcid", {"client_kind": "string"}, ["--algo", "fedavg"], 2,
+                          "'client_id' column of string, not integers"),
+    "string labels": ("strlabel", {"label_kind": "string"}, ["--algo", "fedavg"], 2, "'label' column of string"),
 }
 
 

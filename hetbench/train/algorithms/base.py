@@ -18,8 +18,14 @@ import numpy as np
 import torch
 
 from hetbench.errors import HetbenchError
+from hetbench.seeding import check_seed
 from hetbench.train.local import LocalResult, Workspace, epoch_batches, local_sgd
 from hetbench.train.sampling import select_uniform
+
+
+#: Sides ``--image-size`` may take: the trainer decodes every image of a split into one uint8 tensor,
+#: so 1024 pixels already means 3 MiB per RGB image.
+IMAGE_SIZE_RANGE = (8, 1024)
 
 
 @dataclass
@@ -61,8 +67,13 @@ class TrainConfig:
             v = getattr(self, key)
             if v is not None and not (math.isfinite(v) and v >= 0):
                 raise HetbenchError(f"--{key.replace('_', '-')} must be a non-negative number (got {v})")
-        if self.image_size is not None and self.image_size < 8:
-            raise HetbenchError(f"--image-size must be at least 8 (got {self.image_size})")
+        if self.image_size is not None and not (int(self.image_size) == self.image_size
+                                                and IMAGE_SIZE_RANGE[0] <= self.image_size <= IMAGE_SIZE_RANGE[1]):
+            raise HetbenchError(
+                f"--image-size must be an integer between {IMAGE_SIZE_RANGE[0]} and {IMAGE_SIZE_RANGE[1]} pixels "
+                f"(got {self.image_size})"
+            )
+        check_seed(self.seed)
         return self
 
 
