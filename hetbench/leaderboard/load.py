@@ -2,8 +2,9 @@
 
 Input: every ``*.json`` under a results folder (recursively) whose top-level ``"kind"`` is
 ``"hetbench-train-result"`` (one file per split x algorithm x seed; the format is in
-``docs/output-contract.md``). Other JSON files are ignored; a file that is not JSON, or a result that
-lacks required keys, is *skipped* and listed.
+``docs/output-contract.md``). Other JSON files are ignored; a file that is not JSON (or nests too
+deeply to read), or a result that lacks required keys or nests more than :data:`MAX_DEPTH` levels,
+is *skipped* and listed.
 """
 
 from __future__ import annotations
@@ -251,6 +252,41 @@ def _per_client(data: dict, key: str) -> float | None:
     return None
 
 
+#: How deeply a result's JSON may nest; a deeper file is skipped as malformed (a real result nests
+#: a few levels, and the leaderboard writes nested values back out with recursive ``json.dumps``).
+MAX_DEPTH = 64
+
+
+def json_depth(obj: Any) -> int:
+    """How deeply lists and objects nest in ``obj`` (0 for a plain value), without recursion.
+
+    Parameters
+    ----------
+    obj : Any
+        A value of plain JSON types.
+
+    Returns
+    -------
+    int
+        The nesting depth.
+
+    Examples
+    --------
+    >>> from hetbench.leaderboard.load import json_depth
+    >>> json_depth(1), json_depth({"a": [1, {"b": []}]})
+    (0, 4)
+    """
+    depth, stack = 0, [(obj, 1)]
+    while stack:
+        value, level = stack.pop()
+        children = value.values() if isinstance(value, dict) else value if isinstance(value, list) else None
+        if children is None:
+            continue
+        depth = max(depth, level)
+        stack.extend((child, level + 1) for child in children)
+    return depth
+
+
 def parse_result(data: Any, path: str = "<result>") -> Result | None:
     """A :class:`Result` from a file's parsed JSON.
 
@@ -361,6 +397,9 @@ def load_results(results_dir: str | Path) -> Loaded:
             msg = exc.msg if isinstance(exc, json.JSONDecodeError) else "not UTF-8"
             skipped.append(Skipped(rel, f"not valid JSON ({msg})"))
             continue
+        except RecursionError:
+            skipped.append(Skipped(rel, f"not valid JSON (nested more than {MAX_DEPTH} levels deep)"))
+            continue
         except OSError as exc:
             skipped.append(Skipped(rel, f"unreadable ({exc.strerror or exc})"))
             continue
@@ -371,6 +410,9 @@ def load_results(results_dir: str | Path) -> Loaded:
             continue
         if res is None:
             ignored += 1
+            continue
+        if json_depth(data) > MAX_DEPTH:
+            skipped.append(Skipped(rel, f"nested more than {MAX_DEPTH} levels deep"))
             continue
         key = (res.split_key, res.row_key, json_text(res.seed))
         if key in seen:

@@ -73,3 +73,19 @@ def test_malformed_results_say_why(data, reason):
 
 def test_other_json_is_not_a_result():
     assert lb.parse_result([1, 2]) is None and lb.parse_result({"kind": "hetbench-split"}) is None
+
+
+def test_deeply_nested_json_is_skipped_as_malformed(tmp_path):
+    write(tmp_path, "good.json", result())
+    write(tmp_path, "deep.json", '{"kind": "hetbench-train-result", "x": ' + "[" * 100_000 + "]" * 100_000 + "}")
+    deep = result()
+    nested: list = []
+    for _ in range(70):  # readable by json, but deeper than a result ever is
+        nested = [nested]
+    deep["algorithm"]["params"] = {"p": nested}
+    write(tmp_path, "deep_params.json", deep)
+    loaded = lb.load_results(tmp_path)
+    assert [r.path for r in loaded.results] == ["good.json"]
+    reasons = {s.path: s.reason for s in loaded.skipped}
+    assert reasons == {"deep.json": "not valid JSON (nested more than 64 levels deep)",
+                       "deep_params.json": "nested more than 64 levels deep"}
