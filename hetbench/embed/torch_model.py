@@ -48,12 +48,18 @@ def load_torch(spec: str, layer: str | None = None):
     if len(parts) != 3 or not all(parts[1:]):
         raise HetbenchError("write torch:MODULE:FACTORY, e.g. torch:mypkg.models:make_resnet18")
     try:
-        module = importlib.import_module(parts[1])
-        model = getattr(module, parts[2])()
+        factory = getattr(importlib.import_module(parts[1]), parts[2])
     except (ImportError, AttributeError) as exc:
         raise HetbenchError(f"cannot build '{spec}': {exc}") from exc
+    if not callable(factory):
+        raise HetbenchError(f"'{spec}': {parts[1]}.{parts[2]} is a {type(factory).__name__}, not a factory that returns a torch.nn.Module")
+    try:
+        model = factory()
+    except Exception as exc:  # the user's factory: its failure is bad input, not a hetbench bug
+        detail = str(exc).splitlines()[0] if str(exc) else ""
+        raise HetbenchError(f"cannot build '{spec}': {parts[1]}.{parts[2]}() raised {type(exc).__name__}: {detail}") from exc
     if not isinstance(model, torch.nn.Module):
-        raise HetbenchError(f"'{spec}' did not return a torch.nn.Module")
+        raise HetbenchError(f"'{spec}' returned a {type(model).__name__}, not a torch.nn.Module")
     model.eval()
     captured: dict = {}
     modules = dict(model.named_modules())

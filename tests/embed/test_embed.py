@@ -126,3 +126,17 @@ def test_embedding_cache_is_reused_on_overwrite(tmp_path, run_cli):
     report = json.loads((out / "report.json").read_text())
     assert report["embedding"]["cluster_sizes"].count(0) >= 4  # all-zero embeddings: one real cluster
     assert "embeddings" not in (out / "hetbench.json").read_text()
+
+
+@pytest.mark.parametrize("spec, needle", [
+    ("torch:math:pi", "'torch:math:pi': math.pi is a float, not a factory that returns a torch.nn.Module"),
+    ("torch:math:floor", "cannot build 'torch:math:floor': math.floor() raised TypeError"),
+    ("torch:builtins:dict", "'torch:builtins:dict' returned a dict, not a torch.nn.Module"),
+])
+def test_torch_factory_that_is_no_module_factory_is_one_line(small_digits, spec, needle):
+    pytest.importorskip("torch")
+    from hetbench.embed import embed_table
+
+    with pytest.raises(HetbenchError) as info:
+        embed_table(small_digits, "train", spec)
+    assert needle in str(info.value) and "\n" not in str(info.value)
