@@ -74,3 +74,131 @@ def test_corrupt_parquet_source(tmp_path, run_cli):
     bad.write_bytes(b"PAR1 this is not parquet")
     code, _, err = run_cli("partition", "iid", "--dataset", bad, "--out", tmp_path / "o")
     assert code == 2 and "could not read" in err and len(err.strip().splitlines()) == 1
+
+
+# ---- issue 11: every bad input of every command -------------------------------------------------
+# Each entry: the full command ({name} placeholders are files of the `inputs` fixture; {out} is the
+# folder that must not be created) and a needle of its one stderr line.
+ISO = ("build", "iso-isp", "--stages", "wb", "--size", "32", "--crops-per-photo", "1", "--crop-size", "96", "-q")
+ISO_RAW = ("build", "iso-isp", "--stages", "wb", "--size", "32", "--raw-dir", "{raws}", "-q")
+DEVICES = ("build", "devices", "--clients", "9", "--size", "32", "--crops-per-photo", "1", "--crop-size", "96", "-q")
+
+CATALOGUE = {
+    # --seed -1 (and beyond 64 bits) on every command, refused before any work
+    "seed -1 partition": (["partition", "iid", "--seed", "-1"], "--seed must be a non-negative integer (got -1)"),
+    "seed -1 partition dirichlet": (["partition", "dirichlet", "--seed", "-1"], "non-negative"),
+    "seed 2**64 partition": (["partition", "iid", "--seed", str(2**64)], "below 2**64"),
+    "seed -1 iso-isp": ([*ISO, "--seed", "-1"], "--seed must be a non-negative integer"),
+    "seed -1 devices": ([*DEVICES, "--seed", "-1"], "--seed must be a non-negative integer"),
+    "seed -1 synthetic devices": (["build", "devices", "--synthetic-color", "3", "-q", "--seed", "-1"], "non-negative"),
+    "seed -1 geo": (["build", "geo", "-q", "--seed", "-1"], "--seed must be a non-negative integer"),
+    "seed -1 users": (["build", "users", "-q", "--seed", "-1"], "--seed must be a non-negative integer"),
+    "seed -1 digits-domains": (["build", "digits-domains", "-q", "--seed", "-1"], "non-negative"),
+    "seed -1 train": (["train", "--split", "{split}", "-q", "--seed", "-1"], "--seed must be a non-negative integer"),
+    "seed 2**64 train": (["train", "--split", "{split}", "-q", "--seed", str(2**64)], "below 2**64"),
+    # SPLIT=PATH sources: a split named twice, one file for two splits, one id in two splits
+    "split named twice": (["partition", "iid", "--dataset", "train={a},train={c}"], "split 'train' is given twice"),
+    "same file twice": (["partition", "iid", "--dataset", "train={a},test={a}"], "same file"),
+    "same file by another path": (["partition", "iid", "--dataset", "train={a},test={a_dotted}"], "same file"),
+    "same file by a link": (["partition", "iid", "--dataset", "train={a},test={a_link}"], "same file"),
+    "a byte-identical copy": (["partition", "iid", "--dataset", "train={a},test={a_copy}"], "same file"),
+    "one id in two splits": (["partition", "iid", "--dataset", "train={a},test={c}", "--id-col", "x"], "in both splits"),
+    # --labels of RAW captures
+    "labels conflict": ([*ISO_RAW, "--labels", "{labels_conflict}"], "line 4: file 'a.dng' is labelled 'dog'"),
+    "labels empty": ([*ISO_RAW, "--labels", "{labels_empty}"], "line 3: empty label for file 'b.dng'"),
+    # --device-weights
+    "device weight -1": ([*ISO, "--device-weights", "{weights_negative}"], "weight of 'wb=none' must be a finite number >= 0"),
+    "device weight inf": ([*ISO, "--device-weights", "{weights_inf}"], "weight of 'baseline' must be a finite number"),
+    "device weights overflow": ([*ISO, "--device-weights", "{weights_huge}"], "positive, finite sum"),
+    "device weights all 0": ([*ISO, "--device-weights", "{weights_zero}"], "positive, finite sum"),
+    "device weight text": ([*ISO, "--device-weights", "{weights_text}"], "weight of 'baseline' must be a number"),
+    # more clients than captures can serve
+    "iso-isp 100000 clients, 3 captures": ([*ISO_RAW, "--clients", "100000"], "every client needs a training capture"),
+    "iso-isp 100000 clients, embedded": ([*ISO, "--clients", "100000"], "every client needs a training capture"),
+    "devices 100000 clients": ([*DEVICES[:-1], "--clients", "100000"], "every client needs a training capture"),
+    # train
+    "train string client_id": (["train", "--split", "{string_clients}", "-q"], "'client_id' column of string, not integers"),
+    "train image size 100000": (["train", "--split", "{split}", "-q", "--image-size", "100000"], "between 8 and 1024"),
+    "train image size 4": (["train", "--split", "{split}", "-q", "--image-size", "4"], "between 8 and 1024"),
+    # leaderboard: the only result nests too deeply (skipped as malformed, so none is left)
+    "leaderboard nested json": (["leaderboard", "{nested}"], "nested more than 64 levels"),
+    # a torch:MODULE:FACTORY that is not a factory of a module
+    "embedder not callable": (["partition", "embedding", "--embedder", "torch:math:pi"], "'torch:math:pi': math.pi is a float"),
+    "embedder factory fails": (["partition", "embedding", "--embedder", "torch:math:floor"], "math.floor() raised TypeError"),
+    "embedder returns no module": (["partition", "embedding", "--embedder", "torch:builtins:dict"], "returned a dict"),
+}
+
+
+@pytest.fixture
+def inputs(tmp_path):
+    """Every file the catalogue names."""
+    import datasets
+    import numpy as np
+
+    from hetbench.isp.jobs import encode_png
+
+    d = tmp_path / "in"
+    d.mkdir()
+    files = {}
+    a = _write_csv(d / "a.csv", "x,label", [f"{i},{i % 3}" for i in range(30)])
+    files["a"], files["a_dotted"] = a, d / "." / ".." / "in" / "a.csv"
+    (d / "a_link.csv").symlink_to(a)
+    files["a_link"] = d / "a_link.csv"
+    files["a_copy"] = d / "a_copy.csv"
+    files["a_copy"].write_bytes(a.read_bytes())
+    files["c"] = _write_csv(d / "c.csv", "x,label", [f"{i},{i % 3}" for i in range(25, 40)])
+    raws = d / "raws"
+    raws.mkdir()
+    for n in "abc":
+        (raws / f"{n}.dng").write_bytes(b"not a raw")  # never read: every case fails before rendering
+    files["raws"] = raws
+    files["labels_conflict"] = _write_csv(d / "conflict.csv", "file,label", ["a.dng,cat", "b.dng,dog", "a.dng,dog", "c.dng,cat"])
+    files["labels_empty"] = _write_csv(d / "empty.csv", "file,label", ["a.dng,cat", "b.dng,", "c.dng,dog"])
+    devices = ("baseline", "wb=none", "wb=white-patch")
+    for name, values in {"negative": (1, -1, 1), "inf": (".inf", 1, 1), "huge": (1e308, 1e308, 1), "zero": (0, 0, 0),
+                         "text": ("lots", 1, 1)}.items():
+        files[f"weights_{name}"] = d / f"weights_{name}.yaml"
+        files[f"weights_{name}"].write_text("".join(f"'{k}': {v}\n" for k, v in zip(devices, values)))
+    # a split whose client_id holds strings
+    feats = datasets.Features({"image": datasets.Image(), "label": datasets.Value("int64"), "client_id": datasets.Value("string")})
+    png = encode_png(np.zeros((8, 8, 3), np.uint8))
+    rows = {"image": [{"bytes": png, "path": None}] * 4, "label": [0, 1, 0, 1], "client_id": ["a", "a", "b", "b"]}
+    split = d / "string_clients"
+    split.mkdir()
+    for s in ("train", "test"):
+        datasets.Dataset.from_dict(rows, features=feats).to_parquet(str(split / f"{s}.parquet"))
+    files["string_clients"] = split
+    files["split"] = d / "no_split_is_read"  # the case fails before the split is read
+    nested = d / "results"
+    nested.mkdir()
+    (nested / "deep.json").write_text('{"kind": "hetbench-train-result", "x": ' + "[" * 100_000 + "]" * 100_000 + "}")
+    (nested / "deep_but_readable.json").write_text('{"kind": "hetbench-train-result", "x": ' + "[" * 70 + "]" * 70 + "}")
+    files["nested"] = nested
+    return files
+
+
+@pytest.fixture
+def no_rendering(monkeypatch):
+    """Rendering is the expensive work: every catalogue case must fail before it."""
+    import hetbench.builders.iso_isp as iso_isp
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("rendering started before the bad input was refused")
+
+    monkeypatch.setattr(iso_isp, "run_jobs", refuse)
+
+
+@pytest.mark.parametrize("case", sorted(CATALOGUE))
+def test_catalogue_one_line_exit_2_nothing_left(case, tmp_path, inputs, no_rendering, run_cli):
+    args, needle = CATALOGUE[case]
+    out = tmp_path / "out"
+    before = sorted(p.name for p in tmp_path.iterdir())
+    code, stdout, err = run_cli(*[a.format(**inputs) for a in args], "--out", out)
+    assert code == 2, (case, stdout, err)
+    assert "Traceback" not in err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1, err
+    assert lines[0].startswith("hetbench: error:"), lines[0]
+    assert needle.lower() in lines[0].lower(), lines[0]
+    assert not out.exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == before  # no temporary sibling left either
