@@ -18,6 +18,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from hetbench.builders.geo_images import attach_images, skipped_report
 from hetbench.errors import HetbenchError
 from hetbench.naming import SPLITS_ROOT
 from hetbench.pipeline import PreparedSplit
@@ -31,23 +32,6 @@ PUBLISHED = {
     "inaturalist-user-120k": {"users": 9275, "classes": 1203, "train_images": 120300},
     "landmarks-user-160k": {"users": 1262, "classes": 2028, "train_images": 164172, "test_images": 19526},
 }
-
-
-def attach_images(table, image_root: str, path_col: str) -> None:
-    """Add an ``image`` column read from ``image_root/<path_col value>`` (bytes are embedded at
-    publish time); every file must exist."""
-    import datasets
-
-    root = Path(image_root)
-    if not root.is_dir():
-        raise HetbenchError(f"--image-root '{image_root}' is not a folder")
-    for split, ds in list(table.splits.items()):
-        rel = table.column(split, path_col)
-        paths = [str(root / str(r)) for r in rel]
-        missing = [p for p in paths if not Path(p).is_file()]
-        if missing:
-            raise HetbenchError(f"{len(missing)} image file(s) named by '{path_col}' are missing under --image-root, e.g. '{missing[0]}'")
-        table.splits[split] = ds.add_column("image", paths).cast_column("image", datasets.Image())
 
 
 def _per_row(fs: FederatedSplit, split: str, values_of_client: list, default=None) -> list:
@@ -70,9 +54,19 @@ def _rename(fs: FederatedSplit, mapping: dict[str, str]) -> None:
 
 
 def _with_images(table, image_root: str | None, image_col: str | None):
-    if image_root:
-        attach_images(table, image_root, image_col or table.id_column or "image_path")
-    return table
+    """The table and its skipped image rows (None without ``image_root``)."""
+    if not image_root:
+        return table, None
+    return table, attach_images(table, image_root, image_col or table.id_column or "image_path")
+
+
+def _check_sizes(nmax: Any, nmin: Any) -> None:
+    for flag, value, least in (("--nmax", nmax, 1), ("--nmin", nmin, 0)):
+        if value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < least:
+            kind = "a positive" if least else "a non-negative"
+            raise HetbenchError(f"{flag} must be {kind} integer (got {value!r})")
 
 
 def resolve_recipe(recipe: str | None, builder: str, mode: str | None, metadata: str | None, params: dict[str, Any]) -> dict[str, Any] | None:
@@ -153,9 +147,10 @@ def prepare_geo(
     params = {"lat_col": lat_col, "lon_col": lon_col, "label_col": label_col, "id_col": id_col, "nmax": nmax, "test_split": test_split}
     published = resolve_recipe(recipe, "geo", "rebuild", metadata, params)
     lat_col, lon_col = params["lat_col"] or "latitude", params["lon_col"] or "longitude"
-    nmax = params["nmax"] or 3000
+    _check_sizes(params["nmax"], nmin)
+    nmax = 3000 if params["nmax"] is None else params["nmax"]
     partitioner = GeoS2Partitioner(lat_col=lat_col, lon_col=lon_col, nmax=nmax, nmin=nmin)
-    table = _with_images(load_table(metadata or EMBEDDED, params["label_col"], params["id_col"]), image_root, image_col)
+    table, skipped = _with_images(load_table(metadata or EMBEDDED, params["label_col"], params["id_col"]), image_root, image_col)
 
     def extras(fs: FederatedSplit):
         from hetbench import s2
@@ -174,7 +169,7 @@ def prepare_geo(
         }
         if published:
             geo["published"] = published
-        return {"geo": geo}, map_plot_writer(fs, f"{fs.num_clients} S2 cells (Nmax {nmax})", True)
+        return {"geo": geo, **skipped_report(fs, skipped)}, map_plot_writer(fs, f"{fs.num_clients} S2 cells (Nmax {nmax})", True)
 
     return PreparedSplit(table, partitioner, seed, params["test_split"], test_fraction, extras)
 
@@ -238,7 +233,7 @@ def prepare_users(
     filters = params["filters"] or "landmarks"
     user_col = params["user_col"] or ("observer" if metadata is None else "user_id")
     partitioner = UsersPartitioner(column=user_col, filters=filters, min_samples=min_samples, **(thresholds or {}))
-    table = _with_images(load_table(metadata or EMBEDDED, params["label_col"], params["id_col"]), image_root, image_col)
+    table, skipped = _with_images(load_table(metadata or EMBEDDED, params["label_col"], params["id_col"]), image_root, image_col)
     test_split = params["test_split"]
     if test_split is None:
         # a published test file without users (Landmarks' test.csv) is a shared test set of unseen users
@@ -259,7 +254,7 @@ def prepare_users(
         }
         if published:
             users["published"] = published
-        return {"users": users}, map_plot_writer(fs, f"{fs.num_clients} users", False)
+        return {"users": users, **skipped_report(fs, skipped)}, map_plot_writer(fs, f"{fs.num_clients} users", False)
 
     return PreparedSplit(table, partitioner, seed, test_split, test_fraction, extras)
 
@@ -277,7 +272,9 @@ def build_geo(out: str | os.PathLike | None = None, *, name: str | None = None, 
     """Build (``params`` as :func:`prepare_geo`) and publish to ``out``; returns the folder and the report.
     Default folder: ``hetbench_splits/<recipe>`` or ``hetbench_splits/geo-nmax<N>-s<seed>``."""
     def tag(p: dict) -> str:
-        return p.get("recipe") or f"geo-nmax{p.get('nmax') or 3000}-s{p.get('seed', 0)}"
+        _check_sizes(p.get("nmax"), p.get("nmin"))
+        nmax = 3000 if p.get("nmax") is None else p["nmax"]
+        return p.get("recipe") or f"geo-nmax{nmax}-s{p.get('seed', 0)}"
 
     return _publish(prepare_geo, tag, out, name, overwrite, quiet, params)
 

@@ -79,6 +79,9 @@ def test_geo_and_users_on_birdclef(tmp_path, run_cli):
 
 BAD = {
     "nmin above nmax": (["geo", "--nmax", "100", "--nmin", "200"], "nmin"),
+    "nmax zero": (["geo", "--nmax", "0"], "--nmax must be a positive integer"),
+    "nmax negative": (["geo", "--nmax", "-5"], "--nmax must be a positive integer"),
+    "nmin negative": (["geo", "--nmin", "-1"], "--nmin must be a non-negative integer"),
     "missing column": (["geo", "--lat-col", "lat_deg"], "lat_deg"),
     "filters empty everything": (["users", "--min-samples", "100000"], ""),
     "missing user column": (["users", "--user-col", "nobody"], "nobody"),
@@ -90,8 +93,16 @@ def test_geo_users_bad_input(case, tmp_path, run_cli):
     args, needle = BAD[case]
     code, _, err = run_cli("build", *args, "--out", tmp_path / "o", "-q")
     assert code == 2, err
-    assert len(err.strip().splitlines()) == 1 and needle in err
-    assert not (tmp_path / "o").exists()
+    assert len(err.strip().splitlines()) == 1 and needle in err and "Traceback" not in err
+    assert list(tmp_path.iterdir()) == []  # no output, no lock file, no temporary sibling
+
+
+def test_nmax_zero_is_refused_by_the_library_too():
+    from hetbench.builders.geo import prepare_geo
+    from hetbench.errors import HetbenchError
+
+    with pytest.raises(HetbenchError, match="positive"):
+        prepare_geo(nmax=0)
 
 
 def test_generated_observations_are_heavy_tailed_and_local():
@@ -192,7 +203,11 @@ def test_image_root_attaches_images_to_a_metadata_split(tmp_path, run_cli):
     assert code == 0, err
     train = datasets.load_dataset(str(out), split="train")
     assert train[0]["image"].size == (5, 5)
-    (tmp_path / "imgs" / "7.png").unlink()
+    report = json.loads((out / "report.json").read_text())
+    assert report["num_skipped"] == 0 and report["skipped"] == []
+    (tmp_path / "imgs" / "7.png").unlink()  # a missing file is skipped and listed; the build goes on
     code, _, err = run_cli("build", "geo", "--metadata", tmp_path / "obs.csv", "--label-col", "species", "--nmax", "50",
                            "--image-root", tmp_path / "imgs", "--image-col", "path", "--out", tmp_path / "g2", "-q")
-    assert code == 2 and "missing" in err
+    assert code == 0, err
+    report = json.loads((tmp_path / "g2" / "report.json").read_text())
+    assert report["skipped"] == [{"file": "7.png", "split": "train", "reason": "missing under --image-root"}]
