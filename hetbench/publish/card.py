@@ -102,6 +102,9 @@ checks it against the fingerprints above.
 |---|---|---|---|
 {rows}
 
+Per-client statistics (training samples, classes, EMD, Jensen-Shannon and Hellinger distance, label
+counts, rows per split) are in `{report.get('clients_file', 'report/clients.parquet')}`, one row per client.
+
 {plot_md}
 
 ## Use

@@ -1,24 +1,43 @@
-"""``hetbench report <folder>``: recompute ``report.json`` and the plots of a built folder."""
+"""``hetbench report <folder>``: recompute ``report.json``, ``report/clients.parquet`` and the plots
+of a built folder."""
 
 from __future__ import annotations
 
 import json
 import os
-import shutil
-import tempfile
 from pathlib import Path
 from typing import Any
 
-from hetbench.report.metrics import compute_report
+from hetbench.errors import HetbenchError
+from hetbench.report.metrics import CLIENTS_FILE, PER_CLIENT_KEYS, Report, compute_report
 from hetbench.report.plots import write_report
 
 
-def refresh_report(folder: str | os.PathLike) -> dict[str, Any]:
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+def _read_columns(folder: str | os.PathLike) -> dict[str, dict[str, Any]]:
+    """``client_id`` and ``label`` of every split; an unreadable shard is a :class:`HetbenchError`."""
+    import pyarrow as pa
+
+    from hetbench.publish.parquet import read_built_columns
+
+    try:
+        return read_built_columns(folder)
+    except (pa.ArrowException, OSError, KeyError, ValueError) as exc:
+        raise HetbenchError(f"cannot read the parquet files of '{folder}': {_first_line(exc)}") from exc
+
+
+def refresh_report(folder: str | os.PathLike) -> Report:
     """Recompute a built folder's report from its parquet files and rewrite it with its plots.
 
     Family-specific entries of the old ``report.json`` (device statistics, skipped files, ...) are
-    kept. The new files are written beside the old ones and swapped in, so a failure leaves the old
-    report intact.
+    kept; per-client lists of the earlier format (``client_sizes``, ``label_distribution``, ...)
+    are dropped, as they now live in ``report/clients.parquet``. Everything is computed and written
+    in a temporary folder before any file is replaced, so unreadable input (a truncated or missing
+    shard, a malformed manifest) raises :class:`HetbenchError` and leaves the old report intact.
 
     Parameters
     ----------
@@ -27,8 +46,8 @@ def refresh_report(folder: str | os.PathLike) -> dict[str, Any]:
 
     Returns
     -------
-    dict
-        The new report.
+    Report
+        The new report (``.clients`` holds the per-client statistics).
 
     Examples
     --------
@@ -39,11 +58,16 @@ def refresh_report(folder: str | os.PathLike) -> dict[str, Any]:
     >>> refresh_report("digits-iid")["num_clients"]
     4
     """
+    from hetbench.atomic import temp_dir
     from hetbench.publish.manifest import read_manifest
-    from hetbench.publish.parquet import read_built_columns
 
     manifest = read_manifest(folder)
-    cols = read_built_columns(folder)
+    missing = [k for k in ("class_names", "client_names", "splits") if not isinstance(manifest.get(k), (list, dict))]
+    if missing:
+        raise HetbenchError(f"{Path(folder) / 'hetbench.json'} lacks {', '.join(missing)}; cannot recompute the report")
+    cols = _read_columns(folder)
+    if "train" not in cols:
+        raise HetbenchError(f"'{folder}' has no train split; cannot recompute the report")
     report = compute_report(
         {s: c["client_id"] for s, c in cols.items()},
         {s: c["label"] for s, c in cols.items()},
@@ -56,13 +80,16 @@ def refresh_report(folder: str | os.PathLike) -> dict[str, Any]:
     if old_path.is_file():
         try:
             old = json.loads(old_path.read_text())
-        except json.JSONDecodeError:
+        except (json.JSONDecodeError, UnicodeDecodeError):
             old = {}
-        report.update({k: v for k, v in old.items() if k not in report})
-    with tempfile.TemporaryDirectory(dir=folder, prefix=".report-") as tmp:
-        write_report(report, Path(tmp))
+        if isinstance(old, dict):
+            report.update({k: v for k, v in old.items() if k not in report and k not in PER_CLIENT_KEYS})
+    with temp_dir(folder, ".report-") as tmp:
+        write_report(report, tmp)
         (Path(folder) / "plots").mkdir(exist_ok=True)
-        for f in (Path(tmp) / "plots").iterdir():
-            shutil.move(str(f), Path(folder) / "plots" / f.name)
-        shutil.move(str(Path(tmp) / "report.json"), Path(folder) / "report.json")
+        (Path(folder) / CLIENTS_FILE).parent.mkdir(exist_ok=True)
+        for f in (tmp / "plots").iterdir():
+            os.replace(f, Path(folder) / "plots" / f.name)
+        os.replace(tmp / CLIENTS_FILE, Path(folder) / CLIENTS_FILE)
+        os.replace(tmp / "report.json", Path(folder) / "report.json")
     return report
