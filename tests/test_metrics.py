@@ -182,3 +182,55 @@ def test_classes_per_client_and_label_matrix():
     labels = np.array([1, 1, 0, 2, 0, 2])
     lm = label_matrix(client_ids, labels, 3, 3)
     assert lm.tolist() == [[0, 2, 1], [1, 0, 0], [0, 0, 1]]
+
+
+# ---- sparse label counts (millions of clients) -----------------------------------------------------
+@PROPS
+@given(count_matrices(max_clients=12, max_classes=8))
+def test_sparse_label_counts_match_the_dense_metrics(counts):
+    from hetbench.metrics import LabelCounts
+
+    lc = LabelCounts.from_dense(counts)
+    assert lc.to_dense().tolist() == counts.tolist()
+    assert lc.sizes().tolist() == counts.sum(axis=1).tolist()
+    assert lc.classes_per_client().tolist() == classes_per_client(counts).tolist()
+    _, p, _ = client_distributions(counts)
+    np.testing.assert_allclose(lc.population(), p, atol=1e-12)
+    np.testing.assert_allclose(lc.emd_per_client(), emd_per_client(counts), atol=1e-9)
+    np.testing.assert_allclose(lc.jensen_shannon_per_client(), jensen_shannon_per_client(counts), atol=1e-6)
+    np.testing.assert_allclose(lc.hellinger_per_client(), hellinger_per_client(counts), atol=1e-6)
+
+
+@PROPS
+@given(st.integers(1, 30), st.integers(1, 6), st.integers(0, 200), st.integers(0, 2**31))
+def test_sparse_label_counts_from_rows_equal_the_label_matrix(k, c, n, seed):
+    from hetbench.metrics import LabelCounts
+
+    rng = np.random.default_rng(seed)
+    cids, labels = rng.integers(-1, k, n), rng.integers(0, c, n)
+    lc = LabelCounts.from_labels(cids, labels, k, c)
+    assert lc.to_dense().tolist() == label_matrix(cids, labels, k, c).tolist()
+    pick = rng.integers(0, k, 5)
+    assert lc.to_dense(pick).tolist() == label_matrix(cids, labels, k, c)[pick].tolist()
+    assert np.all(np.diff(lc.indptr) >= 0) and lc.indptr[-1] == lc.counts.size and np.all(lc.counts > 0)
+
+
+def test_sparse_label_counts_never_hold_clients_times_classes():
+    from hetbench.metrics import LabelCounts
+
+    k, c = 1_000_000, 100_000  # dense: 10^11 cells
+    cids = np.arange(k)
+    lc = LabelCounts.from_labels(cids, cids % c, k, c)
+    assert lc.counts.size == k and lc.sizes().sum() == k
+    emd = lc.emd_per_client()
+    np.testing.assert_allclose(emd, 2 - 2 / c)  # each client holds one class with population share 1/c
+
+
+def test_quantile_stats():
+    from hetbench.metrics import quantile_stats
+
+    s = quantile_stats(np.array([1.0, 2.0, 3.0, 4.0, 100.0]))
+    assert s["min"] == 1.0 and s["max"] == 100.0 and s["median"] == 3.0
+    assert s["p25"] == 2.0 and s["p75"] == 4.0 and s["mean"] == 22.0
+    assert s["p01"] <= s["p10"] <= s["p25"] <= s["median"] <= s["p75"] <= s["p90"] <= s["p99"] <= s["max"]
+    assert all(v == 0.0 for v in quantile_stats(np.array([])).values())

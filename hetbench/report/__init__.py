@@ -1,8 +1,10 @@
 """The heterogeneity report of a split: ``report.json`` and its plots.
 
 * :mod:`~hetbench.report.metrics` - the numbers (:func:`compute_report`), a pure function of client
-  ids and labels;
-* :mod:`~hetbench.report.plots` - the plots every report has, and writing them (:func:`write_report`);
+  ids and labels: scalar summaries for ``report.json``, per-client statistics for
+  ``report/clients.parquet`` (:func:`read_clients` reads them back);
+* :mod:`~hetbench.report.plots` - the plots every report has (sampled when there are thousands of
+  clients), and writing the report (:func:`write_report`);
 * :mod:`~hetbench.report.refresh` - recomputing a built folder's report (``hetbench report``);
 * :mod:`~hetbench.report.embedding`, :mod:`~hetbench.report.devices` - what embedding and device
   splits add.
@@ -10,8 +12,8 @@
 The report's keys are listed in ``docs/output-contract.md``.
 """
 
-from hetbench.report.metrics import compute_report
+from hetbench.report.metrics import CLIENTS_FILE, ClientStats, Report, compute_report, read_clients
 from hetbench.report.plots import PLOTS, write_report
 from hetbench.report.refresh import refresh_report
 
-__all__ = ["compute_report", "write_report", "refresh_report", "PLOTS"]
+__all__ = ["compute_report", "write_report", "refresh_report", "read_clients", "ClientStats", "Report", "PLOTS", "CLIENTS_FILE"]

@@ -89,7 +89,7 @@ class ClientStats:
             One row per client: ``client_id``, ``client_name``, ``num_samples``,
             ``classes_present``, ``emd``, ``jensen_shannon``, ``hellinger`` (rounded to 6 decimals),
             ``label_classes`` and ``label_counts`` (the client's non-zero label cells), then
-            ``rows_<split>`` per output split.
+            ``rows_<split>`` per output split (in split-name order).
         """
         import pyarrow as pa
 
@@ -106,7 +106,7 @@ class ClientStats:
             "label_classes": pa.ListArray.from_arrays(offsets, pa.array(lc.classes.astype(np.int32))),
             "label_counts": pa.ListArray.from_arrays(offsets, pa.array(lc.counts.astype(np.int64))),
         }
-        columns.update({f"rows_{s}": pa.array(v) for s, v in self.split_rows.items()})
+        columns.update({f"rows_{s}": pa.array(self.split_rows[s]) for s in sorted(self.split_rows)})
         return pa.table(columns)
 
     def write(self, path: str | os.PathLike) -> None:
