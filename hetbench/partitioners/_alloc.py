@@ -233,3 +233,132 @@ def repair_min_size(
             sizes[k] += move
             need -= move
     return counts
+
+
+# ---- interleaved dealing (Hsu et al.'s client scheme) -------------------------------------------
+_MIN_BLOCK, _MAX_BLOCK = 256, 1 << 18  # draws made at once (twice the last run between exhaustions)
+_REJECTION_ROUNDS = 4  # redraws of a draw that hit an exhausted class before its row is renormalised
+
+
+def _cdf_keys(weights: np.ndarray, rows: np.ndarray, bits: int) -> np.ndarray:
+    """Per-row cumulative distributions as sorted int64 keys ``(row << bits) + floor(cdf * 2**bits)``.
+
+    Every row's last key is exactly ``(row + 1) << bits``, so a search for ``(row << bits) + u`` with
+    ``0 <= u < 2**bits`` lands inside that row, never on a class of weight 0 (exact integers: no float
+    rounding can carry a draw into the next client's row).
+    """
+    cum = np.cumsum(weights, axis=1)
+    frac = np.floor(cum / cum[:, -1:] * float(1 << bits)).astype(np.int64)
+    return (rows.astype(np.int64)[:, None] << bits) + frac
+
+
+def _draw(keys: np.ndarray, who: np.ndarray, num_classes: int, bits: int, rng: np.random.Generator) -> np.ndarray:
+    """One class per entry of ``who``, drawn from that client's row of ``keys`` (inverse CDF)."""
+    target = (who << bits) + (rng.random(who.size) * float(1 << bits)).astype(np.int64)
+    by_target = np.argsort(target)  # sorted needles: searchsorted walks the keys once, cache-friendly
+    idx = np.empty(who.size, dtype=np.int64)
+    idx[by_target] = np.searchsorted(keys, target[by_target], side="right")
+    return idx - who * num_classes
+
+
+def _first_overflow(cls: np.ndarray, remaining: np.ndarray) -> int:
+    """Index of the first draw asking for a class that the draws before it used up (or ``cls.size``)."""
+    wanted = np.bincount(cls, minlength=remaining.size)
+    over = np.flatnonzero(wanted > remaining)
+    if over.size == 0:
+        return int(cls.size)
+    by_class = np.argsort(cls, kind="stable")
+    starts = np.concatenate([[0], np.cumsum(wanted)[:-1]])
+    return int(by_class[starts[over] + remaining[over]].min())
+
+
+def _renormalised(log_q: np.ndarray, gone: np.ndarray, pop: np.ndarray) -> np.ndarray:
+    """Rows of ``exp(log_q)`` restricted to the classes not ``gone``, scaled so their largest is 1 (no
+    underflow however small the weights); a row with no mass there gets the class sizes ``pop``."""
+    lw = np.where(gone, -np.inf, log_q)
+    top = lw.max(axis=1, keepdims=True)
+    dead = ~np.isfinite(top[:, 0])
+    w = np.exp(lw - np.where(dead[:, None], 0.0, top))
+    w[dead] = np.where(gone, 0.0, pop)
+    return w
+
+
+def deal_counts(
+    log_q: np.ndarray, class_counts: np.ndarray, order: np.ndarray, rng: np.random.Generator
+) -> np.ndarray:
+    """Deal samples without replacement: draw ``t`` goes to client ``order[t]``, its class drawn from
+    that client's distribution ``exp(log_q[order[t]])`` renormalised over the classes not yet used
+    up (Hsu et al., Eq. 5).
+
+    This is the sequential process exactly, computed in blocks: while no class runs out, the draws
+    are independent, so a block of them is made at once (inverse CDF on integer keys, one sorted
+    ``searchsorted``); the first draw that asks for a class used up by the draws before it ends the
+    block there, and dealing resumes from it without that class. A draw that hits a used-up class
+    is redrawn (rejection sampling is the renormalisation); a client whose draws keep missing gets
+    its row renormalised over the classes left (in log space, so weights that underflow float64
+    still order the classes), after which rejection goes on from that row. A client with no mass
+    at all on the remaining classes (``-inf`` everywhere) draws from the class sizes.
+
+    Parameters
+    ----------
+    log_q : numpy.ndarray
+        Clients x classes log weights, ``-inf`` for none (each row: a client's class distribution).
+    class_counts : numpy.ndarray
+        Samples per class.
+    order : numpy.ndarray
+        Client index of every draw, in dealing order (client k appears ``sizes[k]`` times); its
+        length must not exceed ``class_counts.sum()``.
+    rng : numpy.random.Generator
+        Draws the classes.
+
+    Returns
+    -------
+    numpy.ndarray
+        int64 clients x classes counts; row k sums to the number of k's draws, column c to at most
+        ``class_counts[c]``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> log_q = np.log([[0.9, 0.1], [0.5, 0.5], [0.1, 0.9]])
+    >>> order = np.random.default_rng(0).permutation(np.repeat(np.arange(3), 10))
+    >>> counts = deal_counts(log_q, np.array([15, 15]), order, np.random.default_rng(0))
+    >>> counts.sum(axis=1).tolist(), counts.sum(axis=0).tolist()
+    ([10, 10, 10], [15, 15])
+    """
+    class_counts = np.asarray(class_counts, dtype=np.int64)
+    log_q = np.asarray(log_q, dtype=np.float64)
+    num_clients, num_classes = log_q.shape
+    order = np.asarray(order, dtype=np.int64)
+    if order.size > class_counts.sum():
+        raise ValueError("more draws than samples")
+    bits = min(52, 62 - int(num_clients).bit_length())
+    pop = class_counts.astype(np.float64)
+    remaining = class_counts.copy()
+    gone = remaining == 0
+    keys = _cdf_keys(_renormalised(log_q, gone, pop), np.arange(num_clients), bits)
+    dealt = np.empty(order.size, dtype=np.int64)
+    pos, block = 0, _MIN_BLOCK
+    while pos < order.size:
+        who = order[pos : pos + block]
+        cls = _draw(keys.ravel(), who, num_classes, bits, rng)
+        redo = np.flatnonzero(gone[cls])
+        for rounds in range(_REJECTION_ROUNDS + 1):
+            if redo.size == 0:
+                break
+            if rounds == _REJECTION_ROUNDS:  # renormalise these clients' rows over the classes left
+                stale = np.unique(who[redo])
+                keys[stale] = _cdf_keys(_renormalised(log_q[stale], gone, pop), stale, bits)
+            cls[redo] = _draw(keys.ravel(), who[redo], num_classes, bits, rng)
+            redo = redo[gone[cls[redo]]]
+        stop = _first_overflow(cls, remaining)
+        dealt[pos : pos + stop] = cls[:stop]
+        remaining -= np.bincount(cls[:stop], minlength=num_classes)
+        pos += stop
+        if stop < who.size:  # a class ran out: it is gone, and dealing resumes at the draw that asked for it
+            gone = remaining == 0
+            block = max(_MIN_BLOCK, 2 * stop)
+        else:
+            block = min(_MAX_BLOCK, 2 * block)
+    flat = np.bincount(order * num_classes + dealt, minlength=num_clients * num_classes)
+    return flat.reshape(num_clients, num_classes).astype(np.int64)

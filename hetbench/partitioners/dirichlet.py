@@ -2,11 +2,11 @@
 
 ``scheme="client"`` - Hsu, Qi & Brown (2019 sec. 3; 2020 Appendix B.1), exactly: each client k draws
     q_k ~ Dir(alpha * p) over the C classes, p the population's class distribution (so the
-    concentration sums to alpha), has a fixed size (n/N or given), and samples its examples class by
-    class *without replacement*. When a set S of classes runs out, it is removed and each remaining
-    client's distribution renormalised (Eq. 5):
-        q~_k(y) = 0                                  for y in S
-        q~_k(y) = q_k(y) / (1 - sum_{s in S} q_k(s))  otherwise.
+    concentration sums to alpha), has a fixed size (n/N or given), and samples its examples
+    *without replacement*, the clients' draws dealt in one random interleaved order (so classes run
+    out for everyone at once, not for the clients filled last). When a set S of classes runs out,
+    each client's distribution is renormalised over the others (Eq. 5):
+    q~_k(y) = 0 for y in S, q_k(y) / (1 - sum_{s in S} q_k(s)) otherwise.
     alpha -> inf gives q_k = p (IID); alpha = 0 gives one class per client.
 
 ``scheme="class"`` - the per-class-over-clients variant (Yurochkin et al. 2019; Li et al. 2022,
@@ -29,6 +29,7 @@ from hetbench.errors import HetbenchError
 from hetbench.partition import DropReason, default_client_names, parse_sizes
 from hetbench.partitioners._alloc import (
     assign_from_counts,
+    deal_counts,
     largest_remainder,
     repair_min_size,
     split_evenly,
@@ -37,16 +38,42 @@ from hetbench.partitioners.base import Partitioner
 
 SCHEMES = ("client", "class")
 
+#: alpha from which a Dirichlet draw is its mean up to float64 rounding: a Gamma(a) draw's relative
+#: spread 1/sqrt(a) falls below float64's resolution (2**-52) near a = 2e31, and near the float maximum
+#: the Gamma draws overflow (numpy then returns NaN or zeros). Such an alpha is treated as ``inf``.
+ALPHA_IID = 1e32
+
 
 def check_alpha(alpha: float) -> float:
     """``alpha`` as a float, checked: >= 0, ``inf`` allowed (IID), NaN refused.
+
+    A finite alpha of at least :data:`ALPHA_IID` (1e32) is accepted and gives the same split as
+    ``inf`` (the partitioners treat it so): the Dirichlet cannot be sampled there.
+
+    Parameters
+    ----------
+    alpha : float or str
+        The concentration as given (``"inf"`` allowed).
+
+    Returns
+    -------
+    float
+        ``alpha`` as a float.
+
+    Raises
+    ------
+    HetbenchError
+        For NaN, a negative alpha or text that is not a number.
 
     Examples
     --------
     >>> check_alpha("inf"), check_alpha(0.5)
     (inf, 0.5)
     """
-    alpha = float(alpha)
+    try:
+        alpha = float(alpha)
+    except (TypeError, ValueError):
+        raise HetbenchError(f"--alpha must be a number >= 0 or 'inf' (got {alpha!r})") from None
     if math.isnan(alpha) or alpha < 0:
         raise HetbenchError(f"--alpha must be >= 0 (got {alpha}); use 'inf' for IID")
     return alpha
@@ -58,11 +85,12 @@ def hsu_client_counts(
 ) -> np.ndarray:
     """Clients x classes counts of Hsu et al.'s Appendix B.1 procedure (0 < alpha <= inf).
 
-    Clients are filled in index order. Client k's ``sizes[k]`` draws from q_k are made at once as a
-    multinomial; draws of an exhausted class are rejected and redrawn from q_k restricted to the
-    classes that remain, which is exactly Eq. 5's renormalisation (rejection sampling of one draw at
-    a time gives the same distribution). If q_k puts no mass on any remaining class (possible for
-    tiny alpha), the client draws from the remaining pool in proportion to what is left.
+    Every client k draws q_k ~ Dir(alpha p) (q_k = p for alpha = inf or alpha >= ``ALPHA_IID``).
+    The n draws are then dealt in one uniformly random interleaved order of the clients' slots
+    (client k holds ``sizes[k]`` of them), each draw from the drawing client's q_k renormalised over
+    the classes still available (Eq. 5; :func:`~hetbench.partitioners._alloc.deal_counts`). Classes
+    therefore run out for all clients at once rather than for the last clients filled, and alpha =
+    inf gives IID clients up to multinomial noise.
 
     Parameters
     ----------
@@ -71,10 +99,9 @@ def hsu_client_counts(
     sizes : numpy.ndarray
         Client sizes, summing to at most ``class_counts.sum()``.
     alpha : float
-        Concentration, 0 < alpha <= inf (``inf``: every q_k = p). alpha = 0 is
-        :func:`one_class_counts`.
+        Concentration, 0 < alpha <= inf. alpha = 0 is :func:`one_class_counts`.
     rng : numpy.random.Generator
-        Draws the q_k and the multinomials.
+        Draws the q_k, the dealing order and the classes.
 
     Returns
     -------
@@ -84,34 +111,57 @@ def hsu_client_counts(
     Examples
     --------
     >>> import numpy as np
-    >>> hsu_client_counts(np.array([50, 30, 20]), np.array([40, 30, 30]), 1.0, np.random.default_rng(0)).tolist()
-    [[21, 0, 19], [18, 11, 1], [11, 19, 0]]
+    >>> counts = hsu_client_counts(np.array([50, 30, 20]), np.array([40, 30, 30]), 1.0, np.random.default_rng(0))
+    >>> counts.sum(axis=1).tolist(), counts.sum(axis=0).tolist()
+    ([40, 30, 30], [50, 30, 20])
     """
     class_counts = np.asarray(class_counts, dtype=np.int64)
+    sizes = np.asarray(sizes, dtype=np.int64)
     num_clients, num_classes = sizes.size, class_counts.size
     present = class_counts > 0
     p = class_counts / class_counts.sum()
-    if math.isinf(alpha):
-        q = np.tile(p, (num_clients, 1))
+    log_q = np.full((num_clients, num_classes), -np.inf)
+    if math.isinf(alpha) or alpha >= ALPHA_IID:
+        log_q[:, present] = np.log(p[present])
     else:
-        q = np.zeros((num_clients, num_classes))
-        q[:, present] = rng.dirichlet(alpha * p[present], size=num_clients)
-    remaining = class_counts.copy()
-    counts = np.zeros((num_clients, num_classes), dtype=np.int64)
-    for k in range(num_clients):
-        need = int(sizes[k])
-        while need > 0:
-            w = np.where(remaining > 0, q[k], 0.0)
-            total = w.sum()
-            if not total > 1e-300:
-                w = remaining.astype(np.float64)
-                total = w.sum()
-            draw = rng.multinomial(need, w / total)
-            take = np.minimum(draw, remaining)
-            counts[k] += take
-            remaining -= take
-            need -= int(take.sum())
-    return counts
+        log_q[:, present] = log_dirichlet(alpha * p[present], num_clients, rng)
+    order = rng.permutation(np.repeat(np.arange(num_clients, dtype=np.int64), sizes))
+    return deal_counts(log_q, class_counts, order, rng)
+
+
+def log_dirichlet(concentration: np.ndarray, size: int, rng: np.random.Generator) -> np.ndarray:
+    """``size`` draws of log q, q ~ Dir(concentration), exact where q itself underflows float64.
+
+    Gamma(a) = Gamma(a + 1) * U**(1/a) (Marsaglia and Tsang), so log Gamma(a) = log Gamma(a + 1) +
+    log(U) / a stays finite for the tiny concentrations of a small alpha, where numpy's
+    ``dirichlet`` returns weights of exactly 0 and the order between a client's minor classes (which
+    decides where it goes once its main class runs out) would be lost.
+
+    Parameters
+    ----------
+    concentration : numpy.ndarray
+        Positive concentration per class.
+    size : int
+        Number of draws (rows).
+    rng : numpy.random.Generator
+        Draws the Gamma and uniform variates.
+
+    Returns
+    -------
+    numpy.ndarray
+        float64 (size, classes) log probabilities; each row's exp sums to 1.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> lq = log_dirichlet(np.array([1e-3, 1e-3, 1e-3]), 2, np.random.default_rng(0))
+    >>> bool(np.isfinite(lq).all()), np.allclose(np.exp(lq).sum(axis=1), 1.0)
+    (True, True)
+    """
+    shape = (size, concentration.size)
+    g = np.log(rng.standard_gamma(concentration + 1.0, size=shape)) + np.log1p(-rng.random(shape)) / concentration
+    top = g.max(axis=1, keepdims=True)
+    return g - (top + np.log(np.exp(g - top).sum(axis=1, keepdims=True)))
 
 
 def one_class_counts(class_counts: np.ndarray, num_clients: int, rng: np.random.Generator) -> np.ndarray:
@@ -169,7 +219,7 @@ def one_class_counts(class_counts: np.ndarray, num_clients: int, rng: np.random.
 
 # ---- scheme = class (hetero-dir) --------------------------------------------------------------
 def class_dirichlet_shares(num_classes: int, num_clients: int, alpha: float, rng: np.random.Generator) -> np.ndarray:
-    """Classes x clients shares, each row ~ Dir(alpha * 1_N); alpha = inf gives 1/N.
+    """Classes x clients shares, each row ~ Dir(alpha * 1_N); alpha = inf (or >= ``ALPHA_IID``) gives 1/N.
 
     alpha = 0 (the limit) gives each class whole to one client drawn uniformly.
 
@@ -187,7 +237,7 @@ def class_dirichlet_shares(num_classes: int, num_clients: int, alpha: float, rng
     numpy.ndarray
         float64 shares, each row summing to 1.
     """
-    if math.isinf(alpha):
+    if math.isinf(alpha) or alpha >= ALPHA_IID:
         return np.full((num_classes, num_clients), 1.0 / num_clients)
     if alpha == 0:
         shares = np.zeros((num_classes, num_clients))
@@ -269,8 +319,9 @@ class DirichletPartitioner(Partitioner):
 
     ``scheme="client"`` (the default) follows Hsu et al. exactly: client k draws its class
     distribution q_k ~ Dir(alpha p), p the population's class distribution, and samples its
-    ``sizes[k]`` examples class by class without replacement; an exhausted set S of classes is
-    removed and q_k renormalised over the others (Eq. 5 of [2]_). Every client has its given size
+    ``sizes[k]`` examples without replacement, all clients' draws dealt in one random interleaved
+    order; an exhausted set S of classes is removed and q_k renormalised over the others (Eq. 5 of
+    [2]_). Every client has its given size
     (equal sizes by default) and every sample is used. alpha -> inf gives IID clients; alpha = 0
     gives one class per client (its clients share a class evenly; with fewer clients than classes
     the unchosen classes are dropped as ``class-unassigned``).
@@ -319,7 +370,7 @@ class DirichletPartitioner(Partitioner):
     >>> part.num_clients, part.client_sizes().tolist()
     (10, [180, 180, 180, 180, 180, 180, 180, 179, 179, 179])
     >>> part.label_matrix(digits.labels["train"], digits.num_classes)[0].tolist()  # client 0's classes
-    [1, 0, 3, 0, 0, 176, 0, 0, 0, 0]
+    [20, 45, 0, 71, 44, 0, 0, 0, 0, 0]
     >>> per_class = DirichletPartitioner(10, alpha=0.5, scheme="class", min_size=50).partition(digits, seed=0)
     >>> int(per_class.client_sizes().min()), per_class.num_kept
     (50, 1797)

@@ -14,6 +14,8 @@ from hypothesis import strategies as st
 from hetbench.errors import HetbenchError
 from hetbench.metrics import emd
 from hetbench.partitioners import DirichletPartitioner, get_partitioner, make_rng
+from hetbench.partitioners import dirichlet as dirichlet_module
+from hetbench.partitioners._alloc import deal_counts
 from hetbench.partitioners.dirichlet import (
     class_dirichlet_counts,
     hsu_client_counts,
@@ -74,31 +76,30 @@ def test_hsu_client_counts_pure(class_counts, k, alpha, seed):
     assert np.array_equal(counts, again)
 
 
-class _FixedDirichletRng:
-    """A Generator stand-in: ``dirichlet`` returns the given q (and records its concentration);
-    ``multinomial`` is a real generator's."""
-
-    def __init__(self, q, seed=0):
-        self.q = np.asarray(q, dtype=np.float64)
-        self.rng = np.random.default_rng(seed)
-        self.concentration = None
-
-    def dirichlet(self, alpha, size=None):
-        self.concentration = np.asarray(alpha, dtype=np.float64)
-        assert size == self.q.shape[0]
-        return self.q[:, : self.concentration.size].copy()
-
-    def multinomial(self, n, pvals):
-        return self.rng.multinomial(n, pvals)
+def log0(q):
+    """log with log(0) = -inf and no warning."""
+    with np.errstate(divide="ignore"):
+        return np.log(np.asarray(q, dtype=np.float64))
 
 
-def test_hsu_concentration_is_alpha_times_population():
+def sequential(sizes):
+    """A dealing order that fills client 0 first, then client 1, ... (the old, biased order)."""
+    return np.repeat(np.arange(len(sizes)), sizes)
+
+
+def test_hsu_concentration_is_alpha_times_population(monkeypatch):
     """q_k ~ Dir(alpha * p), p the population's class distribution (Appendix B.1)."""
+    seen = {}
+
+    def fake(concentration, size, rng):
+        seen["concentration"] = concentration
+        return np.log(np.tile([0.1, 0.3, 0.6], (size, 1)))
+
+    monkeypatch.setattr(dirichlet_module, "log_dirichlet", fake)
     cc = np.array([10, 30, 60])
-    fake = _FixedDirichletRng(np.tile([0.1, 0.3, 0.6], (4, 1)))
-    hsu_client_counts(cc, np.array([25, 25, 25, 25]), 2.5, fake)
-    np.testing.assert_allclose(fake.concentration, 2.5 * cc / cc.sum())
-    assert fake.concentration.sum() == pytest.approx(2.5)
+    hsu_client_counts(cc, np.array([25, 25, 25, 25]), 2.5, np.random.default_rng(0))
+    np.testing.assert_allclose(seen["concentration"], 2.5 * cc / cc.sum())
+    assert seen["concentration"].sum() == pytest.approx(2.5)
 
 
 def test_hsu_renormalisation_eq5():
@@ -107,22 +108,20 @@ def test_hsu_renormalisation_eq5():
     cc = np.array([10, 5000, 5000])
     q = np.array(
         [
-            [1.0, 0.0, 0.0],  # takes the whole of class 0 ...
+            [1.0, 0.0, 0.0],  # takes the whole of class 0 (dealt first) ...
             [0.9, 0.08, 0.02],  # ... so this client draws from (0.08, 0.02) / 0.1 = (0.8, 0.2)
             [0.5, 0.25, 0.25],  # (0.5, 0.5) on the classes left
             [0.2, 0.4, 0.4],  # the last client takes what is left
         ]
     )
     sizes = np.array([10, 1000, 1000, 8000])
-    counts = hsu_client_counts(cc, sizes, 1.0, _FixedDirichletRng(q, seed=3))
+    counts = deal_counts(log0(q), cc, sequential(sizes), np.random.default_rng(3))
     assert np.array_equal(counts.sum(axis=1), sizes)
-    assert counts.sum() == cc.sum()
     assert np.array_equal(counts.sum(axis=0), cc)
     assert counts[0].tolist() == [10, 0, 0]
     assert np.all(counts[1:, 0] == 0)  # exhausted class never handed out again
     # client 1: renormalised q = (0, 0.8, 0.2); sd of the class-1 count ~ sqrt(1000 * .8 * .2) = 12.6
     assert abs(counts[1, 1] - 800) < 60
-    assert counts[1, 1] + counts[1, 2] == 1000
     # client 2: (0, 0.5, 0.5)
     assert abs(counts[2, 1] - 500) < 80
 
@@ -135,7 +134,7 @@ def test_hsu_exhaustion_statistics_over_seeds():
     sizes = np.array([5, 50, 950])
     share = []
     for s in range(200):
-        counts = hsu_client_counts(cc, sizes, 1.0, _FixedDirichletRng(q, seed=s))
+        counts = deal_counts(log0(q), cc, sequential(sizes), np.random.default_rng(s))
         assert np.array_equal(counts.sum(axis=1), sizes)
         assert counts[1, 0] == 0
         share.append(counts[1, 1] / 50)
@@ -147,10 +146,67 @@ def test_hsu_client_with_no_mass_left_still_filled():
     cc = np.array([5, 20, 30])
     q = np.array([[1.0, 0.0, 0.0], [1.0, 0.0, 0.0], [0.0, 1.0, 0.0]])
     sizes = np.array([5, 25, 25])
-    counts = hsu_client_counts(cc, sizes, 0.01, _FixedDirichletRng(q))
+    for order in (sequential(sizes), np.random.default_rng(1).permutation(sequential(sizes))):
+        counts = deal_counts(log0(q), cc, order, np.random.default_rng(0))
+        assert np.array_equal(counts.sum(axis=1), sizes)
+        assert np.array_equal(counts.sum(axis=0), cc)
+
+
+def test_hsu_minor_classes_keep_their_order_below_float_underflow():
+    """Tiny alpha: q_k's minor weights underflow float64 (exp(-1e4) == 0.0), but a client whose main
+    class runs out still moves to its *own* next class (log-space renormalisation), not to a mix."""
+    cc = np.array([100] + [200] * 9)
+    lq = np.full((10, 10), -2e4)  # every other class: far less likely still
+    lq[:, 0] = 0.0  # everyone wants class 0 most ...
+    lq[np.arange(1, 10), np.arange(1, 10)] = -1e4  # ... client k > 0 then class k
+    sizes = np.full(10, 100)
+    for seed in range(5):
+        order = np.random.default_rng(seed).permutation(sequential(sizes))
+        counts = deal_counts(lq, cc, order, np.random.default_rng(seed))
+        assert np.array_equal(counts.sum(axis=1), sizes)
+        k = np.arange(1, 10)
+        assert np.array_equal(counts[k, 0] + counts[k, k], np.full(9, 100)), counts
+
+
+def naive_deal(log_q, cc, order, rng):
+    """Hsu's process one draw at a time: the reference that deal_counts must match in law."""
+    remaining = np.array(cc, dtype=np.int64)
+    q = np.exp(log_q)
+    counts = np.zeros(log_q.shape, dtype=np.int64)
+    for k in order:
+        w = np.where(remaining > 0, q[k], 0.0)
+        c = rng.choice(w.size, p=w / w.sum())
+        counts[k, c] += 1
+        remaining[c] -= 1
+    return counts
+
+
+def test_deal_counts_matches_the_one_draw_at_a_time_process():
+    """Mean counts over many seeds agree with the naive sequential process (same order, same q),
+    through many exhaustions and block boundaries (600 draws, 256 per first block)."""
+    cc = np.array([40, 60, 100, 150, 250])
+    lq = np.log(np.random.default_rng(7).dirichlet(np.full(5, 0.3), size=6))
+    order = np.random.default_rng(8).permutation(np.repeat(np.arange(6), 100))
+    fast = np.mean([deal_counts(lq, cc, order, np.random.default_rng(s)) for s in range(300)], axis=0)
+    slow = np.mean([naive_deal(lq, cc, order, np.random.default_rng(10_000 + s)) for s in range(300)], axis=0)
+    # each mean's standard error is at most sqrt(100 * 1/4 / 300) ~ 0.29 per cell: allow ~6 of them
+    assert np.abs(fast - slow).max() < 2.5, np.round(fast - slow, 2)
+
+
+@PROPS
+@given(class_counts=st.lists(st.integers(0, 400), min_size=1, max_size=12), k=st.integers(1, 30),
+       seed=st.integers(0, 2**31 - 1), alpha=alphas_positive)
+def test_deal_counts_sizes_met_and_deterministic(class_counts, k, seed, alpha):
+    cc = np.asarray(class_counts, dtype=np.int64)
+    n = int(cc.sum())
+    assume(n >= 1)
+    sizes = np.random.default_rng(seed).multinomial(n, np.full(k, 1.0 / k))
+    order = np.random.default_rng(seed).permutation(np.repeat(np.arange(k), sizes))
+    lq = np.log(np.random.default_rng(seed).dirichlet(np.full(cc.size, 0.5), size=k))
+    counts = deal_counts(lq, cc, order, np.random.default_rng(seed))
     assert np.array_equal(counts.sum(axis=1), sizes)
     assert np.array_equal(counts.sum(axis=0), cc)
-    assert counts[1, 0] == 0 and counts[2, 0] == 0
+    assert np.array_equal(counts, deal_counts(lq, cc, order, np.random.default_rng(seed)))
 
 
 def test_hsu_real_exhaustion_sizes_met():
@@ -161,8 +217,6 @@ def test_hsu_real_exhaustion_sizes_met():
         counts = hsu_client_counts(cc, sizes, 0.1, np.random.default_rng(s))
         assert np.array_equal(counts.sum(axis=1), sizes)
         assert np.array_equal(counts.sum(axis=0), cc)
-        exhausted_at = np.flatnonzero(np.cumsum(counts[:, 0]) == cc[0])[0]
-        assert np.all(counts[exhausted_at + 1 :, 0] == 0)
 
 
 @st.composite

@@ -153,8 +153,10 @@ def test_embedding_split_heterogeneity_follows_alpha(scheme):
     m = clusters_matrix(p, clusters, 10)
     assert m.sum() == n
     nonempty = m.sum(1) > 0
-    per_client = (m[nonempty] > 0).sum(axis=1)
-    assert np.median(per_client) <= 2
+    # few clusters per client: most of a client's rows come from its top two clusters (the last rows
+    # dealt, once the wanted clusters have run out, are spread over every client)
+    top2 = np.sort(m[nonempty], axis=1)[:, -2:].sum(axis=1) / m[nonempty].sum(axis=1)
+    assert np.median(top2) >= 0.9
     assert p.recipe["params"]["clusters"] == 10 and p.recipe["params"]["embedder"] == "column:emb"
 
     iid = EmbeddingPartitioner(num_clients=20, alpha=1000, clusters=10, scheme=scheme, embedder="column:emb")
