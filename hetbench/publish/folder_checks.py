@@ -63,7 +63,8 @@ def check_well_formed(manifest: dict) -> None:
     """Every key verify reads is there with its type (else :class:`HetbenchError`: cannot check)."""
     if "content_digest" not in manifest:
         raise HetbenchError(
-            f"{MANIFEST_NAME} has no content digests (written by hetbench {manifest.get('hetbench_version', '?')}); "
+            f"{MANIFEST_NAME} has no content digests ('content_digest' is missing; written by hetbench "
+            f"{manifest.get('hetbench_version', '?')}); "
             "rebuild the folder with this version to check it")
     for key, typ in _KEYS.items():
         if not _typed(_get(manifest, key), typ):
@@ -273,7 +274,7 @@ def check_folder(folder: Path, manifest: dict) -> dict[str, SplitData]:
         for f in manifest["splits"][split]["files"]:
             safe_path(folder, f)
     if assignment_digest(manifest["sample_ids"]) != manifest["assignment_sha256"]:
-        raise Mismatch("sample_ids in hetbench.json were changed after the build (assignment_sha256 differs)")
+        raise Mismatch("the per-client sample ids in hetbench.json were changed after the build (assignment_sha256 differs)")
     check_shard_list(folder, manifest)
     data = check_shards(folder, manifest)
     check_names(folder, manifest, data)

@@ -136,7 +136,9 @@ def _first_row(folder: Path, manifest: dict, fs, split: str, column: str, featur
     return f", rows {lo}-{hi - 1}"
 
 
-def _check_rebuilt(folder: Path, manifest: dict, fs, data: dict[str, SplitData]) -> None:
+def _check_rebuilt(folder: Path, manifest: dict, fs, data: dict[str, SplitData]) -> list[str]:
+    """The recipe re-run gives the recorded fingerprints, names and column digests; returns the
+    folder's columns that the re-run cannot derive (checked against the manifest only)."""
     from hetbench.publish.parquet import output_features, split_content
 
     if fs.partition.fingerprint != manifest["partition_fingerprint"]:
@@ -152,18 +154,24 @@ def _check_rebuilt(folder: Path, manifest: dict, fs, data: dict[str, SplitData])
     if set(fs.outputs) != set(manifest["splits"]):
         raise Mismatch(f"re-running the recipe gives the splits {', '.join(sorted(fs.outputs))}")
     features = output_features(fs)
+    unchecked: set[str] = set()
     for split in fs.outputs:
         rebuilt = split_content(fs, split, features, keep_blocks=True)
         recorded = manifest["splits"][split]["column_sha256"]
         now = rebuilt.columns()
-        for col in list(now) + [c for c in recorded if c not in now]:
-            if recorded.get(col) == now.get(col):
-                continue
-            if col not in now or col not in recorded:
-                raise Mismatch(f"split '{split}', column '{col}': {'only in the folder' if col not in now else 'only in the rebuilt rows'}")
-            block = first_differing_block(data[split].digest.blocks(col), rebuilt.blocks(col))
-            row = _first_row(folder, manifest, fs, split, col, features, block or 0)
-            raise Mismatch(f"split '{split}', column '{col}'{row} (re-running the recipe on the source gives other rows)")
+        for col in now:
+            if col in recorded and recorded[col] != now[col]:
+                block = first_differing_block(data[split].digest.blocks(col), rebuilt.blocks(col))
+                row = _first_row(folder, manifest, fs, split, col, features, block or 0)
+                raise Mismatch(f"split '{split}', column '{col}'{row} (re-running the recipe on the source gives other rows)")
+        # a builder that is no rebuilder may rename source columns (same digest) or add its own
+        # (S2 cells, images from --image-root): those are checked against the manifest only
+        renamed = {recorded[c] for c in recorded if c not in now} & {now[c] for c in now if c not in recorded}
+        lost = [c for c in now if c not in recorded and now[c] not in renamed]
+        if lost:
+            raise Mismatch(f"split '{split}', column '{lost[0]}': re-running the recipe gives it, the folder holds no column with its content")
+        unchecked |= {c for c in recorded if c not in now and recorded[c] not in renamed}
+    return sorted(unchecked)
 
 
 def verify_folder(folder: str | Path, dataset: str | None = None, rebuilders: Rebuilders | None = None) -> Verdict:
@@ -201,7 +209,7 @@ def verify_folder(folder: str | Path, dataset: str | None = None, rebuilders: Re
             fs = rebuild(manifest, dataset, rebuilders)
         except SourceChanged as exc:
             raise Mismatch(str(exc)) from exc
-        _check_rebuilt(folder, manifest, fs, data)
+        unchecked = _check_rebuilt(folder, manifest, fs, data)
     except Mismatch as exc:
         return Verdict(False, f"FAILED: {exc}", 1)
     except HetbenchError as exc:
@@ -209,5 +217,7 @@ def verify_folder(folder: str | Path, dataset: str | None = None, rebuilders: Re
     except OSError as exc:
         return Verdict(False, f"CANNOT CHECK: cannot read '{folder}': {exc.strerror or exc}", 2)
     n = sum(len(r) for r in fs.outputs.values())
+    note = (f" ({'columns' if len(unchecked) > 1 else 'column'} {', '.join(unchecked)} checked against the manifest "
+            "only: the source alone does not give them)") if unchecked else ""
     return Verdict(True, f"OK: {fs.num_clients} clients, {n:,} rows; every shard, column digest and the split "
-                         f"fingerprint {fs.fingerprint[:16]} reproduced")
+                         f"fingerprint {fs.fingerprint[:16]} reproduced{note}")
