@@ -252,38 +252,19 @@ def _per_client(data: dict, key: str) -> float | None:
     return None
 
 
-#: How deeply a result's JSON may nest; a deeper file is skipped as malformed (a real result nests
-#: a few levels, and the leaderboard writes nested values back out with recursive ``json.dumps``).
+#: Deeper results are skipped as malformed (real ones nest a few levels; json.dumps recurses).
 MAX_DEPTH = 64
 
 
-def json_depth(obj: Any) -> int:
-    """How deeply lists and objects nest in ``obj`` (0 for a plain value), without recursion.
-
-    Parameters
-    ----------
-    obj : Any
-        A value of plain JSON types.
-
-    Returns
-    -------
-    int
-        The nesting depth.
-
-    Examples
-    --------
-    >>> from hetbench.leaderboard.load import json_depth
-    >>> json_depth(1), json_depth({"a": [1, {"b": []}]})
-    (0, 4)
-    """
+def _json_depth(obj: Any) -> int:
+    """How deeply lists and objects nest in ``obj`` (0 for a plain value), without recursion."""
     depth, stack = 0, [(obj, 1)]
     while stack:
         value, level = stack.pop()
         children = value.values() if isinstance(value, dict) else value if isinstance(value, list) else None
-        if children is None:
-            continue
-        depth = max(depth, level)
-        stack.extend((child, level + 1) for child in children)
+        if children is not None:
+            depth = max(depth, level)
+            stack.extend((child, level + 1) for child in children)
     return depth
 
 
@@ -411,7 +392,7 @@ def load_results(results_dir: str | Path) -> Loaded:
         if res is None:
             ignored += 1
             continue
-        if json_depth(data) > MAX_DEPTH:
+        if _json_depth(data) > MAX_DEPTH:
             skipped.append(Skipped(rel, f"nested more than {MAX_DEPTH} levels deep"))
             continue
         key = (res.split_key, res.row_key, json_text(res.seed))
