@@ -211,10 +211,6 @@ def check_shards(folder: Path, manifest: dict) -> dict[str, SplitData]:
     return data
 
 
-def _ids_equal(a: np.ndarray, b: list) -> bool:
-    return len(a) == len(b) and [str(v) for v in a.tolist()] == [str(v) for v in b]
-
-
 def check_names(folder: Path, manifest: dict, data: dict[str, SplitData]) -> None:
     """``num_clients``, ``client_names`` and ``class_names`` agree with the rows, the shards' label
     feature and the card."""
@@ -241,12 +237,19 @@ def check_names(folder: Path, manifest: dict, data: dict[str, SplitData]) -> Non
         present = [k for k in range(n) if bounds[k + 2] > bounds[k + 1]]
         if set(listed) != {names[k] for k in present}:
             raise Mismatch(f"split '{split}': client_names in hetbench.json do not name the clients whose rows the shards hold")
-        for k in present:
-            lo, hi = int(bounds[k + 1]), int(bounds[k + 2])
-            ids = listed[names[k]]
-            if len(ids) != hi - lo or (d.ids is not None and not _ids_equal(d.ids[lo:hi], ids)):
-                raise Mismatch(f"split '{split}', column 'client_id', row {lo}: client {k} is '{names[k]}' in client_names, "
-                               f"but its rows are not the sample ids hetbench.json lists for '{names[k]}'")
+        sizes = np.array([len(listed[names[k]]) for k in present], np.int64)
+        runs = np.diff(bounds)[1:][present] if present else np.zeros(0, np.int64)
+        wrong = np.flatnonzero(sizes != runs)
+        if not wrong.size and d.ids is not None and present:
+            expected = np.array([str(v) for k in present for v in listed[names[k]]], dtype=object)
+            got = d.ids[int(bounds[present[0] + 1]):].astype(str).astype(object)
+            bad_rows = np.flatnonzero(expected != got)
+            if bad_rows.size:
+                wrong = np.array([int(np.searchsorted(np.cumsum(runs), bad_rows[0], side="right"))])
+        if wrong.size:
+            k = present[int(wrong[0])]
+            raise Mismatch(f"split '{split}', column 'client_id', row {int(bounds[k + 1])}: client {k} is '{names[k]}' in "
+                           f"client_names, but its rows are not the sample ids hetbench.json lists for '{names[k]}'")
     try:
         card = _card_features(folder)
     except Exception as exc:  # the card's YAML was read by check_shard_list; a broken features list
