@@ -260,10 +260,10 @@ def prepare_users(
 
 
 def _publish(prepared_of: Callable[..., PreparedSplit], tag: Callable[[dict], str], out, name, overwrite, quiet, params):
-    from hetbench.atomic import check_out_dir
+    from hetbench.atomic import locked_out
 
-    out_path = check_out_dir(Path(out) if out else SPLITS_ROOT / tag(params), overwrite)
-    _, report = prepared_of(**params).publish(out_path, name=name or tag(params), overwrite=overwrite, quiet=quiet)
+    with locked_out(Path(out) if out else SPLITS_ROOT / tag(params), overwrite) as out_path:
+        _, report = prepared_of(**params).publish(out_path, name=name or tag(params), overwrite=overwrite, quiet=quiet)
     return out_path, report
 
 

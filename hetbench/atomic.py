@@ -8,7 +8,7 @@
 * An exclusive lock (``fcntl.flock`` on ``.<name>.lock`` beside ``--out``) is taken by the first
   check of ``--out`` and held until the folder is in place (or the command ends), so a second build
   to the same folder fails at once.
-* Every temporary folder records the pid and host of its process (``.hetbench-pid`` inside); the
+* Every temporary folder records the pid and host of its process (:mod:`hetbench.tempdirs`); the
   next run removes those whose process is dead (left by SIGKILL or a crash).
 """
 
@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Iterator
 
 from hetbench.errors import HetbenchError
+from hetbench.tempdirs import PID_FILE, mark as _mark, remove_stale as _remove_stale
 
 try:  # pragma: no cover - always there on POSIX
     import fcntl
@@ -34,8 +35,6 @@ except ImportError:  # pragma: no cover - Windows: no locking
 
 #: files that mark a folder a hetbench command wrote (a build's manifest, a leaderboard)
 MARKERS = ("hetbench.json", "leaderboard.md", "leaderboard.csv")
-#: the file inside a temporary folder naming the process that owns it ("<pid> <host>")
-PID_FILE = ".hetbench-pid"
 
 
 @dataclass
@@ -86,131 +85,6 @@ def is_hetbench_output(folder: str | os.PathLike) -> bool:
     return next(iter(folder.iterdir()), None) is None
 
 
-def process_alive(pid: int) -> bool:
-    """Whether process ``pid`` runs on this machine (a zombie counts as dead).
-
-    Parameters
-    ----------
-    pid : int
-        A process id.
-
-    Returns
-    -------
-    bool
-        False when no such process exists or it has exited and waits to be reaped.
-
-    Examples
-    --------
-    >>> import os
-    >>> from hetbench.atomic import process_alive
-    >>> process_alive(os.getpid())
-    True
-    """
-    if pid <= 0:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-        return stat[stat.rindex(")") + 2:][:1] != "Z"
-    except (OSError, ValueError):
-        return True
-
-
-def _mark(folder: Path) -> None:
-    (folder / PID_FILE).write_text(f"{os.getpid()} {socket.gethostname()}\n")
-
-
-def _is_stale(folder: Path) -> bool:
-    try:
-        pid, host = (folder / PID_FILE).read_text().split()[:2]
-        return host == socket.gethostname() and not process_alive(int(pid))
-    except (OSError, ValueError):
-        return False  # no readable pid: not ours to judge (an older hetbench, or being created)
-
-
-def remove_stale(parent: str | os.PathLike, prefix: str) -> list[Path]:
-    """Remove the folders ``parent/<prefix>*`` whose recorded process (``.hetbench-pid``) is dead.
-
-    Folders without a pid file, or whose process runs (or ran on another host), are kept.
-
-    Parameters
-    ----------
-    parent : path
-        The folder to clean.
-    prefix : str
-        The name prefix of the temporary folders, e.g. ``.out.tmp-`` or ``.report-``.
-
-    Returns
-    -------
-    list of Path
-        The folders removed.
-
-    Examples
-    --------
-    >>> import pathlib, socket
-    >>> from hetbench.atomic import remove_stale
-    >>> d = pathlib.Path(".stale-example.tmp-1")
-    >>> d.mkdir()
-    >>> _ = (d / ".hetbench-pid").write_text(f"999999999 {socket.gethostname()}")
-    >>> [p.name for p in remove_stale(".", ".stale-example.tmp-")]
-    ['.stale-example.tmp-1']
-    """
-    parent = Path(parent)
-    removed = []
-    try:
-        entries = [p for p in parent.iterdir() if p.name.startswith(prefix)]
-    except OSError:
-        return removed
-    for p in sorted(entries):
-        if p.is_dir() and not p.is_symlink() and _is_stale(p):
-            shutil.rmtree(p, ignore_errors=True)
-            removed.append(p)
-    return removed
-
-
-@contextmanager
-def temp_dir(parent: str | os.PathLike, prefix: str) -> Iterator[Path]:
-    """A temporary folder ``parent/<prefix><random>`` that records its process and is removed on exit.
-
-    Stale folders with the same prefix from dead processes are removed first (:func:`remove_stale`).
-
-    Parameters
-    ----------
-    parent : path
-        Where to create it (an existing folder).
-    prefix : str
-        Its name prefix, e.g. ``.report-``.
-
-    Returns
-    -------
-    contextmanager of Path
-        The folder, removed with its contents when the block ends.
-
-    Examples
-    --------
-    >>> from hetbench.atomic import temp_dir
-    >>> with temp_dir(".", ".example-") as tmp:
-    ...     tmp.name.startswith(".example-"), tmp.is_dir()
-    (True, True)
-    >>> tmp.exists()
-    False
-    """
-    parent = Path(parent)
-    remove_stale(parent, prefix)
-    tmp = parent / f"{prefix}{uuid.uuid4().hex[:10]}"
-    tmp.mkdir()
-    try:
-        _mark(tmp)
-        yield tmp
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-
-
 def _make_parents(parent: Path, shown: str) -> list[Path]:
     """Create ``parent`` and its missing ancestors; returns those created, deepest last."""
     missing = []
@@ -232,6 +106,8 @@ def _remove_dirs(created: list[Path]) -> None:
     for d in reversed(created):
         try:
             d.rmdir()
+        except FileNotFoundError:
+            continue
         except OSError:
             break
 
@@ -272,9 +148,8 @@ def _acquire(target: Path, shown: str) -> None:
 
 
 def release_lock(out: str | os.PathLike) -> None:
-    """Release this process's lock on ``out`` (and remove its lock file); nothing if none is held.
-
-    Parent folders created for the lock are removed again when ``out`` was not written.
+    """Release this process's lock on ``out`` and remove its lock file (nothing if none is held);
+    parent folders created for the lock go too when ``out`` was not written.
 
     Parameters
     ----------
@@ -287,14 +162,8 @@ def release_lock(out: str | os.PathLike) -> None:
 
     Examples
     --------
-    >>> import pathlib
-    >>> from hetbench.atomic import check_out_dir, release_lock
-    >>> _ = check_out_dir("atomic_release_example", overwrite=False)
-    >>> pathlib.Path(".atomic_release_example.lock").exists()
-    True
-    >>> release_lock("atomic_release_example")
-    >>> pathlib.Path(".atomic_release_example.lock").exists()
-    False
+    >>> from hetbench.atomic import release_lock
+    >>> release_lock("not-locked")
     """
     target = _absolute(out)
     with _GUARD:
@@ -322,8 +191,7 @@ def release_all() -> None:
 
     Examples
     --------
-    >>> from hetbench.atomic import release_all
-    >>> release_all()
+    >>> from hetbench.atomic import release_all; release_all()
     """
     for key in list(_HELD):
         release_lock(key)
@@ -354,8 +222,8 @@ def check_out_dir(out: str | os.PathLike, overwrite: bool) -> Path:
     Raises
     ------
     HetbenchError
-        If ``out`` is a file, exists without ``overwrite``, is not a hetbench output, is the current
-        folder or contains it, cannot be written, or another process is writing it.
+        ``out`` is a file, exists without ``overwrite``, is not a hetbench output, holds the current
+        folder, cannot be written, or is locked by another process.
 
     Examples
     --------
@@ -386,11 +254,45 @@ def check_out_dir(out: str | os.PathLike, overwrite: bool) -> Path:
                 "--overwrite replaces only hetbench outputs"
             )
         for kind in ("tmp", "old"):
-            remove_stale(target.parent, f".{target.name}.{kind}-")
+            _remove_stale(target.parent, f".{target.name}.{kind}-")
     except BaseException:
         release_lock(target)
         raise
     return path
+
+
+@contextmanager
+def locked_out(out: str | os.PathLike, overwrite: bool) -> Iterator[Path]:
+    """:func:`check_out_dir` for the length of a block: the lock is released when it ends, even on
+    failure (a library caller that fails between the check and :func:`atomic_dir` keeps no lock).
+
+    Parameters
+    ----------
+    out : path
+        The output folder.
+    overwrite : bool
+        As for :func:`check_out_dir`.
+
+    Returns
+    -------
+    contextmanager of Path
+        ``out`` as a Path, checked and locked inside the block.
+
+    Examples
+    --------
+    >>> import pathlib
+    >>> from hetbench.atomic import locked_out
+    >>> with locked_out("atomic_locked_example", overwrite=False) as out:
+    ...     pathlib.Path(".atomic_locked_example.lock").exists()
+    True
+    >>> pathlib.Path(".atomic_locked_example.lock").exists()
+    False
+    """
+    path = check_out_dir(out, overwrite)
+    try:
+        yield path
+    finally:
+        release_lock(out)
 
 
 @contextmanager

@@ -179,7 +179,7 @@ def test_stale_temporary_siblings_of_dead_processes_are_removed(tmp_path, run_cl
 
 
 def test_temp_dir_records_its_process_and_cleans_dead_ones(tmp_path):
-    from hetbench.atomic import temp_dir
+    from hetbench.tempdirs import temp_dir
 
     _stale(tmp_path / ".report-old", _dead_pid())
     with temp_dir(tmp_path, ".report-") as tmp:
