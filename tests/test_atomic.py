@@ -239,3 +239,12 @@ def test_a_build_killed_with_sigkill_is_cleaned_by_the_next_run(tmp_path, run_cl
         assert sorted(p.name for p in tmp_path.iterdir()) == ["s"]
     finally:
         _kill(procs)
+
+
+def test_a_failing_library_build_keeps_no_lock(tmp_path):
+    from hetbench.builders.geo import build_geo
+    from hetbench.errors import HetbenchError
+
+    with pytest.raises(HetbenchError, match="nope"):
+        build_geo(tmp_path / "g", lat_col="nope", quiet=True)
+    assert list(tmp_path.iterdir()) == []
