@@ -30,6 +30,8 @@ def _source_options(fn: Callable) -> Callable:
                      help="Output folder (default: hetbench_splits/<dataset>-<method>-<params>-s<seed>)."),
         click.option("--name", default=None, help="Data set name in the card and manifest (default: <dataset>-<method>-<params>-s<seed>)."),
         click.option("--overwrite", is_flag=True, help="Replace --out if it exists."),
+        click.option("--allow-empty", is_flag=True,
+                     help="Accept clients left with no training rows (by default an error naming how many)."),
         click.option("--quiet", "-q", is_flag=True, help="No progress bar or summary."),
     ]
     for opt in reversed(options):
@@ -54,20 +56,44 @@ def _run(partitioner, tag: str, opts: dict[str, Any], extras: Callable | None = 
     _, report = make_split(
         opts["dataset"], partitioner, out, label_col=opts["label_col"], id_col=opts["id_col"], seed=opts["seed"],
         test_split=opts["test_split"], test_fraction=opts["test_fraction"], name=opts["name"] or default.name,
-        overwrite=opts["overwrite"], quiet=opts["quiet"], extras=extras,
+        overwrite=opts["overwrite"], quiet=opts["quiet"], extras=extras, allow_empty=opts["allow_empty"],
     )
     if not opts["quiet"]:
         st = report["size_stats"]
         click.echo(
             f"wrote {out}: {report['num_clients']} clients, {report['num_samples']:,} training samples, "
-            f"EMD {report['emd']:.3f}, sizes {st['min']:.0f}/{st['median']:.0f}/{st['max']:.0f} (min/median/max)"
+            f"EMD {report['emd']:.3f}, sizes {st['min']:.0f}/{st['median']:.0f}/{st['max']:.0f} (min/median/max); "
+            + dropped_summary(report.get("dropped") or {})
         )
+
+
+def dropped_summary(dropped: dict[str, dict[str, int]]) -> str:
+    """How many rows were dropped and why, summed over the splits (rows held out as test are not lost).
+
+    Examples
+    --------
+    >>> dropped_summary({"train": {"remainder": 300, "class-unassigned": 12}, "test": {"filtered": 0}})
+    '312 rows dropped (remainder 300, class-unassigned 12)'
+    >>> dropped_summary({"train": {}})
+    'no rows dropped'
+    """
+    by_reason: dict[str, int] = {}
+    for counts in dropped.values():
+        for reason, count in counts.items():
+            if reason != "held-out" and count:
+                by_reason[reason] = by_reason.get(reason, 0) + int(count)
+    if not by_reason:
+        return "no rows dropped"
+    total = sum(by_reason.values())
+    reasons = ", ".join(f"{r} {c:,}" for r, c in sorted(by_reason.items(), key=lambda rc: (-rc[1], rc[0])))
+    return f"{total:,} row{'s' if total != 1 else ''} dropped ({reasons})"
 
 
 def _common(fn: Callable) -> Callable:
     @functools.wraps(fn)
     def wrapper(**kwargs: Any) -> None:
-        keys = ("dataset", "label_col", "id_col", "seed", "test_split", "test_fraction", "out", "name", "overwrite", "quiet")
+        keys = ("dataset", "label_col", "id_col", "seed", "test_split", "test_fraction", "out", "name", "overwrite",
+                "quiet", "allow_empty")
         opts = {k: kwargs.pop(k) for k in keys}
         made = fn(**kwargs)
         if len(made) > 3:  # a method's own default data set, used when --dataset was not given

@@ -42,6 +42,7 @@ def make_split(
     overwrite: bool = False,
     quiet: bool = False,
     extras: Extras | None = None,
+    allow_empty: bool = False,
 ) -> tuple[FederatedSplit, dict[str, Any]]:
     """Partition ``source`` and publish the split to ``out``; returns the split and its report.
 
@@ -67,6 +68,8 @@ def make_split(
         Replace ``out``; no progress bars.
     extras : callable, optional
         Family-specific report entries and plots, computed from the built split.
+    allow_empty : bool
+        Accept clients with no training rows (by default an error, raised before anything is written).
 
     Returns
     -------
@@ -90,7 +93,7 @@ def make_split(
         from hetbench.sources import load_table
 
         table = load_table(source, label_col, id_col)
-    split = build_split(table, partitioner, seed, test_split, test_fraction)
+    split = build_split(table, partitioner, seed, test_split, test_fraction, allow_empty=allow_empty)
     extra_report, extra_plots = extras(split) if extras is not None else (None, None)
     report = publish_split(
         split, out, name=name or out.name, overwrite=overwrite, quiet=quiet,
@@ -113,6 +116,8 @@ class PreparedSplit:
         As for :func:`make_split`.
     extras : callable, optional
         The family's report entries and plots (``extras(split) -> (report additions, plot writer)``).
+    allow_empty : bool
+        Accept clients with no training rows (:func:`hetbench.splits.build_split`).
 
     Examples
     --------
@@ -133,10 +138,13 @@ class PreparedSplit:
     test_split: str | None = None
     test_fraction: float = 0.2
     extras: Extras | None = None
+    allow_empty: bool = False
 
     def build(self) -> FederatedSplit:
         """The split, not published (what ``hetbench verify`` compares with a manifest)."""
-        return build_split(self.table, self.partitioner, self.seed, self.test_split, self.test_fraction)
+        return build_split(
+            self.table, self.partitioner, self.seed, self.test_split, self.test_fraction, allow_empty=self.allow_empty
+        )
 
     def publish(
         self, out: str | os.PathLike, *, name: str | None = None, overwrite: bool = False, quiet: bool = False
@@ -145,4 +153,5 @@ class PreparedSplit:
         return make_split(
             self.table, self.partitioner, out, seed=self.seed, test_split=self.test_split,
             test_fraction=self.test_fraction, name=name, overwrite=overwrite, quiet=quiet, extras=self.extras,
+            allow_empty=self.allow_empty,
         )

@@ -243,6 +243,41 @@ TEST_POLICY_REGISTRY = Registry("test policy", {
 TEST_POLICIES = TEST_POLICY_REGISTRY.names()
 
 
+def check_no_empty_clients(num_clients: int, train_client_ids: np.ndarray) -> None:
+    """Raise unless every one of ``num_clients`` clients holds at least one training row.
+
+    Parameters
+    ----------
+    num_clients : int
+        Number of clients of the split.
+    train_client_ids : numpy.ndarray
+        Client id of every training row.
+
+    Raises
+    ------
+    HetbenchError
+        Naming how many clients are empty and the way out (fewer clients, or ``--allow-empty``).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> check_no_empty_clients(3, np.array([0, 2, 1, 1]))
+    >>> check_no_empty_clients(4, np.array([0, 2, 1, 1]))
+    Traceback (most recent call last):
+    ...
+    hetbench.errors.HetbenchError: 1 of 4 clients has no training rows; use fewer clients (or a less skewed split), or pass --allow-empty (allow_empty=True) to keep empty clients
+    """
+    held = np.zeros(num_clients, dtype=bool)
+    held[np.asarray(train_client_ids)[np.asarray(train_client_ids) >= 0]] = True
+    empty = int(num_clients - held.sum())
+    if empty:
+        verb = "has" if empty == 1 else "have"
+        raise HetbenchError(
+            f"{empty:,} of {num_clients:,} clients {verb} no training rows; use fewer clients (or a less skewed "
+            "split), or pass --allow-empty (allow_empty=True) to keep empty clients"
+        )
+
+
 def build_split(
     table: SampleTable,
     partitioner: Partitioner,
@@ -250,6 +285,7 @@ def build_split(
     test_split: str | None = None,
     test_fraction: float = 0.2,
     train_split: str = "train",
+    allow_empty: bool = False,
 ) -> FederatedSplit:
     """Partition ``table`` and derive its output splits under a test policy.
 
@@ -268,6 +304,9 @@ def build_split(
         Per-client hold-out fraction (``client``) or share of clients held out (``heldout``).
     train_split : str
         The source split that is partitioned.
+    allow_empty : bool
+        Accept clients left with no training rows (recorded in the recipe as ``allow_empty: true``);
+        by default they are an error (:func:`check_no_empty_clients`).
 
     Returns
     -------
@@ -309,5 +348,9 @@ def build_split(
         "test_fraction": test_fraction if test_split in ("client", "heldout") else None,
         "train_split": train_split,
     }
+    if allow_empty:
+        recipe["allow_empty"] = True  # only when set: the recipes of splits without empty clients stay as they were
     part, outputs, dropped = derive(_PolicyInput(table, partitioner, part, seed, test_fraction, train_split, others))
+    if not allow_empty:
+        check_no_empty_clients(part.num_clients, outputs["train"].client_ids)
     return FederatedSplit(table=table, partition=part, outputs=outputs, recipe=recipe, dropped=dropped)

@@ -303,3 +303,55 @@ def test_heldout_clients_policy():
     assert len(fs.outputs["train"]) + len(fs.outputs["test"]) == 400
     again = build_split(t, NaturalIdPartitioner("user"), seed=3, test_split="heldout", test_fraction=0.25)
     assert again.fingerprint == fs.fingerprint
+
+
+# ---- empty clients ---------------------------------------------------------------------------------
+def _empty_count(fs):
+    return fs.num_clients - np.unique(fs.outputs["train"].client_ids).size
+
+
+@FEW
+@given(k=st.integers(1, 60), alpha=st.sampled_from([0.001, 0.01, 0.1, 1.0]), seed=st.integers(0, 2**31 - 1),
+       policy=st.sampled_from(["global", "client"]))
+def test_empty_clients_are_an_error_unless_allowed(k, alpha, seed, policy):
+    """A split that leaves clients without training rows raises, naming how many, unless allow_empty;
+    with allow_empty the same split is built and the recipe records it."""
+    table = make_table(np.arange(120) % 6, 6, test_labels=np.arange(12) % 6)
+    part = DirichletPartitioner(num_clients=k, alpha=alpha, scheme="class")
+    allowed = build_split(table, part, seed=seed, test_split=policy, allow_empty=True)
+    empty = _empty_count(allowed)
+    assert allowed.recipe["allow_empty"] is True
+    if empty:
+        with pytest.raises(HetbenchError, match=rf"^{empty} of {k} clients? ha(s|ve) no training rows.*--allow-empty"):
+            build_split(table, part, seed=seed, test_split=policy)
+    else:
+        fs = build_split(table, part, seed=seed, test_split=policy)
+        assert "allow_empty" not in fs.recipe  # default recipes (and fingerprints) unchanged
+        assert fs.fingerprint != allowed.fingerprint  # the recipe says how it was built
+        assert all(np.array_equal(fs.outputs[s].rows, allowed.outputs[s].rows) for s in fs.outputs)
+
+
+def test_empty_clients_from_the_issue_and_nothing_written(tmp_path):
+    """builtin:digits, class scheme, alpha 0.01, 100 clients: 49 clients were left empty silently."""
+    from hetbench.pipeline import PreparedSplit, make_split
+    from hetbench.sources import load_table
+
+    digits = load_table("builtin:digits")
+    part = DirichletPartitioner(num_clients=100, alpha=0.01, scheme="class")
+    with pytest.raises(HetbenchError, match=r"^49 of 100 clients have no training rows"):
+        make_split(digits, part, tmp_path / "out", quiet=True)
+    assert not (tmp_path / "out").exists()
+    assert not [p for p in tmp_path.iterdir() if not p.name.endswith(".lock")]  # no half-written output
+    with pytest.raises(HetbenchError, match="allow-empty"):
+        PreparedSplit(digits, part).build()
+    assert _empty_count(PreparedSplit(digits, part, allow_empty=True).build()) == 49
+    split, report = make_split(digits, part, tmp_path / "ok", quiet=True, allow_empty=True)
+    assert report["num_clients"] == 100 and _empty_count(split) == 49
+
+
+def test_heldout_policy_checks_the_clients_left_in_training():
+    """Held-out clients are test data, not empty training clients."""
+    users = [f"u{u}" for u in np.arange(60) % 6]
+    fs = build_split(make_table(np.arange(60) % 3, 3, users=users), NaturalIdPartitioner("user"), seed=0,
+                     test_split="heldout", test_fraction=0.5)
+    assert fs.num_clients == 3 and _empty_count(fs) == 0
