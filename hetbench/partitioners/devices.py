@@ -66,9 +66,9 @@ def allocate_clients(num_clients: int, weights: Mapping[str, float], rng: np.ran
     names = list(weights)
     if num_clients < len(names):
         raise HetbenchError(f"--clients {num_clients} is fewer than the {len(names)} devices; every device needs a client")
-    w = np.array([max(float(weights[n]), 0.0) for n in names])
-    if not np.isfinite(w).all() or w.sum() <= 0:
-        raise HetbenchError("device weights must be non-negative numbers with a positive sum")
+    w = np.array([float(weights[n]) for n in names])
+    if not np.isfinite(w).all() or (w < 0).any() or not 0 < w.sum() < np.inf:
+        raise HetbenchError("device weights must be finite non-negative numbers with a positive, finite sum")
     extra = num_clients - len(names)
     counts = 1 + largest_remainder(w / w.sum() * extra, extra, rng)
     return dict(zip(names, counts.tolist()))

@@ -169,7 +169,8 @@ def sweep(
         raise HetbenchError("--seed is empty")
     hyper = dict(hyper or {})
     algos = {a: make_algorithm(a, **hyper) for a in names}  # unknown names and bad values fail here
-    dataclasses.replace(config, seed=seeds[0]).check()
+    for s in seeds:  # every seed is checked before any run writes a result
+        dataclasses.replace(config, seed=s).check()
     if "central" in names:  # first, so the others get relative accuracy and a default target
         names = ["central"] + [a for a in names if a != "central"]
 

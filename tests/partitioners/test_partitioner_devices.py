@@ -96,8 +96,10 @@ def test_bad_input_is_one_clear_error():
         DevicePartitioner(column="phone").partition(table, 0)
     with pytest.raises(HetbenchError, match="without a weight: y"):
         DevicePartitioner(2, {"x": 1.0}).partition(table, 0)
-    with pytest.raises(HetbenchError, match="positive sum"):
+    with pytest.raises(HetbenchError, match="positive, finite sum"):
         DevicePartitioner(2, {"x": 0.0, "y": 0.0}).partition(table, 0)
+    with pytest.raises(HetbenchError, match="non-negative"):
+        DevicePartitioner(2, {"x": -1.0, "y": 2.0}).partition(table, 0)
     with pytest.raises(HetbenchError, match="allocation 'random'.*deal, iid"):
         DevicePartitioner(allocation="random")
 
