@@ -235,6 +235,41 @@ def repair_min_size(
     return counts
 
 
+def log_dirichlet(concentration: np.ndarray, size: int, rng: np.random.Generator) -> np.ndarray:
+    """``size`` draws of log q, q ~ Dir(concentration), exact where q itself underflows float64.
+
+    Gamma(a) = Gamma(a + 1) * U**(1/a) (Marsaglia and Tsang), so log Gamma(a) = log Gamma(a + 1) +
+    log(U) / a stays finite for the tiny concentrations of a small alpha, where numpy's
+    ``dirichlet`` returns weights of exactly 0 and the order between a client's minor classes (which
+    decides where it goes once its main class runs out) would be lost.
+
+    Parameters
+    ----------
+    concentration : numpy.ndarray
+        Positive concentration per class.
+    size : int
+        Number of draws (rows).
+    rng : numpy.random.Generator
+        Draws the Gamma and uniform variates.
+
+    Returns
+    -------
+    numpy.ndarray
+        float64 (size, classes) log probabilities; each row's exp sums to 1.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> lq = log_dirichlet(np.array([1e-3, 1e-3, 1e-3]), 2, np.random.default_rng(0))
+    >>> bool(np.isfinite(lq).all()), np.allclose(np.exp(lq).sum(axis=1), 1.0)
+    (True, True)
+    """
+    shape = (size, concentration.size)
+    g = np.log(rng.standard_gamma(concentration + 1.0, size=shape)) + np.log1p(-rng.random(shape)) / concentration
+    top = g.max(axis=1, keepdims=True)
+    return g - (top + np.log(np.exp(g - top).sum(axis=1, keepdims=True)))
+
+
 # ---- interleaved dealing (Hsu et al.'s client scheme) -------------------------------------------
 _MIN_BLOCK, _MAX_BLOCK = 256, 1 << 18  # draws made at once (twice the last run between exhaustions)
 _REJECTION_ROUNDS = 4  # redraws of a draw that hit an exhausted class before its row is renormalised

@@ -31,6 +31,7 @@ from hetbench.partitioners._alloc import (
     assign_from_counts,
     deal_counts,
     largest_remainder,
+    log_dirichlet,
     repair_min_size,
     split_evenly,
 )
@@ -45,25 +46,10 @@ ALPHA_IID = 1e32
 
 
 def check_alpha(alpha: float) -> float:
-    """``alpha`` as a float, checked: >= 0, ``inf`` allowed (IID), NaN refused.
-
-    A finite alpha of at least :data:`ALPHA_IID` (1e32) is accepted and gives the same split as
-    ``inf`` (the partitioners treat it so): the Dirichlet cannot be sampled there.
-
-    Parameters
-    ----------
-    alpha : float or str
-        The concentration as given (``"inf"`` allowed).
-
-    Returns
-    -------
-    float
-        ``alpha`` as a float.
-
-    Raises
-    ------
-    HetbenchError
-        For NaN, a negative alpha or text that is not a number.
+    """``alpha`` as a float, checked: >= 0, ``inf`` allowed (IID); NaN, a negative alpha or text that is
+    not a number raise :class:`~hetbench.errors.HetbenchError`. A finite alpha of at least
+    :data:`ALPHA_IID` (1e32) is accepted and splits as ``inf`` does (the Dirichlet cannot be sampled
+    there).
 
     Examples
     --------
@@ -128,40 +114,6 @@ def hsu_client_counts(
     order = rng.permutation(np.repeat(np.arange(num_clients, dtype=np.int64), sizes))
     return deal_counts(log_q, class_counts, order, rng)
 
-
-def log_dirichlet(concentration: np.ndarray, size: int, rng: np.random.Generator) -> np.ndarray:
-    """``size`` draws of log q, q ~ Dir(concentration), exact where q itself underflows float64.
-
-    Gamma(a) = Gamma(a + 1) * U**(1/a) (Marsaglia and Tsang), so log Gamma(a) = log Gamma(a + 1) +
-    log(U) / a stays finite for the tiny concentrations of a small alpha, where numpy's
-    ``dirichlet`` returns weights of exactly 0 and the order between a client's minor classes (which
-    decides where it goes once its main class runs out) would be lost.
-
-    Parameters
-    ----------
-    concentration : numpy.ndarray
-        Positive concentration per class.
-    size : int
-        Number of draws (rows).
-    rng : numpy.random.Generator
-        Draws the Gamma and uniform variates.
-
-    Returns
-    -------
-    numpy.ndarray
-        float64 (size, classes) log probabilities; each row's exp sums to 1.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> lq = log_dirichlet(np.array([1e-3, 1e-3, 1e-3]), 2, np.random.default_rng(0))
-    >>> bool(np.isfinite(lq).all()), np.allclose(np.exp(lq).sum(axis=1), 1.0)
-    (True, True)
-    """
-    shape = (size, concentration.size)
-    g = np.log(rng.standard_gamma(concentration + 1.0, size=shape)) + np.log1p(-rng.random(shape)) / concentration
-    top = g.max(axis=1, keepdims=True)
-    return g - (top + np.log(np.exp(g - top).sum(axis=1, keepdims=True)))
 
 
 def one_class_counts(class_counts: np.ndarray, num_clients: int, rng: np.random.Generator) -> np.ndarray:
