@@ -249,9 +249,13 @@ class LabelCounts:
         """Classes with at least one row, per client."""
         return np.diff(self.indptr)
 
+    def class_totals(self) -> np.ndarray:
+        """Rows per class over all clients (int64)."""
+        return np.bincount(self.classes, weights=self.counts, minlength=self.num_classes).astype(np.int64)
+
     def population(self) -> np.ndarray:
         """p: the class distribution over all rows (zeros when there are none)."""
-        col = np.bincount(self.classes, weights=self.counts, minlength=self.num_classes)
+        col = self.class_totals().astype(np.float64)
         total = col.sum()
         return col / total if total > 0 else np.zeros(self.num_classes)
 

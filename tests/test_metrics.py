@@ -196,6 +196,7 @@ def test_sparse_label_counts_match_the_dense_metrics(counts):
     assert lc.classes_per_client().tolist() == classes_per_client(counts).tolist()
     _, p, _ = client_distributions(counts)
     np.testing.assert_allclose(lc.population(), p, atol=1e-12)
+    assert lc.class_totals().tolist() == counts.sum(axis=0).tolist()
     np.testing.assert_allclose(lc.emd_per_client(), emd_per_client(counts), atol=1e-9)
     np.testing.assert_allclose(lc.jensen_shannon_per_client(), jensen_shannon_per_client(counts), atol=1e-6)
     np.testing.assert_allclose(lc.hellinger_per_client(), hellinger_per_client(counts), atol=1e-6)

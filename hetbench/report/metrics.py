@@ -264,6 +264,7 @@ def compute_report(
         empty_clients=int(num_clients - np.count_nonzero(nonempty)),
         empty_client_class_cells=int(num_clients * num_classes - lc.counts.size),
         population_distribution=[_round(v) for v in lc.population()],
+        class_counts=lc.class_totals().tolist(),
         splits=splits,
         dropped={s: dict(d) for s, d in (dropped or {}).items()},
         clients_file=CLIENTS_FILE,

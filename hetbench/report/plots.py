@@ -2,9 +2,10 @@
 writing a report (:func:`write_report`: ``report.json``, ``report/clients.parquet``, the plots).
 
 With thousands of clients the plots sample or aggregate: the heatmap shows at most
-:data:`MAX_HEATMAP_CLIENTS` clients picked evenly by size rank (its title says so), the size-rank
-curve is drawn through at most :data:`MAX_CURVE_POINTS` log-spaced ranks, and the histogram counts
-every client.
+:data:`MAX_HEATMAP_CLIENTS` clients picked evenly by size rank (its title says so) and, with more
+than :data:`MAX_HEATMAP_CLASSES` classes, sums adjacent classes into one column (its axis says
+how many), the size-rank curve is drawn through at most :data:`MAX_CURVE_POINTS` log-spaced
+ranks, and the histogram counts every client (on a log scale when bins differ a hundredfold).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ PLOTS = {
     "emd_hist": "emd_histogram.png",
 }
 MAX_HEATMAP_CLIENTS = 200
+MAX_HEATMAP_CLASSES = 200
 MAX_CURVE_POINTS = 2000
 
 
@@ -89,6 +91,10 @@ def plot_label_heatmap(report: Mapping[str, Any], clients: ClientStats, path: Pa
     plt = pyplot()
     shown = sample_by_size_rank(clients.sizes)
     counts = clients.label_counts.to_dense(shown).astype(np.float64)
+    n_classes = counts.shape[1]
+    width = -(-n_classes // MAX_HEATMAP_CLASSES)  # classes per column: one-pixel cells would vanish
+    if width > 1:
+        counts = np.pad(counts, ((0, 0), (0, -n_classes % width))).reshape(counts.shape[0], -1, width).sum(axis=2)
     q, _, _ = metrics.client_distributions(counts)
     order = client_sort_order(counts)
     q = q[order]
@@ -96,10 +102,11 @@ def plot_label_heatmap(report: Mapping[str, Any], clients: ClientStats, path: Pa
     total = clients.num_clients
     sampled = n_cl < total
     fig, ax = plt.subplots(figsize=(min(2 + 0.35 * n_c, 14), min(2 + 0.18 * n_cl, 9)), dpi=110)
-    im = ax.imshow(q, aspect="auto", interpolation="nearest", cmap="viridis", vmin=0, vmax=1)
-    ax.set_xlabel("class")
+    extent = (-0.5, n_c * width - 0.5, n_cl - 0.5, -0.5)  # x in class indices, also when binned
+    im = ax.imshow(q, aspect="auto", interpolation="nearest", cmap="viridis", vmin=0, vmax=1, extent=extent)
+    ax.set_xlabel(f"class index ({n_classes:,} classes, {width} per column)" if width > 1 else "class")
     ax.set_ylabel(f"client (sorted by dominant class; {n_cl:,} shown)" if sampled else f"client (sorted by dominant class; {n_cl} clients)")
-    if n_c <= 40:
+    if n_c <= 40 and width == 1:
         ax.set_xticks(range(n_c))
         ax.set_xticklabels(report["class_names"], rotation=90 if n_c > 12 else 0, fontsize=8)
     if n_cl <= 40:  # rows are sorted, so label them with the clients' names, not positions
@@ -133,7 +140,7 @@ def plot_size_rank(report: Mapping[str, Any], clients: ClientStats, path: Path, 
     ax.set_xlabel("client rank")
     ax.set_ylabel("training samples")
     if sizes.size and sizes[0] < 10 * sizes[-1]:  # at least a decade, or 71 vs 72 looks like a cliff
-        ax.set_ylim(min(sizes[-1] / 1.5, sizes[0] / 10), sizes[0] * 1.5)
+        ax.set_ylim(max(min(sizes[-1] / 1.5, sizes[0] / 10), 0.7), sizes[0] * 1.5)  # no client holds < 1
     _plain_log_ticks(ax.xaxis)
     _plain_log_ticks(ax.yaxis)
     st = report["size_stats"]

@@ -58,7 +58,7 @@ def refresh_report(folder: str | os.PathLike) -> Report:
     >>> refresh_report("digits-iid")["num_clients"]
     4
     """
-    from hetbench.atomic import temp_dir
+    from hetbench.tempdirs import temp_dir
     from hetbench.publish.manifest import read_manifest
 
     manifest = read_manifest(folder)

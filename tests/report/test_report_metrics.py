@@ -18,7 +18,7 @@ from hetbench.report.metrics import PER_CLIENT_KEYS
 SUMMARY_KEYS = {
     "num_clients", "num_samples", "num_classes", "class_names", "size_stats", "emd", "emd_stats",
     "jensen_shannon", "jensen_shannon_stats", "hellinger", "hellinger_stats", "classes_per_client_stats",
-    "empty_clients", "empty_client_class_cells", "population_distribution", "splits", "dropped", "clients_file",
+    "empty_clients", "empty_client_class_cells", "population_distribution", "class_counts", "splits", "dropped", "clients_file",
 }
 COLUMNS = [
     "client_id", "client_name", "num_samples", "classes_present", "emd", "jensen_shannon", "hellinger",
@@ -50,6 +50,7 @@ def test_report_keys_are_scalar_summaries_and_the_clients_table_has_every_client
     assert rep["num_samples"] == 300 and rep["empty_clients"] == 1
     assert rep["emd"] == pytest.approx(metrics.emd(counts), abs=1e-6)
     assert rep["empty_client_class_cells"] == int((counts == 0).sum())
+    assert rep["class_counts"] == counts.sum(axis=0).tolist()
     assert rep["size_stats"]["median"] == float(np.median(sizes))
     assert rep["size_stats"]["p90"] == pytest.approx(np.quantile(sizes, 0.9))
     # distance summaries are over the clients that hold rows
@@ -117,7 +118,7 @@ def test_report_json_size_does_not_grow_with_clients(k, c, seed):
     rep = compute_report({"train": rng.integers(0, k, n)}, {"train": rng.integers(0, c, n)},
                          [str(i) for i in range(c)], [f"u{i}" for i in range(k)])
     text = json.dumps(rep, indent=1, sort_keys=True)
-    assert len(text) < 4_000 + 40 * c  # per class: name and population share; nothing per client
+    assert len(text) < 4_000 + 60 * c  # per class: name, population share and count; nothing per client
     assert rep.clients.num_clients == k and int(rep.clients.sizes.sum()) == n
 
 
