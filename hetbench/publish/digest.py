@@ -147,7 +147,9 @@ class ColumnDigest:
         """Feed the next rows (a pyarrow Array or ChunkedArray)."""
         import pyarrow as pa
 
-        chunks = column.chunks if isinstance(column, pa.ChunkedArray) else [column]
+        # one array per call: a gathered batch arrives as one chunk per row, and feeding chunk by
+        # chunk would cost a Python call per row (the digest does not depend on chunking)
+        chunks = [column.combine_chunks()] if isinstance(column, pa.ChunkedArray) else [column]
         for chunk in chunks:
             start = 0
             while start < len(chunk):
