@@ -87,15 +87,15 @@ def build_devices(
 ) -> tuple[Path, dict[str, Any]]:
     """Capture (``params`` as :func:`prepare_devices`) and publish to ``out``; returns the folder and
     the report. Default folder: ``hetbench_splits/devices-<profiles>-n<clients>-s<seed>``."""
-    from hetbench.atomic import check_out_dir
+    from hetbench.atomic import locked_out
 
     if params.get("clients") is None:
         params["clients"] = 50
     tag = f"devices-{params.get('profiles', 'heteroswitch9')}-n{params['clients']}-s{params.get('seed', 0)}"
-    out_path = check_out_dir(Path(out) if out else SPLITS_ROOT / tag, overwrite)
-    name = name or tag
-    prepared = prepare_devices(**params, title=name)
-    _, report = prepared.publish(out_path, name=name, overwrite=overwrite, quiet=params.get("quiet", False))
+    with locked_out(Path(out) if out else SPLITS_ROOT / tag, overwrite) as out_path:  # before any rendering
+        name = name or tag
+        prepared = prepare_devices(**params, title=name)
+        _, report = prepared.publish(out_path, name=name, overwrite=overwrite, quiet=params.get("quiet", False))
     return out_path, report
 
 

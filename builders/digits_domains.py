@@ -52,9 +52,9 @@ def build_digits_domains(
 ) -> tuple[Path, dict[str, Any]]:
     """Build and publish to ``out``; returns the folder and the report.
     Default folder: ``hetbench_splits/digits-domains-n<clients>-f<fraction>-s<seed>``."""
-    from hetbench.atomic import check_out_dir
+    from hetbench.atomic import locked_out
 
     tag = f"digits-domains-n{clients}-f{fraction:g}-s{seed}"
-    out_path = check_out_dir(Path(out) if out else SPLITS_ROOT / tag, overwrite)
-    _, report = prepare_digits_domains(clients, fraction, seed).publish(out_path, name=name or tag, overwrite=overwrite, quiet=quiet)
+    with locked_out(Path(out) if out else SPLITS_ROOT / tag, overwrite) as out_path:
+        _, report = prepare_digits_domains(clients, fraction, seed).publish(out_path, name=name or tag, overwrite=overwrite, quiet=quiet)
     return out_path, report

@@ -139,13 +139,13 @@ def build_iso_isp(
     The default folder is ``hetbench_splits/iso-isp-<stages>-s<seed>``; it is checked before any
     rendering.
     """
-    from hetbench.atomic import check_out_dir
+    from hetbench.atomic import locked_out
 
     tag = f"iso-isp-{params.get('stages', 'wb,tone').replace(',', '+')}-s{params.get('seed', 0)}"
-    out_path = check_out_dir(Path(out) if out else SPLITS_ROOT / tag, overwrite)
-    name = name or tag
-    prepared = prepare_iso_isp(**params, title=name)
-    _, report = prepared.publish(out_path, name=name, overwrite=overwrite, quiet=params.get("quiet", False))
+    with locked_out(Path(out) if out else SPLITS_ROOT / tag, overwrite) as out_path:  # before any rendering
+        name = name or tag
+        prepared = prepare_iso_isp(**params, title=name)
+        _, report = prepared.publish(out_path, name=name, overwrite=overwrite, quiet=params.get("quiet", False))
     return out_path, report
 
 

@@ -220,14 +220,14 @@ def build_synthetic_color(
 ) -> tuple[Path, dict[str, Any]]:
     """Render (``params`` as :func:`prepare_synthetic_color`) and publish to ``out``; returns the folder
     and the report. Default folder: ``hetbench_splits/devices-synthetic<N>-<data set>-s<seed>``."""
-    from hetbench.atomic import check_out_dir
+    from hetbench.atomic import locked_out
 
     dataset = params.get("dataset", "builtin:digits")
     tag = f"devices-synthetic{params.get('num_devices', 10)}-{dataset_stem(dataset)}-s{params.get('seed', 0)}"
-    out_path = check_out_dir(Path(out) if out else SPLITS_ROOT / tag, overwrite)
-    name = name or tag
-    prepared = prepare_synthetic_color(**params, title=name)
-    _, report = prepared.publish(out_path, name=name, overwrite=overwrite, quiet=params.get("quiet", False))
+    with locked_out(Path(out) if out else SPLITS_ROOT / tag, overwrite) as out_path:  # before any rendering
+        name = name or tag
+        prepared = prepare_synthetic_color(**params, title=name)
+        _, report = prepared.publish(out_path, name=name, overwrite=overwrite, quiet=params.get("quiet", False))
     return out_path, report
 
 
