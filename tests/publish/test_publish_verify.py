@@ -293,3 +293,14 @@ def test_a_raw_file_replaced_by_other_content_fails(tmp_path, run_cli):
     b.write_bytes(data_a)
     code, text = _verify(run_cli, out)
     assert code == 1 and "column 'image', row" in text and "rebuilt" in text
+
+
+def test_a_split_built_with_allow_empty_verifies(tmp_path, run_cli):
+    """--allow-empty is in the recipe, so the re-run accepts the same empty clients."""
+    out = tmp_path / "empty-clients"
+    args = ("partition", "dirichlet", "--scheme", "class", "--alpha", "0.01", "--clients", "100", "--out", out, "-q")
+    code, _, err = run_cli(*args)
+    assert code == 2 and "--allow-empty" in err and not out.exists()
+    assert run_cli(*args, "--allow-empty")[0] == 0
+    code, stdout, _ = run_cli("verify", out)
+    assert code == 0 and stdout.startswith("OK"), stdout
