@@ -4,7 +4,8 @@ Every command below runs on the embedded data (no inputs) with small settings; t
 output folder is the sha256 of every file in it, keyed by its path relative to the folder. Parquet
 files are also digested by content (their Arrow table with its schema metadata, as an IPC stream),
 and that digest is the one compared when the installed pyarrow differs from the one that recorded
-the fingerprints (pyarrow writes its version into every file). PNG files are compared only under
+the fingerprints (pyarrow writes its version into every file; the manifest records each shard's
+sha256, so it is compared without those then). PNG files are compared only under
 the matplotlib version that recorded them, since another version draws other pixels. Training
 results and the leaderboard CSV are compared without their wall-clock seconds.
 
@@ -86,6 +87,14 @@ def _leaderboard_content(path: Path) -> str:
     return _sha(json.dumps([[r[i] for i in keep] for r in rows]).encode())
 
 
+def _manifest_content(path: Path) -> str:
+    """The manifest less its per-shard file hashes, which depend on the pyarrow version."""
+    doc = json.loads(path.read_text())
+    for info in doc.get("splits", {}).values():
+        info.pop("file_sha256", None)
+    return _sha(json.dumps(doc, sort_keys=True).encode())
+
+
 def digest_folder(folder: Path) -> dict[str, dict[str, str]]:
     """path -> {"bytes": sha256, "content": sha256 of the content where it is version-independent}."""
     out: dict[str, dict[str, str]] = {}
@@ -94,6 +103,8 @@ def digest_folder(folder: Path) -> dict[str, dict[str, str]]:
         entry = {"bytes": _sha(path.read_bytes())}
         if path.suffix == ".parquet":
             entry["content"] = _parquet_content(path)
+        elif path.name == "hetbench.json":
+            entry["content"] = _manifest_content(path)
         out[rel] = entry
     return out
 
@@ -152,7 +163,7 @@ def compare(recorded: dict[str, Any], now: dict[str, Any], same: dict[str, bool]
                 problems.append(f"{name}/{rel}: new file")
             elif rel.endswith(".png") and not same["matplotlib"]:
                 continue
-            elif rel.endswith(".parquet") and not same["pyarrow"]:
+            elif rel.endswith((".parquet", "hetbench.json")) and not same["pyarrow"]:
                 if files[rel]["content"] != want[rel]["content"]:
                     problems.append(f"{name}/{rel}: content differs")
             elif files[rel] != want[rel]:
