@@ -55,6 +55,9 @@ class FederatedSplit:
     outputs: dict[str, SplitRows]
     recipe: dict[str, Any]
     dropped: dict[str, dict[str, int]]
+    #: source class index -> output class index (-1: no output row has it); None when every source
+    #: class is present, so the output classes are the source's (see :func:`present_classes`)
+    class_map: np.ndarray | None = None
 
     @property
     def num_clients(self) -> int:
@@ -64,9 +67,22 @@ class FederatedSplit:
     def client_names(self) -> tuple[str, ...]:
         return self.partition.client_names
 
+    @property
+    def class_names(self) -> list[str]:
+        """The output classes: the source classes that some output row has, in source order."""
+        names = list(self.table.class_names)
+        return names if self.class_map is None else [n for n, k in zip(names, self.class_map) if k >= 0]
+
+    def source_labels(self, source_split: str) -> np.ndarray:
+        """Output class index of every row of a source split (-1 where its class is not an output class)."""
+        labels = np.asarray(self.table.labels[source_split])
+        if self.class_map is None:
+            return labels
+        return np.where(labels >= 0, self.class_map[np.maximum(labels, 0)], -1)
+
     def labels(self, split: str) -> np.ndarray:
         out = self.outputs[split]
-        return self.table.labels[out.source_split][out.rows]
+        return self.source_labels(out.source_split)[out.rows]
 
     @property
     def fingerprint(self) -> str:
@@ -278,6 +294,32 @@ def check_no_empty_clients(num_clients: int, train_client_ids: np.ndarray) -> No
         )
 
 
+def present_classes(table: SampleTable, outputs: dict[str, SplitRows]) -> np.ndarray | None:
+    """Source class -> output class index, keeping only the classes some output row has (-1 for the
+    others), or None when every class is present.
+
+    A filter that removes whole classes (the Landmarks-User-160k thresholds keep 50 of 80 classes on
+    the generated observations) then publishes a ClassLabel over the classes that remain.
+
+    Examples
+    --------
+    >>> import datasets, numpy as np
+    >>> from hetbench.splits import SplitRows, present_classes
+    >>> from hetbench.table import SampleTable
+    >>> t = SampleTable(splits={"train": datasets.Dataset.from_dict({"y": [0, 2, 2]})}, label_column="y",
+    ...                 class_names=["a", "b", "c"], labels={"train": np.array([0, 2, 2])})
+    >>> present_classes(t, {"train": SplitRows("train", np.arange(3), np.zeros(3, np.int32))}).tolist()
+    [0, -1, 1]
+    """
+    present = np.zeros(table.num_classes, dtype=bool)
+    for out in outputs.values():
+        labels = np.asarray(table.labels[out.source_split])[out.rows]
+        present[labels[(labels >= 0) & (labels < table.num_classes)]] = True
+    if present.all():
+        return None
+    return np.where(present, np.cumsum(present) - 1, -1).astype(np.int64)
+
+
 def build_split(
     table: SampleTable,
     partitioner: Partitioner,
@@ -351,6 +393,8 @@ def build_split(
     if allow_empty:
         recipe["allow_empty"] = True  # only when set: the recipes of splits without empty clients stay as they were
     part, outputs, dropped = derive(_PolicyInput(table, partitioner, part, seed, test_fraction, train_split, others))
+    class_map = present_classes(table, outputs)
     if not allow_empty:
         check_no_empty_clients(part.num_clients, outputs["train"].client_ids)
-    return FederatedSplit(table=table, partition=part, outputs=outputs, recipe=recipe, dropped=dropped)
+    return FederatedSplit(table=table, partition=part, outputs=outputs, recipe=recipe, dropped=dropped,
+                          class_map=class_map)

@@ -16,7 +16,7 @@ from hetbench.partitioners import (
     NaturalIdPartitioner,
     ShardsPartitioner,
 )
-from hetbench.splits import build_split, stratified_holdout
+from hetbench.splits import SplitRows, build_split, stratified_holdout
 from tables import make_table
 
 PROPS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -355,3 +355,21 @@ def test_heldout_policy_checks_the_clients_left_in_training():
     fs = build_split(make_table(np.arange(60) % 3, 3, users=users), NaturalIdPartitioner("user"), seed=0,
                      test_split="heldout", test_fraction=0.5)
     assert fs.num_clients == 3 and _empty_count(fs) == 0
+
+
+def test_classes_no_output_row_has_are_left_out_in_source_order():
+    from hetbench.splits import present_classes
+
+    table = make_table(np.array([0, 0, 2, 2, 3]), num_classes=4)
+    outputs = {"train": SplitRows("train", np.array([0, 2, 4]), np.zeros(3, np.int32))}
+    assert present_classes(table, outputs).tolist() == [0, -1, 1, 2]
+    full = make_table(np.array([0, 1, 2, 3]), num_classes=4)
+    assert present_classes(full, {"train": SplitRows("train", np.arange(4), np.zeros(4, np.int32))}) is None
+
+
+def test_a_split_that_loses_classes_publishes_only_the_remaining_ones():
+    # classes 1 and 3 have one row each: natural-id with --min-samples 2 drops the clients holding them
+    table = make_table(np.array([0, 0, 1, 2, 2, 3]), users=["a", "a", "b", "c", "c", "d"])
+    split = build_split(table, NaturalIdPartitioner("user", min_samples=2), seed=0, test_split="client", test_fraction=0.5)
+    assert split.class_names == ["0", "2"] or split.class_names == [table.class_names[0], table.class_names[2]]
+    assert sorted(set(split.labels("train").tolist()) | set(split.labels("test").tolist())) == [0, 1]

@@ -94,7 +94,7 @@ def publish_split(
         report = compute_report(
             {s: r.client_ids for s, r in fs.outputs.items()},
             {s: fs.labels(s) for s in fs.outputs},
-            fs.table.class_names,
+            fs.class_names,
             fs.client_names,
             fs.dropped,
         )

@@ -64,7 +64,7 @@ def build_manifest(fs: FederatedSplit, written: dict[str, Any], name: str) -> di
             "file_sha256": dict(w.file_sha256), "column_sha256": dict(w.columns),
             "content_sha256": split_digest(w.columns),
         }
-    return {
+    manifest = {
         "format": FORMAT_VERSION,
         "hetbench_version": __version__,
         "name": name,
@@ -77,11 +77,14 @@ def build_manifest(fs: FederatedSplit, written: dict[str, Any], name: str) -> di
         "content_digest": {"algorithm": "sha256", "version": DIGEST_VERSION},
         "num_clients": fs.num_clients,
         "client_names": list(fs.client_names),
-        "class_names": list(fs.table.class_names),
+        "class_names": list(fs.class_names),
         "splits": splits,
         "dropped": fs.dropped,
         "sample_ids": sample_ids,
     }
+    if fs.class_map is not None:  # classes no output row has were left out of the ClassLabel
+        manifest["source_class_names"] = list(fs.table.class_names)
+    return manifest
 
 
 def write_manifest(manifest: dict[str, Any], out_dir: Path) -> None:

@@ -36,7 +36,7 @@ def output_features(fs: FederatedSplit):
     feats: dict[str, Any] = {}
     for name, feat in src.items():
         if name == label_col:
-            feats["label"] = datasets.ClassLabel(names=list(fs.table.class_names))
+            feats["label"] = datasets.ClassLabel(names=list(fs.class_names))
         elif name == "label":
             feats["source_label"] = feat
         elif name == "client_id":
@@ -82,7 +82,7 @@ def output_batches(fs: FederatedSplit, split: str, features, lo: int = 0, hi: in
 
     rows = fs.outputs[split]
     table = fs.table.splits[rows.source_split].with_format("arrow")
-    labels = fs.table.labels[rows.source_split]
+    labels = fs.source_labels(rows.source_split)
     hi = len(rows) if hi is None else hi
     schema = features.arrow_schema
     has_media = any(type(f).__name__ in ("Image", "Audio", "Video", "Pdf") for f in features.values())

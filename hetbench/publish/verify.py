@@ -149,7 +149,7 @@ def _check_rebuilt(folder: Path, manifest: dict, fs, data: dict[str, SplitData])
     if client_sample_ids(fs) != manifest["sample_ids"]:
         raise Mismatch("the manifest's per-client sample ids differ from the recomputed ones")
     for key, now in (("num_clients", fs.num_clients), ("client_names", list(fs.client_names)),
-                     ("class_names", list(fs.table.class_names))):
+                     ("class_names", list(fs.class_names))):
         if manifest[key] != now:
             raise Mismatch(f"{key} in hetbench.json differ from the ones re-running the recipe gives")
     if set(fs.outputs) != set(manifest["splits"]):

@@ -213,3 +213,21 @@ def test_image_root_attaches_images_to_a_metadata_split(tmp_path, run_cli):
     assert code == 0, err
     report = json.loads((tmp_path / "g2" / "report.json").read_text())
     assert report["skipped"] == [{"file": "7.png", "split": "train", "reason": "missing under --image-root"}]
+
+
+def test_users_classlabel_holds_only_the_classes_left_after_filtering(tmp_path, run_cli):
+    """The Landmarks filters drop whole classes: the published ClassLabel, report and manifest name the
+    classes that remain; the manifest keeps the source's classes beside them."""
+    import datasets
+
+    out = tmp_path / "users"
+    assert run_cli("build", "users", "--out", out, "-q")[0] == 0
+    manifest = json.loads((out / "hetbench.json").read_text())
+    report = json.loads((out / "report.json").read_text())
+    ds = datasets.load_dataset(str(out))
+    present = sorted(set(ds["train"]["label"]) | set(ds["test"]["label"]))
+    assert present == list(range(len(manifest["class_names"])))  # every class of the ClassLabel is used
+    assert ds["train"].features["label"].names == manifest["class_names"]
+    assert report["num_classes"] == len(manifest["class_names"]) < len(manifest["source_class_names"])
+    assert set(manifest["class_names"]) <= set(manifest["source_class_names"])
+    assert run_cli("verify", out)[0] == 0
