@@ -7,7 +7,6 @@ embedders. ``hetbench compare-clusterings`` calls these.
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
 import numpy as np
 
@@ -18,19 +17,19 @@ def clusters_by_sample(folder: str | os.PathLike) -> dict:
     """Sample id -> cluster of every row of a built embedding split (its ``cluster`` column)."""
     import pyarrow.parquet as pq
 
-    from hetbench.publish.manifest import read_manifest
+    from hetbench.publish.manifest import read_manifest, shard_paths
 
     manifest = read_manifest(folder)
     id_col = manifest["source"].get("id_col")
     if not id_col:
         raise HetbenchError(f"'{folder}' has no sample-id column to align on (build it with --id-col)")
     out: dict = {}
-    for info in manifest["splits"].values():
-        for f in info["files"]:
-            schema = pq.read_schema(Path(folder) / f)
+    for split in manifest["splits"]:
+        for f in shard_paths(folder, manifest, split):  # never a path outside the build folder
+            schema = pq.read_schema(f)
             if "cluster" not in schema.names:
                 raise HetbenchError(f"'{folder}' has no cluster column: build it with 'hetbench partition embedding'")
-            t = pq.read_table(Path(folder) / f, columns=[id_col, "cluster"])
+            t = pq.read_table(f, columns=[id_col, "cluster"])
             out.update(zip(t.column(id_col).to_pylist(), t.column("cluster").to_pylist()))
     return out
 

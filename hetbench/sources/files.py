@@ -109,11 +109,12 @@ def read_hetbench_folder(path: Path) -> dict:
     """A hetbench build as a source: its splits as listed in ``hetbench.json``, without ``client_id``."""
     import datasets
 
-    from hetbench.publish.manifest import read_manifest
+    from hetbench.publish.manifest import read_manifest, shard_paths
 
     splits = {}
-    for split, info in read_manifest(path)["splits"].items():
-        files = [str(path / f) for f in info.get("files", [])]
+    manifest = read_manifest(path)
+    for split in manifest["splits"]:
+        files = [str(f) for f in shard_paths(path, manifest, split)]  # never a path outside the build folder
         if not files or not all(Path(f).is_file() for f in files):
             raise HetbenchError(f"hetbench build '{path}' is missing parquet files of split '{split}'")
         ds = datasets.Dataset.from_parquet(files)
