@@ -64,6 +64,14 @@ class FederatedData:
         return int(self.x_train.shape[-1])
 
     @property
+    def num_train(self) -> int:
+        return int(self.y_train.shape[0])
+
+    @property
+    def num_test(self) -> int:
+        return int(self.y_test.shape[0])
+
+    @property
     def client_sizes(self) -> np.ndarray:
         return np.array([r.size for r in self.client_rows], dtype=np.int64)
 

@@ -30,7 +30,8 @@ class FlatModel:
     @staticmethod
     def _bind(tensors: list[torch.Tensor]) -> torch.Tensor:
         total = sum(t.numel() for t in tensors)
-        flat = torch.empty(total, dtype=torch.float32)
+        device = tensors[0].device if tensors else torch.device("cpu")
+        flat = torch.empty(total, dtype=torch.float32, device=device)
         start = 0
         with torch.no_grad():
             for t in tensors:

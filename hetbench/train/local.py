@@ -40,13 +40,15 @@ class LocalResult:
 class Workspace:
     """What every client of a run shares: the data tensors, the working model and its flat vectors."""
 
-    def __init__(self, data: FederatedData, model: torch.nn.Module) -> None:
+    def __init__(self, data: FederatedData, model: torch.nn.Module,
+                 device: torch.device | str = "cpu") -> None:
         self.data = data
-        self.model = model
-        self.flat = FlatModel(model)
+        self.device = torch.device(device)
+        self.model = model.to(self.device)
+        self.flat = FlatModel(self.model)
         c = data.in_channels
-        self.mean = torch.tensor(data.mean, dtype=torch.float32).reshape(1, c, 1, 1)
-        self.std = torch.tensor(data.std, dtype=torch.float32).reshape(1, c, 1, 1)
+        self.mean = torch.tensor(data.mean, dtype=torch.float32).reshape(1, c, 1, 1).to(self.device)
+        self.std = torch.tensor(data.std, dtype=torch.float32).reshape(1, c, 1, 1).to(self.device)
         self.round = 0
         self.client = -1
 

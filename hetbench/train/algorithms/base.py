@@ -47,9 +47,23 @@ class TrainConfig:
     target_accuracy: float | None = None
     group_by: str | None = None
     workers: int | None = None  # parallel client threads (None: one per core, at most clients per round)
+    device: str = "auto"  # auto | cpu | cuda | cuda:N | mps (hetbench.train.device.resolve_device)
+    amp: bool = False  # bf16 autocast on CUDA
+    cache_dir: str | None = None  # where decoded images are cached (None: HETBENCH_CACHE, else beside the split)
+    checkpoint_every: int | None = None  # rounds between checkpoints (None: no checkpoints)
+    last_k: int = 3  # evaluations averaged by the "mean of the last k" statistics
+    train_groups: tuple[str, ...] | None = None  # train only on clients of these test groups (None: all clients)
+    test_groups: tuple[str, ...] | None = None  # evaluate only these test groups (None: all)
+
+    #: options that change how a run is executed but not what it computes; results leave them out
+    RUNTIME_OPTIONS: ClassVar[tuple[str, ...]] = ("workers", "device", "cache_dir", "checkpoint_every")
 
     def as_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
+
+    def result_options(self) -> dict[str, Any]:
+        """The options a results document records: all but :attr:`RUNTIME_OPTIONS`."""
+        return {k: v for k, v in self.__dict__.items() if k not in self.RUNTIME_OPTIONS}
 
     def check(self) -> "TrainConfig":
         """Refuse options no run can use (messages name the CLI flag); returns self."""
@@ -58,7 +72,7 @@ class TrainConfig:
         if self.model not in ("auto", *MODEL_NAMES):
             raise HetbenchError(f"unknown model '{self.model}'; choose from auto, {', '.join(MODEL_NAMES)}")
         positive = ("rounds", "clients_per_round", "local_epochs", "batch_size", "lr", "eval_every", "image_size",
-                    "workers")
+                    "workers", "checkpoint_every", "last_k")
         for key in positive:
             v = getattr(self, key)
             if v is not None and not (math.isfinite(v) and v > 0):

@@ -1,0 +1,138 @@
+"""Parallel client updates and evaluation for one simulated run (:class:`ClientPool`).
+
+Clients of a round train in worker threads, each on its own copy of the working model with one intra-op
+torch thread, so an update does not depend on which worker ran it or on how many there are; evaluation
+deals fixed test batches to the workers the same way.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import queue
+from collections import deque
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+import torch
+
+from hetbench.train.algorithms import Algorithm, RunState, TrainConfig
+from hetbench.train.evaluate import predict_range
+from hetbench.train.local import Workspace
+from hetbench.train.models import build_model
+
+EVAL_BATCH = 256  # test rows per forward pass
+
+
+def default_workers() -> int:
+    return max(1, os.cpu_count() or 1)
+
+
+def _stochastic(model: torch.nn.Module) -> bool:
+    """Whether the model draws from torch's global generator in training (dropout)."""
+    return any(isinstance(m, torch.nn.modules.dropout._DropoutNd) and m.p > 0 for m in model.modules())
+
+
+class ClientPool:
+    """Runs a round's client updates, in parallel threads when that keeps results identical.
+
+    Each worker thread trains on its own copy of the model (same flat layout) with one intra-op torch
+    thread, so a client's update is the same whichever worker runs it and however many workers there
+    are; updates come back in client order, so aggregation is order-stable too. At most ``workers``
+    updates exist at a time, whatever the number of clients per round. A run with one client per round
+    (centralised) or with dropout (torch's global generator) trains in the main thread instead.
+    Evaluation splits the test rows over the workers the same way.
+    """
+
+    def __init__(self, run: RunState, model_name: str, algorithm: Algorithm, config: TrainConfig) -> None:
+        self.run = run
+        self.algorithm = algorithm
+        data = run.data
+        per_round = 1 if algorithm.name == "central" else min(config.clients_per_round, data.num_clients)
+        wanted = config.workers or default_workers()
+        self.total_threads = torch.get_num_threads()
+        self.stochastic = _stochastic(run.main_ws.model)
+        serial = per_round <= 1 or self.stochastic
+        self.workers = 1 if serial else max(1, min(int(wanted), per_round))
+        # one intra-op thread per client update keeps updates identical for any number of workers; the
+        # centralised run and models with dropout train serially on every thread instead
+        self.client_threads = self.total_threads if (per_round <= 1 or self.stochastic) else 1
+        self.spaces = [run.main_ws]
+        for _ in range(self.workers - 1):
+            m = build_model(model_name, data.in_channels, data.num_classes, data.image_size, config.norm)
+            self.spaces.append(Workspace(data, m, run.main_ws.device))
+        self.free: queue.SimpleQueue = queue.SimpleQueue()
+        for w in self.spaces:
+            self.free.put(w)
+        self.executor = ThreadPoolExecutor(self.workers) if self.workers > 1 else None
+
+    def _one(self, round_index: int, client: int):
+        ws = self.free.get()
+        try:
+            self.run.bind(ws)
+            ws.round, ws.client = round_index, client
+            if self.stochastic:  # dropout draws from torch's global generator: reseed it per client update
+                torch.default_generator.manual_seed(int(self.run.rng(round_index, client, 4).integers(2**62)))
+            update = self.algorithm.client_update(self.run, round_index, client)
+            if not math.isfinite(float(update.params.sum())):  # a NaN or inf anywhere makes the sum non-finite
+                ws.check_finite(float("nan"), "model")
+            return update
+        finally:
+            ws.client = -1
+            self.run.bind(None)
+            self.free.put(ws)
+
+    def updates(self, round_index: int, clients: np.ndarray):
+        """Yield the clients' updates in client order."""
+        torch.set_num_threads(self.client_threads)
+        try:
+            if self.executor is None:
+                for k in clients:
+                    yield self._one(round_index, int(k))
+                return
+            pending: deque = deque()
+            todo = iter(int(k) for k in clients)
+            for k in todo:
+                pending.append(self.executor.submit(self._one, round_index, k))
+                if len(pending) >= self.workers:
+                    break
+            while pending:
+                update = pending.popleft().result()
+                nxt = next(todo, None)
+                if nxt is not None:
+                    pending.append(self.executor.submit(self._one, round_index, nxt))
+                yield update
+        finally:
+            torch.set_num_threads(self.total_threads)
+
+    def predict(self) -> tuple[np.ndarray, float]:
+        """Global model on every test row: (correct per row, mean cross-entropy).
+
+        The test rows go in fixed batches of ``EVAL_BATCH`` dealt out to the workers, each on the thread
+        count client updates use, so the numbers do not depend on the number of workers either."""
+        run = self.run
+        n = run.data.y_test.numel()
+        for ws in self.spaces:
+            ws.flat.load(run.global_params, run.global_buffers)
+        starts = list(range(0, n, EVAL_BATCH))
+        share = -(-len(starts) // self.workers) if starts else 0
+        chunks = [(starts[i * share], min(n, starts[i * share] + share * EVAL_BATCH))
+                  for i in range(self.workers) if i * share < len(starts)]
+        torch.set_num_threads(self.client_threads)
+        try:
+            if self.executor is None:
+                got = [predict_range(self.spaces[0].model, run.data, self.spaces[0].mean, self.spaces[0].std, a, b,
+                                     EVAL_BATCH) for a, b in chunks]
+            else:
+                parts = [self.executor.submit(predict_range, ws.model, run.data, ws.mean, ws.std, a, b, EVAL_BATCH)
+                         for ws, (a, b) in zip(self.spaces, chunks)]
+                got = [p.result() for p in parts]
+        finally:
+            torch.set_num_threads(self.total_threads)
+        if not got:
+            return np.zeros(0, dtype=bool), 0.0
+        return np.concatenate([g[0] for g in got]), sum(g[1] for g in got) / max(n, 1)
+
+    def close(self) -> None:
+        if self.executor is not None:
+            self.executor.shutdown(wait=True)
