@@ -7,19 +7,20 @@ Message API): a ``ClientApp`` with ``@app.train()`` (and ``@app.query()``), a ``
 
 What it does, and why it matches ``hetbench train --algo fedavg`` step for step
 ----------------------------------------------------------------------------------
-* Data (every process, once; cached per process): ``datasets.load_dataset(split)``; every image decoded
-  once to uint8 (N, 1, 28, 28); float = u8 / 255 normalised with the per-channel mean and population std
-  of the whole train split. Client k (0-based) is the k-th smallest ``client_id`` of the train split and
-  owns the train rows with that ``client_id`` in row order. A Ray actor loads the train split the first
-  time it serves a message; the ServerApp (driver process) loads train (for mean/std) and test.
+* Data (every process, once; cached per process, ``flower_data.py``): ``datasets.load_dataset(split)``;
+  every image decoded once to uint8 (N, 1, H, W); float = u8 / 255 normalised with the per-channel mean
+  and population std of the whole train split. Client k (0-based) is the k-th smallest ``client_id`` of
+  the train split and owns the train rows with that ``client_id`` in row order. A Ray actor loads the
+  train split the first time it serves a message; the ServerApp (driver process) loads train (for
+  mean/std) and test.
 * Node -> client: the simulation gives node ``i`` the node config ``partition-id = i``; partition id ``k``
   is client ``k``. Node ids are random, so the ServerApp first sends one ``query`` message to every node
   and each ClientApp answers with its partition id and its number of training rows (this also warms the
   actors' data caches). Part of Flower's wall time, as it would be for any id-based selection.
 * Round r (1-based): :class:`SelectedFedAvg` ``configure_train`` sends the global model to exactly the
   nodes of ``hetbench.train.sampling.select_uniform(seed, r, num_clients, per_round)``.
-* ClientApp train: load the global weights into the model, one epoch of plain SGD (lr 0.05, no momentum,
-  no weight decay) over the client's rows in shuffled mini-batches of 10 with mean cross-entropy, reply
+* ClientApp train: load the global weights into the model, ``local-epochs`` epochs of plain SGD (no
+  momentum, no weight decay) over the client's rows in shuffled mini-batches with mean cross-entropy, reply
   with the weights and ``num-examples = n_k``. The shuffle uses the same generator as hetbench
   (``numpy.random.default_rng([seed, round, 1, client])``), so both sides see the same batches.
 * Aggregation: FedAvg, weights n_k / sum n_k, server lr 1, written in hetbench's order of operations
@@ -28,10 +29,11 @@ What it does, and why it matches ``hetbench train --algo fedavg`` step for step
   thread counts the two runs produce bit-identical models (Flower's own form drifts by float rounding,
   ~1e-5 after 3 rounds, which early, unstable training can turn into a point or two of accuracy).
   No federated evaluation (``fraction_evaluate=0``).
-* Global model: ``torch.manual_seed(seed)`` then ``build_model("lenet", 1, 10, 28)``; evaluated on every
+* Global model: ``torch.manual_seed(seed)`` then ``build_model(model, channels, classes, image size)``
+  (``--model``: ``lenet`` for 28x28 MNIST, ``digits-cnn`` for the 8x8 digits); evaluated on every
   test row by ``evaluate_fn`` in the ServerApp every ``eval_every`` rounds and after the last round.
 
-Run on its own: ``python benchmarks/flower_fedavg.py --split SPLIT_DIR --json out.json``. It prints one
+Run on its own: ``python benchmarks/flower_fedavg.py --split SPLIT_DIR --model lenet --json out.json``. It prints one
 line per evaluation; Flower's and Ray's logs go to stderr only with ``--verbose``.
 """
 
@@ -49,7 +51,7 @@ from dataclasses import dataclass
 import numpy as np
 
 # Runs as a script: re-enter through the importable module, so Ray pickles the ClientApp's functions by
-# reference and the per-process data cache below survives between messages in an actor (a function of
+# reference and the per-process data cache (flower_data.py) survives between messages in an actor (a function of
 # ``__main__`` would be pickled by value, with a fresh copy of the module globals every call).
 if __name__ == "__main__":  # pragma: no cover
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -65,103 +67,9 @@ from flwr.clientapp import ClientApp  # noqa: E402
 from flwr.serverapp import Grid, ServerApp  # noqa: E402
 from flwr.serverapp.strategy import FedAvg  # noqa: E402
 
-MODEL = "lenet"
+from flower_data import load_split, new_model  # noqa: E402  (benchmarks/ is on sys.path, see above)
+
 _IMPORTED_AT = time.time()  # diagnostics: when this process imported the module
-
-
-# ---- data (one copy per process) ------------------------------------------------------------------
-@dataclass
-class SplitData:
-    x_train: "torch.Tensor"  # float32 (N, 1, 28, 28), normalised
-    y_train: "torch.Tensor"  # int64 (N,)
-    client_rows: list[np.ndarray]  # train rows of client k (k-th smallest client_id), in row order
-    client_ids: np.ndarray
-    mean: "torch.Tensor"  # (1, C, 1, 1) float32, of the train split
-    std: "torch.Tensor"
-    num_classes: int
-    x_test: "torch.Tensor | None" = None
-    y_test: "torch.Tensor | None" = None
-
-    @property
-    def in_channels(self) -> int:
-        return int(self.x_train.shape[1])
-
-    @property
-    def image_size(self) -> int:
-        return int(self.x_train.shape[-1])
-
-
-_CACHE: dict[str, SplitData] = {}
-
-
-def _column(ds, name: str) -> np.ndarray:
-    return ds.data.column(name).to_numpy()
-
-
-def _decode(ds) -> np.ndarray:
-    """Every image of ``ds`` as uint8 (N, 1, H, W) (grayscale "L"), decoded from the stored bytes."""
-    import io
-
-    from PIL import Image
-
-    images = []
-    for item in ds.data.column("image").to_pylist():
-        img = Image.open(io.BytesIO(item["bytes"])) if item.get("bytes") else Image.open(item["path"])
-        images.append(np.asarray(img.convert("L") if img.mode != "L" else img, dtype=np.uint8))
-    return np.stack(images)[:, None, :, :]
-
-
-def _channel_stats(x_u8: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Per-channel mean and population std of ``x_u8 / 255`` (float64)."""
-    x = x_u8.astype(np.float64) / 255.0
-    return x.mean(axis=(0, 2, 3)), x.std(axis=(0, 2, 3))
-
-
-def load_split(split: str, with_test: bool = False) -> SplitData:
-    """The split's tensors, loaded and decoded once per process (the test rows only when asked)."""
-    import datasets
-    import torch
-
-    key = os.path.abspath(split)
-    data = _CACHE.get(key)
-    if data is not None and (data.x_test is not None or not with_test):
-        return data
-    datasets.disable_progress_bars()
-    dd = datasets.load_dataset(split)
-    if data is None:
-        train = dd["train"]
-        x_u8 = _decode(train)
-        mean, std = _channel_stats(x_u8)
-        cid = _column(train, "client_id").astype(np.int64)
-        client_ids = np.unique(cid)
-        index = np.searchsorted(client_ids, cid)
-        order = np.argsort(index, kind="stable")
-        bounds = np.searchsorted(index[order], np.arange(client_ids.size + 1))
-        labels = train.features["label"]
-        y = _column(train, "label").astype(np.int64)
-        mean_t = torch.tensor(mean, dtype=torch.float32).reshape(1, -1, 1, 1)
-        std_t = torch.tensor(std, dtype=torch.float32).reshape(1, -1, 1, 1)
-        data = SplitData(
-            x_train=(torch.from_numpy(x_u8).float().div_(255.0) - mean_t) / std_t,
-            y_train=torch.from_numpy(y),
-            client_rows=[order[bounds[k] : bounds[k + 1]] for k in range(client_ids.size)],
-            client_ids=client_ids,
-            mean=mean_t,
-            std=std_t,
-            num_classes=len(getattr(labels, "names", None) or []) or int(y.max()) + 1,
-        )
-        _CACHE[key] = data
-    if with_test:
-        test = dd["test"]
-        data.x_test = (torch.from_numpy(_decode(test)).float().div_(255.0) - data.mean) / data.std
-        data.y_test = torch.from_numpy(_column(test, "label").astype(np.int64))
-    return data
-
-
-def new_model(data: SplitData):
-    from hetbench.train.models import build_model
-
-    return build_model(MODEL, in_channels=data.in_channels, num_classes=data.num_classes, image_size=data.image_size)
 
 
 # ---- ClientApp --------------------------------------------------------------------------------------
@@ -199,9 +107,9 @@ def client_train(msg: Message, context: Context) -> Message:
     data = load_split(str(cfg["split"]))
     k = _client_of(context)
     rnd = int(cfg["server-round"])
-    key = str(cfg["split"])
+    key = f"{cfg['split']}|{cfg['model']}"
     if key not in _MODELS:
-        _MODELS[key] = new_model(data)
+        _MODELS[key] = new_model(data, str(cfg["model"]))
     model = _MODELS[key]
     model.load_state_dict(msg.content["arrays"].to_torch_state_dict())
     model.train()
@@ -292,6 +200,7 @@ class SelectedFedAvg(FedAvg):
 @dataclass
 class RunSpec:
     split: str
+    model: str = "lenet"
     rounds: int = 20
     per_round: int = 10
     local_epochs: int = 1
@@ -353,7 +262,7 @@ def server_main(grid: Grid, context: Context) -> None:
     out["handshake_replies_s"] = [round(replied[0], 3), round(replied[-1], 3)]  # first, last (from the call)
 
     torch.manual_seed(spec.seed)
-    model = new_model(data)
+    model = new_model(data, spec.model)
     initial = ArrayRecord(model.state_dict())
 
     evals: list[dict] = out["evaluations"]
@@ -384,7 +293,7 @@ def server_main(grid: Grid, context: Context) -> None:
                               min_available_nodes=num_clients)
     train_config = ConfigRecord({
         "split": spec.split, "lr": spec.lr, "batch-size": spec.batch_size, "local-epochs": spec.local_epochs,
-        "seed": spec.seed, "threads": spec.threads,
+        "seed": spec.seed, "threads": spec.threads, "model": spec.model,
     })
     strategy.start(grid=grid, initial_arrays=initial, num_rounds=spec.rounds, train_config=train_config,
                    evaluate_fn=evaluate_fn)
@@ -436,6 +345,7 @@ def run_fedavg(spec: RunSpec, verbose: bool = False, quiet: bool = False) -> dic
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--split", required=True, help="a split folder built by 'hetbench partition'")
+    ap.add_argument("--model", default="lenet", help="hetbench model name (default lenet; digits-cnn for 8x8 digits)")
     ap.add_argument("--rounds", type=int, default=20)
     ap.add_argument("--per-round", type=int, default=10, help="clients per round (default 10)")
     ap.add_argument("--local-epochs", type=int, default=1)
@@ -449,7 +359,7 @@ def main(argv=None) -> int:
     ap.add_argument("--verbose", action="store_true", help="show Flower's and Ray's logs")
     args = ap.parse_args(argv)
     t0 = time.perf_counter()
-    spec = RunSpec(split=args.split, rounds=args.rounds, per_round=args.per_round, local_epochs=args.local_epochs,
+    spec = RunSpec(split=args.split, model=args.model, rounds=args.rounds, per_round=args.per_round, local_epochs=args.local_epochs,
                    batch_size=args.batch_size, lr=args.lr, seed=args.seed, eval_every=args.eval_every,
                    cpus_per_client=args.cpus_per_client, threads=max(1, int(args.cpus_per_client)))
     out = run_fedavg(spec, verbose=args.verbose, quiet=args.quiet)
