@@ -3,6 +3,11 @@
 :class:`History` is everything a run has measured so far (evaluation curves per metric and per group,
 training loss per round, the last evaluation's per-row correctness); the simulation appends to it each
 round, a checkpoint saves it, and :func:`results_document` turns it into the JSON document at the end.
+
+Besides the last evaluation, the document's ``final`` gives every evaluated metric's best round
+(``final.best``) and the mean of its last k evaluations (``final.last_k``), so that one bad last round
+does not decide a comparison; with ``--train-groups`` it gives the trained-on and unseen accuracy and
+the accuracy drop of every test group (:func:`hetbench.train.results.group_protocol`).
 """
 
 from __future__ import annotations
@@ -14,10 +19,9 @@ from typing import Any
 import numpy as np
 
 from hetbench import __version__
-from hetbench.train.results import RESULT_KIND, SCHEMA_VERSION
+from hetbench.train.results import EVAL_METRICS, RESULT_KIND, SCHEMA_VERSION, curve_statistics, group_protocol
 
-#: the metrics every evaluation records, in the order of the curves
-EVAL_METRICS = ("accuracy", "client_accuracy", "worst_group_accuracy", "group_accuracy_variance", "loss")
+__all__ = ["EVAL_METRICS", "History", "elapsed", "results_document", "rounds_to_target", "stable_final"]
 
 
 def _json_value(v: Any) -> Any:
@@ -83,6 +87,42 @@ class History:
         self.last_summary = dict(summary)
 
 
+def stable_final(history: History, groups: dict[str, dict], train_groups: Any, last_k: int) -> dict[str, Any]:
+    """The ``final`` fields that do not hang on the last round alone: ``best`` and ``last_k``.
+
+    Parameters
+    ----------
+    history : History
+        The run's curves.
+    groups : dict
+        ``{group: {accuracy, num_test}}`` of the last evaluation (groups without test rows get nulls).
+    train_groups : sequence of str or None
+        ``config.train_groups``; when given, the trained-on / unseen accuracies and drops get statistics too.
+    last_k : int
+        ``config.last_k``: how many of the last evaluations ``last_k`` averages.
+
+    Returns
+    -------
+    dict
+        ``{"best": {metric: {"value", "round"}, "group_accuracy": {...}, ...}, "last_k": {"k", "rounds", metric: value, ...}}``
+        (:func:`hetbench.train.results.curve_statistics`).
+
+    Examples
+    --------
+    >>> from hetbench.train.document import History, stable_final
+    >>> h = History(["a"])
+    >>> for r, acc in [(1, 40.0), (2, 58.0), (3, 18.0)]:
+    ...     s = {"accuracy": acc, "client_accuracy": None, "worst_group_accuracy": acc,
+    ...          "group_accuracy_variance": 0.0, "loss": 1.0}
+    ...     h.add_eval(r, s, {"a": {"accuracy": acc, "num_test": 5}}, None)
+    >>> out = stable_final(h, {"a": {"accuracy": 18.0, "num_test": 5}}, None, last_k=2)
+    >>> out["best"]["accuracy"], out["last_k"]["accuracy"], out["last_k"]["group_accuracy"]
+    ({'value': 58.0, 'round': 2}, 38.0, {'a': 38.0})
+    """
+    curves = {**history.curves, "group_accuracy": history.group_curves}
+    return curve_statistics(curves, groups, train_groups, last_k)
+
+
 def results_document(
     *,
     data,
@@ -96,6 +136,7 @@ def results_document(
     clients: dict[str, list] | None,
     central_accuracy: float | None,
     timing: dict[str, Any],
+    device: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The results document of a finished run.
 
@@ -121,6 +162,37 @@ def results_document(
         The centralised run's final accuracy: gives ``relative_accuracy`` and the default target.
     timing : dict
         Wall-clock figures (the one block that differs between identical runs).
+    device : dict, optional
+        Where the run ran (``hetbench.train.device.device_info``), written as ``device``; not part of ``timing``.
+
+    Returns
+    -------
+    dict
+        The document: ``final`` holds the last evaluation, ``final.best`` and ``final.last_k``
+        (:func:`stable_final`) and, when ``config.train_groups`` is set, ``trained_on_accuracy``,
+        ``unseen_accuracy`` and ``mean_drop``; ``groups`` entries then carry ``trained_on`` and ``drop``.
+
+    Examples
+    --------
+    >>> from types import SimpleNamespace as NS
+    >>> from hetbench.train.algorithms.base import TrainConfig
+    >>> from hetbench.train.document import History, results_document
+    >>> h = History(["base", "dark"])
+    >>> for r, (b, d) in enumerate([(60.0, 50.0), (80.0, 70.0), (90.0, 60.0)], 1):
+    ...     s = {"accuracy": (b + d) / 2, "client_accuracy": None, "worst_group_accuracy": min(b, d),
+    ...          "group_accuracy_variance": ((b - d) / 2) ** 2, "loss": 1.0 / r}
+    ...     h.add_eval(r, s, {"base": {"accuracy": b}, "dark": {"accuracy": d}}, None)
+    >>> groups = {"base": {"accuracy": 90.0, "num_test": 10}, "dark": {"accuracy": 60.0, "num_test": 10}}
+    >>> data = NS(name="s", path="s", fingerprint="f", num_clients=2, num_train=20, num_test=20, num_classes=2,
+    ...           image_size=8, group_by="domain", group_names=["base", "dark"])
+    >>> algo = NS(name="fedavg", params={}, citation="")
+    >>> doc = results_document(data=data, algorithm=algo, config=TrainConfig(rounds=3, last_k=2, train_groups=("base",)),
+    ...     model_name="lenet", model_info={}, history=h, groups=groups, log={}, clients=None,
+    ...     central_accuracy=None, timing={}, device={"type": "cpu"})
+    >>> doc["schema_version"], doc["device"], doc["groups"]["dark"]["drop"], doc["final"]["mean_drop"]
+    (2, {'type': 'cpu'}, 30.0, 30.0)
+    >>> doc["final"]["best"]["accuracy"], doc["final"]["last_k"]["mean_drop"]  # a tie: the earliest round
+    ({'value': 75.0, 'round': 2}, 20.0)
     """
     summary = history.last_summary or {}
     target = config.target_accuracy
@@ -133,6 +205,11 @@ def results_document(
     )
     final["target_accuracy"] = target
     final["rounds_to_target"] = rounds_to_target(history.curves["round"], history.curves["accuracy"], target)
+    train_groups = getattr(config, "train_groups", None)
+    if train_groups is not None:
+        groups, protocol = group_protocol(groups, train_groups)
+        final.update(protocol)
+    final.update(stable_final(history, groups, train_groups, int(getattr(config, "last_k", 3))))
     extra = dict(log)
     if hasattr(algorithm, "achieved"):
         extra["achieved_pruning_ratio"] = {str(k): round(v, 6) for k, v in sorted(algorithm.achieved.items())}
@@ -165,6 +242,7 @@ def results_document(
         "groups": groups,
         "clients": clients or {"parameters": None, "macs": None},
         "timing": timing,
+        **({"device": device} if device is not None else {}),
     }
 
 
