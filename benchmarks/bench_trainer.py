@@ -1,56 +1,124 @@
-"""FedAvg end to end: hetbench's trainer vs Flower's Simulation Runtime (Ray), same split, same seed.
+"""hetbench's trainer in one run: (a) its compute floor, (b) its overhead against Flower, (c) its memory.
 
-What is measured
-----------------
-One split is built first, untimed, with hetbench's CLI in a temporary folder:
-``hetbench partition dirichlet --dataset builtin:mnist5k --clients 100 --alpha 0.5 --seed 0`` (4,000
-training rows of 28x28 MNIST digits over 100 clients, a 20% test hold-out per client). Then one run of
-FedAvg on it per side - 20 rounds, 10 clients a round, the LeNet-style CNN (``build_model("lenet")``),
-one local epoch of plain SGD (lr 0.05, batch 10), the global model evaluated on every test row every 5
-rounds and after the last - each as its own process, timed from launch to exit:
+(a) Compute floor: hetbench vs a plain PyTorch loop, same SGD steps, same threads
+--------------------------------------------------------------------------------
+FedAvg, ``--model lenet``, on ``hetbench partition dirichlet --dataset builtin:mnist5k --clients 100
+--alpha 0.5`` (4,000 training rows of 28x28 MNIST), 20 rounds x 10 clients, one local epoch of plain SGD
+(lr 0.05, batch 10), the global model evaluated on every test row every 5 rounds and after the last.
+hetbench's side is ``hetbench.train.simulation.run_training`` (what ``hetbench train`` runs per seed); the
+floor is ``trainer_floor.fedavg_plain``: the same FedAvg as an ordinary ``nn.Module`` /
+``torch.optim.SGD`` / ``state_dict`` loop (same initial weights, clients, batches in the same order, lr
+and averaging; see that module). Target: hetbench time / floor time <= 1.15.
 
-* hetbench: ``hetbench train --split S --algo fedavg --model lenet --rounds 20 --clients-per-round 10
-  --local-epochs 1 --batch-size 10 --lr 0.05 --seed 0 --eval-every 5 --out R --quiet``; its final test
-  accuracy is ``final.accuracy`` of the result JSON it writes under ``R``.
-* Flower: ``python benchmarks/flower_fedavg.py --split S ...`` (``flwr[simulation]``): a ``ClientApp`` /
-  ``ServerApp`` pair run by ``flwr.simulation.run_simulation`` on the Ray backend, one ClientApp actor
-  per CPU (``num_cpus=1`` per client); see that module's docstring for the app.
+* What is timed: both sides in this one process, from the split already decoded
+  (``hetbench.train.data.load_federated``, untimed, shared) to the final accuracy: hetbench's call
+  includes building its model, workspace and client pool, the rounds, the evaluations and its results
+  document; the floor's call includes normalising the images into one float tensor, building its model,
+  the rounds and the evaluations. Process start, imports and decoding are the same for both and left out.
+* Threads: one torch thread on both sides, hetbench with ``workers=1`` (``--workers 1``), so both run the
+  clients one after another on one core. This is the comparison that isolates hetbench's own cost: its
+  default (one client per worker thread, one torch thread each, one worker per core) would be compared with
+  a plain loop whose only parallelism is torch's intra-op threads, which scale poorly on batches of 10, and
+  so would hide overhead behind a better use of the cores. With equal threads the two sides compute
+  bit-identical models; the report prints the largest parameter difference and the accuracy gap. That
+  all-cores comparison is printed too, for information (hetbench's default workers vs the plain loop on
+  as many intra-op threads), without a target.
+* Noise: one untimed 1-round warm-up of each side (allocator, oneDNN primitives), then ``--repeats`` runs
+  of each, interleaved (ABBA...); the figure is the ratio of the best times, the medians are printed too.
 
-Why it is a fair comparison
----------------------------
-* Same work: both sides decode the same images into the same normalised tensors (per-channel mean and
-  population std of the train split), start from the same initial weights (``torch.manual_seed(seed)``
-  then ``build_model``), train the clients ``hetbench.train.sampling.select_uniform`` picks for each round,
-  shuffle every client's rows with the same generator (seed, round, client) and average with weights
-  n_k / sum n_k. Up to float rounding in the averaging, the two runs compute the same models, so the final
-  accuracies agree closely; the script prints the gap.
-* Same start-up: both wall times run from process launch to exit, so they include the interpreter, the
-  imports, reading and decoding the split, and (Flower) starting Ray, its actors and the node handshake
-  that maps Flower's random node ids to client ids. Both use all the machine's cores: hetbench one process
-  with torch's default threads, Flower one single-threaded actor per core.
-* Flower gets the favourable choices: each actor loads the split once and keeps it (nothing is shipped
-  through Ray but the model and a small config), no federated evaluation, Flower's and Ray's logging off.
+(b) Overhead regime: hetbench vs Flower's simulation, end to end
+---------------------------------------------------------------
+FedAvg, ``--model digits-cnn``, on ``hetbench partition dirichlet --dataset builtin:digits --clients 500
+--alpha 0.5`` (1,297 training rows of 8x8 digits, 2-3 per client: the work per client is tiny, so the
+framework's own cost decides), 50 rounds x 50 clients, the same SGD and evaluation schedule as (a). Each
+side is its own process, timed from launch to exit. Target: Flower time / hetbench time >= 10.
 
-Run: ``python benchmarks/bench_trainer.py`` (a few minutes on 2 cores); ``--skip-flower`` runs hetbench
-only. Needs the ``torch`` and ``bench`` extras (``pip install -e .[torch,bench]``) for ``flwr[simulation]``.
+* hetbench: ``hetbench train --split S --algo fedavg --model digits-cnn --rounds 50 --clients-per-round 50
+  --local-epochs 1 --batch-size 10 --lr 0.05 --seed 0 --eval-every 5 --out R --quiet`` (its defaults:
+  clients in parallel worker threads, one per core, one torch thread each); its accuracy is
+  ``final.accuracy`` of the results JSON.
+* Flower: ``python benchmarks/flower_fedavg.py --split S --model digits-cnn ...`` (``flwr[simulation]``):
+  a ``ClientApp`` / ``ServerApp`` pair run by ``flwr.simulation.run_simulation`` on the Ray backend, one
+  single-threaded ClientApp actor per CPU (``num_cpus=1`` per client); see that module's docstring.
+
+Why it is fair: both sides decode the same images into the same normalised tensors, start from the same
+weights (``torch.manual_seed(seed)`` then ``build_model``), train the clients
+``hetbench.train.sampling.select_uniform`` picks (the report checks Flower's), shuffle every client with
+the same generator (seed, round, client) and average with weights n_k / sum n_k in the same order of
+operations, every client update on one torch thread: the two runs compute the same models and the
+script prints the accuracy gap. Both wall times include the interpreter, the imports, reading and
+decoding the split, and for Flower starting Ray, its actors and the node handshake that maps Flower's
+random node ids to client ids. Both use all the machine's cores. Flower gets the favourable choices:
+each actor loads the split once and keeps it (only the model and a small config travel through Ray), no
+federated evaluation, Flower's and Ray's logging off.
+
+(c) Memory: ``trainer_memory.py``
+---------------------------------
+When ``benchmarks/trainer_memory.py`` is present, its ``run(report, n_images)`` trains one round on a
+generated split of ``--memory-images`` 64x64 RGB images (200,000 by default: 2.4 GB decoded) and reports
+the decoded size, the peak RSS (target < 1.5 GB) and the decode throughput with 1 and 2 processes (target
+>= 1.7x); its lines are printed here and its figures enter the summary.
+
+The splits are built first, untimed, with hetbench's CLI in a temporary folder. Every figure is printed
+with its target and written, with the machine and its load, to ``--results``.
+
+Run: ``python benchmarks/bench_trainer.py`` (about 10 minutes on 2 cores); ``--quick`` for a smoke run of
+every part at small sizes; ``--skip-floor`` / ``--skip-flower`` / ``--skip-memory`` leave a part out.
+Needs the ``torch`` and ``bench`` extras (``pip install -e .[torch,bench]``; ``flwr[simulation]`` for (b)).
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import platform
-import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-TARGET = 10.0  # Flower wall time / hetbench wall time
-MAX_GAP = 1.0  # accuracy points
+if str(HERE) not in sys.path:  # the sibling modules (trainer_floor, trainer_e2e, trainer_memory)
+    sys.path.insert(0, str(HERE))
+
+from trainer_e2e import build_split, run_flower, run_hetbench_cli, selection_check  # noqa: E402
+
+FLOOR = dict(dataset="builtin:mnist5k", clients=100, per_round=10, rounds=20, model="lenet")
+OVERHEAD = dict(dataset="builtin:digits", clients=500, per_round=50, rounds=50, model="digits-cnn")
+QUICK_FLOOR = dict(FLOOR, rounds=3)
+QUICK_OVERHEAD = dict(OVERHEAD, clients=100, per_round=10, rounds=3)
+QUICK_MEMORY_IMAGES = 2_000
+SGD = dict(local_epochs=1, batch_size=10, lr=0.05, eval_every=5)  # both parts, both sides
+MAX_GAP = 1.0  # accuracy points between the two sides of a comparison
+TARGETS = {  # the issue's targets: (bound, "<=" or ">=")
+    "floor": (1.15, "<="),  # (a) hetbench time / plain PyTorch time
+    "overhead": (10.0, ">="),  # (b) Flower time / hetbench time
+    "gap": (MAX_GAP, "<="),  # accuracy points
+    "rss": (1.5, "<"),  # (c) peak RSS, GB
+    "decode": (1.7, ">="),  # (c) decode throughput, 2 processes / 1 process
+}
+
+
+@dataclass
+class Figure:
+    """One figure of the summary: its value against its target."""
+
+    part: str
+    what: str
+    value: float
+    target: str  # a key of TARGETS
+    unit: str = "x"
+
+    def met(self) -> bool:
+        bound, how = TARGETS[self.target]
+        return {"<=": self.value <= bound, ">=": self.value >= bound, "<": self.value < bound}[how]
+
+    def line(self) -> str:
+        bound, how = TARGETS[self.target]
+        return (f"({self.part}) {self.what} = {self.value:.3g}{self.unit}   target {how} {bound:g}{self.unit}: "
+                f"{'MET' if self.met() else 'NOT MET'}")
 
 
 def pkg_version(name: str) -> str:
@@ -58,11 +126,6 @@ def pkg_version(name: str) -> str:
         return version(name)
     except PackageNotFoundError:
         return "not installed"
-
-
-def hetbench_exe() -> list[str]:
-    exe = Path(sys.executable).with_name("hetbench")
-    return [str(exe)] if exe.exists() else [sys.executable, "-m", "hetbench.cli.main"]
 
 
 class Report:
@@ -76,119 +139,194 @@ class Report:
         self.lines.append(line)
 
     def save(self, path: Path) -> None:
-        path.write_text("\n".join(self.lines) + "\n")
+        tmp = path.with_name(f".{path.name}.tmp")
+        tmp.write_text("\n".join(self.lines) + "\n")
+        tmp.replace(path)
 
 
-def run_timed(cmd: list[str], log: Path, env: dict | None = None) -> float:
-    """Run ``cmd`` to completion with its output in ``log``; return the wall time, or exit on failure."""
-    t0 = time.perf_counter()
-    with open(log, "w") as fh:
-        proc = subprocess.run(cmd, stdout=fh, stderr=subprocess.STDOUT, env=env)
-    seconds = time.perf_counter() - t0
-    if proc.returncode != 0:
-        tail = "\n".join(log.read_text(errors="replace").splitlines()[-30:])
-        sys.exit(f"error: {' '.join(cmd[:3])} ... exited with {proc.returncode}:\n{tail}")
-    return seconds
+class torch_threads:
+    """``with torch_threads(n):`` torch's intra-op thread count is ``n`` inside, restored after."""
+
+    def __init__(self, n: int) -> None:
+        self.n = n
+
+    def __enter__(self) -> None:
+        import torch
+
+        self.saved = torch.get_num_threads()
+        torch.set_num_threads(self.n)
+
+    def __exit__(self, *exc) -> None:
+        import torch
+
+        torch.set_num_threads(self.saved)
 
 
-def build_split(tmp: Path, args) -> Path:
-    split = tmp / "split"
-    cmd = hetbench_exe() + [
-        "partition", "dirichlet", "--dataset", args.dataset, "--clients", str(args.clients),
-        "--alpha", str(args.alpha), "--seed", str(args.seed), "--out", str(split),
-    ]
-    run_timed(cmd, tmp / "partition.log")
-    return split
+def _stats(times: list[float]) -> tuple[float, float]:
+    s = sorted(times)
+    return s[0], s[len(s) // 2] if len(s) % 2 else (s[len(s) // 2 - 1] + s[len(s) // 2]) / 2
 
 
-def run_hetbench(split: Path, tmp: Path, args) -> dict:
-    out = tmp / "results"
-    cmd = hetbench_exe() + [
-        "train", "--split", str(split), "--algo", "fedavg", "--model", "lenet",
-        "--rounds", str(args.rounds), "--clients-per-round", str(args.per_round), "--local-epochs", "1",
-        "--batch-size", "10", "--lr", "0.05", "--seed", str(args.seed), "--eval-every", "5",
-        "--out", str(out), "--quiet",
-    ] + (["--threads", str(args.hetbench_threads)] if args.hetbench_threads else [])
-    wall = run_timed(cmd, tmp / "hetbench-train.log")
-    docs = []
-    for path in sorted(out.glob("**/*.json")):
-        try:
-            doc = json.loads(path.read_text())
-        except ValueError:
+def floor_part(say: Report, split: Path, setting: dict, args) -> list[Figure]:
+    """(a): hetbench's ``run_training`` vs ``trainer_floor.fedavg_plain``, interleaved, in this process."""
+    import gc
+
+    from trainer_floor import fedavg_plain
+
+    from hetbench.train.algorithms import TrainConfig, make_algorithm
+    from hetbench.train.data import load_federated
+    from hetbench.train.simulation import run_training
+
+    data = load_federated(str(split), quiet=True)
+
+    def hetbench_side(rounds: int, workers: int | None) -> dict:
+        cfg = TrainConfig(rounds=rounds, clients_per_round=setting["per_round"], model=setting["model"],
+                          seed=args.seed, workers=workers, device="cpu", **SGD)
+        gc.collect()
+        t0 = time.perf_counter()
+        doc, run = run_training(data, make_algorithm("fedavg"), cfg, return_state=True)
+        seconds = time.perf_counter() - t0
+        return {"seconds": seconds, "accuracy": float(doc["final"]["accuracy"]), "params": run.global_params,
+                "timing": doc.get("timing", {}), "curve": list(zip(doc["curves"]["round"], doc["curves"]["accuracy"]))}
+
+    def plain_side(rounds: int) -> dict:
+        gc.collect()
+        r = fedavg_plain(data, model_name=setting["model"], rounds=rounds, per_round=setting["per_round"],
+                         seed=args.seed, **SGD)
+        return {"seconds": r.seconds, "accuracy": r.accuracy, "params": r.params, "curve": r.curve}
+
+    def compare(threads: int, workers: int | None) -> tuple[dict, dict, list[float], list[float]]:
+        with torch_threads(threads):
+            hetbench_side(1, workers), plain_side(1)  # warm-up, untimed
+            het_t, plain_t, het, plain = [], [], None, None
+            for i in range(args.repeats):
+                for side in (("h", "p") if i % 2 == 0 else ("p", "h")):
+                    if side == "h":
+                        het = hetbench_side(setting["rounds"], workers)
+                        het_t.append(het["seconds"])
+                    else:
+                        plain = plain_side(setting["rounds"])
+                        plain_t.append(plain["seconds"])
+        return het, plain, het_t, plain_t
+
+    say(f"(a) compute floor: FedAvg, {setting['model']}, {setting['dataset']} Dirichlet 0.5 over {setting['clients']} "
+        f"clients, {setting['rounds']} rounds x {setting['per_round']}, batch 10, lr 0.05, eval every 5")
+    say(f"    in this process from the decoded split; 1 warm-up round each, then {args.repeats} timed run(s) each, interleaved")
+    figures = []
+    cores = os.cpu_count() or 1
+    for label, threads, workers in (("1 torch thread each, hetbench --workers 1", 1, 1),
+                                    (f"all {cores} cores: hetbench default workers vs plain loop on {cores} "
+                                     "intra-op threads (information)", cores, None)):
+        het, plain, het_t, plain_t = compare(threads, workers)
+        (h_best, h_med), (p_best, p_med) = _stats(het_t), _stats(plain_t)
+        diff = float((het["params"] - plain["params"]).abs().max())
+        say(f"  {label}:")
+        say(f"    hetbench run_training   best {h_best:7.2f} s  median {h_med:7.2f} s  accuracy {het['accuracy']:6.2f} %"
+            f"  (inside: train {het['timing'].get('train_s', float('nan')):.2f} s, "
+            f"eval {het['timing'].get('eval_s', float('nan')):.2f} s, workers {het['timing'].get('workers')})")
+        say(f"    plain PyTorch loop      best {p_best:7.2f} s  median {p_med:7.2f} s  accuracy {plain['accuracy']:6.2f} %")
+        say(f"    hetbench / plain: best {h_best / p_best:.3f}x, median {h_med / p_med:.3f}x; accuracy gap "
+            f"{abs(het['accuracy'] - plain['accuracy']):.2f} points; max |param difference| {diff:.3g}")
+        if workers == 1:
+            figures.append(Figure("a", f"compute floor: hetbench / plain PyTorch, 1 thread, best of {args.repeats}",
+                                  h_best / p_best, "floor"))
+            figures.append(Figure("a", "compute floor: accuracy gap", abs(het["accuracy"] - plain["accuracy"]),
+                                  "gap", " points"))
+    say()
+    return figures
+
+
+def overhead_part(say: Report, split: Path, setting: dict, args, tmp: Path) -> list[Figure]:
+    """(b): ``hetbench train`` vs ``flower_fedavg.py``, each a process timed from launch to exit."""
+    run = dict(setting, seed=args.seed, **SGD)
+    say(f"(b) overhead regime: FedAvg, {setting['model']}, {setting['dataset']} Dirichlet 0.5 over "
+        f"{setting['clients']} clients, {setting['rounds']} rounds x {setting['per_round']}, end to end")
+    say(f"    threads: hetbench its default (clients in parallel threads, one per core); Flower {os.cpu_count()} "
+        "Ray actors x 1 (num_cpus=1 each)")
+    het = run_hetbench_cli(split, tmp, run)
+    flw = run_flower(split, tmp, run)
+    say(f"  {'side':<26s} {'wall time (s)':>14s} {'final accuracy (%)':>20s}")
+    for name, r in (("hetbench train", het), ("Flower simulation (Ray)", flw)):
+        say(f"  {name:<26s} {r['wall']:14.1f} {r['accuracy']:20.2f}")
+    t = het["timing"]
+    say(f"  hetbench inside the process: run_training {t.get('wall_time_s', float('nan')):.1f} s (training "
+        f"{t.get('train_s', float('nan')):.1f} s, evaluation {t.get('eval_s', float('nan')):.1f} s); interpreter, "
+        f"imports, split and results {het['wall'] - t.get('wall_time_s', 0.0):.1f} s")
+    d = flw["doc"]
+    tl = d["timeline"]
+    eval_s = sum(e["eval_s"] for e in d["evaluations"])
+    say(f"  Flower inside the process: Ray + {d['actors']} actors + node handshake {tl['handshake_done']:.1f} s, "
+        f"{setting['rounds']} rounds {tl['rounds_done'] - tl['handshake_done']:.1f} s (of which evaluation "
+        f"{eval_s:.1f} s), Ray shutdown {d['simulation_s'] - tl['rounds_done']:.1f} s, interpreter + imports + "
+        f"split before the simulation {flw['wall'] - d['simulation_s']:.1f} s")
+    say("  check  " + selection_check(d, setting["clients"], run))
+    say()
+    gap = abs(flw["accuracy"] - het["accuracy"])
+    return [Figure("b", "overhead: Flower / hetbench, end to end", flw["wall"] / het["wall"], "overhead"),
+            Figure("b", "overhead: accuracy gap", gap, "gap", " points")]
+
+
+def memory_part(say: Report, n_images: int) -> list[Figure]:
+    """(c): ``trainer_memory.run`` when helper module ``trainer_memory.py`` is present."""
+    if not (HERE / "trainer_memory.py").is_file():
+        say("(c) memory: benchmarks/trainer_memory.py is not present; skipped")
+        say()
+        return []
+    import trainer_memory
+
+    say(f"(c) memory: trainer_memory.run(n_images={n_images:,})")
+    result = trainer_memory.run(report=say, n_images=n_images)
+    say()
+    return memory_figures(result)
+
+
+def memory_figures(result: dict) -> list[Figure]:
+    """(c)'s figures from ``trainer_memory.run``'s dict: the peak RSS in GB (a ``peak_rss*`` key, in bytes,
+    MiB or GB by its suffix) and the decode speed-up (a ``*speedup*`` key); absent keys give no figure."""
+    figures = []
+    scale = {"_bytes": 1e-9, "_b": 1e-9, "_mib": 2**20 / 1e9, "_mb": 1e-3, "_gib": 2**30 / 1e9, "_gb": 1.0}
+    for key, value in result.items():
+        if not isinstance(value, (int, float)):
             continue
-        if isinstance(doc, dict) and isinstance(doc.get("final"), dict) and "accuracy" in doc["final"]:
-            docs.append(doc)
-    if len(docs) != 1:
-        sys.exit(f"error: expected one result JSON with final.accuracy under {out}, found {len(docs)}")
-    doc = docs[0]
-    curves = doc.get("curves", {})
-    return {
-        "wall": wall,
-        "accuracy": float(doc["final"]["accuracy"]),
-        "curve": list(zip(curves.get("round", []), curves.get("accuracy", []))),
-        "timing": doc.get("timing", {}),
-    }
-
-
-def run_flower(split: Path, tmp: Path, args) -> dict:
-    out = tmp / "flower.json"
-    cmd = [
-        sys.executable, str(HERE / "flower_fedavg.py"), "--split", str(split), "--rounds", str(args.rounds),
-        "--per-round", str(args.per_round), "--local-epochs", "1", "--batch-size", "10", "--lr", "0.05",
-        "--seed", str(args.seed), "--eval-every", "5", "--cpus-per-client", "1", "--json", str(out), "--quiet",
-    ]
-    env = dict(os.environ, RAY_TMPDIR=str(tmp / "ray"))  # Ray's session files go with the temp folder
-    (tmp / "ray").mkdir(exist_ok=True)
-    wall = run_timed(cmd, tmp / "flower.log", env=env)
-    doc = json.loads(out.read_text())
-    return {
-        "wall": wall,
-        "accuracy": float(doc["final"]["accuracy"]),
-        "curve": [(e["round"], e["accuracy"]) for e in doc["evaluations"]],
-        "doc": doc,
-    }
-
-
-def check_selection(flower_doc: dict, num_clients: int, args) -> str:
-    """Flower trained, round by round, exactly the clients ``select_uniform`` picks (hetbench's rule)."""
-    from hetbench.train.sampling import select_uniform
-
-    sel = flower_doc.get("selected", {})
-    ok = len(sel) == args.rounds and all(
-        sel.get(str(r)) == select_uniform(args.seed, r, num_clients, args.per_round).tolist()
-        for r in range(1, args.rounds + 1)
-    )
-    return f"Flower trained select_uniform's clients in all {args.rounds} rounds: {'yes' if ok else 'NO'}"
-
-
-def curve_text(curve) -> str:
-    return ", ".join(f"r{r} {a:.2f}" for r, a in curve)
+        if key.startswith("peak_rss"):
+            factor = next((f for suffix, f in scale.items() if key.endswith(suffix)), None)
+            if factor is not None:
+                figures.append(Figure("c", "memory: peak RSS", float(value) * factor, "rss", " GB"))
+        elif "speedup" in key:
+            figures.append(Figure("c", "memory: decode throughput, 2 processes / 1", float(value), "decode"))
+    return figures
 
 
 def parse_args(argv=None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--rounds", type=int, default=20, help="FedAvg rounds (default 20)")
-    ap.add_argument("--clients", type=int, default=100, help="clients in the split (default 100)")
-    ap.add_argument("--per-round", type=int, default=10, help="clients per round (default 10)")
-    ap.add_argument("--seed", type=int, default=0, help="seed of the split and of both runs (default 0)")
-    ap.add_argument("--alpha", type=float, default=0.5, help="Dirichlet concentration of the split (default 0.5)")
-    ap.add_argument("--dataset", default="builtin:mnist5k",
-                    help="source of the split: builtin:mnist5k (28x28, compute-bound) or builtin:digits (8x8, "
-                    "framework overhead dominates) (default builtin:mnist5k)")
-    ap.add_argument("--skip-flower", action="store_true", help="run hetbench only")
-    ap.add_argument("--hetbench-threads", type=int, default=None,
-                    help="pass --threads N to hetbench train (default: its own default, all cores)")
-    ap.add_argument("--results", default=str(HERE / "results_trainer.txt"),
-                    help="write the report here (default benchmarks/results_trainer.txt)")
+    ap.add_argument("--quick", action="store_true",
+                    help=f"smoke run at small sizes: (a) {QUICK_FLOOR['rounds']} rounds, (b) "
+                    f"{QUICK_OVERHEAD['clients']} clients, {QUICK_OVERHEAD['per_round']} per round, "
+                    f"{QUICK_OVERHEAD['rounds']} rounds, (c) {QUICK_MEMORY_IMAGES:,} images, 1 repeat")
+    ap.add_argument("--skip-floor", action="store_true", help="leave out (a), the plain PyTorch comparison")
+    ap.add_argument("--skip-flower", action="store_true", help="leave out (b), the Flower comparison")
+    ap.add_argument("--skip-memory", action="store_true", help="leave out (c), the memory benchmark")
+    ap.add_argument("--memory-images", type=int, default=None,
+                    help="images of (c)'s generated split (default 200,000; 2,000 with --quick)")
+    ap.add_argument("--repeats", type=int, default=None, help="timed runs of each side of (a) (default 3; 1 with --quick)")
+    ap.add_argument("--seed", type=int, default=0, help="seed of the splits and of every run (default 0)")
+    ap.add_argument("--results", default=None,
+                    help="write the report here (default benchmarks/results_trainer.txt; --quick: not written)")
     args = ap.parse_args(argv)
-    if min(args.rounds, args.clients, args.per_round) < 1:
-        ap.error("--rounds, --clients and --per-round must be at least 1")
-    if args.hetbench_threads is not None and args.hetbench_threads < 1:
-        ap.error("--hetbench-threads must be at least 1")
+    if args.memory_images is not None and args.memory_images < 1:
+        ap.error("--memory-images must be at least 1")
+    if args.repeats is not None and args.repeats < 1:
+        ap.error("--repeats must be at least 1")
+    if args.seed < 0:
+        ap.error("--seed must be non-negative")
+    args.repeats = args.repeats or (1 if args.quick else 3)
+    args.memory_images = args.memory_images or (QUICK_MEMORY_IMAGES if args.quick else 200_000)
+    if args.results is None and not args.quick:
+        args.results = str(HERE / "results_trainer.txt")
     return args
 
 
-def main(argv=None) -> None:
+def main(argv=None) -> list[Figure]:
     args = parse_args(argv)
     if not args.skip_flower:
         try:
@@ -197,59 +335,31 @@ def main(argv=None) -> None:
         except ImportError as exc:
             sys.exit(f"error: Flower's simulation engine is not importable ({exc}).\n"
                      "Install the bench extra:  pip install -e .[bench]   (or pass --skip-flower)")
+    floor, overhead = (QUICK_FLOOR, QUICK_OVERHEAD) if args.quick else (FLOOR, OVERHEAD)
     say = Report()
-    say("hetbench trainer benchmark: FedAvg, hetbench train vs Flower simulation (Ray)")
+    say("hetbench trainer benchmark" + (" (--quick: small sizes, a smoke run, not the figures)" if args.quick else ""))
     say(f"  python {platform.python_version()}, torch {pkg_version('torch')}, flwr {pkg_version('flwr')}, "
         f"ray {pkg_version('ray')}, hetbench {pkg_version('hetbench')}")
     say(f"  {platform.machine()}, {os.cpu_count()} CPUs, {platform.system()} {platform.release()}, "
         f"load average {os.getloadavg()[0]:.2f} before the runs")
-
+    say()
+    figures: list[Figure] = []
     with tempfile.TemporaryDirectory(prefix="hb-trainer-") as tmp_name:
         tmp = Path(tmp_name)
-        t0 = time.perf_counter()
-        split = build_split(tmp, args)
-        say(f"  split: {args.dataset}, Dirichlet alpha {args.alpha} over {args.clients} clients, seed {args.seed} "
-            f"(built in {time.perf_counter() - t0:.1f} s, untimed)")
-        say(f"  run: FedAvg, lenet, {args.rounds} rounds x {args.per_round} clients, 1 local epoch, batch 10, "
-            f"SGD lr 0.05, eval every 5 rounds on all test rows")
-        say(f"  threads: hetbench {args.hetbench_threads or 'all cores (its default)'}; "
-            f"Flower {os.cpu_count()} actors x 1 (num_cpus=1 each)")
-        say()
-
-        het = run_hetbench(split, tmp, args)
-        flw = None if args.skip_flower else run_flower(split, tmp, args)
-
-    rows = [("hetbench train", het)] + ([("Flower simulation (Ray)", flw)] if flw else [])
-    say(f"  {'side':<26s} {'wall time (s)':>14s} {'final accuracy (%)':>20s}")
-    for name, r in rows:
-        say(f"  {name:<26s} {r['wall']:14.1f} {r['accuracy']:20.2f}")
-    say()
-    for name, r in rows:
-        say(f"  {name} accuracy by round: {curve_text(r['curve'])}")
-    t = het["timing"]
-    if t:
-        say(f"  hetbench inside the process: training {t.get('train_s', float('nan')):.1f} s, "
-            f"evaluation {t.get('eval_s', float('nan')):.1f} s, "
-            f"run_training {t.get('wall_time_s', float('nan')):.1f} s")
-    if flw:
-        d = flw["doc"]
-        tl = d["timeline"]
-        eval_s = sum(e["eval_s"] for e in d["evaluations"])
-        rounds_s = tl["rounds_done"] - tl["handshake_done"]
-        say(f"  Flower inside the process: Ray + {d['actors']} actors + node handshake {tl['handshake_done']:.1f} s, "
-            f"{args.rounds} rounds {rounds_s:.1f} s (of which evaluation {eval_s:.1f} s), "
-            f"Ray shutdown {d['simulation_s'] - tl['rounds_done']:.1f} s, "
-            f"interpreter + imports + split before the simulation {flw['wall'] - d['simulation_s']:.1f} s")
-        say("  check  " + check_selection(d, args.clients, args))
-        say()
-        ratio = flw["wall"] / het["wall"]
-        gap = abs(flw["accuracy"] - het["accuracy"])
-        met = "MET" if ratio >= TARGET else "NOT MET"
-        say(f"  ratio flower/hetbench = {ratio:.1f}x   (target >= {TARGET:g}x: {met})")
-        say(f"  accuracy gap = {gap:.1f} points   (target <= {MAX_GAP:g}: {'MET' if gap <= MAX_GAP else 'NOT MET'})")
-    path = Path(args.results)
-    say.save(path)
-    print(f"\nwrote {path}")
+        if not args.skip_floor:
+            figures += floor_part(say, build_split(tmp, floor, args.seed), floor, args)
+        if not args.skip_flower:
+            figures += overhead_part(say, build_split(tmp, overhead, args.seed), overhead, args, tmp)
+    if not args.skip_memory:
+        figures += memory_part(say, args.memory_images)
+    say(f"summary (load average {os.getloadavg()[0]:.2f} after the runs)")
+    for f in figures:
+        say("  " + f.line())
+    if args.results:
+        path = Path(args.results)
+        say.save(path)
+        print(f"\nwrote {path}")
+    return figures
 
 
 if __name__ == "__main__":
