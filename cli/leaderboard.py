@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from hetbench.leaderboard import DEFAULT_RANK_BY, METRIC_NAMES, write_leaderboard
+from hetbench.leaderboard import DEFAULT_RANK_BY, DEFAULT_STATISTIC, METRIC_NAMES, STATISTICS, write_leaderboard
 
 
 @click.command("leaderboard")
@@ -13,15 +13,20 @@ from hetbench.leaderboard import DEFAULT_RANK_BY, METRIC_NAMES, write_leaderboar
               help="Output folder: leaderboard.md, leaderboard.csv, leaderboard.html, curves_<split>.png.")
 @click.option("--rank-by", default=DEFAULT_RANK_BY, show_default=True, metavar="METRIC",
               help=f"Metric to rank by, in its own direction: {', '.join(METRIC_NAMES)}.")
+@click.option("--statistic", default=DEFAULT_STATISTIC, show_default=True, type=click.Choice(STATISTICS),
+              help="What the per-evaluation metrics (accuracy, client acc., worst group, group var., trained-on/unseen "
+                   "acc., mean drop) take of each seed's curve: last-k = mean of the last k evaluations (the run's "
+                   "--last-k), best = best evaluation, final = last evaluation. It ranks and fills those columns.")
 @click.option("--overwrite", is_flag=True, help="Replace --out if it exists.")
 @click.option("--quiet", "-q", is_flag=True, help="No summary line (skipped-file warnings still go to stderr).")
-def leaderboard(results_dir: str, out: str, rank_by: str, overwrite: bool, quiet: bool) -> None:
+def leaderboard(results_dir: str, out: str, rank_by: str, statistic: str, overwrite: bool, quiet: bool) -> None:
     """Aggregate train results (*.json, searched recursively) over seeds and rank them per split.
 
     \b
     Examples:
       hetbench leaderboard results/ --out leaderboard
       hetbench leaderboard results/ --out lb --rank-by group_accuracy_variance --overwrite
+      hetbench leaderboard results/ --out lb --rank-by accuracy --statistic best
     \f
 
     Parameters
@@ -32,6 +37,8 @@ def leaderboard(results_dir: str, out: str, rank_by: str, overwrite: bool, quiet
         The output folder.
     rank_by : str
         The metric to rank by.
+    statistic : str
+        ``last-k``, ``best`` or ``final``: what per-evaluation metrics take of each seed's curve.
     overwrite : bool
         Replace ``out`` if it exists.
     quiet : bool
@@ -43,7 +50,7 @@ def leaderboard(results_dir: str, out: str, rank_by: str, overwrite: bool, quiet
         Writes the folder with :func:`hetbench.leaderboard.write_leaderboard`; prints its warnings
         (stderr) and summary (stdout).
     """
-    written = write_leaderboard(results_dir, out, rank_by=rank_by, overwrite=overwrite)
+    written = write_leaderboard(results_dir, out, rank_by=rank_by, overwrite=overwrite, statistic=statistic)
     for line in written.warnings():
         click.echo(line, err=True)
     if not quiet:

@@ -1,9 +1,13 @@
 """Aggregation: results grouped into split tables and configuration rows, averaged over seeds.
 
 One :class:`SplitTable` per (split name, split fingerprint); one :class:`Row` per algorithm
-configuration (name, params, config without the seed); every metric cell is the mean and sample
-standard deviation (ddof=1) over the seeds, nulls ignored. Relative accuracy, when a result does not
-give it, is its accuracy over the accuracy of the same seed's ``central`` run of the same split.
+configuration (name, params, config without the seed: runs with different ``train_groups`` /
+``test_groups`` are different rows); every metric cell is the mean and sample standard deviation
+(ddof=1) over the seeds, nulls ignored. The per-evaluation metrics are first reduced per seed by the
+chosen statistic (:data:`hetbench.leaderboard.metrics.STATISTICS`). Relative accuracy is a seed's
+accuracy over the same seed's ``central`` accuracy of the same split (both by that statistic); with the
+``final`` statistic a value the result gives is kept. Learning curves are the mean over seeds, with the
+seeds' minimum and maximum per round (the band the plots draw).
 """
 
 from __future__ import annotations
@@ -12,8 +16,12 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
-from hetbench.leaderboard.load import Result, json_text, number
-from hetbench.leaderboard.metrics import CURVES, METRIC_NAMES
+from hetbench.leaderboard.labels import format_value, set_labels
+from hetbench.leaderboard.load import Result, json_text
+from hetbench.leaderboard.metrics import CURVES, DEFAULT_STATISTIC, METRIC_NAMES, check_statistic
+from hetbench.leaderboard.statistics import number
+
+__all__ = ["CENTRAL", "Row", "SplitTable", "Stat", "aggregate", "format_value", "summarize"]
 
 CENTRAL = "central"
 
@@ -92,6 +100,8 @@ class Row:
         Per metric name, the statistics over the seeds.
     curves : dict[str, tuple[list[float], list[float or None]]]
         Per curve key, (rounds, mean over seeds).
+    bands : dict[str, tuple[list[float], list[float or None], list[float or None]]]
+        Per curve key, (rounds, min over seeds, max over seeds); None where fewer than two seeds have a value.
     rank : int or None
         The place in its table; None when the rank metric is null.
 
@@ -112,6 +122,7 @@ class Row:
     label: str = ""
     stats: dict[str, Stat] = field(default_factory=dict)
     curves: dict[str, tuple[list[float], list[float | None]]] = field(default_factory=dict)
+    bands: dict[str, tuple[list[float], list[float | None], list[float | None]]] = field(default_factory=dict)
     rank: int | None = None
 
     @property
@@ -161,6 +172,10 @@ class SplitTable:
         The distinct values the results give (usually one each).
     rank_by : str or None
         The metric the rows are ranked by; None until ranked.
+    statistic : str
+        What the per-evaluation cells show of each seed's curve (``last-k``, ``best`` or ``final``).
+    last_k : list[int]
+        The distinct k the results' ``last-k`` statistic used.
     reference : str or None
         The label of the central row relative accuracy is measured against.
 
@@ -183,63 +198,8 @@ class SplitTable:
     rounds: list[Any] = field(default_factory=list)
     rank_by: str | None = None
     reference: str | None = None
-
-
-def format_value(v: Any) -> str:
-    """A params/config value as shown in labels and table headers.
-
-    Parameters
-    ----------
-    v : Any
-        A JSON value.
-
-    Returns
-    -------
-    str
-        ``null``/``true``/``false``, ``%g`` for floats, the text of ints and strings, else JSON.
-
-    Examples
-    --------
-    >>> from hetbench.leaderboard.aggregate import format_value
-    >>> format_value(0.010), format_value(None), format_value(True), format_value([1, "a"])
-    ('0.01', 'null', 'true', '[1,"a"]')
-    """
-    if v is None:
-        return "null"
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    if isinstance(v, float):
-        return f"{v:g}"
-    if isinstance(v, (int, str)):
-        return str(v)
-    return json_text(v)
-
-
-_MISSING = object()
-
-
-def _labels(rows: list[Row]) -> None:
-    """Label = algorithm name; rows sharing a name get the params/config values that differ."""
-    by_name: dict[str, list[Row]] = {}
-    for r in rows:
-        by_name.setdefault(r.algorithm, []).append(r)
-    for name, group in by_name.items():
-        if len(group) == 1:
-            group[0].label = name
-            continue
-        parts: list[list[str]] = [[] for _ in group]
-        for attr in ("params", "config"):
-            keys = sorted({k for r in group for k in getattr(r, attr)})
-            for k in keys:
-                vals = [getattr(r, attr).get(k, _MISSING) for r in group]
-                if len({json_text(v) if v is not _MISSING else "\0missing" for v in vals}) > 1:
-                    for i, v in enumerate(vals):
-                        parts[i].append(f"{k}={'-' if v is _MISSING else format_value(v)}")
-        labels = [f"{name} ({', '.join(p)})" if p else name for p in parts]
-        counts: dict[str, int] = {}
-        for r, lab in zip(group, labels):  # identical text for different values (0.1 vs "0.1"): number them
-            counts[lab] = counts.get(lab, 0) + 1
-            r.label = lab if labels.count(lab) == 1 else f"{lab} #{counts[lab]}"
+    statistic: str = DEFAULT_STATISTIC
+    last_k: list[int] = field(default_factory=list)
 
 
 def _central_reference(rows: list[Row]) -> Row | None:
@@ -250,14 +210,15 @@ def _central_reference(rows: list[Row]) -> Row | None:
         return None
 
     def key(r: Row) -> tuple[int, float, str]:
-        accs = [x.values["accuracy"] for x in r.results if x.values["accuracy"] is not None]
+        accs = [x.values["accuracy"] for x in r.results if x.values["accuracy"] is not None]  # final: a stable choice
         return (-len(accs), -(sum(accs) / len(accs)) if accs else math.inf, json_text([r.params, r.config]))
 
     return min(central, key=key)
 
 
-def _mean_curve(results: list[Result], key: str) -> tuple[list[float], list[float | None]] | None:
-    """Mean over seeds of ``curves[key]`` against ``curves.round``; None when no seed has it."""
+def _mean_curve(results: list[Result], key: str) -> tuple[list[float], list, list, list] | None:
+    """(rounds, mean, min, max) over seeds of ``curves[key]`` against ``curves.round``; None when no seed
+    has it. min and max are None where fewer than two seeds have a value."""
     per_round: dict[float, list[float]] = {}
     found = False
     for res in results:
@@ -281,7 +242,9 @@ def _mean_curve(results: list[Result], key: str) -> tuple[list[float], list[floa
     if not found:
         return None
     rounds = sorted(per_round)
-    return rounds, [summarize(per_round[x]).mean for x in rounds]
+    lo = [min(per_round[x]) if len(per_round[x]) > 1 else None for x in rounds]
+    hi = [max(per_round[x]) if len(per_round[x]) > 1 else None for x in rounds]
+    return rounds, [summarize(per_round[x]).mean for x in rounds], lo, hi
 
 
 def _unique(values: Iterable[Any]) -> list[Any]:
@@ -293,11 +256,14 @@ def _unique(values: Iterable[Any]) -> list[Any]:
     return out
 
 
-def _row_stats(row: Row, ref_acc: dict[str, float | None]) -> None:
-    """Fill ``row.stats`` (relative accuracy from the reference accuracy of each seed) and ``row.curves``."""
+def _row_stats(row: Row, ref_acc: dict[str, float | None], statistic: str) -> None:
+    """Fill ``row.stats`` (relative accuracy from the reference accuracy of each seed), ``row.curves``
+    and ``row.bands``."""
     per_metric: dict[str, list[float | None]] = {m: [] for m in METRIC_NAMES}
     for res in row.results:
-        vals = dict(res.values)
+        vals = res.values_for(statistic)
+        if statistic != "final":
+            vals["relative_accuracy"] = None  # the document's is of the final round: recompute below
         if vals["relative_accuracy"] is None and vals["accuracy"] is not None:
             c = ref_acc.get(json_text(res.seed))
             if c:  # not None and not 0
@@ -308,10 +274,12 @@ def _row_stats(row: Row, ref_acc: dict[str, float | None]) -> None:
     for key, _ in CURVES:
         curve = _mean_curve(row.results, key)
         if curve is not None:
-            row.curves[key] = curve
+            rounds, mean, lo, hi = curve
+            row.curves[key] = (rounds, mean)
+            row.bands[key] = (rounds, lo, hi)
 
 
-def aggregate(results: list[Result]) -> list[SplitTable]:
+def aggregate(results: list[Result], statistic: str = DEFAULT_STATISTIC) -> list[SplitTable]:
     """Group results into split tables and configuration rows, and average them over seeds.
 
     Fills in relative accuracy from the central run, the per-metric mean/std and the mean learning
@@ -322,6 +290,9 @@ def aggregate(results: list[Result]) -> list[SplitTable]:
     ----------
     results : list[Result]
         The results (of any splits), e.g. ``load_results(folder).results``.
+    statistic : str
+        What the per-evaluation metrics' cells take of each seed's curve: ``"last-k"`` (mean of the
+        last k evaluations, the default), ``"best"`` or ``"final"``.
 
     Returns
     -------
@@ -340,6 +311,7 @@ def aggregate(results: list[Result]) -> list[SplitTable]:
     >>> table.reference
     'central'
     """
+    check_statistic(statistic)
     by_split: dict[tuple[str, str], dict[tuple, list[Result]]] = {}
     for res in results:
         by_split.setdefault(res.split_key, {}).setdefault(res.row_key, []).append(res)
@@ -352,11 +324,11 @@ def aggregate(results: list[Result]) -> list[SplitTable]:
         for (_, _, _), rs in sorted(groups.items()):
             rs = sorted(rs, key=lambda r: (json_text(r.seed), r.path))
             rows.append(Row(algorithm=rs[0].algorithm, params=rs[0].params, config=rs[0].config, results=rs))
-        _labels(rows)
+        set_labels(rows)
         ref = _central_reference(rows)
-        ref_acc = {json_text(r.seed): r.values["accuracy"] for r in ref.results} if ref else {}
+        ref_acc = {json_text(r.seed): r.values_for(statistic)["accuracy"] for r in ref.results} if ref else {}
         for row in rows:
-            _row_stats(row, ref_acc)
+            _row_stats(row, ref_acc, statistic)
         datas = [res.data for row in rows for res in row.results]
         tables.append(SplitTable(
             name=name, fingerprint=fp, title=f"{name} ({fp[:8]})" if name_count[name] > 1 else name, rows=rows,
@@ -364,6 +336,7 @@ def aggregate(results: list[Result]) -> list[SplitTable]:
             num_clients=_unique(d["split"].get("num_clients") for d in datas),
             models=_unique(d["config"].get("model") or (d.get("model") or {}).get("name") for d in datas),
             rounds=_unique(d["config"].get("rounds") for d in datas),
-            reference=ref.label if ref else None,
+            reference=ref.label if ref else None, statistic=statistic,
+            last_k=sorted({r.last_k for row in rows for r in row.results if r.last_k is not None}),
         ))
     return tables

@@ -1,7 +1,8 @@
 """Learning curves of a split's rows: inline SVG (for ``leaderboard.html``) and a PNG per split.
 
 Both draw the mean over seeds of each curve in :data:`hetbench.leaderboard.metrics.CURVES` against
-the round, one line per row, in the same colours.
+the round, one line per row, in the same colours, and the seeds' spread as a shaded band from their
+minimum to their maximum at each round (rows with two or more seeds; a title line says so).
 """
 
 from __future__ import annotations
@@ -76,6 +77,49 @@ def _segments(xs: list[float], ys: list[float | None]) -> list[list[tuple[float,
     return [s for s in segs if s]
 
 
+def _band_segments(xs: list[float], lo: list[float | None],
+                   hi: list[float | None]) -> list[list[tuple[float, float, float]]]:
+    """Split a band at the rounds where it is undefined into runs of (x, low, high)."""
+    segs: list[list[tuple[float, float, float]]] = [[]]
+    for x, a, b in zip(xs, lo, hi):
+        if a is None or b is None:
+            if segs[-1]:
+                segs.append([])
+        else:
+            segs[-1].append((x, a, b))
+    return [s for s in segs if s]
+
+
+BAND_NOTE = "line: mean over seeds; band: min–max over seeds"
+
+
+def has_band(table: SplitTable, key: str) -> bool:
+    """Whether some row of ``table`` has a band (two or more seeds at a round) for curve ``key``.
+
+    Parameters
+    ----------
+    table : SplitTable
+        An aggregated table.
+    key : str
+        A curve key.
+
+    Returns
+    -------
+    bool
+        True when a band would be drawn.
+
+    Examples
+    --------
+    >>> from hetbench.leaderboard.aggregate import aggregate
+    >>> from hetbench.leaderboard.curves import has_band
+    >>> from hetbench.leaderboard.load import example_result, parse_result
+    >>> (t,) = aggregate([parse_result(example_result(seed=s, accuracy=a)) for s, a in [(0, 80.0), (1, 90.0)]])
+    >>> has_band(t, "accuracy"), t.rows[0].bands["accuracy"]
+    (True, ([1.0], [80.0], [90.0]))
+    """
+    return any(_band_segments(*r.bands[key]) for r in table.rows if key in r.bands)
+
+
 def _tick_text(v: float) -> str:
     return f"{v:g}"
 
@@ -117,6 +161,7 @@ def curves_svg(table: SplitTable, key: str, title: str, width: int = 640, height
     pw, ph = width - ml - mr, height - mt - mb
     xs_all = [x for _, r in series for x in r.curves[key][0]]
     ys_all = [y for _, r in series for y in r.curves[key][1] if y is not None]
+    ys_all += [y for _, r in series if key in r.bands for ys in r.bands[key][1:] for y in ys if y is not None]
     xt = nice_ticks(min(xs_all), max(xs_all), 6, integer=True)
     yt = nice_ticks(min(ys_all), max(ys_all), 5)
     x0, x1, y0, y1 = xt[0], xt[-1], yt[0], yt[-1]
@@ -128,7 +173,8 @@ def curves_svg(table: SplitTable, key: str, title: str, width: int = 640, height
         return mt + ph - (y - y0) / (y1 - y0) * ph if y1 > y0 else mt + ph / 2
 
     e = html.escape
-    label = f"{title} vs round, {table.title}"
+    band = has_band(table, key)
+    label = f"{title} vs round, {table.title}" + (f" ({BAND_NOTE})" if band else "")
     out = [f'<svg xmlns="http://www.w3.org/2000/svg" class="curves" data-curve="{e(key)}" width="{width}" height="{height}" '
            f'viewBox="0 0 {width} {height}" role="img" aria-label="{e(label)}">',
            f"<title>{e(label)}</title>",
@@ -143,6 +189,20 @@ def curves_svg(table: SplitTable, key: str, title: str, width: int = 640, height
         out.append(f'<line x1="{ml}" y1="{y:.1f}" x2="{ml + pw}" y2="{y:.1f}" stroke="#eee"/>'
                    f'<text x="{ml - 6}" y="{y + 4:.1f}" text-anchor="end" font-size="11">{e(_tick_text(v))}</text>')
     out.append(f'<text x="{ml + pw / 2:.1f}" y="{height - 6}" text-anchor="middle" font-size="12">round</text>')
+    if band:
+        out.append(f'<text x="{ml + pw + 14}" y="{height - 6}" font-size="10" fill="#555">{e(BAND_NOTE)}</text>')
+    for i, r in series:
+        color = PALETTE[i % len(PALETTE)]
+        for seg in _band_segments(*r.bands[key]) if key in r.bands else []:
+            if len(seg) == 1:  # one round: a whisker
+                x, a, b = seg[0]
+                out.append(f'<line class="band" x1="{px(x):.1f}" y1="{py(b):.1f}" x2="{px(x):.1f}" y2="{py(a):.1f}" '
+                           f'stroke="{color}" stroke-opacity="0.35" stroke-width="6"/>')
+                continue
+            upper = [f"{px(x):.1f},{py(b):.1f}" for x, _, b in seg]
+            lower = [f"{px(x):.1f},{py(a):.1f}" for x, a, _ in reversed(seg)]
+            out.append(f'<polygon class="band" points="{" ".join(upper + lower)}" fill="{color}" '
+                       f'fill-opacity="0.18" stroke="none"/>')
     for i, r in series:
         color = PALETTE[i % len(PALETTE)]
         xs, ys = r.curves[key]
@@ -165,8 +225,73 @@ def curves_svg(table: SplitTable, key: str, title: str, width: int = 640, height
     return "\n".join(out)
 
 
+def curves_figure(table: SplitTable):
+    """The matplotlib figure of :func:`plot_curves_png`: a panel per curve that some row has.
+
+    Each row is its mean line and, where two or more seeds have a value, a band from the seeds'
+    minimum to their maximum (``fill_between``; a vertical whisker for a one-round band), in the
+    row's colour; the title says what the line and the band are.
+
+    Parameters
+    ----------
+    table : SplitTable
+        An aggregated table.
+
+    Returns
+    -------
+    matplotlib.figure.Figure or None
+        The figure (the caller closes it); None when the table has no curves.
+
+    Examples
+    --------
+    >>> from hetbench.leaderboard.aggregate import aggregate
+    >>> from hetbench.leaderboard.curves import curves_figure
+    >>> from hetbench.leaderboard.load import example_result, parse_result
+    >>> runs = [example_result(seed=s, curves={"round": [1, 2], "accuracy": [40.0 + s, 80.0 - s]}) for s in (0, 4)]
+    >>> fig = curves_figure(aggregate([parse_result(r) for r in runs])[0])
+    >>> len(fig.axes[0].collections), fig.axes[0].collections[0].get_paths()[0].get_extents().bounds
+    (1, (1.0, 40.0, 1.0, 40.0))
+    >>> from hetbench.plotting import pyplot
+    >>> pyplot().close(fig)
+    """
+    panels = [(k, t) for k, t in CURVES if any(k in r.curves for r in table.rows)]
+    if not panels:
+        return None
+    plt = pyplot()
+    from matplotlib.ticker import MaxNLocator
+
+    fig, axes = plt.subplots(1, len(panels), squeeze=False, figsize=(6.2 * len(panels), 4.4), dpi=110)
+    try:
+        for ax, (key, title) in zip(axes[0], panels):
+            for i, r in enumerate(table.rows):
+                if key not in r.curves:
+                    continue
+                color = PALETTE[i % len(PALETTE)]
+                xs, ys = r.curves[key]
+                ax.plot(xs, [math.nan if y is None else y for y in ys], color=color,
+                        marker="o" if len(xs) < 2 else None, markersize=3, linewidth=1.6, label=r.label)
+                for seg in _band_segments(*r.bands[key]) if key in r.bands else []:
+                    bx, lo, hi = zip(*seg)
+                    if len(seg) == 1:  # one round: a whisker
+                        ax.vlines(bx, lo, hi, color=color, alpha=0.4, linewidth=5)
+                    else:
+                        ax.fill_between(bx, lo, hi, color=color, alpha=0.18, linewidth=0)
+            ax.set_title(title)
+            ax.set_xlabel("round")
+            ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+            ax.grid(alpha=0.3)
+            ax.legend(fontsize=8)
+        band = any(has_band(table, key) for key, _ in panels)
+        fig.suptitle(table.title + (f"\n{BAND_NOTE}" if band else ""), fontsize=11)
+        fig.tight_layout()
+    except BaseException:
+        plt.close(fig)
+        raise
+    return fig
+
+
 def plot_curves_png(table: SplitTable, path: str | Path) -> bool:
-    """The curves of :func:`curves_svg` as one PNG, a panel per curve that some row has.
+    """The curves of :func:`curves_svg` as one PNG (:func:`curves_figure`), a panel per curve that some row has.
 
     Parameters
     ----------
@@ -190,28 +315,11 @@ def plot_curves_png(table: SplitTable, path: str | Path) -> bool:
     >>> plot_curves_png(table, "curves.png"), open("curves.png", "rb").read(4)
     (True, b'\\x89PNG')
     """
-    panels = [(k, t) for k, t in CURVES if any(k in r.curves for r in table.rows)]
-    if not panels:
+    fig = curves_figure(table)
+    if fig is None:
         return False
     plt = pyplot()
-    from matplotlib.ticker import MaxNLocator
-
-    fig, axes = plt.subplots(1, len(panels), squeeze=False, figsize=(6.2 * len(panels), 4.2), dpi=110)
     try:
-        for ax, (key, title) in zip(axes[0], panels):
-            for i, r in enumerate(table.rows):
-                if key not in r.curves:
-                    continue
-                xs, ys = r.curves[key]
-                ax.plot(xs, [math.nan if y is None else y for y in ys], color=PALETTE[i % len(PALETTE)],
-                        marker="o" if len(xs) < 2 else None, markersize=3, linewidth=1.6, label=r.label)
-            ax.set_title(title)
-            ax.set_xlabel("round")
-            ax.xaxis.set_major_locator(MaxNLocator(integer=True))
-            ax.grid(alpha=0.3)
-            ax.legend(fontsize=8)
-        fig.suptitle(table.title)
-        fig.tight_layout()
         fig.savefig(path)
     finally:
         plt.close(fig)

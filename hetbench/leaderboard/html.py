@@ -12,9 +12,10 @@ from typing import Any
 from hetbench.leaderboard.aggregate import SplitTable
 from hetbench.leaderboard.curves import curves_svg
 from hetbench.leaderboard.load import Skipped
-from hetbench.leaderboard.metrics import CURVES, METRICS
+from hetbench.leaderboard.groups import group_tables
+from hetbench.leaderboard.metrics import CURVES, statistic_text
 from hetbench.leaderboard.rank import best_means, is_best
-from hetbench.leaderboard.text import DASH, cell_text, meta_line, rank_line
+from hetbench.leaderboard.text import DASH, cell_text, group_cells, group_heading, meta_line, rank_line, shown_metrics
 
 _CSS = """
 body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; margin: 1.5rem; color: #222; }
@@ -24,6 +25,10 @@ table.leaderboard th { cursor: pointer; user-select: none; background: #f4f4f4; 
 table.leaderboard th[aria-sort=ascending]::after { content: " \\25B2"; }
 table.leaderboard th[aria-sort=descending]::after { content: " \\25BC"; }
 table.leaderboard td.label, table.leaderboard th.label { text-align: left; }
+table.groups { border-collapse: collapse; margin: 0.3rem 0 1rem; font-size: 0.9rem; }
+table.groups th, table.groups td { border-bottom: 1px solid #ddd; padding: 0.2rem 0.6rem; text-align: right; }
+table.groups th { background: #f4f4f4; }
+table.groups td:first-child, table.groups th:first-child { text-align: left; }
 .scroll { overflow-x: auto; }
 .meta, .note { color: #555; font-size: 0.9rem; }
 .figures svg { margin-right: 1rem; }
@@ -99,6 +104,8 @@ def render_html(tables: list[SplitTable], skipped: list[Skipped] | None = None) 
            '<p class="note">Mean ± sample std over seeds; best mean per column in bold. Click a column header to sort.</p>']
     for t in tables:
         best = best_means(t)
+        shown = shown_metrics(t)
+        stat = statistic_text(t.statistic, t.last_k)
         out.append(f'<section class="split" data-split="{e(t.title)}">')
         out.append(f"<h2>{e(t.title)}</h2>")
         out.append(f'<p class="meta">{e(meta_line(t))}<br>{e(rank_line(t))}</p>')
@@ -107,20 +114,28 @@ def render_html(tables: list[SplitTable], skipped: list[Skipped] | None = None) 
         heads = ['<th data-type="num" data-dir="down" title="rank">rank</th>',
                  '<th class="label" data-type="text" data-dir="down">algorithm</th>',
                  '<th data-type="num" data-dir="up" title="number of seeds">seeds</th>']
-        for m in METRICS:
+        for m in shown:
+            of = f"; each seed's {stat}" if m.per_evaluation else ""
             heads.append(f'<th data-type="num" data-dir="{"up" if m.higher_is_better else "down"}" data-metric="{m.name}" '
-                         f'title="{e(m.description)}; {"higher" if m.higher_is_better else "lower"} is better">'
+                         f'title="{e(m.description)}{e(of)}; {"higher" if m.higher_is_better else "lower"} is better">'
                          f"{e(m.header)} {m.arrow}</th>")
         out.append("<thead><tr>" + "".join(heads) + "</tr></thead>")
         out.append("<tbody>")
         for r in t.rows:
             cells = [_td(r.rank, str(r.rank) if r.rank is not None else DASH),
                      _td(r.label, e(r.label), "label"), _td(len(r.results), str(len(r.results)))]
-            for m in METRICS:
+            for m in shown:
                 s = r.stats[m.name]
                 cells.append(_td(s.mean, cell_text(m, s, (lambda x: f"<b>{e(x)}</b>") if is_best(best, m.name, s.mean) else None)))
             out.append(f'<tr data-algorithm="{e(r.label)}">' + "".join(cells) + "</tr>")
         out.append("</tbody></table></div>")
+        for gt in group_tables(t):
+            heading, note = group_heading(gt, t)
+            head, rows = group_cells(gt)
+            out.append(f'<h3>{e(heading)}</h3><p class="note">{e(note)}</p>')
+            out.append('<table class="groups"><thead><tr>' + "".join(f"<th>{e(h)}</th>" for h in head) + "</tr></thead><tbody>")
+            out.extend("<tr>" + "".join(f"<td>{e(c)}</td>" for c in cells) + "</tr>" for cells in rows)
+            out.append("</tbody></table>")
         svgs = [s for s in (curves_svg(t, k, title) for k, title in CURVES) if s]
         if svgs:
             out.append('<div class="figures">')

@@ -5,19 +5,30 @@ Input: every ``*.json`` under a results folder (recursively) whose top-level ``"
 ``docs/output-contract.md``). Other JSON files are ignored; a file that is not JSON (or nests too
 deeply to read), or a result that lacks required keys or nests more than :data:`MAX_DEPTH` levels,
 is *skipped* and listed.
+
+Schema 2 documents give each per-evaluation metric's best evaluation and the mean of its last k
+evaluations in ``final.best`` / ``final.last_k``; for schema 1 documents the same figures are computed
+from their ``curves`` (:func:`hetbench.train.results.curve_statistics`, k = 3, their default).
 """
 
 from __future__ import annotations
 
 import json
-import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from hetbench.errors import HetbenchError
-from hetbench.leaderboard.metrics import FINAL_METRICS
-from hetbench.train.results import RESULT_KIND, SCHEMA_VERSION  # the producer's constants (no torch)
+from hetbench.leaderboard.metrics import FINAL_METRICS, PER_EVALUATION
+from hetbench.leaderboard.statistics import number, read_statistics
+from hetbench.train.results import (  # the producer's constants and statistics (no torch)
+    DEFAULT_LAST_K,
+    READABLE_SCHEMA_VERSIONS,
+    RESULT_KIND,
+    SCHEMA_VERSION,
+    curve_statistics,
+)
+
 
 
 def json_text(obj: Any) -> str:
@@ -58,9 +69,15 @@ class Result:
     data : dict
         The parsed JSON.
     values : dict[str, float or None]
-        Every metric's value; None when null, non-finite or absent.
+        Every metric's value (the final evaluation's); None when null, non-finite or absent.
     seed : Any
         The run's ``config.seed``.
+    statistics : dict[str, dict[str, float or None]]
+        Per statistic (``"last-k"``, ``"best"``), the per-evaluation metrics' values.
+    group_values : dict[str, dict[str, dict[str, float or None]]]
+        Per statistic (all three), per test group: ``{"accuracy", "drop"}`` (drop None without ``--train-groups``).
+    last_k : int or None
+        How many evaluations the ``last-k`` statistic averaged.
 
     Examples
     --------
@@ -70,12 +87,50 @@ class Result:
     (('digits', 'f00d'), 'fedprox', {'mu': 0.1}, 1)
     >>> r.row_key
     ('fedprox', '{"mu":0.1}', '{}')
+    >>> r.values_for("final")["accuracy"], r.values_for("best")["accuracy"], r.last_k
+    (90.0, 90.0, 1)
     """
 
     path: str
     data: dict
     values: dict[str, float | None]
     seed: Any
+    statistics: dict[str, dict[str, float | None]] = field(default_factory=dict)
+    group_values: dict[str, dict[str, dict[str, float | None]]] = field(default_factory=dict)
+    last_k: int | None = None
+
+    def values_for(self, statistic: str) -> dict[str, float | None]:
+        """Every metric's value, the per-evaluation ones as ``statistic`` of the seed's curve.
+
+        Parameters
+        ----------
+        statistic : str
+            ``"last-k"``, ``"best"`` or ``"final"``.
+
+        Returns
+        -------
+        dict[str, float or None]
+            Metric name to value.
+        """
+        if statistic == "final":
+            return dict(self.values)
+        return {**self.values, **self.statistics.get(statistic, {m: None for m in PER_EVALUATION})}
+
+    @property
+    def train_groups(self) -> list[str] | None:
+        """``config.train_groups`` (the groups whose clients trained); None: every client trained."""
+        tg = self.data["config"].get("train_groups")
+        return [str(g) for g in tg] if isinstance(tg, list) else None
+
+    @property
+    def held_out(self) -> list[str]:
+        """The split's groups not in :attr:`train_groups` (empty without ``--train-groups``)."""
+        tg = self.train_groups
+        if tg is None:
+            return []
+        split_groups = self.data["split"].get("groups")
+        names = split_groups if isinstance(split_groups, list) else list(self.group_values.get("final", {}))
+        return [str(g) for g in names if str(g) not in tg]
 
     @property
     def split_key(self) -> tuple[str, str]:
@@ -154,7 +209,10 @@ class Loaded:
 def example_result(split: str = "digits", algorithm: str = "fedavg", seed: Any = 0, accuracy: float = 90.0,
                    *, fingerprint: str = "f00d", params: dict | None = None, final: dict | None = None,
                    curves: dict | None = None) -> dict:
-    """A minimal valid train result, for examples: the keys :func:`parse_result` needs and little more.
+    """A minimal valid train result (schema 2), for examples: the keys :func:`parse_result` needs and little more.
+
+    Its ``final.best`` and ``final.last_k`` are computed from ``curves`` (k = 3); without ``curves`` the
+    run was evaluated once, at round 1, with the ``final`` values.
 
     Parameters
     ----------
@@ -173,7 +231,7 @@ def example_result(split: str = "digits", algorithm: str = "fedavg", seed: Any =
     final : dict or None
         More ``final`` metrics (they win over ``accuracy``).
     curves : dict or None
-        ``curves`` (``round`` and a list per metric); none when None.
+        ``curves`` (``round`` and a list per metric); None: one evaluation with the ``final`` values.
 
     Returns
     -------
@@ -183,57 +241,22 @@ def example_result(split: str = "digits", algorithm: str = "fedavg", seed: Any =
     Examples
     --------
     >>> from hetbench.leaderboard.load import example_result
-    >>> example_result(seed=3)["final"]
-    {'accuracy': 90.0, 'worst_group_accuracy': 85.0}
+    >>> r = example_result(seed=3)
+    >>> r["final"]["worst_group_accuracy"], r["final"]["last_k"]["k"], r["curves"]["accuracy"]
+    (85.0, 1, [90.0])
     """
-    data: dict[str, Any] = {
+    fin = {"accuracy": accuracy, "worst_group_accuracy": accuracy - 5.0, **(final or {})}
+    if curves is None:
+        curves = {"round": [1], **{m: [fin[m]] for m in ("accuracy", "worst_group_accuracy") if m in fin}}
+    fin.update(curve_statistics(curves, {}, None, DEFAULT_LAST_K))
+    return {
         "kind": RESULT_KIND, "schema_version": SCHEMA_VERSION,
         "split": {"name": split, "fingerprint": fingerprint},
         "algorithm": {"name": algorithm, "params": params or {}},
         "config": {"seed": seed},
-        "final": {"accuracy": accuracy, "worst_group_accuracy": accuracy - 5.0, **(final or {})},
+        "curves": curves,
+        "final": fin,
     }
-    if curves is not None:
-        data["curves"] = curves
-    return data
-
-
-def number(x: Any, where: str) -> float | None:
-    """A result's number as a finite float.
-
-    Parameters
-    ----------
-    x : Any
-        The JSON value.
-    where : str
-        Its key, for the error message.
-
-    Returns
-    -------
-    float or None
-        ``float(x)``; None for null, NaN and infinities.
-
-    Raises
-    ------
-    ValueError
-        When ``x`` is neither null nor a number (a malformed result).
-
-    Examples
-    --------
-    >>> from hetbench.leaderboard.load import number
-    >>> number(3, "final.accuracy"), number(None, "final.accuracy"), number(float("nan"), "final.accuracy")
-    (3.0, None, None)
-    >>> number("high", "final.accuracy")
-    Traceback (most recent call last):
-    ...
-    ValueError: final.accuracy is not a number
-    """
-    if x is None:
-        return None
-    if isinstance(x, bool) or not isinstance(x, (int, float)):
-        raise ValueError(f"{where} is not a number")
-    x = float(x)
-    return x if math.isfinite(x) else None
 
 
 def _per_client(data: dict, key: str) -> float | None:
@@ -303,8 +326,9 @@ def parse_result(data: Any, path: str = "<result>") -> Result | None:
     if not isinstance(data, dict) or data.get("kind") != RESULT_KIND:
         return None
     version = data.get("schema_version", SCHEMA_VERSION)
-    if version != SCHEMA_VERSION:
-        raise ValueError(f"schema_version {version!r} is not supported (this hetbench reads {SCHEMA_VERSION})")
+    if version not in READABLE_SCHEMA_VERSIONS or isinstance(version, bool):
+        readable = ", ".join(map(str, READABLE_SCHEMA_VERSIONS))
+        raise ValueError(f"schema_version {version!r} is not supported (this hetbench reads {readable})")
     for section in ("split", "algorithm", "config", "final"):
         if not isinstance(data.get(section), dict):
             raise ValueError(f"missing '{section}'")
@@ -323,7 +347,9 @@ def parse_result(data: Any, path: str = "<result>") -> Result | None:
     values["wall_time_s"] = number(timing.get("wall_time_s"), "timing.wall_time_s") if isinstance(timing, dict) else None
     values["parameters"] = _per_client(data, "parameters")
     values["macs"] = _per_client(data, "macs")
-    return Result(path=path, data=data, values=values, seed=data["config"]["seed"])
+    statistics, group_values, last_k = read_statistics(data, version)
+    return Result(path=path, data=data, values=values, seed=data["config"]["seed"], statistics=statistics,
+                  group_values=group_values, last_k=last_k)
 
 
 def load_results(results_dir: str | Path) -> Loaded:

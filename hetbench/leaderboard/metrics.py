@@ -1,8 +1,13 @@
-"""The leaderboard's columns: each metric's name, header, direction and number format.
+"""The leaderboard's columns (each metric's name, header, direction and number format) and its statistics.
 
-A metric's ``name`` is also its ``--rank-by`` value and its CSV column prefix; the first eight are
+A metric's ``name`` is also its ``--rank-by`` value and its CSV column prefix; :data:`FINAL_METRICS` are
 read from a result's ``final`` section, the last three from ``timing``, ``clients`` and ``model``
 (the result format is in ``docs/output-contract.md``).
+
+The metrics measured at every evaluation (``per_evaluation``: accuracy, client and worst-group accuracy,
+group variance and, with ``--train-groups``, trained-on / unseen accuracy and the mean drop) are shown as
+one of :data:`STATISTICS` of each seed's curve (``--statistic``): the mean of the last k evaluations (the
+default, k = the run's ``--last-k``), the best evaluation, or the final one.
 """
 
 from __future__ import annotations
@@ -13,6 +18,10 @@ from typing import Callable
 from hetbench.errors import HetbenchError
 
 DEFAULT_RANK_BY = "worst_group_accuracy"
+
+#: what a per-evaluation metric's cell shows of each seed's curve (``--statistic``)
+STATISTICS: tuple[str, ...] = ("last-k", "best", "final")
+DEFAULT_STATISTIC = "last-k"
 
 
 def fmt_fixed(digits: int) -> Callable[[float], str]:
@@ -127,6 +136,12 @@ class Metric:
         One line for the HTML header's tooltip.
     std_fmt : Callable[[float, float], str] or None
         The format of a std given ``(mean, std)``; None formats the std with ``fmt``.
+    per_evaluation : bool
+        Measured at every evaluation: the cell shows the chosen statistic (:data:`STATISTICS`) of the
+        seed's curve; else the value the result gives once.
+    protocol : bool
+        A group-protocol metric (only runs with ``--train-groups`` have it; tables show its column only
+        when some row has a value).
 
     Examples
     --------
@@ -142,6 +157,8 @@ class Metric:
     fmt: Callable[[float], str]
     description: str = ""
     std_fmt: Callable[[float, float], str] | None = None
+    per_evaluation: bool = False
+    protocol: bool = False
 
     @property
     def arrow(self) -> str:
@@ -173,10 +190,19 @@ class Metric:
 
 
 METRICS: tuple[Metric, ...] = (
-    Metric("accuracy", "accuracy", True, fmt_fixed(2), "test accuracy (%)"),
-    Metric("client_accuracy", "client acc.", True, fmt_fixed(2), "mean per-client accuracy (%)"),
-    Metric("worst_group_accuracy", "worst group", True, fmt_fixed(2), "accuracy of the worst group (%)"),
-    Metric("group_accuracy_variance", "group var.", False, fmt_fixed(2), "variance of group accuracies (%^2)"),
+    Metric("accuracy", "accuracy", True, fmt_fixed(2), "test accuracy (%)", per_evaluation=True),
+    Metric("client_accuracy", "client acc.", True, fmt_fixed(2), "mean per-client accuracy (%)", per_evaluation=True),
+    Metric("worst_group_accuracy", "worst group", True, fmt_fixed(2), "accuracy of the worst group (%)",
+           per_evaluation=True),
+    Metric("group_accuracy_variance", "group var.", False, fmt_fixed(2), "variance of group accuracies (%^2)",
+           per_evaluation=True),
+    Metric("trained_on_accuracy", "trained-on acc.", True, fmt_fixed(2),
+           "accuracy on the test rows of the groups trained on (%)", per_evaluation=True, protocol=True),
+    Metric("unseen_accuracy", "unseen acc.", True, fmt_fixed(2),
+           "accuracy on the test rows of the groups not trained on (%)", per_evaluation=True, protocol=True),
+    Metric("mean_drop", "mean drop", False, fmt_fixed(2),
+           "trained-on accuracy minus an unseen group's accuracy, mean over unseen groups (points)",
+           per_evaluation=True, protocol=True),
     Metric("client_accuracy_p10", "client p10", True, fmt_fixed(2), "10th percentile of client accuracy (%)"),
     Metric("client_accuracy_p90", "client p90", True, fmt_fixed(2), "90th percentile of client accuracy (%)"),
     Metric("relative_accuracy", "rel. acc.", True, fmt_fixed(3), "accuracy / centralised accuracy (ratio)"),
@@ -187,7 +213,10 @@ METRICS: tuple[Metric, ...] = (
 )
 METRIC_NAMES: tuple[str, ...] = tuple(m.name for m in METRICS)
 METRIC_BY_NAME: dict[str, Metric] = {m.name: m for m in METRICS}
-FINAL_METRICS: tuple[str, ...] = METRIC_NAMES[:8]  # read from result["final"]
+#: read from result["final"] (the rest from timing, clients and model)
+FINAL_METRICS: tuple[str, ...] = tuple(n for n in METRIC_NAMES if n not in ("wall_time_s", "parameters", "macs"))
+#: shown as the chosen statistic of each seed's curve
+PER_EVALUATION: tuple[str, ...] = tuple(m.name for m in METRICS if m.per_evaluation)
 
 # learning curves drawn per split: (key in result["curves"], title)
 CURVES: tuple[tuple[str, str], ...] = (
@@ -227,3 +256,70 @@ def check_rank_by(rank_by: str) -> Metric:
     if rank_by not in METRIC_BY_NAME:
         raise HetbenchError(f"unknown --rank-by '{rank_by}'; choose one of: {', '.join(METRIC_NAMES)}")
     return METRIC_BY_NAME[rank_by]
+
+
+def check_statistic(statistic: str) -> str:
+    """``statistic`` when it is one of :data:`STATISTICS`.
+
+    Parameters
+    ----------
+    statistic : str
+        A ``--statistic`` value.
+
+    Returns
+    -------
+    str
+        The same value.
+
+    Raises
+    ------
+    HetbenchError
+        When it is none of them; the message lists them.
+
+    Examples
+    --------
+    >>> from hetbench.leaderboard.metrics import check_statistic
+    >>> check_statistic("best")
+    'best'
+    >>> check_statistic("median")
+    Traceback (most recent call last):
+    ...
+    hetbench.errors.HetbenchError: unknown --statistic 'median'; choose one of: last-k, best, final
+    """
+    if statistic not in STATISTICS:
+        raise HetbenchError(f"unknown --statistic '{statistic}'; choose one of: {', '.join(STATISTICS)}")
+    return statistic
+
+
+def statistic_text(statistic: str, ks: list[int] | tuple[int, ...] = ()) -> str:
+    """A statistic in words, for the tables' header lines.
+
+    Parameters
+    ----------
+    statistic : str
+        One of :data:`STATISTICS`.
+    ks : sequence of int
+        The k the results used for ``last-k`` (a run with fewer evaluations than ``--last-k`` uses fewer).
+
+    Returns
+    -------
+    str
+        E.g. ``"mean of the last 3 evaluations"``.
+
+    Examples
+    --------
+    >>> from hetbench.leaderboard.metrics import statistic_text
+    >>> statistic_text("last-k", [3]), statistic_text("last-k", [2, 3])
+    ('mean of the last 3 evaluations', 'mean of the last k evaluations (k = 2, 3)')
+    >>> statistic_text("best"), statistic_text("final")
+    ('best evaluation (highest accuracy, lowest variance and drop)', 'final evaluation')
+    """
+    check_statistic(statistic)
+    if statistic == "best":
+        return "best evaluation (highest accuracy, lowest variance and drop)"
+    if statistic == "final":
+        return "final evaluation"
+    ks = sorted(set(ks))
+    if len(ks) == 1:
+        return f"mean of the last {ks[0]} evaluation{'s' if ks[0] != 1 else ''}"
+    return "mean of the last k evaluations" + (f" (k = {', '.join(map(str, ks))})" if ks else "")

@@ -10,14 +10,15 @@ from pathlib import Path
 
 from hetbench.leaderboard.aggregate import Row, SplitTable, aggregate
 from hetbench.leaderboard.load import Loaded, load_results
-from hetbench.leaderboard.metrics import DEFAULT_RANK_BY, METRICS, check_rank_by
+from hetbench.leaderboard.metrics import DEFAULT_RANK_BY, DEFAULT_STATISTIC, METRICS, check_rank_by, check_statistic
 
 
 def rank(tables: list[SplitTable], rank_by: str = DEFAULT_RANK_BY) -> list[SplitTable]:
     """Sort every table's rows best first by ``rank_by``, in that metric's direction.
 
     Ties go by accuracy (higher first), then by label; rows whose rank metric is null go last with
-    ``rank = None``. Sorts in place.
+    ``rank = None``. Sorts in place. A per-evaluation metric ranks by the statistic the tables were
+    aggregated with (``SplitTable.statistic``).
 
     Parameters
     ----------
@@ -61,7 +62,8 @@ def rank(tables: list[SplitTable], rank_by: str = DEFAULT_RANK_BY) -> list[Split
     return tables
 
 
-def build(results_dir: str | Path, rank_by: str = DEFAULT_RANK_BY) -> tuple[list[SplitTable], Loaded]:
+def build(results_dir: str | Path, rank_by: str = DEFAULT_RANK_BY,
+          statistic: str = DEFAULT_STATISTIC) -> tuple[list[SplitTable], Loaded]:
     """The ranked tables of a results folder: load, aggregate, rank.
 
     Parameters
@@ -70,6 +72,8 @@ def build(results_dir: str | Path, rank_by: str = DEFAULT_RANK_BY) -> tuple[list
         The results folder (searched recursively).
     rank_by : str
         The metric name to rank by; checked before anything is read.
+    statistic : str
+        What per-evaluation metrics take of each seed's curve: ``"last-k"`` (default), ``"best"``, ``"final"``.
 
     Returns
     -------
@@ -79,7 +83,7 @@ def build(results_dir: str | Path, rank_by: str = DEFAULT_RANK_BY) -> tuple[list
     Raises
     ------
     HetbenchError
-        When ``rank_by`` names no metric, or the folder holds no usable result.
+        When ``rank_by`` names no metric, ``statistic`` is unknown, or the folder holds no usable result.
 
     Examples
     --------
@@ -95,8 +99,9 @@ def build(results_dir: str | Path, rank_by: str = DEFAULT_RANK_BY) -> tuple[list
     (['algo1', 'algo0'], 2)
     """
     check_rank_by(rank_by)
+    check_statistic(statistic)
     loaded = load_results(results_dir)
-    return rank(aggregate(loaded.results), rank_by), loaded
+    return rank(aggregate(loaded.results, statistic), rank_by), loaded
 
 
 def best_means(table: SplitTable) -> dict[str, float]:

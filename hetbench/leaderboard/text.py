@@ -11,8 +11,16 @@ import io
 from typing import Any, Callable
 
 from hetbench.leaderboard.aggregate import SplitTable, Stat, format_value
+from hetbench.leaderboard.groups import LOGO, GroupTable, group_tables
 from hetbench.leaderboard.load import Skipped, json_text
-from hetbench.leaderboard.metrics import DEFAULT_RANK_BY, METRIC_BY_NAME, METRIC_NAMES, METRICS, Metric
+from hetbench.leaderboard.metrics import (
+    DEFAULT_RANK_BY,
+    METRIC_BY_NAME,
+    METRIC_NAMES,
+    METRICS,
+    Metric,
+    statistic_text,
+)
 from hetbench.leaderboard.rank import best_means, is_best
 
 DASH = "—"  # an empty cell: no rank, or no value for any seed
@@ -46,8 +54,31 @@ def meta_line(t: SplitTable) -> str:
     return " · ".join(parts)
 
 
+def shown_metrics(t: SplitTable) -> list[Metric]:
+    """The columns a table shows: every metric, but the group-protocol ones only when a row has a value.
+
+    Parameters
+    ----------
+    t : SplitTable
+        The table.
+
+    Returns
+    -------
+    list[Metric]
+        The metrics, in :data:`~hetbench.leaderboard.metrics.METRICS` order.
+
+    Examples
+    --------
+    >>> from hetbench.leaderboard.aggregate import SplitTable
+    >>> from hetbench.leaderboard.text import shown_metrics
+    >>> "mean_drop" in [m.name for m in shown_metrics(SplitTable("digits", "f00d", "digits", []))]
+    False
+    """
+    return [m for m in METRICS if not m.protocol or any(r.stats[m.name].mean is not None for r in t.rows)]
+
+
 def rank_line(t: SplitTable) -> str:
-    """The sentence that says how a table is ranked (and what relative accuracy is against).
+    """The sentences that say how a table is ranked, by which statistic (and what relative accuracy is against).
 
     Parameters
     ----------
@@ -57,17 +88,27 @@ def rank_line(t: SplitTable) -> str:
     Returns
     -------
     str
-        One sentence or two.
+        Two or three sentences.
 
     Examples
     --------
     >>> from hetbench.leaderboard.aggregate import SplitTable
     >>> from hetbench.leaderboard.text import rank_line
-    >>> rank_line(SplitTable("digits", "f00d", "digits", [], rank_by="wall_time_s"))
-    'Ranked by wall_time_s (lower is better); mean ± std over seeds.'
+    >>> print(rank_line(SplitTable("digits", "f00d", "digits", [], rank_by="worst_group_accuracy", last_k=[3])))
+    Ranked by worst_group_accuracy, mean of the last 3 evaluations (higher is better). Accuracy, client acc., worst group and group var. are each seed's mean of the last 3 evaluations, the other columns its final round; mean ± std over seeds.
+    >>> print(rank_line(SplitTable("digits", "f00d", "digits", [], rank_by="wall_time_s", statistic="final")))
+    Ranked by wall_time_s (lower is better). Every column is each seed's final evaluation; mean ± std over seeds.
     """
     m = METRIC_BY_NAME[t.rank_by or DEFAULT_RANK_BY]
-    s = f"Ranked by {m.name} ({'higher' if m.higher_is_better else 'lower'} is better); mean ± std over seeds."
+    stat = statistic_text(t.statistic, t.last_k)
+    how = f", {stat}" if m.per_evaluation else ""
+    s = f"Ranked by {m.name}{how} ({'higher' if m.higher_is_better else 'lower'} is better)."
+    if t.statistic == "final":
+        s += " Every column is each seed's final evaluation; mean ± std over seeds."
+    else:
+        heads = [x.header for x in shown_metrics(t) if x.per_evaluation]
+        names = ", ".join(heads[:-1]) + f" and {heads[-1]}" if len(heads) > 1 else heads[0]
+        s += f" {names[0].upper() + names[1:]} are each seed's {stat}, the other columns its final round; mean ± std over seeds."
     if t.reference:
         s += f" Relative accuracy is against {t.reference}."
     return s
@@ -142,7 +183,7 @@ def render_markdown(tables: list[SplitTable], skipped: list[Skipped] | None = No
     <BLANKLINE>
     group_by: ? · clients: ? · model: ? · rounds: ? · fingerprint: f00d
     <BLANKLINE>
-    Ranked by worst_group_accuracy (higher is better); mean ± std over seeds.
+    Ranked by worst_group_accuracy, mean of the last 1 evaluation (higher is better). Accuracy, ... over seeds.
     <BLANKLINE>
     | rank | algorithm | seeds | accuracy ↑ | client acc. ↑ | worst group ↑ | group var. ↓ | ... | MACs/client ↓ |
     |---:|:---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|
@@ -153,22 +194,125 @@ def render_markdown(tables: list[SplitTable], skipped: list[Skipped] | None = No
     out = ["# hetbench leaderboard", ""]
     for t in tables:
         best = best_means(t)
+        shown = shown_metrics(t)
         out += [f"## {_md_escape(t.title)}", "", meta_line(t), "", rank_line(t), ""]
-        head = ["rank", "algorithm", "seeds"] + [f"{m.header} {m.arrow}" for m in METRICS]
+        head = ["rank", "algorithm", "seeds"] + [f"{m.header} {m.arrow}" for m in shown]
         out.append("| " + " | ".join(head) + " |")
-        out.append("|" + "|".join(["---:", ":---", "---:"] + ["---:"] * len(METRICS)) + "|")
+        out.append("|" + "|".join(["---:", ":---", "---:"] + ["---:"] * len(shown)) + "|")
         for r in t.rows:
             cells = [str(r.rank) if r.rank is not None else DASH, _md_escape(r.label), str(len(r.results))]
-            for m in METRICS:
+            for m in shown:
                 s = r.stats[m.name]
                 cells.append(cell_text(m, s, (lambda x: f"**{x}**") if is_best(best, m.name, s.mean) else None))
             out.append("| " + " | ".join(cells) + " |")
         out.append("")
+        for gt in group_tables(t):
+            out += group_table_markdown(gt, t)
     if skipped:
         out.append(f"Skipped files ({len(skipped)}): "
                    + "; ".join(f"`{s.path}` ({_md_escape(s.reason)})" for s in skipped))
         out.append("")
     return "\n".join(out)
+
+
+def group_heading(gt: GroupTable, t: SplitTable) -> tuple[str, str]:
+    """A group table's heading and the sentence under it (shared by Markdown and HTML).
+
+    Parameters
+    ----------
+    gt : GroupTable
+        The group table.
+    t : SplitTable
+        Its split table (the statistic).
+
+    Returns
+    -------
+    tuple[str, str]
+        (heading, explanation).
+
+    Examples
+    --------
+    >>> from hetbench.leaderboard.aggregate import SplitTable
+    >>> from hetbench.leaderboard.groups import GroupTable
+    >>> from hetbench.leaderboard.text import group_heading
+    >>> group_heading(GroupTable("train-groups", "fedavg (train_groups=base)", ["base"]),
+    ...               SplitTable("isp", "f00d", "isp", [], statistic="final"))[0]
+    'Trained on base: fedavg (train_groups=base)'
+    """
+    stat = statistic_text(t.statistic, t.last_k)
+    drop = "drop = accuracy on the trained-on groups' test rows minus the group's accuracy, in points"
+    if gt.kind == LOGO:
+        return (f"Leave one group out: {gt.label}",
+                f"One run per held-out group, trained on all the others; {drop}; each seed's {stat}, mean ± std over "
+                "seeds; the last line is the mean over held-out groups (± std over groups).")
+    return (f"Trained on {', '.join(gt.train_groups)}: {gt.label}",
+            f"Every test group of the run; {drop}; each seed's {stat}, mean ± std over seeds.")
+
+
+def group_cells(gt: GroupTable) -> tuple[list[str], list[list[str]]]:
+    """A group table's header and its lines' cell texts (shared by Markdown and HTML).
+
+    Parameters
+    ----------
+    gt : GroupTable
+        The group table.
+
+    Returns
+    -------
+    tuple[list[str], list[list[str]]]
+        The column headers and one list of cell texts per line.
+
+    Examples
+    --------
+    >>> from hetbench.leaderboard.aggregate import Stat
+    >>> from hetbench.leaderboard.groups import GroupLine, GroupTable
+    >>> from hetbench.leaderboard.text import group_cells
+    >>> line = GroupLine("dark", False, 2, Stat(70.0, 1.0, 2), Stat(20.0, 0.5, 2))
+    >>> group_cells(GroupTable("train-groups", "fedavg", ["base"], [line]))
+    (['group', 'trained on', 'seeds', 'accuracy ↑', 'drop ↓'], [['dark', 'no', '2', '70.00 ± 1.00', '20.00 ± 0.50']])
+    """
+    acc, drop = METRIC_BY_NAME["accuracy"], METRIC_BY_NAME["mean_drop"]
+    if gt.kind == LOGO:
+        head = ["held-out group", "seeds", "accuracy ↑", "drop ↓", "trained-on acc. ↑"]
+        rows = [[x.group, str(x.seeds), cell_text(acc, x.accuracy, None), cell_text(drop, x.drop, None),
+                 cell_text(acc, x.trained_on_accuracy, None) if x.trained_on_accuracy else DASH] for x in gt.lines]
+        return head, rows
+    head = ["group", "trained on", "seeds", "accuracy ↑", "drop ↓"]
+    rows = [[x.group, "yes" if x.trained_on else "no", str(x.seeds), cell_text(acc, x.accuracy, None),
+             cell_text(drop, x.drop, None)] for x in gt.lines]
+    return head, rows
+
+
+def group_table_markdown(gt: GroupTable, t: SplitTable) -> list[str]:
+    """A group table as Markdown lines: a ``###`` heading, its explanation and the table.
+
+    Parameters
+    ----------
+    gt : GroupTable
+        The group table.
+    t : SplitTable
+        Its split table.
+
+    Returns
+    -------
+    list[str]
+        The lines, ending with an empty one.
+
+    Examples
+    --------
+    >>> from hetbench.leaderboard.aggregate import SplitTable, Stat
+    >>> from hetbench.leaderboard.groups import GroupLine, GroupTable
+    >>> from hetbench.leaderboard.text import group_table_markdown
+    >>> line = GroupLine("dark", False, 1, Stat(70.0, None, 1), Stat(20.0, None, 1))
+    >>> group_table_markdown(GroupTable("train-groups", "fedavg", ["base"], [line]), SplitTable("s", "f", "s", []))[-2]
+    '| dark | no | 1 | 70.00 | 20.00 |'
+    """
+    heading, note = group_heading(gt, t)
+    head, rows = group_cells(gt)
+    out = [f"### {_md_escape(heading)}", "", note, "", "| " + " | ".join(head) + " |",
+           "|" + "|".join([":---"] + ["---:"] * (len(head) - 1)) + "|"]
+    out += ["| " + " | ".join(_md_escape(c) for c in cells) + " |" for cells in rows]
+    return out + [""]
 
 
 def _csv_num(x: float | None) -> str:
@@ -178,14 +322,16 @@ def _csv_num(x: float | None) -> str:
 CSV_COLUMNS: tuple[str, ...] = (
     ("split", "fingerprint", "rank", "algorithm", "seeds")
     + tuple(f"{m}_{s}" for m in METRIC_NAMES for s in ("mean", "std"))
-    + ("algorithm_name", "params", "config")
+    + ("algorithm_name", "params", "config", "rank_by", "statistic", "last_k")
 )
 
 
 def render_csv(tables: list[SplitTable]) -> str:
     """``leaderboard.csv``: one row per (split, configuration), the columns :data:`CSV_COLUMNS`.
 
-    Numbers are written in full (``repr``); null is an empty cell.
+    Numbers are written in full (``repr``); null is an empty cell. The per-evaluation metrics' columns
+    hold the table's statistic, named in ``statistic`` (``last_k``: the k used, ``+``-joined when they
+    differ); ``rank_by`` names the ranking metric.
 
     Parameters
     ----------
@@ -216,7 +362,9 @@ def render_csv(tables: list[SplitTable]) -> str:
         for r in t.rows:
             rec = {"split": t.name, "fingerprint": t.fingerprint, "rank": "" if r.rank is None else r.rank,
                    "algorithm": r.label, "seeds": len(r.results), "algorithm_name": r.algorithm,
-                   "params": json_text(r.params), "config": json_text(r.config)}
+                   "params": json_text(r.params), "config": json_text(r.config), "rank_by": t.rank_by or "",
+                   "statistic": t.statistic,
+                   "last_k": "+".join(str(k) for k in sorted({x.last_k for x in r.results if x.last_k}))}
             for m in METRIC_NAMES:
                 rec[f"{m}_mean"] = _csv_num(r.stats[m].mean)
                 rec[f"{m}_std"] = _csv_num(r.stats[m].std)

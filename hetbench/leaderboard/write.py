@@ -18,7 +18,14 @@ from hetbench.leaderboard.aggregate import SplitTable
 from hetbench.leaderboard.curves import plot_curves_png
 from hetbench.leaderboard.html import render_html
 from hetbench.leaderboard.load import Loaded
-from hetbench.leaderboard.metrics import DEFAULT_RANK_BY, check_rank_by
+from hetbench.leaderboard.metrics import (
+    DEFAULT_RANK_BY,
+    DEFAULT_STATISTIC,
+    METRIC_BY_NAME,
+    check_rank_by,
+    check_statistic,
+    statistic_text,
+)
 from hetbench.leaderboard.rank import build
 from hetbench.leaderboard.text import render_csv, render_markdown
 
@@ -128,11 +135,18 @@ class Written:
         skipped = self.loaded.skipped
         skip = f", {len(skipped)} skipped" if skipped else ""
         paths = ", ".join(str(self.out / f) for f in self.files)
-        return f"wrote {paths} ({len(self.tables)} split(s), {n_rows} configuration(s) from {n_res} result(s){skip})"
+        ranked = ""
+        if self.tables and self.tables[0].rank_by:
+            t = self.tables[0]
+            ks = sorted({k for x in self.tables for k in x.last_k})
+            how = f", {statistic_text(t.statistic, ks)}" if METRIC_BY_NAME[t.rank_by].per_evaluation else ""
+            ranked = f"; ranked by {t.rank_by}{how}"
+        return (f"wrote {paths} ({len(self.tables)} split(s), {n_rows} configuration(s) from {n_res} result(s)"
+                f"{skip}){ranked}")
 
 
 def write_leaderboard(results_dir: str | Path, out: str | Path, rank_by: str = DEFAULT_RANK_BY,
-                      overwrite: bool = False) -> Written:
+                      overwrite: bool = False, statistic: str = DEFAULT_STATISTIC) -> Written:
     """Build the leaderboard of ``results_dir`` into the folder ``out``, atomically.
 
     Writes leaderboard.md, leaderboard.csv, leaderboard.html and a ``curves_<split>.png`` per split
@@ -148,6 +162,9 @@ def write_leaderboard(results_dir: str | Path, out: str | Path, rank_by: str = D
         The metric name to rank by.
     overwrite : bool
         Replace ``out`` if it exists.
+    statistic : str
+        What the per-evaluation metrics take of each seed's curve: ``"last-k"`` (mean of the last k
+        evaluations, the default), ``"best"`` or ``"final"``.
 
     Returns
     -------
@@ -157,7 +174,7 @@ def write_leaderboard(results_dir: str | Path, out: str | Path, rank_by: str = D
     Raises
     ------
     HetbenchError
-        On an unknown ``rank_by``, an ``out`` that would replace the results or exists without
+        On an unknown ``rank_by`` or ``statistic``, an ``out`` that would replace the results or exists without
         ``overwrite``, or a results folder without usable results; nothing is written then.
 
     Examples
@@ -169,14 +186,15 @@ def write_leaderboard(results_dir: str | Path, out: str | Path, rank_by: str = D
     >>> folder.mkdir()
     >>> _ = (folder / "a.json").write_text(json.dumps(example_result()))
     >>> write_leaderboard(folder, "lb").files
-    ['leaderboard.md', 'leaderboard.csv', 'leaderboard.html']
+    ['leaderboard.md', 'leaderboard.csv', 'leaderboard.html', 'curves_digits.png']
     """
     check_rank_by(rank_by)
+    check_statistic(statistic)
     res, dst = Path(results_dir).resolve(), Path(out).resolve()
     if dst == res or dst in res.parents:
         raise HetbenchError(f"--out '{out}' would replace the results folder '{results_dir}'; choose another folder")
     check_out_dir(out, overwrite)  # fail before any work
-    tables, loaded = build(results_dir, rank_by)
+    tables, loaded = build(results_dir, rank_by, statistic)
     files = ["leaderboard.md", "leaderboard.csv", "leaderboard.html"]
     with atomic_dir(out, overwrite) as tmp:
         (tmp / "leaderboard.md").write_text(render_markdown(tables, loaded.skipped), encoding="utf-8")

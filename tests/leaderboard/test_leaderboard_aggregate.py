@@ -43,13 +43,17 @@ def test_relative_accuracy_from_the_central_run_per_seed(tmp_path):
     write(tmp_path, "f1.json", result(algorithm="fedavg", seed=1, final={"accuracy": 76.0}))
     write(tmp_path, "f2.json", result(algorithm="fedavg", seed=2, final={"accuracy": 50.0}))  # no central seed 2
     write(tmp_path, "p0.json", result(algorithm="fedprox", seed=0, final={"accuracy": 90.0, "relative_accuracy": 0.5}))  # given: kept
-    (t,) = tables_of(tmp_path)
+    (t,) = tables_of(tmp_path, statistic="final")
     rel = row(t, "fedavg").stats["relative_accuracy"]
     assert rel.n == 2 and rel.mean == pytest.approx((0.90 + 0.95) / 2)
     assert rel.std == pytest.approx(math.sqrt(2) * 0.025)
     assert row(t, "central").stats["relative_accuracy"].mean == pytest.approx(1.0)
     assert row(t, "fedprox").stats["relative_accuracy"].mean == 0.5
     assert t.reference == "central"
+    # another statistic: the given (final-round) ratio does not apply, both accuracies take the statistic
+    (t,) = tables_of(tmp_path, statistic="best")
+    assert row(t, "fedprox").stats["relative_accuracy"].mean == pytest.approx(0.9)
+    assert row(t, "fedavg").stats["relative_accuracy"].mean == pytest.approx((0.90 + 0.95) / 2)
 
 
 def test_relative_accuracy_needs_a_central_run_of_the_same_split(tmp_path):

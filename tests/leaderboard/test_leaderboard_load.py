@@ -59,7 +59,9 @@ def test_params_and_config_keep_non_ascii_text(tmp_path):
 
 
 @pytest.mark.parametrize("data, reason", [
-    ({"schema_version": 2}, "schema_version 2 is not supported"),
+    ({"schema_version": 3}, "schema_version 3 is not supported (this hetbench reads 1, 2)"),
+    ({"schema_version": 2}, "missing 'final.best'"),
+    ({"schema_version": True}, "schema_version True is not supported"),
     ({"algorithm": {"name": "fedavg", "params": [1]}}, "'algorithm.params' is not an object"),
     ({"split": {"name": "s"}}, "missing 'split.fingerprint'"),
     ({"config": {"rounds": 3}}, "missing 'config.seed'"),

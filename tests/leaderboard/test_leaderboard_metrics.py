@@ -11,7 +11,10 @@ from hetbench.leaderboard import metrics
 def test_every_metric_has_a_unique_name_and_the_default_rank_is_one_of_them():
     assert len(set(metrics.METRIC_NAMES)) == len(metrics.METRICS)
     assert metrics.DEFAULT_RANK_BY in metrics.METRIC_NAMES
-    assert metrics.FINAL_METRICS == metrics.METRIC_NAMES[:8]
+    assert metrics.FINAL_METRICS == tuple(n for n in metrics.METRIC_NAMES if n not in ("wall_time_s", "parameters", "macs"))
+    assert set(metrics.PER_EVALUATION) == {"accuracy", "client_accuracy", "worst_group_accuracy", "group_accuracy_variance",
+                                           "trained_on_accuracy", "unseen_accuracy", "mean_drop"}
+    assert metrics.DEFAULT_STATISTIC == "last-k" and set(metrics.STATISTICS) == {"last-k", "best", "final"}
     assert {key for key, _ in metrics.CURVES} <= set(metrics.METRIC_NAMES)
 
 
@@ -29,7 +32,7 @@ def test_a_seconds_std_follows_its_mean():
 
 def test_directions():
     lower = {m.name for m in metrics.METRICS if not m.higher_is_better}
-    assert lower == {"group_accuracy_variance", "rounds_to_target", "wall_time_s", "parameters", "macs"}
+    assert lower == {"group_accuracy_variance", "rounds_to_target", "wall_time_s", "parameters", "macs", "mean_drop"}
     assert {m.arrow for m in metrics.METRICS} == {"↑", "↓"}
 
 
