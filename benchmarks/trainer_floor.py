@@ -59,8 +59,10 @@ class FloorResult:
 
 
 def _normalised(x_u8, mean: torch.Tensor, std: torch.Tensor) -> torch.Tensor:
-    """uint8 (N, C, H, W) -> float32 ((x / 255) - mean) / std, all rows at once."""
-    return (torch.as_tensor(np.asarray(x_u8)).float().div_(255.0) - mean) / std
+    """uint8 (N, C, H, W) (a tensor, or an array such as a memory map, read into memory) -> float32
+    ((x / 255) - mean) / std, all rows at once."""
+    x = x_u8 if isinstance(x_u8, torch.Tensor) else torch.from_numpy(np.array(x_u8))
+    return (x.float().div_(255.0) - mean) / std
 
 
 @torch.no_grad()
