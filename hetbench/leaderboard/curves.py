@@ -190,7 +190,9 @@ def curves_svg(table: SplitTable, key: str, title: str, width: int = 640, height
                    f'<text x="{ml - 6}" y="{y + 4:.1f}" text-anchor="end" font-size="11">{e(_tick_text(v))}</text>')
     out.append(f'<text x="{ml + pw / 2:.1f}" y="{height - 6}" text-anchor="middle" font-size="12">round</text>')
     if band:
-        out.append(f'<text x="{ml + pw + 14}" y="{height - 6}" font-size="10" fill="#555">{e(BAND_NOTE)}</text>')
+        for j, part in enumerate(BAND_NOTE.split("; ")):
+            out.append(f'<text class="band-note" x="{ml + pw + 14}" y="{height - 20 + 13 * j}" font-size="10" '
+                       f'fill="#555">{e(part)}</text>')
     for i, r in series:
         color = PALETTE[i % len(PALETTE)]
         for seg in _band_segments(*r.bands[key]) if key in r.bands else []:

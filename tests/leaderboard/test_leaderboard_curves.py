@@ -1,10 +1,11 @@
-"""Learning curves: tick values, inline SVG (nulls split a line) and the PNG per split."""
+"""Learning curves: tick values, inline SVG (nulls split a line), the PNG per split, the seeds' band."""
 
 from __future__ import annotations
 
 import pytest
 
 from hetbench.leaderboard import aggregate, curves, parse_result
+from hetbench.plotting import pyplot
 from leaderboard_results import result
 
 
@@ -39,3 +40,49 @@ def test_png_only_when_a_row_has_curves(tmp_path):
     t = table_of(result())
     assert curves.plot_curves_png(t, tmp_path / "c.png") is True
     assert (tmp_path / "c.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def _seeds(algorithm: str, *accs: list) -> list[dict]:
+    return [result(algorithm=algorithm, seed=s, curves={"round": [1, 2, 3], "accuracy": a}) for s, a in enumerate(accs)]
+
+
+def test_seeds_spread_is_a_min_max_band_around_the_mean():
+    t = table_of(*_seeds("a", [10.0, 20.0, 30.0], [14.0, 30.0, 32.0], [12.0, 22.0, None]),
+                 *_seeds("b", [50.0, 60.0, 70.0]))
+    a, b = t.rows
+    assert a.curves["accuracy"] == ([1.0, 2.0, 3.0], [12.0, 24.0, 31.0])
+    assert a.bands["accuracy"] == ([1.0, 2.0, 3.0], [10.0, 20.0, 30.0], [14.0, 30.0, 32.0])
+    assert b.bands["accuracy"] == ([1.0, 2.0, 3.0], [None] * 3, [None] * 3)  # one seed: no band
+    assert curves.has_band(t, "accuracy")
+
+
+def test_the_png_draws_one_band_per_multi_seed_row_with_the_seeds_extremes():
+    t = table_of(*_seeds("a", [10.0, 20.0, 30.0], [14.0, 30.0, 32.0]), *_seeds("b", [50.0, 60.0, 70.0]))
+    plt = pyplot()
+    fig = curves.curves_figure(t)
+    try:
+        ax = fig.axes[0]
+        (band,) = ax.collections  # row a only: b has one seed
+        verts = band.get_paths()[0].vertices
+        assert {tuple(v) for v in verts} >= {(1.0, 10.0), (2.0, 20.0), (3.0, 30.0), (1.0, 14.0), (2.0, 30.0), (3.0, 32.0)}
+        assert [line.get_label() for line in ax.get_lines()] == ["a", "b"]
+        assert list(ax.get_lines()[0].get_ydata()) == [12.0, 25.0, 31.0]  # the mean line
+        assert "band: min–max over seeds" in fig._suptitle.get_text()
+    finally:
+        plt.close(fig)
+    one = table_of(*_seeds("b", [50.0, 60.0, 70.0]))
+    fig = curves.curves_figure(one)
+    try:
+        assert len(fig.axes[0].collections) == 0 and "band" not in fig._suptitle.get_text()
+    finally:
+        plt.close(fig)
+
+
+def test_the_svg_draws_the_band_under_the_lines():
+    t = table_of(*_seeds("a", [10.0, 20.0, 30.0], [14.0, 30.0, 32.0]), *_seeds("b", [50.0, 60.0, 70.0]))
+    svg = curves.curves_svg(t, "accuracy", "test accuracy (%)")
+    assert svg.count('<polygon class="band"') == 1 and svg.count("<polyline") == 2
+    assert svg.index('<polygon class="band"') < svg.index('<g class="series"')
+    assert "band: min–max over seeds" in svg
+    polygon = svg.split('<polygon class="band" points="')[1].split('"')[0].split()
+    assert len(polygon) == 6  # 3 rounds along the top, 3 back along the bottom
