@@ -15,10 +15,18 @@ W^t = sum_i |D_i| / |D| w_i over the reporting clients (Eq. 7).
 
 Pruning ratios come from device levels: clients are spread over levels 1..5 in turn (client k gets level
 k mod 5), rho in {0, 0.2, 0.4, 0.6, 0.8} (sec. 4.1). Depthwise convolutions are not pruned on their own
-(their channels follow their input). Per client the results give the parameters and MACs of the pruned
-model with dead channels removed (a pruned output channel also removes the next layer's input channel, so
-the count falls roughly as (1 - rho)^2), and ``mask_parameters``, the parameters the mask keeps, which is
-what the paper's Table 5 reports (#Para linear in 1 - rho: 3.92M at rho = 0.2 for ResNet10's 4.90M).
+(their channels follow their input). Per client the results give:
+
+- ``parameters`` and ``macs``: the *structural* cost of the pruned model with dead channels removed (a
+  pruned output channel also removes the next layer's input channel, so both fall roughly as (1 - rho)^2);
+- ``mask_parameters``: the parameters the mask keeps, which is what the paper's Table 5 reports as #Para
+  (linear in 1 - rho: 3.92M at rho = 0.2 for ResNet-10's 4.90M);
+- ``flops_dense_equivalent``: Table 5's FLOPs, (1 - rho) x the dense model's count (203.34M at rho = 0.2
+  for ResNet-10's 254.2M). Those FLOPs are multiply-accumulates: ResNet-10 at 32 x 32 px has 253.4M MACs
+  (twice that would be 506.9M), so the figure here is (1 - rho) x the dense model's MACs
+  (:func:`hetbench.train.models.profile.dense_equivalent_flops`). At rho = 0.8 it is 0.2 x dense where the
+  structural MACs are about 0.04 x dense: compare DapperFL's FLOPs with the paper's through this field,
+  and with other algorithms' costs through ``macs``.
 
 Note on the public code: the authors' released implementation departs from these equations: its fusion
 step and its server-side recovery step have no effect on the model that is trained and aggregated. This
@@ -163,11 +171,14 @@ class DapperFL(Algorithm):
     }
 
     def setup(self, run: RunState) -> None:
+        from hetbench.train.models.profile import profile
+
         self.params["pruning_ratios"] = [float(r) for r in self.params["pruning_ratios"]]
         flat = run.ws.flat
         offsets = {id(p): span for p, span in zip(flat.param_list, flat.offsets)}
         self.groups = prune_groups(run.ws.model, offsets)
         self.achieved: dict[float, float] = {}
+        self.dense_macs = int(profile(run.ws.model, run.data.in_channels, run.data.image_size)["macs"])
         self.footprint = {r: self._measure(run, r) for r in sorted(set(self.params["pruning_ratios"]))}
 
     def ratio_of(self, client: int) -> float:
@@ -206,8 +217,9 @@ class DapperFL(Algorithm):
         return update
 
     def _measure(self, run: RunState, ratio: float) -> dict:
-        """Parameters and MACs of the model pruned at ``ratio`` (counts depend on the ratio only)."""
-        from hetbench.train.models.profile import profile
+        """Parameters and MACs of the model pruned at ``ratio`` (counts depend on the ratio only), the
+        parameters its mask keeps and Table 5's dense-equivalent FLOPs."""
+        from hetbench.train.models.profile import dense_equivalent_flops, profile
 
         d = run.data
         flat = run.ws.flat
@@ -220,6 +232,7 @@ class DapperFL(Algorithm):
         finally:
             flat.load(saved)
         out["mask_parameters"] = int(mask.sum())  # parameters M keeps: DapperFL Table 5's #Para
+        out["flops_dense_equivalent"] = dense_equivalent_flops(self.dense_macs, ratio)  # Table 5's FLOPs
         return out
 
     def accumulate(self, run: RunState, round_index: int, update: ClientUpdate) -> None:
@@ -228,11 +241,15 @@ class DapperFL(Algorithm):
         super().accumulate(run, round_index, update)  # Eq. 7 weights |D_i|
 
     def client_footprints(self, run: RunState) -> dict[str, list]:
-        """Parameters and MACs of every client's pruned model."""
+        """Per client: the pruned model's structural ``parameters`` and ``macs`` (dead channels removed from
+        both sides of every layer: about (1 - rho)^2 x dense), ``mask_parameters`` (Table 5's #Para),
+        ``flops_dense_equivalent`` (Table 5's FLOPs: (1 - rho) x the dense model's MACs, which is what the
+        paper counts as FLOPs) and ``pruning_ratio``."""
         fps = [self.footprint[self.ratio_of(k)] for k in range(run.data.num_clients)]
         return {
             "parameters": [int(fp["parameters"]) for fp in fps],
             "macs": [int(fp["macs"]) for fp in fps],
             "mask_parameters": [int(fp["mask_parameters"]) for fp in fps],
+            "flops_dense_equivalent": [int(fp["flops_dense_equivalent"]) for fp in fps],
             "pruning_ratio": [self.ratio_of(k) for k in range(run.data.num_clients)],
         }

@@ -5,7 +5,7 @@ MACs are counted with forward hooks on every ``nn.Conv2d`` and ``nn.Linear``: a 
 output row. Norms, activations, pooling and additions are not counted (the usual convention, e.g. fvcore /
 ptflops / the MobileNetV3 paper's "MAdds").
 
-``live_only=True`` measures a channel-pruned model as if its pruned channels were removed. DapperFL (Zhang
+``live_only=True`` measures a channel-pruned model as if its pruned channels were removed. DapperFL (Jia
 et al., "DapperFL: Domain Adaptive Federated Learning with Model Fusion Pruning for Edge Devices", NeurIPS
 2024) prunes whole output channels by their L1 norm (structured pruning), leaving all-zero weights, bias and
 following-norm affine parameters. A pruned output channel is dead, and so is the input channel of the next
@@ -30,6 +30,11 @@ activations (ReLU, ReLU6, hard-swish, ...: ``f(0) == 0``) act as the identity an
 (hard-sigmoid, sigmoid) as the logistic sigmoid, which is never 0. A pruned channel is exactly 0 before its
 activation, so it stays 0 and its readers see it dead, while a live channel is nonzero: an unpruned model
 has live counts equal to its full counts.
+
+Two counts of a pruned model's cost therefore exist. The *structural* MACs above fall roughly as
+(1 - rho)^2 for a pruning ratio rho (a pruned output channel also removes the next layer's input
+channel). DapperFL's Table 5 reports FLOPs as (1 - rho) x the dense model's count instead:
+:func:`dense_equivalent_flops` gives that figure, in MACs, which is what the paper's FLOPs are (see there).
 """
 
 from __future__ import annotations
@@ -191,3 +196,39 @@ def profile(model: nn.Module, in_channels: int, image_size: int, live_only: bool
     else:
         parameters = other + sum(c.parameters for c in costs)
     return {"parameters": int(round(parameters)), "macs": int(round(sum(c.macs for c in costs)))}
+
+
+def dense_equivalent_flops(dense_macs: float, ratio: float) -> int:
+    """DapperFL Table 5's FLOPs of a model pruned at ``ratio``: (1 - rho) x the dense model's count.
+
+    The paper's Table 5 (Appendix D, ResNet-10 on Digits) lists FLOPs 203.34M, 152.50M, 101.67M and
+    50.83M at rho = 0.2, 0.4, 0.6, 0.8 (and #Para 3.92M ... 0.98M), exactly (1 - rho) x 254.2M (and
+    x 4.90M). 254.2M is ResNet-10's count of multiply-accumulates at 32 x 32 px (253.4M for the
+    convolutions and linear layers as :func:`profile` counts them; the rest is what counters such as
+    thop add for norm layers), not twice that (506.9M): the paper's "FLOPs" are MACs, one multiply-add
+    per FLOP, as common profilers report them. This function therefore scales MACs. It differs from the structural count of ``profile(..., live_only=True)``, which removes the
+    pruned channels from both sides of every layer and falls about as (1 - rho)^2.
+
+    Parameters
+    ----------
+    dense_macs : float
+        MACs of one forward pass of the unpruned model (:func:`profile`).
+    ratio : float
+        The pruning ratio rho, in [0, 1].
+
+    Returns
+    -------
+    int
+        ``round((1 - ratio) * dense_macs)``.
+
+    Examples
+    --------
+    >>> from hetbench.train.models.profile import dense_equivalent_flops
+    >>> dense_equivalent_flops(254_175_000, 0.2)  # Table 5: 203.34M at rho = 0.2
+    203340000
+    >>> dense_equivalent_flops(1000, 0.0), dense_equivalent_flops(1000, 0.8)
+    (1000, 200)
+    """
+    if not 0.0 <= ratio <= 1.0:
+        raise ValueError(f"pruning ratio must be in [0, 1] (got {ratio})")
+    return int(round((1.0 - float(ratio)) * float(dense_macs)))

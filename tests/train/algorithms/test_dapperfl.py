@@ -72,3 +72,17 @@ def test_dapperfl_dar_loss_adds_feature_norm():
     expected = F.cross_entropy(model(x), y) + 0.5 * z.pow(2).sum(1).mean()
     assert torch.isclose(dar_loss(model, x, y, 0.5), expected)
     assert torch.isclose(dar_loss(model, x, y, 0.0), F.cross_entropy(model(x), y))
+
+
+def test_dapperfl_flops_dense_equivalent_is_table_5s_linear_count(tiny_data, train):
+    """Table 5's FLOPs = (1 - rho) x dense MACs; the structural MACs fall faster, about as (1 - rho)^2."""
+    data = tiny_data(sizes=(8, 8, 8, 8, 8))
+    doc, _ = train(data, make_algorithm("dapperfl"), rounds=1, clients_per_round=5, model="lenet")
+    clients, dense = doc["clients"], doc["model"]["macs"]
+    assert clients["pruning_ratio"] == [0.0, 0.2, 0.4, 0.6, 0.8]
+    assert clients["flops_dense_equivalent"] == [round((1 - rho) * dense) for rho in clients["pruning_ratio"]]
+    assert clients["flops_dense_equivalent"][0] == clients["macs"][0] == dense  # rho = 0: nothing pruned
+    for rho, structural, linear in zip(clients["pruning_ratio"][1:], clients["macs"][1:],
+                                       clients["flops_dense_equivalent"][1:]):
+        assert structural < linear  # both sides of a layer lose channels
+        assert structural == pytest.approx((1 - rho) ** 2 * dense, rel=0.3)  # lenet's classifier is never pruned
