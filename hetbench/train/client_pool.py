@@ -1,8 +1,9 @@
 """Parallel client updates and evaluation for one simulated run (:class:`ClientPool`).
 
-Clients of a round train in worker threads, each on its own copy of the working model with one intra-op
-torch thread, so an update does not depend on which worker ran it or on how many there are; evaluation
-deals fixed test batches to the workers the same way.
+On the CPU, clients of a round train in worker threads, each on its own copy of the working model with one
+intra-op torch thread, so an update does not depend on which worker ran it or on how many there are;
+evaluation deals fixed test batches to the workers the same way. On a GPU the clients train one after the
+other on the one model (the GPU runs each update's kernels in parallel itself).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import numpy as np
 import torch
 
 from hetbench.train.algorithms import Algorithm, RunState, TrainConfig
+from hetbench.train.device import check_amp
 from hetbench.train.evaluate import predict_range
 from hetbench.train.local import Workspace
 from hetbench.train.models import build_model
@@ -40,27 +42,34 @@ class ClientPool:
     thread, so a client's update is the same whichever worker runs it and however many workers there
     are; updates come back in client order, so aggregation is order-stable too. At most ``workers``
     updates exist at a time, whatever the number of clients per round. A run with one client per round
-    (centralised) or with dropout (torch's global generator) trains in the main thread instead.
-    Evaluation splits the test rows over the workers the same way.
+    (centralised), with dropout (torch's global generator) or on a GPU trains in the main thread instead.
+    Evaluation splits the test rows over the workers the same way. ``config.amp`` turns on bf16 autocast
+    in every workspace (refused off CUDA). After each round and each evaluation the image pages read are
+    released (:meth:`~hetbench.train.data.FederatedData.release_pages`), so resident memory does not grow
+    with the split.
     """
 
     def __init__(self, run: RunState, model_name: str, algorithm: Algorithm, config: TrainConfig) -> None:
         self.run = run
         self.algorithm = algorithm
         data = run.data
+        device = run.main_ws.device
+        check_amp(device, config.amp)
+        self.on_cpu = device.type == "cpu"
         per_round = 1 if algorithm.name == "central" else min(config.clients_per_round, data.num_clients)
         wanted = config.workers or default_workers()
         self.total_threads = torch.get_num_threads()
         self.stochastic = _stochastic(run.main_ws.model)
-        serial = per_round <= 1 or self.stochastic
+        serial = per_round <= 1 or self.stochastic or not self.on_cpu
         self.workers = 1 if serial else max(1, min(int(wanted), per_round))
         # one intra-op thread per client update keeps updates identical for any number of workers; the
-        # centralised run and models with dropout train serially on every thread instead
-        self.client_threads = self.total_threads if (per_round <= 1 or self.stochastic) else 1
+        # centralised run, models with dropout and GPU runs train serially on every thread instead
+        self.client_threads = self.total_threads if serial else 1
+        run.main_ws.amp = bool(config.amp)
         self.spaces = [run.main_ws]
         for _ in range(self.workers - 1):
             m = build_model(model_name, data.in_channels, data.num_classes, data.image_size, config.norm)
-            self.spaces.append(Workspace(data, m, run.main_ws.device))
+            self.spaces.append(Workspace(data, m, device, amp=bool(config.amp)))
         self.free: queue.SimpleQueue = queue.SimpleQueue()
         for w in self.spaces:
             self.free.put(w)
@@ -72,7 +81,11 @@ class ClientPool:
             self.run.bind(ws)
             ws.round, ws.client = round_index, client
             if self.stochastic:  # dropout draws from torch's global generator: reseed it per client update
-                torch.default_generator.manual_seed(int(self.run.rng(round_index, client, 4).integers(2**62)))
+                seed = int(self.run.rng(round_index, client, 4).integers(2**62))
+                torch.default_generator.manual_seed(seed)
+                if ws.device.type == "cuda":  # dropout on a GPU draws from that device's generator
+                    with torch.cuda.device(ws.device):
+                        torch.cuda.manual_seed(seed)
             update = self.algorithm.client_update(self.run, round_index, client)
             if not math.isfinite(float(update.params.sum())):  # a NaN or inf anywhere makes the sum non-finite
                 ws.check_finite(float("nan"), "model")
@@ -104,6 +117,7 @@ class ClientPool:
                 yield update
         finally:
             torch.set_num_threads(self.total_threads)
+            self.run.data.release_pages()
 
     def predict(self) -> tuple[np.ndarray, float]:
         """Global model on every test row: (correct per row, mean cross-entropy).
@@ -121,14 +135,16 @@ class ClientPool:
         torch.set_num_threads(self.client_threads)
         try:
             if self.executor is None:
-                got = [predict_range(self.spaces[0].model, run.data, self.spaces[0].mean, self.spaces[0].std, a, b,
-                                     EVAL_BATCH) for a, b in chunks]
+                ws = self.spaces[0]
+                got = [predict_range(ws.model, run.data, ws.mean, ws.std, a, b, EVAL_BATCH, ws.amp) for a, b in chunks]
             else:
-                parts = [self.executor.submit(predict_range, ws.model, run.data, ws.mean, ws.std, a, b, EVAL_BATCH)
+                parts = [self.executor.submit(predict_range, ws.model, run.data, ws.mean, ws.std, a, b, EVAL_BATCH,
+                                              ws.amp)
                          for ws, (a, b) in zip(self.spaces, chunks)]
                 got = [p.result() for p in parts]
         finally:
             torch.set_num_threads(self.total_threads)
+            run.data.release_pages()
         if not got:
             return np.zeros(0, dtype=bool), 0.0
         return np.concatenate([g[0] for g in got]), sum(g[1] for g in got) / max(n, 1)

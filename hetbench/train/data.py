@@ -1,16 +1,18 @@
-"""A published split, decoded once into tensors for the trainer.
+"""A published split for the trainer: labels and client structure in memory, images in a decoded cache.
 
 The split is read only through the output contract (``docs/output-contract.md``): ``datasets.load_dataset``
 on a built folder or hub id, the ``train`` and ``test`` splits, clients by ``client_id``, and test groups by
-``device`` / ``domain`` / ``s2_cell`` / ``user_id`` where the split has them. Images are decoded once into
-one uint8 tensor per split; a client is an index array into it, so memory grows with the data only.
+``device`` / ``domain`` / ``s2_cell`` / ``user_id`` where the split has them. Images are decoded once, in
+parallel, into a memory-mapped uint8 array per split part (:mod:`hetbench.train.cache`) that later runs
+reuse; a client is an index array into it, and a batch is gathered from the memory map, so resident
+memory holds a few batches, not the split.
 """
 
 from __future__ import annotations
 
 import hashlib
-import io
 import json
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -18,6 +20,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from hetbench.errors import HetbenchError
+from hetbench.train.cache import Decoder, block_rows, cache_folder, decoded_images, image_source, release_pages
 
 if TYPE_CHECKING:
     import torch
@@ -27,14 +30,19 @@ GROUP_COLUMNS = ("device", "domain", "s2_cell", "user_id")
 
 @dataclass
 class FederatedData:
-    """Train and test tensors of one split plus the client and group structure (numpy indices)."""
+    """Train and test data of one split plus the client and group structure (numpy indices).
+
+    ``x_train`` / ``x_test`` are uint8 ``(N, C, S, S)`` arrays, read-only memory maps of the decoded-image
+    cache when :func:`load_federated` made them (any uint8 numpy array works); ``y_train`` / ``y_test``
+    are int64 CPU tensors.
+    """
 
     name: str
     path: str
     fingerprint: str
-    x_train: "torch.Tensor"  # uint8 (N, C, H, W)
+    x_train: np.ndarray  # uint8 (N, C, S, S), an np.memmap
     y_train: "torch.Tensor"  # int64 (N,)
-    x_test: "torch.Tensor"
+    x_test: np.ndarray
     y_test: "torch.Tensor"
     client_ids: np.ndarray  # the client_id value of client index k
     client_rows: list[np.ndarray]  # train rows of client k
@@ -75,6 +83,42 @@ class FederatedData:
     def client_sizes(self) -> np.ndarray:
         return np.array([r.size for r in self.client_rows], dtype=np.int64)
 
+    def release_pages(self) -> None:
+        """Drop the image pages this process has read from its resident memory (they stay in the page
+        cache), so a long run's memory does not grow towards the size of the split."""
+        release_pages(self.x_train)
+        release_pages(self.x_test)
+
+
+def gather_rows(x: np.ndarray, rows: np.ndarray, pin: bool = False) -> "torch.Tensor":
+    """Rows ``rows`` (any order) of the uint8 array ``x`` as a CPU tensor, in pinned memory when ``pin``
+    (for a non-blocking copy to a GPU).
+
+    Examples
+    --------
+    >>> gather_rows(np.arange(6, dtype=np.uint8).reshape(3, 2), np.array([2, 0])).tolist()
+    [[4, 5], [0, 1]]
+    """
+    import torch
+
+    rows = np.asarray(rows, dtype=np.int64)
+    if not pin:
+        return torch.from_numpy(np.take(x, rows, axis=0))
+    out = torch.empty((rows.size, *x.shape[1:]), dtype=torch.uint8, pin_memory=True)
+    np.take(x, rows, axis=0, out=out.numpy())
+    return out
+
+
+def read_rows(x: np.ndarray, start: int, stop: int, pin: bool = False) -> "torch.Tensor":
+    """Rows ``[start, stop)`` of the uint8 array ``x`` as a CPU tensor (a copy; pinned when ``pin``)."""
+    import torch
+
+    if not pin:
+        return torch.from_numpy(np.array(x[start:stop]))
+    out = torch.empty((max(stop - start, 0), *x.shape[1:]), dtype=torch.uint8, pin_memory=True)
+    out.numpy()[...] = x[start:stop]
+    return out
+
 
 def _image_column(features) -> str:
     col = next((c for c, f in features.items() if type(f).__name__ == "Image"), None)
@@ -86,65 +130,25 @@ def _image_column(features) -> str:
     return col
 
 
-def _decode_images(ds, column: str, image_size: int | None, desc: str, quiet: bool) -> np.ndarray:
-    """All images of ``ds`` as uint8 (N, C, S, S): grayscale stays one channel, anything else is RGB;
-    resized (area for shrinking, bilinear for growing) to ``image_size`` or kept when all share a size."""
-    import cv2
-    from PIL import Image
+def channel_stats(x: np.ndarray, chunk: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Per-channel mean and (population) std of uint8 images ``(N, C, H, W)`` scaled to [0, 1], summed over
+    blocks of ``chunk`` rows (default :func:`hetbench.train.cache.block_rows`, as the cache computes them)
+    so the float copy never holds the whole split.
 
-    from hetbench.progress import progress_bar
-
-    arrow = ds.with_format("arrow")
-    n = len(ds)
-    images: list[np.ndarray] = []
-    gray = True
-    with progress_bar(f"decoding {desc}", n, quiet=quiet) as bar:
-        for start in range(0, n, 512):
-            batch = arrow[start : start + 512][column].to_pylist()
-            for item in batch:
-                if item is None:
-                    raise HetbenchError(f"{desc}: row {len(images)} has no image")
-                img = Image.open(io.BytesIO(item["bytes"])) if item.get("bytes") else Image.open(item["path"])
-                if img.mode != "L":
-                    gray = False
-                    img = img.convert("RGB")
-                images.append(np.asarray(img))
-            bar.update(advance=len(batch))
-    if not images:
-        return np.zeros((0, 1, image_size or 1, image_size or 1), dtype=np.uint8)
-    shapes = {im.shape[:2] for im in images}
-    if image_size is None:
-        if len(shapes) > 1:
-            raise HetbenchError(
-                f"{desc} images have {len(shapes)} different sizes; pass --image-size to resize them to one"
-            )
-        h, w = next(iter(shapes))
-        if h != w:
-            raise HetbenchError(f"{desc} images are {w}x{h}, not square; pass --image-size to resize them")
-        image_size = h
-    channels = 1 if gray else 3
-    out = np.empty((len(images), channels, image_size, image_size), dtype=np.uint8)
-    for i, im in enumerate(images):
-        if im.ndim == 3 and channels == 1:  # pragma: no cover - gray is decided over all images
-            im = im[..., 0]
-        if im.ndim == 2 and channels == 3:
-            im = np.repeat(im[..., None], 3, axis=2)
-        if im.shape[0] != image_size or im.shape[1] != image_size:
-            shrink = min(im.shape[:2]) > image_size
-            im = cv2.resize(im, (image_size, image_size), interpolation=cv2.INTER_AREA if shrink else cv2.INTER_LINEAR)
-        out[i] = im.reshape(image_size, image_size, -1).transpose(2, 0, 1)
-    return out
-
-
-def channel_stats(x: np.ndarray, chunk: int = 2048) -> tuple[np.ndarray, np.ndarray]:
-    """Per-channel mean and (population) std of uint8 images scaled to [0, 1], in chunks of rows so the
-    float copy never holds the whole split."""
+    Examples
+    --------
+    >>> x = np.array([[[[0, 255]]], [[[255, 255]]]], dtype=np.uint8)
+    >>> mean, std = channel_stats(x)
+    >>> float(mean[0]), round(float(std[0]), 4)
+    (0.75, 0.433)
+    """
     c = x.shape[1]
+    chunk = chunk or block_rows(c, x.shape[-1])
     total = np.zeros(c)
     total_sq = np.zeros(c)
     count = 0
     for start in range(0, x.shape[0], chunk):
-        part = x[start : start + chunk].reshape(-1, c, x.shape[2] * x.shape[3]).astype(np.float64) / 255.0
+        part = np.asarray(x[start : start + chunk]).reshape(-1, c, x.shape[2] * x.shape[3]).astype(np.float64) / 255.0
         total += part.sum(axis=(0, 2))
         total_sq += (part**2).sum(axis=(0, 2))
         count += part.shape[0] * part.shape[2]
@@ -231,16 +235,59 @@ def choose_group_column(test_columns: list[str], group_by: str | None, test_clie
     return "all"
 
 
+def _content(split: str, dd, part: str) -> str:
+    """What the rows of ``part`` are, for the cache key: the manifest's content digest of a hetbench build,
+    else the ``datasets`` fingerprint (which follows the data files)."""
+    manifest = Path(split).expanduser() / "hetbench.json"
+    if manifest.is_file():
+        try:
+            info = json.loads(manifest.read_text())["splits"][part]
+            digest = info.get("content_sha256") or info.get("file_sha256")
+            if digest:
+                return json.dumps(digest, sort_keys=True)
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            pass
+    return str(getattr(dd[part], "_fingerprint", "") or "")
+
+
 def load_federated(
     split: str,
     image_size: int | None = None,
     group_by: str | None = None,
     quiet: bool = True,
+    cache_dir: str | os.PathLike | None = None,
+    processes: int | None = None,
 ) -> FederatedData:
     """Load ``split`` (a built folder or hub id) into a :class:`FederatedData`.
 
-    Raises :class:`HetbenchError` for a split without ``client_id`` or ``label``, without a test split,
-    with no image column, or where a training group has no test data.
+    Parameters
+    ----------
+    split : str
+        A split folder (``hetbench partition`` / ``hetbench build`` output) or a hub id.
+    image_size : int, optional
+        Side the images are resized to (area interpolation when shrinking, bilinear when growing); None
+        keeps their size, which all must share.
+    group_by : str, optional
+        The test groups' column (:func:`choose_group_column`).
+    quiet : bool
+        No progress bars.
+    cache_dir : path, optional
+        Where the decoded images are cached (:func:`hetbench.train.cache.cache_folder`: default
+        ``$HETBENCH_CACHE``, else ``<split>/.hetbench-cache``).
+    processes : int, optional
+        Decode processes when the cache is built (default: one per core).
+
+    Returns
+    -------
+    FederatedData
+        ``x_train`` / ``x_test`` are read-only memory maps of the cache.
+
+    Raises
+    ------
+    HetbenchError
+        For a split without ``client_id`` or ``label``, without a test split, with no image column, a
+        missing or unreadable image, images of mixed or non-square sizes without ``image_size``, where a
+        training group has no test data, or when the cache cannot be written.
     """
     import torch
 
@@ -274,17 +321,11 @@ def load_federated(
     if not keep_test.any():
         raise HetbenchError(f"the test split of '{split}' has no labelled rows")
     name, fingerprint = _identity(split, dd)
-
-    column = _image_column(train.features)
-    x_tr = _decode_images(train, column, image_size, "train images", quiet)
-    size = x_tr.shape[-1]
-    x_te = _decode_images(test, _image_column(test.features), size, "test images", quiet)
-    if x_te.shape[1] != x_tr.shape[1]:
-        x_te = np.repeat(x_te, 3, axis=1) if x_te.shape[1] == 1 else x_te.mean(axis=1, keepdims=True).astype(np.uint8)
+    train_column, test_column = _image_column(train.features), _image_column(test.features)
     rows = np.flatnonzero(keep_train)
-    x_tr, train_cid, train_y = x_tr[rows], train_cid[rows], train_y[rows]
+    train_cid, train_y = train_cid[rows], train_y[rows]
     te_rows = np.flatnonzero(keep_test)
-    x_te, test_cid, test_y = x_te[te_rows], test_cid[te_rows], test_y[te_rows]
+    test_cid, test_y = test_cid[te_rows], test_y[te_rows]
 
     client_ids = np.unique(train_cid)
     client_index = np.searchsorted(client_ids, train_cid)
@@ -327,14 +368,21 @@ def load_federated(
                 vals = set(train_vals[r].tolist())
                 if len(vals) == 1:
                     client_group[k] = lookup[vals.pop()]
-    mean, std = channel_stats(x_tr)
+    folder = cache_folder(split, cache_dir)
+    with Decoder(processes) as decoder:
+        x_tr, meta = decoded_images(image_source(train, train_column), folder, name, "train",
+                                    {"split": fingerprint, "content": _content(split, dd, "train")}, rows,
+                                    image_size, None, decoder, quiet, stats=True)
+        x_te, _ = decoded_images(image_source(test, test_column), folder, name, "test",
+                                 {"split": fingerprint, "content": _content(split, dd, "test")}, te_rows,
+                                 int(x_tr.shape[-1]), int(x_tr.shape[1]), decoder, quiet)
     return FederatedData(
         name=name,
         path=str(split),
         fingerprint=fingerprint,
-        x_train=torch.from_numpy(np.ascontiguousarray(x_tr)),
+        x_train=x_tr,
         y_train=torch.from_numpy(train_y),
-        x_test=torch.from_numpy(np.ascontiguousarray(x_te)),
+        x_test=x_te,
         y_test=torch.from_numpy(test_y),
         client_ids=client_ids,
         client_rows=client_rows,
@@ -344,6 +392,6 @@ def load_federated(
         test_group=test_group,
         test_client=test_client,
         client_group=client_group,
-        mean=mean,
-        std=std,
+        mean=np.asarray(meta["mean"], dtype=np.float64),
+        std=np.asarray(meta["std"], dtype=np.float64),
     )

@@ -14,7 +14,8 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from hetbench.train.data import FederatedData
+from hetbench.train.data import FederatedData, read_rows
+from hetbench.train.device import autocast, to_device
 
 
 @dataclass
@@ -48,19 +49,26 @@ class Evaluation:
 
 @torch.no_grad()
 def predict_range(model: torch.nn.Module, data: FederatedData, mean: torch.Tensor, std: torch.Tensor, start: int,
-                  stop: int, batch: int = 512) -> tuple[np.ndarray, float]:
-    """(correct per test row in [start, stop) as a bool array, summed cross-entropy over those rows)."""
+                  stop: int, batch: int = 512, amp: bool = False) -> tuple[np.ndarray, float]:
+    """(correct per test row in [start, stop) as a bool array, summed cross-entropy over those rows).
+
+    The test rows are read ``batch`` at a time from ``data.x_test`` (a memory map) and evaluated on the
+    device of ``mean`` (the model's), under bf16 autocast when ``amp``.
+    """
+    device = mean.device
+    pin = device.type == "cuda"
     was_training = model.training
     model.eval()
     correct = np.zeros(stop - start, dtype=bool)
     total_loss = 0.0
     for a in range(start, stop, batch):
         b = min(a + batch, stop)
-        x = data.x_test[a:b].float().div_(255.0)
-        y = data.y_test[a:b]
-        logits = model((x - mean) / std)
-        total_loss += float(F.cross_entropy(logits, y, reduction="sum"))
-        correct[a - start : b - start] = (logits.argmax(1) == y).numpy()
+        x = to_device(read_rows(data.x_test, a, b, pin), device).float().div_(255.0)
+        y = to_device(data.y_test[a:b], device)
+        with autocast(device, amp):
+            logits = model((x - mean) / std)
+            total_loss += float(F.cross_entropy(logits, y, reduction="sum"))
+        correct[a - start : b - start] = (logits.argmax(1) == y).cpu().numpy()
     model.train(was_training)
     return correct, total_loss
 

@@ -4,6 +4,10 @@ The step is PyTorch's SGD (weight decay added to the gradient, heavy-ball moment
 client and round) written on the flat vector so algorithms can change the gradient (FedProx, SCAFFOLD),
 the loss (FedIR, DapperFL), the inputs (HeteroSwitch) or act after each step (SWA, pruning masks) with
 small hooks instead of copies of the loop.
+
+Batches are gathered from the split's memory-mapped uint8 images (:func:`hetbench.train.data.gather_rows`)
+and moved to the workspace's device, from pinned memory without blocking on CUDA; with ``amp`` the forward
+pass runs under bf16 autocast (CUDA only).
 """
 
 from __future__ import annotations
@@ -17,7 +21,8 @@ import torch
 import torch.nn.functional as F
 
 from hetbench.errors import HetbenchError
-from hetbench.train.data import FederatedData
+from hetbench.train.data import FederatedData, gather_rows
+from hetbench.train.device import autocast, to_device
 from hetbench.train.flat import FlatModel
 
 
@@ -38,12 +43,16 @@ class LocalResult:
 
 
 class Workspace:
-    """What every client of a run shares: the data tensors, the working model and its flat vectors."""
+    """What every client of a run shares: the data, the working model (on ``device``) and its flat vectors.
+
+    ``amp``: run forward passes under bf16 autocast (CUDA only; :func:`hetbench.train.device.check_amp`).
+    """
 
     def __init__(self, data: FederatedData, model: torch.nn.Module,
-                 device: torch.device | str = "cpu") -> None:
+                 device: torch.device | str = "cpu", amp: bool = False) -> None:
         self.data = data
         self.device = torch.device(device)
+        self.amp = bool(amp)
         self.model = model.to(self.device)
         self.flat = FlatModel(self.model)
         c = data.in_channels
@@ -59,9 +68,21 @@ class Workspace:
     def normalise(self, x01: torch.Tensor) -> torch.Tensor:
         return (x01 - self.mean) / self.std
 
+    @property
+    def pinned(self) -> bool:
+        """Whether batches are staged in pinned memory (for non-blocking copies to a CUDA device)."""
+        return self.device.type == "cuda"
+
+    def autocast(self):
+        """The forward pass's autocast context (bf16 with ``amp``, else none)."""
+        return autocast(self.device, self.amp)
+
     def train_batch(self, rows: np.ndarray) -> tuple[torch.Tensor, torch.Tensor]:
-        idx = torch.from_numpy(rows)
-        return self.raw(self.data.x_train.index_select(0, idx)), self.data.y_train.index_select(0, idx)
+        """Training rows ``rows`` on the device: ([0, 1] float images, int64 labels)."""
+        pin = self.pinned
+        x = gather_rows(self.data.x_train, rows, pin)
+        y = self.data.y_train.index_select(0, torch.from_numpy(np.asarray(rows, dtype=np.int64)))
+        return self.raw(to_device(x, self.device)), to_device(y, self.device)
 
     def check_finite(self, value: float, what: str = "loss") -> None:
         if not math.isfinite(value):
@@ -109,7 +130,8 @@ def local_sgd(
         x01, y = ws.train_batch(rows)
         if transform is not None:
             x01 = transform(x01)
-        loss = loss_fn(model, ws.normalise(x01), y, rows)
+        with ws.autocast():
+            loss = loss_fn(model, ws.normalise(x01), y, rows)
         value = float(loss.detach())
         ws.check_finite(value)
         g = flat.grad_of(loss)
@@ -138,6 +160,7 @@ def dataset_loss(ws: Workspace, rows: np.ndarray, batch_size: int = 512) -> floa
     total = 0.0
     for start in range(0, rows.size, batch_size):
         x01, y = ws.train_batch(rows[start : start + batch_size])
-        total += float(F.cross_entropy(model(ws.normalise(x01)), y, reduction="sum"))
+        with ws.autocast():
+            total += float(F.cross_entropy(model(ws.normalise(x01)), y, reduction="sum"))
     model.train(was_training)
     return total / max(rows.size, 1)

@@ -1,6 +1,13 @@
-"""Fixtures of the trainer's tests: tiny federated data sets built in memory, and short runs on them."""
+"""Fixtures of the trainer's tests: tiny federated data sets (images in memory-mapped files, as
+``load_federated`` gives them), and short runs on them."""
 
 from __future__ import annotations
+
+import atexit
+import hashlib
+import shutil
+import tempfile
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -20,8 +27,23 @@ def one_thread():
     torch.set_num_threads(old)
 
 
+_FOLDER: list[Path] = []
+
+
+def as_memmap(x: np.ndarray) -> np.ndarray:
+    """``x`` as a read-only ``np.memmap`` of an ``.npy`` file in a temporary folder removed at exit."""
+    if not _FOLDER:
+        _FOLDER.append(Path(tempfile.mkdtemp(prefix="hetbench-tiny-data-")))
+        atexit.register(shutil.rmtree, _FOLDER[0], True)
+    path = _FOLDER[0] / f"{hashlib.sha256(x.tobytes() + str(x.shape).encode()).hexdigest()[:16]}.npy"
+    if not path.exists():
+        np.save(path, np.ascontiguousarray(x, dtype=np.uint8))
+    return np.load(path, mmap_mode="r")
+
+
 def make_tiny_data(sizes=(8, 8, 8, 8), classes=3, side=8, seed=0, skew=False) -> FederatedData:
-    """Clients with ``sizes`` rows of random 8x8 grayscale images whose label shifts the mean (learnable)."""
+    """Clients with ``sizes`` rows of random 8x8 grayscale images whose label shifts the mean (learnable);
+    ``x_train`` / ``x_test`` are read-only memory maps, as :func:`load_federated` makes them."""
     rng = np.random.default_rng(seed)
     n = int(sum(sizes))
     if skew:  # client k holds mostly class k % classes
@@ -38,8 +60,8 @@ def make_tiny_data(sizes=(8, 8, 8, 8), classes=3, side=8, seed=0, skew=False) ->
     xt = np.clip(rng.normal(80 + 50 * yt[:, None, None, None], 30, size=(ny, 1, side, side)), 0, 255).astype(np.uint8)
     return FederatedData(
         name="tiny", path="tiny", fingerprint="0" * 64,
-        x_train=torch.from_numpy(x), y_train=torch.from_numpy(y.astype(np.int64)),
-        x_test=torch.from_numpy(xt), y_test=torch.from_numpy(yt.astype(np.int64)),
+        x_train=as_memmap(x), y_train=torch.from_numpy(y.astype(np.int64)),
+        x_test=as_memmap(xt), y_test=torch.from_numpy(yt.astype(np.int64)),
         client_ids=np.arange(len(sizes)), client_rows=rows, label_names=[str(c) for c in range(classes)],
         group_by="all", group_names=["all"], test_group=np.zeros(ny, dtype=np.int64),
         test_client=np.full(ny, -1), client_group=np.zeros(len(sizes), dtype=np.int64),
