@@ -69,7 +69,7 @@ class FedIR(ServerMomentum, FedAvg):
         c = run.config
         labels = run.data.y_train.numpy()[run.data.client_rows[client]]
         q_counts = np.bincount(labels, minlength=run.data.num_classes).astype(np.float64)  # stays on the client
-        w = torch.tensor(importance_weights(self.population, q_counts), dtype=torch.float32)
+        w = torch.tensor(importance_weights(self.population, q_counts), dtype=torch.float32, device=run.ws.device)
 
         def loss_fn(model, x, y, rows):
             return self_normalised_loss(F.cross_entropy(model(x), y, reduction="none"), w[y])

@@ -42,11 +42,14 @@ def switch_two(switch1: bool, l_train: float, l_ema: float | None) -> bool:
 
 
 def random_isp(x01: torch.Tensor, wb_degree: float, gamma_degree: float, gen: torch.Generator) -> torch.Tensor:
-    """Eq. 2 then Eq. 3 on a batch of [0, 1] images (B, C, H, W), fresh draws per image."""
+    """Eq. 2 then Eq. 3 on a batch of [0, 1] images (B, C, H, W), fresh draws per image.
+
+    The draws come from ``gen`` (a CPU generator, so they are the same numbers on every device) and move
+    to the batch's device."""
     b, c = x01.shape[:2]
     r = 1.0 + wb_degree * (2.0 * torch.rand((b, c, 1, 1), generator=gen) - 1.0)
     gamma = 1.0 + gamma_degree * (2.0 * torch.rand((b, 1, 1, 1), generator=gen) - 1.0)
-    return (x01 * r).clamp_(0.0, 1.0).pow_(gamma)
+    return (x01 * r.to(x01.device)).clamp_(0.0, 1.0).pow_(gamma.to(x01.device))
 
 
 class HeteroSwitch(FedAvg):
