@@ -156,7 +156,8 @@ def _group_indices(data: FederatedData, names: Sequence[str], flag: str) -> list
 
 
 def _take(x, idx: np.ndarray):
-    """Rows ``idx`` of a tensor or array, as the same kind of object (a view for a contiguous range)."""
+    """Rows ``idx`` (sorted) of an array or tensor, as the same kind of object: a view for a contiguous range
+    (of a memory map: still a memory map), else a copy of those rows."""
     if idx.size and int(idx[-1]) - int(idx[0]) + 1 == idx.size:
         return x[int(idx[0]) : int(idx[-1]) + 1]
     try:
@@ -241,7 +242,7 @@ def restrict_groups(
     Three clients: two of device ``a``, one of ``b``; every test row is one device's:
 
     >>> import numpy as np, torch
-    >>> x = torch.arange(10, dtype=torch.uint8).reshape(10, 1, 1, 1)
+    >>> x = np.arange(10, dtype=np.uint8).reshape(10, 1, 1, 1)
     >>> data = FederatedData(
     ...     name="toy", path="toy", fingerprint="0", x_train=x[:6], y_train=torch.zeros(6, dtype=torch.int64),
     ...     x_test=x[6:], y_test=torch.zeros(4, dtype=torch.int64), client_ids=np.array([10, 11, 12]),
@@ -319,7 +320,7 @@ def plan_group_runs(
     Examples
     --------
     >>> import numpy as np, torch
-    >>> x = torch.zeros(9, 1, 1, 1, dtype=torch.uint8)
+    >>> x = np.zeros((9, 1, 1, 1), dtype=np.uint8)
     >>> data = FederatedData(
     ...     name="toy", path="toy", fingerprint="0", x_train=x[:6], y_train=torch.zeros(6, dtype=torch.int64),
     ...     x_test=x[6:], y_test=torch.zeros(3, dtype=torch.int64), client_ids=np.arange(3),

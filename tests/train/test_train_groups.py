@@ -31,8 +31,7 @@ def make_data(row_groups: list[list[int]], test_groups: list[int], test_clients:
     tc = np.full(tg.size, -1) if test_clients is None else np.asarray(test_clients)
     return FederatedData(
         name="groups", path="groups", fingerprint="0" * 64,
-        x_train=torch.from_numpy(x), y_train=torch.from_numpy(groups % 2),
-        x_test=torch.from_numpy(xt), y_test=torch.from_numpy(tg % 2),
+        x_train=x, y_train=torch.from_numpy(groups % 2), x_test=xt, y_test=torch.from_numpy(tg % 2),
         client_ids=np.arange(100, 100 + len(row_groups)), client_rows=rows, label_names=["0", "1"],
         group_by=group_by, group_names=list(GROUPS[: int(max(groups.max(), tg.max())) + 1]), test_group=tg,
         test_client=tc, client_group=client_group, mean=np.array([0.1]), std=np.array([0.2]),
@@ -58,7 +57,7 @@ def split_and_groups(draw):
 @given(split_and_groups())
 def test_restriction_keeps_exactly_the_clients_of_the_train_groups_and_the_rows_of_the_test_groups(case):
     data, train, test = case
-    row_group = data.x_train[:, 0, 0, 0].numpy() // 10  # what make_data wrote into the pixels
+    row_group = data.x_train[:, 0, 0, 0] // 10  # what make_data wrote into the pixels
     eligible = [k for k, r in enumerate(data.client_rows)
                 if train is None or all(data.group_names[g] in train and len(set(row_group[r])) == 1
                                         for g in row_group[r])]
@@ -77,7 +76,7 @@ def test_restriction_keeps_exactly_the_clients_of_the_train_groups_and_the_rows_
     tested = [g for g in data.group_names if test is None or g in test]
     assert out.group_names == tested
     keep = [i for i, g in enumerate(data.test_group) if data.group_names[g] in tested]
-    assert out.x_test.numpy().tolist() == data.x_test.numpy()[keep].tolist()
+    assert out.x_test.tolist() == data.x_test[keep].tolist()
     assert out.y_test.tolist() == data.y_test.numpy()[keep].tolist()
     assert [out.group_names[g] for g in out.test_group] == [data.group_names[data.test_group[i]] for i in keep]
     old_ids = [int(data.client_ids[data.test_client[i]]) if data.test_client[i] >= 0 else None for i in keep]
@@ -90,7 +89,7 @@ def test_restriction_keeps_exactly_the_clients_of_the_train_groups_and_the_rows_
     if train is None:
         assert out.mean is data.mean and out.std is data.std
     else:
-        mean, std = channel_stats(data.x_train.numpy()[np.concatenate(out.client_rows)])
+        mean, std = channel_stats(data.x_train[np.concatenate(out.client_rows)])
         assert np.allclose(out.mean, mean) and np.allclose(out.std, std)
 
 
@@ -102,8 +101,10 @@ def test_no_restriction_is_the_split_itself():
 def test_normalisation_comes_from_the_training_clients_only():
     data = make_data([[0, 0, 0], [1, 1]], [0, 1])
     out = restrict_groups(data, ["a"])
-    assert out.mean[0] == pytest.approx(float(data.x_train[:3].float().mean()) / 255)
-    assert row_stats(data.x_train, np.arange(5))[0] == pytest.approx(channel_stats(data.x_train.numpy())[0])
+    assert out.mean[0] == pytest.approx(float(data.x_train[:3].mean()) / 255)
+    assert row_stats(data.x_train, np.arange(5))[0] == pytest.approx(channel_stats(data.x_train)[0])
+    as_tensor = row_stats(torch.from_numpy(data.x_train), np.array([3, 0, 1]))  # a tensor works too, rows in any order
+    assert np.allclose(as_tensor, row_stats(data.x_train, np.array([0, 1, 3])))
 
 
 def test_a_client_spanning_two_groups_never_trains_in_a_restriction():
