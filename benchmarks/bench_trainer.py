@@ -282,19 +282,13 @@ def memory_part(say: Report, n_images: int) -> list[Figure]:
 
 
 def memory_figures(result: dict) -> list[Figure]:
-    """(c)'s figures from ``trainer_memory.run``'s dict: the peak RSS in GB (a ``peak_rss*`` key, in bytes,
-    MiB or GB by its suffix) and the decode speed-up (a ``*speedup*`` key); absent keys give no figure."""
+    """(c)'s figures from ``trainer_memory.run``'s dict: ``peak_rss`` (bytes, shown in GB) and ``speedup``
+    (decode throughput, 2 processes / 1); a key it lacks gives no figure."""
     figures = []
-    scale = {"_bytes": 1e-9, "_b": 1e-9, "_mib": 2**20 / 1e9, "_mb": 1e-3, "_gib": 2**30 / 1e9, "_gb": 1.0}
-    for key, value in result.items():
-        if not isinstance(value, (int, float)):
-            continue
-        if key.startswith("peak_rss"):
-            factor = next((f for suffix, f in scale.items() if key.endswith(suffix)), None)
-            if factor is not None:
-                figures.append(Figure("c", "memory: peak RSS", float(value) * factor, "rss", " GB"))
-        elif "speedup" in key:
-            figures.append(Figure("c", "memory: decode throughput, 2 processes / 1", float(value), "decode"))
+    if isinstance(result.get("peak_rss"), (int, float)):
+        figures.append(Figure("c", "memory: peak RSS of one round", result["peak_rss"] / 1e9, "rss", " GB"))
+    if isinstance(result.get("speedup"), (int, float)):
+        figures.append(Figure("c", "memory: decode throughput, 2 processes / 1", float(result["speedup"]), "decode"))
     return figures
 
 
