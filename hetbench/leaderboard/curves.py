@@ -262,30 +262,41 @@ def curves_figure(table: SplitTable):
     plt = pyplot()
     from matplotlib.ticker import MaxNLocator
 
-    fig, axes = plt.subplots(1, len(panels), squeeze=False, figsize=(6.2 * len(panels), 4.4), dpi=110)
+    drawn = [(i, r) for i, r in enumerate(table.rows) if any(k in r.curves for k, _ in panels)]
+    ncol = min(3, len(drawn))
+    legend_rows = math.ceil(len(drawn) / ncol)
+    legend_h = 0.19 * legend_rows + 0.12  # inches under the panels for the shared legend
+    height = 4.2 + legend_h
+    banded = sum(1 for _, r in drawn if any(_band_segments(*r.bands[k]) for k, _ in panels if k in r.bands))
+    alpha = 0.2 if banded <= 3 else 0.1  # many overlapping bands: lighter, so the lines stay readable
+    fig, axes = plt.subplots(1, len(panels), squeeze=False, figsize=(6.2 * len(panels), height), dpi=110)
     try:
+        handles = {}
         for ax, (key, title) in zip(axes[0], panels):
-            for i, r in enumerate(table.rows):
+            for i, r in drawn:
                 if key not in r.curves:
                     continue
                 color = PALETTE[i % len(PALETTE)]
                 xs, ys = r.curves[key]
-                ax.plot(xs, [math.nan if y is None else y for y in ys], color=color,
-                        marker="o" if len(xs) < 2 else None, markersize=3, linewidth=1.6, label=r.label)
+                (line,) = ax.plot(xs, [math.nan if y is None else y for y in ys], color=color,
+                                  marker="o" if len(xs) < 2 else None, markersize=3, linewidth=1.6, label=r.label)
+                handles.setdefault(i, line)
                 for seg in _band_segments(*r.bands[key]) if key in r.bands else []:
                     bx, lo, hi = zip(*seg)
                     if len(seg) == 1:  # one round: a whisker
-                        ax.vlines(bx, lo, hi, color=color, alpha=0.4, linewidth=5)
+                        ax.vlines(bx, lo, hi, color=color, alpha=2 * alpha, linewidth=5)
                     else:
-                        ax.fill_between(bx, lo, hi, color=color, alpha=0.18, linewidth=0)
+                        ax.fill_between(bx, lo, hi, color=color, alpha=alpha, linewidth=0)
             ax.set_title(title)
             ax.set_xlabel("round")
             ax.xaxis.set_major_locator(MaxNLocator(integer=True))
             ax.grid(alpha=0.3)
-            ax.legend(fontsize=8)
+        order = sorted(handles)
+        fig.legend([handles[i] for i in order], [table.rows[i].label for i in order], loc="lower center",
+                   ncol=ncol, fontsize=8, frameon=False)
         band = any(has_band(table, key) for key, _ in panels)
         fig.suptitle(table.title + (f"\n{BAND_NOTE}" if band else ""), fontsize=11)
-        fig.tight_layout()
+        fig.tight_layout(rect=(0, legend_h / height, 1, 1))
     except BaseException:
         plt.close(fig)
         raise
