@@ -152,16 +152,25 @@ def read_items(source: ImageSource, rows: np.ndarray) -> list:
     return out
 
 
+#: formats tried first when an image is opened (the rest are tried after them: the same decoders, found sooner)
+COMMON_FORMATS = ("PNG", "JPEG")
+
+
 def open_image(item: dict | None, row: int, desc: str, cwd: str = "."):
     """The PIL image of one cell (lazy: only the header is read), or a :class:`HetbenchError` naming the row."""
-    from PIL import Image
+    from PIL import Image, UnidentifiedImageError
 
     if item is None or not (item.get("bytes") or item.get("path")):
         raise HetbenchError(f"{desc}: row {row} has no image")
+
+    def fp():
+        return io.BytesIO(item["bytes"]) if item.get("bytes") else os.path.join(cwd, item["path"])
+
     try:
-        if item.get("bytes"):
-            return Image.open(io.BytesIO(item["bytes"]))
-        return Image.open(os.path.join(cwd, item["path"]))
+        try:
+            return Image.open(fp(), formats=COMMON_FORMATS)
+        except UnidentifiedImageError:
+            return Image.open(fp())
     except (OSError, ValueError, SyntaxError) as exc:
         raise HetbenchError(f"{desc}: row {row}: cannot read the image ({type(exc).__name__}: {exc})") from None
 
@@ -171,7 +180,7 @@ def decode_image(img, gray: bool, size: int) -> np.ndarray:
     anything else is RGB; resized with area interpolation when shrinking, bilinear when growing."""
     import cv2
 
-    if img.mode != "L":
+    if img.mode not in ("L", "RGB"):  # converting RGB to RGB would only copy it
         img = img.convert("RGB")
     im = np.asarray(img)
     if im.ndim == 2 and not gray:
@@ -358,7 +367,7 @@ def _writable(folder: Path) -> None:
 
 
 def scan(source: ImageSource, image_size: int | None, decoder: Decoder, desc: str, quiet: bool,
-         chunk: int = 8192) -> tuple[bool, int]:
+         chunk: int = 2048) -> tuple[bool, int]:
     """(every image is grayscale, the side to decode to): ``image_size``, else the one size all images share
     (refusing mixed sizes and non-square images)."""
     from hetbench.progress import progress_bar

@@ -23,7 +23,24 @@ from hetbench.train.evaluate import predict_range
 from hetbench.train.local import Workspace
 from hetbench.train.models import build_model
 
-EVAL_BATCH = 256  # test rows per forward pass
+EVAL_BATCH = 256  # test rows per forward pass (fewer for large images: eval_rows)
+EVAL_VALUES = 256 * 3 * 32 * 32  # pixel values per forward pass at most: 256 rows up to 3x32x32 images
+
+
+def eval_rows(values_per_image: int) -> int:
+    """Test rows per forward pass: :data:`EVAL_BATCH`, halved until a pass holds at most :data:`EVAL_VALUES`
+    pixel values (a power of two, so every split of the test rows at multiples of :data:`EVAL_BATCH` makes
+    the same passes).
+
+    Examples
+    --------
+    >>> eval_rows(1 * 28 * 28), eval_rows(3 * 64 * 64), eval_rows(3 * 224 * 224)
+    (256, 64, 4)
+    """
+    rows = EVAL_BATCH
+    while rows > 1 and rows * values_per_image > EVAL_VALUES:
+        rows //= 2
+    return rows
 
 
 def default_workers() -> int:
@@ -123,11 +140,15 @@ class ClientPool:
         """Global model on every test row: (correct per row, mean cross-entropy).
 
         The test rows go in fixed batches of ``EVAL_BATCH`` dealt out to the workers, each on the thread
-        count client updates use, so the numbers do not depend on the number of workers either."""
+        count client updates use, and the batch losses are added up in row order, so the numbers do not
+        depend on the number of workers either. Large images go through in smaller passes
+        (:func:`eval_rows`), so memory stays bounded by a few passes per worker."""
         run = self.run
-        n = run.data.y_test.numel()
+        data = run.data
+        n = data.y_test.numel()
         for ws in self.spaces:
             ws.flat.load(run.global_params, run.global_buffers)
+        per_pass = eval_rows(int(np.prod(data.x_test.shape[1:])))
         starts = list(range(0, n, EVAL_BATCH))
         share = -(-len(starts) // self.workers) if starts else 0
         chunks = [(starts[i * share], min(n, starts[i * share] + share * EVAL_BATCH))
@@ -136,18 +157,21 @@ class ClientPool:
         try:
             if self.executor is None:
                 ws = self.spaces[0]
-                got = [predict_range(ws.model, run.data, ws.mean, ws.std, a, b, EVAL_BATCH, ws.amp) for a, b in chunks]
+                got = [predict_range(ws.model, data, ws.mean, ws.std, a, b, per_pass, ws.amp) for a, b in chunks]
             else:
-                parts = [self.executor.submit(predict_range, ws.model, run.data, ws.mean, ws.std, a, b, EVAL_BATCH,
-                                              ws.amp)
+                parts = [self.executor.submit(predict_range, ws.model, data, ws.mean, ws.std, a, b, per_pass, ws.amp)
                          for ws, (a, b) in zip(self.spaces, chunks)]
                 got = [p.result() for p in parts]
         finally:
             torch.set_num_threads(self.total_threads)
-            run.data.release_pages()
+            data.release_pages()
         if not got:
             return np.zeros(0, dtype=bool), 0.0
-        return np.concatenate([g[0] for g in got]), sum(g[1] for g in got) / max(n, 1)
+        total = 0.0
+        for _, losses in got:
+            for loss in losses:
+                total += loss
+        return np.concatenate([g[0] for g in got]), total / max(n, 1)
 
     def close(self) -> None:
         if self.executor is not None:

@@ -49,28 +49,29 @@ class Evaluation:
 
 @torch.no_grad()
 def predict_range(model: torch.nn.Module, data: FederatedData, mean: torch.Tensor, std: torch.Tensor, start: int,
-                  stop: int, batch: int = 512, amp: bool = False) -> tuple[np.ndarray, float]:
-    """(correct per test row in [start, stop) as a bool array, summed cross-entropy over those rows).
+                  stop: int, batch: int = 512, amp: bool = False) -> tuple[np.ndarray, list[float]]:
+    """(correct per test row in [start, stop) as a bool array, summed cross-entropy of every batch).
 
     The test rows are read ``batch`` at a time from ``data.x_test`` (a memory map) and evaluated on the
-    device of ``mean`` (the model's), under bf16 autocast when ``amp``.
+    device of ``mean`` (the model's), under bf16 autocast when ``amp``. The losses come per batch, so a
+    caller that splits the rows into ranges can add them up in the same order as one range would.
     """
     device = mean.device
     pin = device.type == "cuda"
     was_training = model.training
     model.eval()
     correct = np.zeros(stop - start, dtype=bool)
-    total_loss = 0.0
+    losses: list[float] = []
     for a in range(start, stop, batch):
         b = min(a + batch, stop)
         x = to_device(read_rows(data.x_test, a, b, pin), device).float().div_(255.0)
         y = to_device(data.y_test[a:b], device)
         with autocast(device, amp):
             logits = model((x - mean) / std)
-            total_loss += float(F.cross_entropy(logits, y, reduction="sum"))
+            losses.append(float(F.cross_entropy(logits, y, reduction="sum")))
         correct[a - start : b - start] = (logits.argmax(1) == y).cpu().numpy()
     model.train(was_training)
-    return correct, total_loss
+    return correct, losses
 
 
 def metrics_from_correct(correct: np.ndarray, loss: float, data: FederatedData) -> Evaluation:
