@@ -326,18 +326,23 @@ def cache_stem(folder: Path, name: str, part: str, identity: dict) -> Path:
     return folder / f"{safe}-{part}-{key}"
 
 
+def _with(stem: Path, suffix: str) -> Path:
+    """``stem`` + ``suffix`` (a split's name may hold dots, so not ``Path.with_suffix``)."""
+    return stem.with_name(stem.name + suffix)
+
+
 def load_cached(stem: Path, identity: dict) -> tuple[np.ndarray, dict] | None:
     """The cached array (read-only ``np.memmap``) and meta of ``stem``, or None when they are missing, were
     made from another identity, or the array file is truncated or corrupt (every block's CRC-32 is checked)."""
     try:
-        meta = json.loads(stem.with_suffix(".json").read_text())
+        meta = json.loads(_with(stem, ".json").read_text())
         if not isinstance(meta, dict) or meta.get("identity") != identity or meta.get("dtype") != "uint8":
             return None
         shape = tuple(int(v) for v in meta["shape"])
         per_block, crcs = int(meta["block_rows"]), [int(c) for c in meta["block_crc32"]]
         row_bytes = int(np.prod(shape[1:]))
         header = _npy_header(shape)
-        with open(stem.with_suffix(".npy"), "rb") as f:
+        with open(_with(stem, ".npy"), "rb") as f:
             if os.fstat(f.fileno()).st_size != len(header) + shape[0] * row_bytes or f.read(len(header)) != header:
                 return None
             if per_block < 1 or len(crcs) != -(-shape[0] // per_block):
@@ -347,7 +352,7 @@ def load_cached(stem: Path, identity: dict) -> tuple[np.ndarray, dict] | None:
                 view = buf[: min(per_block, shape[0] - b * per_block) * row_bytes]
                 if f.readinto(view) != len(view) or zlib.crc32(view) != crc:
                     return None
-        array = np.load(stem.with_suffix(".npy"), mmap_mode="r")
+        array = np.load(_with(stem, ".npy"), mmap_mode="r")
     except (OSError, ValueError, KeyError, TypeError):
         return None
     return (array, meta) if array.shape == shape and array.dtype == np.uint8 else None
@@ -496,9 +501,9 @@ def decoded_images(
             std = np.sqrt(np.maximum(total_sq / max(count, 1) - mean**2, 1e-12))
             meta.update(mean=[float(v) for v in mean], std=[float(v) for v in std])
         (tmp / "meta.json").write_text(json.dumps(meta) + "\n")
-        os.replace(path, stem.with_suffix(".npy"))  # the array first: a meta always names a complete array
-        os.replace(tmp / "meta.json", stem.with_suffix(".json"))
-    return np.load(stem.with_suffix(".npy"), mmap_mode="r"), meta
+        os.replace(path, _with(stem, ".npy"))  # the array first: a meta always names a complete array
+        os.replace(tmp / "meta.json", _with(stem, ".json"))
+    return np.load(_with(stem, ".npy"), mmap_mode="r"), meta
 
 
 def release_pages(x: np.ndarray) -> None:

@@ -74,7 +74,7 @@ def mixed(tmp_path):
     rng = np.random.default_rng(1)
     train = [_image(rng, "L" if i % 3 == 0 else "RGB", s, s) for i, s in enumerate([16, 9, 12, 20, 7, 12] * 7)]
     test = [_image(rng, "L", s, s) for s in (12, 30, 5, 12)]
-    return write_split(tmp_path / "mixed", train, test), train, test
+    return write_split(tmp_path / "mixed-a0.5-n2", train, test), train, test  # a name with a dot
 
 
 def _files(folder: Path) -> dict[str, tuple[int, int, int]]:
@@ -222,7 +222,8 @@ def test_cache_dir_keeps_the_split_folder_untouched(mixed, tmp_path):
     folder, _, _ = mixed
     load_federated(str(folder), image_size=12, cache_dir=tmp_path / "elsewhere")
     assert not (folder / cache.CACHE_FOLDER).exists()
-    assert len(list((tmp_path / "elsewhere").glob("mixed-*.npy"))) == 2
+    assert sorted(p.name.split("-")[3] for p in (tmp_path / "elsewhere").glob("mixed-a0.5-n2-*.npy")) == [
+        "test", "train"]
 
 
 def test_a_cache_folder_that_cannot_be_written_is_one_line_naming_cache_dir(mixed, tmp_path):
