@@ -22,9 +22,12 @@ and averaging; see that module). Target: hetbench time / floor time <= 1.15.
   so would hide overhead behind a better use of the cores. With equal threads the two sides compute
   bit-identical models; the report prints the largest parameter difference and the accuracy gap. That
   all-cores comparison is printed too, for information (hetbench's default workers vs the plain loop on
-  as many intra-op threads), without a target.
+  as many intra-op threads), without a target (``--skip-all-cores`` leaves it out). On a busy machine its
+  plain side is not meaningful: torch's intra-op threads wait for each other when the cores are taken.
 * Noise: one untimed 1-round warm-up of each side (allocator, oneDNN primitives), then ``--repeats`` runs
-  of each, interleaved (ABBA...); the figure is the ratio of the best times, the medians are printed too.
+  of each, interleaved (ABBA...); the figure is the ratio of the best wall times; the medians, every run
+  and the ratio of CPU times (``time.process_time``, which other processes on the machine disturb less)
+  are printed too.
 
 (b) Overhead regime: hetbench vs Flower's simulation, end to end
 ---------------------------------------------------------------
@@ -36,7 +39,8 @@ side is its own process, timed from launch to exit. Target: Flower time / hetben
 * hetbench: ``hetbench train --split S --algo fedavg --model digits-cnn --rounds 50 --clients-per-round 50
   --local-epochs 1 --batch-size 10 --lr 0.05 --seed 0 --eval-every 5 --out R --quiet`` (its defaults:
   clients in parallel worker threads, one per core, one torch thread each); its accuracy is
-  ``final.accuracy`` of the results JSON.
+  ``final.accuracy`` of the results JSON. The split folder is fresh, so hetbench starts with no decoded-image
+  cache and decodes the split inside its timed run, as every Flower process does.
 * Flower: ``python benchmarks/flower_fedavg.py --split S --model digits-cnn ...`` (``flwr[simulation]``):
   a ``ClientApp`` / ``ServerApp`` pair run by ``flwr.simulation.run_simulation`` on the Ray backend, one
   single-threaded ClientApp actor per CPU (``num_cpus=1`` per client); see that module's docstring.
@@ -183,51 +187,62 @@ def floor_part(say: Report, split: Path, setting: dict, args) -> list[Figure]:
         cfg = TrainConfig(rounds=rounds, clients_per_round=setting["per_round"], model=setting["model"],
                           seed=args.seed, workers=workers, device="cpu", **SGD)
         gc.collect()
-        t0 = time.perf_counter()
+        t0, cpu0 = time.perf_counter(), time.process_time()
         doc, run = run_training(data, make_algorithm("fedavg"), cfg, return_state=True)
-        seconds = time.perf_counter() - t0
-        return {"seconds": seconds, "accuracy": float(doc["final"]["accuracy"]), "params": run.global_params,
-                "timing": doc.get("timing", {}), "curve": list(zip(doc["curves"]["round"], doc["curves"]["accuracy"]))}
+        seconds, cpu = time.perf_counter() - t0, time.process_time() - cpu0
+        return {"seconds": seconds, "cpu": cpu, "accuracy": float(doc["final"]["accuracy"]),
+                "params": run.global_params, "timing": doc.get("timing", {})}
 
     def plain_side(rounds: int) -> dict:
         gc.collect()
         r = fedavg_plain(data, model_name=setting["model"], rounds=rounds, per_round=setting["per_round"],
                          seed=args.seed, **SGD)
         # hetbench's results round accuracies to 4 decimals; so does this side, for the gap
-        return {"seconds": r.seconds, "accuracy": round(r.accuracy, 4), "params": r.params, "curve": r.curve}
+        return {"seconds": r.seconds, "cpu": r.cpu_seconds, "accuracy": round(r.accuracy, 4), "params": r.params}
 
-    def compare(threads: int, workers: int | None) -> tuple[dict, dict, list[float], list[float]]:
+    def compare(threads: int, workers: int | None) -> tuple[list[dict], list[dict]]:
+        """Warm-up, then ``args.repeats`` runs of each side in the order h p, p h, h p, ..."""
+        het: list[dict] = []
+        plain: list[dict] = []
         with torch_threads(threads):
             hetbench_side(1, workers), plain_side(1)  # warm-up, untimed
-            het_t, plain_t, het, plain = [], [], None, None
             for i in range(args.repeats):
-                for side in (("h", "p") if i % 2 == 0 else ("p", "h")):
+                for side in ("hp" if i % 2 == 0 else "ph"):
                     if side == "h":
-                        het = hetbench_side(setting["rounds"], workers)
-                        het_t.append(het["seconds"])
+                        het.append(hetbench_side(setting["rounds"], workers))
                     else:
-                        plain = plain_side(setting["rounds"])
-                        plain_t.append(plain["seconds"])
-        return het, plain, het_t, plain_t
+                        plain.append(plain_side(setting["rounds"]))
+        return het, plain
+
+    def line(name: str, runs: list[dict]) -> tuple[float, float, float]:
+        best, median = _stats([r["seconds"] for r in runs])
+        cpu = min(r["cpu"] for r in runs)
+        every = ", ".join(f"{r['seconds']:.2f}" for r in runs)
+        say(f"    {name:<22s} best {best:7.2f} s  median {median:7.2f} s  (all: {every})  CPU best {cpu:7.2f} s  "
+            f"accuracy {runs[-1]['accuracy']:6.2f} %")
+        return best, median, cpu
 
     say(f"(a) compute floor: FedAvg, {setting['model']}, {setting['dataset']} Dirichlet 0.5 over {setting['clients']} "
         f"clients, {setting['rounds']} rounds x {setting['per_round']}, batch 10, lr 0.05, eval every 5")
     say(f"    in this process from the decoded split; 1 warm-up round each, then {args.repeats} timed run(s) each, interleaved")
     figures = []
     cores = os.cpu_count() or 1
-    for label, threads, workers in (("1 torch thread each, hetbench --workers 1", 1, 1),
-                                    (f"all {cores} cores: hetbench default workers vs plain loop on {cores} "
-                                     "intra-op threads (information)", cores, None)):
-        het, plain, het_t, plain_t = compare(threads, workers)
-        (h_best, h_med), (p_best, p_med) = _stats(het_t), _stats(plain_t)
+    comparisons = [("1 torch thread each, hetbench --workers 1", 1, 1)]
+    if not args.skip_all_cores:
+        comparisons.append((f"all {cores} cores: hetbench default workers vs plain loop on {cores} intra-op threads "
+                            "(information)", cores, None))
+    for label, threads, workers in comparisons:
+        hets, plains = compare(threads, workers)
+        het, plain = hets[-1], plains[-1]
         diff = float((het["params"] - plain["params"]).abs().max())
         say(f"  {label}:")
-        say(f"    hetbench run_training   best {h_best:7.2f} s  median {h_med:7.2f} s  accuracy {het['accuracy']:6.2f} %"
-            f"  (inside: train {het['timing'].get('train_s', float('nan')):.2f} s, "
-            f"eval {het['timing'].get('eval_s', float('nan')):.2f} s, workers {het['timing'].get('workers')})")
-        say(f"    plain PyTorch loop      best {p_best:7.2f} s  median {p_med:7.2f} s  accuracy {plain['accuracy']:6.2f} %")
-        say(f"    hetbench / plain: best {h_best / p_best:.3f}x, median {h_med / p_med:.3f}x; accuracy gap "
-            f"{abs(het['accuracy'] - plain['accuracy']):.2f} points; max |param difference| {diff:.3g}")
+        h_best, h_med, h_cpu = line("hetbench run_training", hets)
+        p_best, p_med, p_cpu = line("plain PyTorch loop", plains)
+        t = het["timing"]
+        say(f"    hetbench inside: train {t.get('train_s', float('nan')):.2f} s, eval {t.get('eval_s', float('nan')):.2f} s,"
+            f" {t.get('workers')} worker(s) x {t.get('client_threads')} torch thread(s)")
+        say(f"    hetbench / plain: wall best {h_best / p_best:.3f}x, median {h_med / p_med:.3f}x, CPU {h_cpu / p_cpu:.3f}x; "
+            f"accuracy gap {abs(het['accuracy'] - plain['accuracy']):.2f} points; max |param difference| {diff:.3g}")
         if workers == 1:
             figures.append(Figure("a", f"compute floor: hetbench / plain PyTorch, 1 thread, best of {args.repeats}",
                                   h_best / p_best, "floor"))
@@ -299,6 +314,8 @@ def parse_args(argv=None) -> argparse.Namespace:
                     f"{QUICK_OVERHEAD['clients']} clients, {QUICK_OVERHEAD['per_round']} per round, "
                     f"{QUICK_OVERHEAD['rounds']} rounds, (c) {QUICK_MEMORY_IMAGES:,} images, 1 repeat")
     ap.add_argument("--skip-floor", action="store_true", help="leave out (a), the plain PyTorch comparison")
+    ap.add_argument("--skip-all-cores", action="store_true",
+                    help="leave out (a)'s second comparison, on all cores (information only, no target)")
     ap.add_argument("--skip-flower", action="store_true", help="leave out (b), the Flower comparison")
     ap.add_argument("--skip-memory", action="store_true", help="leave out (c), the memory benchmark")
     ap.add_argument("--memory-images", type=int, default=None,

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import argparse
 import importlib.util
 import sys
 from pathlib import Path
@@ -103,12 +102,13 @@ def test_the_floor_loop_takes_hetbench_steps_bit_for_bit(digits_split):
     assert not torch.equal(other.params, plain.params)
 
 
-def test_quick_floor_part_reports_both_comparisons(bench, digits_split):
+def test_quick_floor_part_reports_the_one_thread_comparison(bench, digits_split):
     say = bench.Report()
     setting = dict(dataset="builtin:digits", clients=10, per_round=2, rounds=2, model="digits-cnn")
-    figures = bench.floor_part(say, digits_split, setting, argparse.Namespace(repeats=1, seed=0))
+    args = bench.parse_args(["--quick", "--skip-all-cores", "--skip-flower", "--skip-memory"])
+    figures = bench.floor_part(say, digits_split, setting, args)
     assert [f.target for f in figures] == ["floor", "gap"]
     assert figures[0].value > 0 and figures[1].value == 0.0
     heading = say.lines.index("  1 torch thread each, hetbench --workers 1:")
-    assert say.lines[heading + 3].endswith("accuracy gap 0.00 points; max |param difference| 0")
-    assert any(line.endswith("(information):") for line in say.lines[heading + 4 :])
+    assert say.lines[heading + 4].endswith("accuracy gap 0.00 points; max |param difference| 0")
+    assert not any(line.endswith("(information):") for line in say.lines)  # --skip-all-cores
