@@ -6,8 +6,10 @@ augmentation come from generators seeded by (seed, round, client), and torch's g
 is reseeded the same way before every local update, so a run depends only on its seed and options.
 
 The parts: :class:`~hetbench.train.client_pool.ClientPool` runs a round's client updates and the evaluation,
-:class:`~hetbench.train.document.History` collects the curves, and
-:func:`~hetbench.train.document.results_document` writes them up at the end.
+:class:`~hetbench.train.document.History` collects the curves, :mod:`hetbench.train.checkpoint` saves and
+restores the run between rounds, and :func:`~hetbench.train.document.results_document` writes them up at
+the end. A resumed run rebuilds everything a fresh one does (model, algorithm setup, workers) and then
+loads the checkpoint over it, so its results equal an uninterrupted run's (the ``timing`` block aside).
 """
 
 from __future__ import annotations
@@ -19,19 +21,21 @@ from typing import Any, Callable
 
 import torch
 
+from hetbench.errors import HetbenchError
 from hetbench.train.algorithms import Algorithm, RunState, TrainConfig
+from hetbench.train.checkpoint import restore_checkpoint, run_identity, save_checkpoint
 from hetbench.train.client_pool import ClientPool
 from hetbench.train.data import FederatedData
 from hetbench.train.device import resolve_device
 from hetbench.train.document import History, elapsed, results_document
 from hetbench.train.evaluate import metrics_from_correct, per_group
 from hetbench.train.local import TrainingDiverged, Workspace
-from hetbench.train.models import build_model, count_parameters, default_model, profile
+from hetbench.train.models import build_model, count_parameters, profile
 
 
 def resolve_model(config: TrainConfig, data: FederatedData) -> str:
     """The model name: ``config.model``, or the default for the split's image size when it is ``auto``."""
-    return default_model(data.image_size) if config.model in (None, "", "auto") else config.model
+    return config.model_for(data.image_size)
 
 
 def run_training(
@@ -61,9 +65,11 @@ def run_training(
     return_state : bool
         Also return the final :class:`RunState`.
     checkpoint : Path, optional
-        Where the run's checkpoint goes every ``config.checkpoint_every`` rounds.
+        Where the run's checkpoint goes every ``config.checkpoint_every`` rounds (replaced atomically each
+        time; :func:`hetbench.train.checkpoint.checkpoint_path` puts it beside the results file).
     resume : bool
-        Continue from ``checkpoint`` instead of round 1.
+        Continue from ``checkpoint`` (:func:`hetbench.train.checkpoint.check_resumable` says whether one
+        can), at the round after the one it saved, instead of round 1.
 
     Returns
     -------
@@ -74,21 +80,30 @@ def run_training(
     ------
     TrainingDiverged
         When a loss or the model becomes NaN/inf.
+    HetbenchError
+        ``resume`` or ``checkpoint_every`` without a checkpoint path; a checkpoint that is missing, unreadable
+        or of another configuration.
     """
     t_start = time.perf_counter()
     config.check()
+    every = config.checkpoint_every
+    if (resume or every) and checkpoint is None:
+        raise HetbenchError(f"{'--resume' if resume else '--checkpoint-every'} needs a checkpoint path")
     device = resolve_device(config.device)
     model_name = resolve_model(config, data)
+    identity = run_identity(data, algorithm, config)
     torch.manual_seed(int(config.seed))
     model = build_model(model_name, data.in_channels, data.num_classes, data.image_size, config.norm)
     ws = Workspace(data, model, device)
     run = RunState(ws=ws, config=config, global_params=ws.flat.params.clone(), global_buffers=ws.flat.buffers.clone())
     algorithm.setup(run)
     pool = ClientPool(run, model_name, algorithm, config)
-    history = History(list(data.group_names))
-    t_train = t_eval = 0.0
+    done, history, spent = 0, History(list(data.group_names)), {"train_s": 0.0, "eval_s": 0.0, "wall_s": 0.0}
     try:
-        for r in range(1, int(config.rounds) + 1):
+        if resume:  # after everything a fresh run builds (and draws from torch's generator for)
+            done, history, spent = restore_checkpoint(checkpoint, identity, run, algorithm)
+        t_train, t_eval = spent["train_s"], spent["eval_s"]
+        for r in range(done + 1, int(config.rounds) + 1):
             t0 = time.perf_counter()
             run.round = r
             clients = algorithm.select(run, r)
@@ -111,6 +126,9 @@ def run_training(
                 summary = metrics_from_correct(correct, loss, data).summary()
                 history.add_eval(r, summary, per_group(data, correct), correct)
                 t_eval += time.perf_counter() - t0
+            if every and r % int(every) == 0:
+                save_checkpoint(checkpoint, identity, r, run, algorithm, history,
+                                {"train_s": t_train, "eval_s": t_eval, "wall_s": spent["wall_s"] + elapsed(t_start)})
             if on_round is not None:
                 on_round(r, summary)
     finally:
@@ -128,8 +146,8 @@ def run_training(
         log=run.log,
         clients=algorithm.client_footprints(run) if hasattr(algorithm, "client_footprints") else None,
         central_accuracy=central_accuracy,
-        timing={"wall_time_s": elapsed(t_start), "train_s": round(t_train, 3), "eval_s": round(t_eval, 3),
-                "workers": pool.workers, "client_threads": pool.client_threads},
+        timing={"wall_time_s": round(spent["wall_s"] + elapsed(t_start), 3), "train_s": round(t_train, 3),
+                "eval_s": round(t_eval, 3), "workers": pool.workers, "client_threads": pool.client_threads},
     )
     final = doc["final"]
     if any(isinstance(v, float) and not math.isfinite(v) for v in final.values() if v is not None):

@@ -61,6 +61,12 @@ class TrainConfig:
     def as_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
 
+    def model_for(self, image_size: int) -> str:
+        """The model name: :attr:`model`, or the default for ``image_size`` when it is ``auto``."""
+        from hetbench.train.models import default_model
+
+        return default_model(image_size) if self.model in (None, "", "auto") else self.model
+
     def result_options(self) -> dict[str, Any]:
         """The options a results document records: all but :attr:`RUNTIME_OPTIONS`."""
         return {k: v for k, v in self.__dict__.items() if k not in self.RUNTIME_OPTIONS}
@@ -129,6 +135,29 @@ class RunState:
         self.log.setdefault(key, []).append(value)
 
 
+def portable(value: Any) -> bool:
+    """Whether ``value`` can go into a checkpoint: a tensor, a numeric or boolean numpy array or scalar, a
+    number, string, bool or None, or a list, tuple or dict (keys: numbers, strings, bools, None) of those.
+
+    Examples
+    --------
+    >>> import numpy as np, torch
+    >>> portable({1: torch.zeros(2), 0.2: [np.arange(3), None, "x"]}), portable([object()])
+    (True, False)
+    """
+    if value is None or isinstance(value, (bool, int, float, str, torch.Tensor)):
+        return True
+    if isinstance(value, np.ndarray):
+        return value.dtype.kind in "biuf"
+    if isinstance(value, np.generic):
+        return value.dtype.kind in "biuf"
+    if isinstance(value, (list, tuple)):
+        return all(portable(v) for v in value)
+    if isinstance(value, dict):
+        return all((k is None or isinstance(k, (bool, int, float, str))) and portable(v) for k, v in value.items())
+    return False
+
+
 @dataclass
 class ClientUpdate:
     client: int
@@ -151,6 +180,9 @@ class Algorithm:
     name: ClassVar[str] = "base"
     citation: ClassVar[str] = ""
     defaults: ClassVar[dict[str, float]] = {}
+    #: attributes that ``setup`` or ``begin_round`` rebuild, so a checkpoint leaves them out (the round's
+    #: running sums, structure derived from the data or the model)
+    rebuilt: ClassVar[tuple[str, ...]] = ("_sum", "_bsum", "_wsum")
 
     def __init__(self, **params: Any) -> None:
         unknown = set(params) - set(self.defaults)
@@ -160,7 +192,39 @@ class Algorithm:
 
     # -- lifecycle ----------------------------------------------------------------------------------
     def setup(self, run: RunState) -> None:
-        """Called once before round 1."""
+        """Called once before round 1 (and before :meth:`load_state_dict` when a run resumes)."""
+
+    def state_dict(self) -> dict[str, Any]:
+        """What the algorithm carries from one round to the next, for a checkpoint.
+
+        Every instance attribute but ``params`` (the hyper-parameters, which identify the run) and
+        :attr:`rebuilt` whose value is :func:`portable`: server state (SCAFFOLD's ``c``, FedAvgM's
+        velocity), per-client state (SCAFFOLD's ``c_i``), counters, running averages. Attributes holding
+        other objects (DapperFL's prune groups) are structure ``setup`` derives from the model again; they
+        are not saved. Values are the live objects, not copies.
+
+        Examples
+        --------
+        >>> import torch
+        >>> from types import SimpleNamespace
+        >>> from hetbench.train.algorithms import make_algorithm
+        >>> scaffold = make_algorithm("scaffold")
+        >>> scaffold.setup(SimpleNamespace(global_params=torch.ones(2)))
+        >>> scaffold.c_i[3] = torch.tensor([0.5, -0.5])
+        >>> state = scaffold.state_dict()
+        >>> sorted(state), state["c_i"]
+        (['c', 'c_i'], {3: tensor([ 0.5000, -0.5000])})
+        >>> fresh = make_algorithm("scaffold")
+        >>> fresh.load_state_dict(state)
+        >>> fresh.c_i[3].tolist()
+        [0.5, -0.5]
+        """
+        return {k: v for k, v in vars(self).items() if k != "params" and k not in self.rebuilt and portable(v)}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Restore what :meth:`state_dict` returned (after ``setup``, which rebuilds the rest)."""
+        for key, value in state.items():
+            setattr(self, key, value)
 
     def select(self, run: RunState, round_index: int) -> np.ndarray:
         """Clients of this round: uniform without replacement (Hsu et al. 2020, Alg. 1)."""

@@ -41,6 +41,7 @@ class Central(Algorithm):
     name = "central"
     citation = "centralised SGD on the union of the clients' data"
     defaults = {}
+    rebuilt = (*Algorithm.rebuilt, "rows", "per_round")  # checkpoints keep the sample stream (_stream, _pass)
 
     def setup(self, run: RunState) -> None:
         self.rows = np.sort(np.concatenate(run.data.client_rows))

@@ -54,6 +54,7 @@ class QFedAvg(Algorithm):
     name = "qfedavg"
     citation = "Li et al. 2020, Fair resource allocation in federated learning (q-FedAvg)"
     defaults = {"q": 1e-6}
+    rebuilt = (*Algorithm.rebuilt, "_h")
 
     def client_update(self, run: RunState, round_index: int, client: int) -> ClientUpdate:
         ws = run.ws

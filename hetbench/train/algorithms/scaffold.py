@@ -52,6 +52,7 @@ class Scaffold(Algorithm):
     name = "scaffold"
     citation = "Karimireddy et al. 2020, SCAFFOLD: stochastic controlled averaging for federated learning"
     defaults = {"server_lr": 1.0}
+    rebuilt = (*Algorithm.rebuilt, "_dc")  # c and every c_i go into checkpoints (Algorithm.state_dict)
 
     def setup(self, run: RunState) -> None:
         self.c = torch.zeros_like(run.global_params)
