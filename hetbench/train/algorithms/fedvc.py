@@ -30,7 +30,8 @@ class FedVC(ServerMomentum, FedAvg):
     Parameters
     ----------
     server_lr, server_momentum : float, default 1.0 and 0.0
-        The server's learning rate and momentum beta in [0, 1) (> 0: FedVC on FedAvgM).
+        The server's learning rate and momentum beta in [0, 1) (> 0: FedVC on FedAvgM). With a momentum
+        and no learning rate given, the learning rate is ``1 - beta`` (as FedAvgM's).
     vc_size : int, default 256
         Examples per virtual client N_VC (sec. 6.3).
 
