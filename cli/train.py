@@ -77,31 +77,68 @@ HYPER_OPTIONS = ("server_lr", "server_momentum", "mu", "q", "vc_size", "ema_alph
               "do not depend on it.")
 @click.option("--threads", default=None, type=int, help="Torch threads for the centralised run and evaluation "
               "(default: all cores).")
+@click.option("--device", default="auto", show_default=True,
+              help="Where the model trains: auto (cuda when torch sees a GPU, else cpu), cpu, cuda, cuda:N or mps. "
+              "A device this machine lacks is refused; CUDA runs use deterministic kernels and record the settings.")
+@click.option("--amp", is_flag=True, help="Mixed precision: bfloat16 autocast on CUDA (refused on other devices; "
+              "recorded in the results).")
+@click.option("--cache-dir", default=None, envvar="HETBENCH_CACHE", type=click.Path(file_okay=False),
+              help="Folder for the decoded-image cache, reused by later runs and every seed (default: "
+              "$HETBENCH_CACHE, else inside the split folder).")
+@click.option("--train-groups", default=None, metavar="G1,G2",
+              help="Train only the clients whose training rows all belong to these test groups (the values of the "
+              "--group-by column: devices, domains, cells, users); every group is still tested, and results give "
+              "each group's accuracy drop from the trained-on ones.")
+@click.option("--test-groups", default=None, metavar="G1,G2", help="Evaluate only these groups (default: all).")
+@click.option("--protocol", default=None, metavar="NAME",
+              help="leave-one-group-out: one training per group, on all the other groups, tested on every group "
+              "(results named <algo>-logo_<held-out group>-s<seed>.json).")
+@click.option("--last-k", default=3, show_default=True, type=int,
+              help="The stable metrics average each metric over the last K evaluations (besides the final and "
+              "best-round values).")
+@click.option("--checkpoint-every", default=None, type=int, metavar="K",
+              help="Write a checkpoint beside each result every K rounds (deleted once the result is written), so "
+              "--resume can continue a killed run.")
+@click.option("--resume", is_flag=True,
+              help="Continue the runs that left a checkpoint, keep the results that exist, start the rest; the "
+              "results equal an uninterrupted run's.")
+@click.option("--skip-existing", is_flag=True,
+              help="Keep the results that exist (written with the same options) and run only the missing ones.")
 @click.option("--out", default="hetbench_results", show_default=True, type=click.Path(file_okay=False),
-              help="Results folder; one JSON per split, algorithm and seed.")
+              help="Results folder; one JSON per split, algorithm, group restriction and seed.")
 @click.option("--overwrite", is_flag=True, help="Replace existing result files.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar or summary.")
 def train(split: str | None, algo: str, seed: str, threads: int | None, out: str, overwrite: bool, quiet: bool,
-          pruning_ratios: str | None, **opts: Any) -> None:
+          pruning_ratios: str | None, train_groups: str | None, test_groups: str | None, protocol: str | None,
+          resume: bool, skip_existing: bool, **opts: Any) -> None:
     """Simulate federated training of one or more algorithms on a split; write one results JSON per run.
 
     \b
     Examples:
       hetbench train
       hetbench train --split demo_out/iso-isp-wb-tone --algo fedavg,fedprox,heteroswitch --image-size 32
-      hetbench train --split demo_out/digits-domains --algo central,fedavg,dapperfl --seed 0,1,2
+      hetbench train --split demo_out/iso-isp-wb-tone --train-groups baseline --algo central,fedavg,heteroswitch
+      hetbench train --split demo_out/digits-domains --algo central,fedavg,dapperfl --protocol leave-one-group-out
+      hetbench train --split demo_out/digits-domains --seed 0,1,2 --checkpoint-every 5 --resume
       hetbench leaderboard hetbench_results --out leaderboard
     """
     from hetbench.train import sweep
     from hetbench.train.algorithms import TrainConfig
+    from hetbench.train.groups import parse_groups
 
     seeds = _int_list(seed, "--seed")
     hyper = {k: opts.pop(k) for k in HYPER_OPTIONS}
     hyper["pruning_ratios"] = _float_list(pruning_ratios, "--pruning-ratios")
-    runs = sweep(split, algo, seeds, TrainConfig(seed=seeds[0], **opts), hyper=hyper, out=out, overwrite=overwrite,
-                 quiet=quiet, threads=threads)
+    config = TrainConfig(seed=seeds[0], train_groups=parse_groups(train_groups, "--train-groups"),
+                         test_groups=parse_groups(test_groups, "--test-groups"), **opts)
+    runs = sweep(split, algo, seeds, config, hyper=hyper, out=out, overwrite=overwrite, quiet=quiet,
+                 threads=threads, protocol=protocol, skip_existing=skip_existing, resume=resume)
     if not quiet:
         _print_summary(runs)
+
+
+def _cell(value: Any, fmt: str = ".2f") -> str:
+    return "—" if value is None else format(value, fmt)
 
 
 def _print_summary(runs: list) -> None:
@@ -110,14 +147,22 @@ def _print_summary(runs: list) -> None:
 
     split = runs[0].doc["split"]
     t = Table(title=f"{split['name']}: {split['num_clients']} clients, groups by {split['group_by']}")
-    for col in ("algorithm", "seed", "accuracy", "worst group", "variance", "rel. acc.", "wall s"):
+    grouped = any(run.groups for run in runs)
+    k = next((run.doc["final"]["last_k"]["k"] for run in runs if "k" in run.doc["final"].get("last_k", {})), None)
+    columns = ["algorithm", *(["groups"] if grouped else []), "seed", "accuracy", f"mean last {k or 'k'}", "best",
+               "worst group", "variance", *(["trained-on", "unseen", "drop"] if grouped else []), "rel. acc.", "wall s"]
+    for col in columns:
         t.add_column(col, no_wrap=True)
     for run in runs:
         f = run.doc["final"]
-        rel = f.get("relative_accuracy")
-        t.add_row(run.algorithm, str(run.seed), f"{f['accuracy']:.2f}", f"{f['worst_group_accuracy']:.2f}",
-                  f"{f['group_accuracy_variance']:.2f}", "—" if rel is None else f"{rel:.3f}",
-                  f"{run.doc['timing']['wall_time_s']:.1f}")
+        best = (f.get("best") or {}).get("accuracy") or {}
+        row = [run.algorithm + (" (kept)" if run.skipped else " (resumed)" if run.resumed else ""),
+               *([run.groups or "all"] if grouped else []), str(run.seed), _cell(f["accuracy"]),
+               _cell((f.get("last_k") or {}).get("accuracy")), _cell(best.get("value")),
+               _cell(f["worst_group_accuracy"]), _cell(f["group_accuracy_variance"]),
+               *([_cell(f.get(m)) for m in ("trained_on_accuracy", "unseen_accuracy", "mean_drop")] if grouped else []),
+               _cell(f.get("relative_accuracy"), ".3f"), _cell(run.doc.get("timing", {}).get("wall_time_s"), ".1f")]
+        t.add_row(*row)
     console = Console(stderr=False)
     console.print(t)
     folders = sorted({str(run.path.parent) for run in runs})

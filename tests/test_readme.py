@@ -1,4 +1,5 @@
-"""The README's Python examples run and print what the README shows (its ``pycon`` blocks)."""
+"""The Python examples of the README and of docs/training.md run and print what they show (their ``pycon``
+blocks)."""
 
 from __future__ import annotations
 
@@ -8,8 +9,16 @@ from pathlib import Path
 
 import pytest
 
-README = Path(__file__).resolve().parents[1] / "README.md"
-BLOCKS = re.findall(r"```pycon\n(.*?)```", README.read_text(encoding="utf-8"), flags=re.S)
+ROOT = Path(__file__).resolve().parents[1]
+README = ROOT / "README.md"
+GUIDE = ROOT / "docs" / "training.md"
+
+
+def _blocks(path: Path) -> list[str]:
+    return re.findall(r"```pycon\n(.*?)```", path.read_text(encoding="utf-8"), flags=re.S)
+
+
+BLOCKS = _blocks(README)
 
 
 def test_the_readme_has_a_python_api_section():
@@ -17,14 +26,28 @@ def test_the_readme_has_a_python_api_section():
     assert len(BLOCKS) >= 3
 
 
-@pytest.mark.slow
-def test_readme_python_examples(tmp_path, monkeypatch):
+def _run_blocks(path: Path, blocks: list[str]):
     """All blocks in one namespace, in order, as a reader would type them."""
-    monkeypatch.chdir(tmp_path)
     parser = doctest.DocTestParser()
-    test = parser.get_doctest("\n".join(BLOCKS), {}, "README.md", str(README), 0)
+    test = parser.get_doctest("\n".join(blocks), {}, path.name, str(path), 0)
     runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
     runner.run(test)
-    result = runner.summarize(verbose=False)
+    return runner.summarize(verbose=False)
+
+
+@pytest.mark.slow
+def test_readme_python_examples(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    result = _run_blocks(README, BLOCKS)
     assert result.attempted > 10
     assert result.failed == 0, f"{result.failed} README example(s) failed (output above)"
+
+
+@pytest.mark.slow
+def test_training_guide_python_examples(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    blocks = _blocks(GUIDE)
+    assert len(blocks) >= 3
+    result = _run_blocks(GUIDE, blocks)
+    assert result.attempted > 10
+    assert result.failed == 0, f"{result.failed} docs/training.md example(s) failed (output above)"

@@ -1,13 +1,18 @@
-"""Sweeps: every algorithm x every seed on one split, one results file per run (what ``hetbench train`` does).
+"""Sweeps: every algorithm x every seed (x every group restriction) on one split, one results file per run
+(what ``hetbench train`` does).
 
 The path from a published split to the results::
 
-    split --load_federated--> FederatedData --run_training (algorithm, seed)--> results document
-          --write_result--> <out>/<split name>/<algorithm>[-<non-default params>]-s<seed>.json
+    split --load_federated--> FederatedData --groups.restrict_groups--> the run's clients and test groups
+          --run_training (algorithm, seed, checkpoint)--> results document
+          --write_result--> <out>/<split name>/<algorithm>[-<non-default params>][-<groups>]-s<seed>.json
 
-:func:`sweep` checks every option and that no result file would be replaced before any training; within
-a seed the centralised run goes first, so the others get their accuracy relative to it (and a default
-target accuracy). The file format and names are in ``docs/output-contract.md``.
+:func:`sweep` checks every option, the group names, the result files that exist and every checkpoint it
+would resume before any training; within a seed and group restriction the centralised run goes first, so
+the others get their accuracy relative to it (and a default target accuracy). Existing results are
+refused, replaced (``overwrite``) or kept (``skip_existing``, ``resume``: only when they were written with
+the same options); a run's checkpoint sits beside its result and is deleted once the result is written.
+The file format and names are in ``docs/output-contract.md``.
 
 :func:`default_split` is the split ``hetbench train`` uses without ``--split``: the label-Dirichlet split
 of the built-in digits that ``hetbench partition dirichlet`` writes by default, built on first use through
@@ -19,6 +24,7 @@ This module imports torch only when a sweep runs.
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
 import os
 import sys
@@ -31,6 +37,7 @@ from hetbench.naming import default_out_dir
 
 if TYPE_CHECKING:
     from hetbench.train.algorithms import TrainConfig
+    from hetbench.train.groups import GroupRun
 
 DEFAULT_SOURCE = "builtin:digits"
 DEFAULT_TAG = "dirichlet-client-a0.5-n10"
@@ -41,12 +48,19 @@ alpha 0.5, 10 clients, seed 0), relative to the working directory."""
 
 @dataclass(frozen=True)
 class RunResult:
-    """One run of a sweep: the algorithm, the seed, where its results file is and what it holds."""
+    """One run of a sweep: the algorithm, the seed, where its results file is and what it holds.
+
+    ``groups`` is the run's group tag (``train_baseline``, ``logo_usps``; None: the whole split),
+    ``skipped`` says the result existed and was kept, ``resumed`` that the run continued from a checkpoint.
+    """
 
     algorithm: str
     seed: int
     path: Path
     doc: dict[str, Any]
+    groups: str | None = None
+    skipped: bool = False
+    resumed: bool = False
 
 
 def default_split(quiet: bool = False) -> Path:
@@ -110,6 +124,9 @@ def sweep(
     overwrite: bool = False,
     quiet: bool = False,
     threads: int | None = None,
+    protocol: str | None = None,
+    skip_existing: bool = False,
+    resume: bool = False,
 ) -> list[RunResult]:
     """Train every algorithm with every seed on ``split`` and write one results JSON per run.
 
@@ -122,30 +139,44 @@ def sweep(
     seeds : int or sequence of int, optional
         One run per seed and algorithm; None: ``config.seed``.
     config : TrainConfig, optional
-        Options shared by every run (rounds, clients per round, local epochs, ...); its ``seed`` is replaced
-        by each of ``seeds``. None: the defaults of :class:`~hetbench.train.algorithms.TrainConfig`.
+        Options shared by every run (rounds, clients per round, local epochs, device, ``train_groups`` /
+        ``test_groups``, ``checkpoint_every``, ...); its ``seed`` is replaced by each of ``seeds``. None: the
+        defaults of :class:`~hetbench.train.algorithms.TrainConfig`.
     hyper : mapping, optional
         Algorithm hyper-parameters by name (``mu``, ``server_momentum``, ``pruning_ratios``, ...); None or
         missing: each paper's default. Each is range-checked; an algorithm ignores those it does not use.
     out : path
-        Results folder: ``<out>/<split name>/<algorithm>[-<non-default params>]-s<seed>.json``.
+        Results folder: ``<out>/<split name>/<algorithm>[-<non-default params>][-<groups>]-s<seed>.json``,
+        where ``<groups>`` is ``train_<g1+g2>`` / ``test_<g1+g2>`` for restricted runs and ``logo_<held out>``
+        for leave-one-group-out (:class:`hetbench.train.groups.GroupRun`).
     overwrite : bool
         Replace existing result files (else any existing one is refused before training starts).
     quiet : bool
-        No progress bars.
+        No progress bars and no notes on stderr.
     threads : int, optional
         Torch threads for the centralised run and evaluation (restored afterwards); None: torch's setting.
+    protocol : str, optional
+        ``leave-one-group-out``: one training per group of the split, on every other group, tested on all
+        (:func:`hetbench.train.groups.plan_group_runs`). None: one run on ``config.train_groups``.
+    skip_existing : bool
+        Keep the results that exist (when they were written with the same options) and run the others.
+    resume : bool
+        As ``skip_existing``, and runs that left a checkpoint (``config.checkpoint_every``) continue from it;
+        the others start afresh. Refused when no run of the sweep has a checkpoint.
 
     Returns
     -------
     list of RunResult
-        Seed by seed, the centralised run first, then the algorithms in the order given.
+        Seed by seed, group restriction by restriction, the centralised run first, then the algorithms in
+        the order given; kept results are in the list with ``skipped=True``.
 
     Raises
     ------
     HetbenchError
-        For an unknown algorithm, an option out of range, a split that cannot be read, or a result file
-        that exists (without ``overwrite``); ``TrainingDiverged`` when a run's loss becomes NaN/inf.
+        For an unknown algorithm, an option out of range, a device this machine lacks, a split that cannot
+        be read, group names the split lacks, a result file that exists (without ``overwrite``,
+        ``skip_existing`` or ``resume``), or a checkpoint that cannot be resumed, all before any training;
+        ``TrainingDiverged`` when a run's loss becomes NaN/inf.
 
     Examples
     --------
@@ -157,12 +188,24 @@ def sweep(
     [('central', 0, 'central-s0.json'), ('fedavg', 0, 'fedavg-s0.json')]
     >>> runs[1].doc["final"]["relative_accuracy"] > 0
     True
+    >>> again = sweep(None, "fedavg,fedprox", seeds=[0], config=TrainConfig(rounds=1, clients_per_round=2),
+    ...               out="results", quiet=True, threads=1, skip_existing=True)
+    >>> [(r.path.name, r.skipped) for r in again]
+    [('fedavg-s0.json', True), ('fedprox-s0.json', False)]
     """
     from hetbench.train.algorithms import TrainConfig, make_algorithm
+    from hetbench.train.groups import PROTOCOLS
 
     names = algorithm_names(algorithms)
     if threads is not None and not (math.isfinite(threads) and threads > 0):
         raise HetbenchError(f"--threads must be a positive number (got {threads})")
+    if resume and overwrite:
+        raise HetbenchError("--resume keeps existing results and continues checkpointed runs; it cannot be "
+                            "combined with --overwrite")
+    if skip_existing and overwrite:
+        raise HetbenchError("--skip-existing keeps existing results; it cannot be combined with --overwrite")
+    if protocol is not None and protocol not in PROTOCOLS:
+        raise HetbenchError(f"--protocol '{protocol}' is not one of {', '.join(PROTOCOLS)}")
     config = config if config is not None else TrainConfig()
     seeds = [config.seed] if seeds is None else [seeds] if isinstance(seeds, int) else [int(s) for s in seeds]
     if not seeds:
@@ -176,44 +219,183 @@ def sweep(
 
     import torch
 
+    from hetbench.train.device import check_amp, resolve_device
+
+    check_amp(resolve_device(config.device), config.amp)  # refused before the split is read
     saved_threads = torch.get_num_threads()
     if threads:
         torch.set_num_threads(int(threads))
     try:
-        return _run_all(split, names, seeds, config, hyper, algos, Path(out), overwrite, quiet)
+        plan = _Plan(split, names, seeds, config, hyper, algos, Path(out), protocol, quiet)
+        plan.check_existing(overwrite, skip_existing or resume, resume)
+        return plan.run()
     finally:
         torch.set_num_threads(saved_threads)
 
 
-def _run_all(split, names, seeds, config, hyper, algos, out: Path, overwrite: bool, quiet: bool) -> list[RunResult]:
-    from hetbench.train.algorithms import make_algorithm
-    from hetbench.train.data import load_federated
-    from hetbench.train.results import check_free, result_path, write_result
+@dataclass
+class _Job:
+    """One run of a sweep, planned before any training."""
 
-    split_path = str(split) if split is not None else str(default_split(quiet))
-    data = load_federated(split_path, config.image_size, config.group_by, quiet=quiet)
-    paths = {
-        (a, s): result_path(out, data.name, a, algos[a].params, type(algos[a]).defaults, s)
-        for a in names for s in seeds
-    }
-    check_free(list(paths.values()), overwrite)
-    runs = []
-    for s in seeds:
-        central_acc = None
-        for a in names:
-            algorithm = make_algorithm(a, **hyper)  # fresh state per run
-            doc = _run_one(data, algorithm, dataclasses.replace(config, seed=s), central_acc, quiet)
-            if a == "central":
-                central_acc = doc["final"]["accuracy"]
-            write_result(doc, paths[(a, s)])
-            runs.append(RunResult(a, s, paths[(a, s)], doc))
-    return runs
+    algorithm: str
+    seed: int
+    groups: "GroupRun"
+    config: "TrainConfig"
+    path: Path
+    checkpoint: Path
+    kept: dict[str, Any] | None = None  # the existing result that is kept
+    resume: bool = False
 
 
-def _run_one(data, algorithm, config, central_acc, quiet: bool) -> dict:
-    from hetbench.progress import progress_bar
-    from hetbench.train.simulation import run_training
+class _Plan:
+    """Every run of a sweep with its data, options and files; checks all of them before any training."""
 
-    with progress_bar(f"{algorithm.name} s{config.seed}", config.rounds, quiet=quiet) as bar:
-        return run_training(data, algorithm, config, central_accuracy=central_acc,
-                            on_round=lambda r, s: bar.update(advance=1))
+    def __init__(self, split, names, seeds, config, hyper, algos, out: Path, protocol, quiet: bool) -> None:
+        from hetbench.train.checkpoint import checkpoint_path
+        from hetbench.train.data import load_federated
+        from hetbench.train.groups import plan_group_runs
+        from hetbench.train.results import result_path
+
+        split_path = str(split) if split is not None else str(default_split(quiet))
+        self.data = load_federated(split_path, config.image_size, config.group_by, quiet=quiet,
+                                   cache_dir=config.cache_dir)
+        group_runs = plan_group_runs(self.data, config.train_groups, config.test_groups, protocol)
+        self._views: dict = {}
+        self.hyper, self.algos, self.quiet = hyper, algos, quiet
+        self.jobs: list[_Job] = []
+        for s in seeds:
+            for g in group_runs:
+                cfg = dataclasses.replace(config, seed=s, train_groups=g.train_groups, test_groups=g.test_groups)
+                for a in names:
+                    path = _tagged(result_path(out, self.data.name, a, algos[a].params, type(algos[a]).defaults, s),
+                                   g.tag, s)
+                    self.jobs.append(_Job(a, s, g, cfg, path, checkpoint_path(path)))
+
+    def view(self, groups: "GroupRun"):
+        """The split restricted to ``groups`` (made on first use: it computes the training rows' statistics)."""
+        from hetbench.train.groups import restrict_groups
+
+        if groups not in self._views:
+            self._views[groups] = restrict_groups(self.data, groups.train_groups, groups.test_groups)
+        return self._views[groups]
+
+    def check_existing(self, overwrite: bool, keep: bool, resume: bool) -> None:
+        """Refuse, keep or replace the results that exist; with ``resume``, check every checkpoint."""
+        from hetbench.train.checkpoint import check_resumable
+        from hetbench.train.algorithms import make_algorithm
+
+        for job in self.jobs:
+            if job.path.exists() and not job.path.is_file():
+                raise HetbenchError(f"'{job.path}' exists and is not a file")
+        taken = [j for j in self.jobs if j.path.exists()]
+        if taken and not (overwrite or keep):
+            more = f" (and {len(taken) - 1} more)" if len(taken) > 1 else ""
+            raise HetbenchError(
+                f"result file '{taken[0].path}' already exists{more}; pass --skip-existing to keep existing results "
+                "and run the rest, or --overwrite to replace them"
+            )
+        if keep:
+            for job in taken:
+                job.kept = self._kept(job)
+        if resume:
+            todo = [j for j in self.jobs if j.kept is None and j.checkpoint.is_file()]
+            if not todo:
+                folder, left = self.jobs[0].path.parent, len(self.jobs) - len(taken)
+                raise HetbenchError(
+                    f"--resume: no checkpoint to resume in '{folder}': all {len(taken)} results of this sweep exist"
+                    if not left else
+                    f"--resume: no checkpoint of this sweep's {left} unfinished run{'s' if left > 1 else ''} in "
+                    f"'{folder}' (a run writes one with --checkpoint-every K); run without --resume to start afresh"
+                )
+            for job in todo:
+                check_resumable(job.checkpoint, self.view(job.groups), make_algorithm(job.algorithm, **self.hyper),
+                                job.config)
+                job.resume = True
+
+    def _kept(self, job: _Job) -> dict[str, Any]:
+        """The existing result of ``job``, refused when it is unreadable or was written with other options."""
+        try:
+            doc = json.loads(job.path.read_text())
+            accuracy = float(doc["final"]["accuracy"])
+        except (OSError, ValueError, TypeError, KeyError, RecursionError) as exc:
+            raise HetbenchError(
+                f"existing result '{job.path}' cannot be read ({type(exc).__name__}); delete it or pass --overwrite"
+            ) from None
+        want = _jsonable({**job.config.result_options(), "algorithm": self.algos[job.algorithm].params,
+                          "fingerprint": self.data.fingerprint})
+        have = {**doc.get("config", {}), "algorithm": doc.get("algorithm", {}).get("params"),
+                "fingerprint": doc.get("split", {}).get("fingerprint")}
+        if want.get("model") == "auto":
+            want.pop("model")
+        diff = next((k for k in sorted(want) if have.get(k) != want[k]), None)
+        if diff is not None or not math.isfinite(accuracy):
+            what = "split" if diff == "fingerprint" else f"{diff} {have.get(diff)!r}, not {want.get(diff)!r}" if diff else \
+                "a non-finite accuracy"
+            raise HetbenchError(
+                f"existing result '{job.path}' was written with other options ({what}); pass --overwrite to replace "
+                "it or choose another --out"
+            )
+        return doc
+
+    def run(self) -> list[RunResult]:
+        from hetbench.train.algorithms import make_algorithm
+        from hetbench.train.checkpoint import remove_checkpoint
+        from hetbench.train.results import write_result
+
+        self._announce()
+        runs = []
+        central: dict[tuple, float] = {}
+        for job in self.jobs:
+            key = (job.seed, job.groups)
+            if job.kept is not None:
+                doc = job.kept
+            else:
+                algorithm = make_algorithm(job.algorithm, **self.hyper)  # fresh state per run
+                doc = self._train(job, algorithm, central.get(key))
+                write_result(doc, job.path)
+                remove_checkpoint(job.checkpoint)  # the result is safe: the checkpoint has done its job
+            if job.algorithm == "central":
+                central[key] = doc["final"]["accuracy"]
+            runs.append(RunResult(job.algorithm, job.seed, job.path, doc, job.groups.tag, job.kept is not None,
+                                  job.resume))
+        return runs
+
+    def _announce(self) -> None:
+        if self.quiet:
+            return
+        for label, jobs in (("skipped {n} existing result{s}", [j for j in self.jobs if j.kept is not None]),
+                            ("resuming {n} run{s} from {its} checkpoint{s}", [j for j in self.jobs if j.resume])):
+            if jobs:
+                head = label.format(n=len(jobs), s="" if len(jobs) == 1 else "s", its="its" if len(jobs) == 1 else "their")
+                shown = ", ".join(j.path.name for j in jobs[:8]) + (", ..." if len(jobs) > 8 else "")
+                print(f"{head}: {shown}", file=sys.stderr)
+
+    def _train(self, job: _Job, algorithm, central_acc: float | None) -> dict:
+        from hetbench.progress import progress_bar
+        from hetbench.train.simulation import run_training
+
+        label = " ".join(x for x in (algorithm.name, job.groups.tag, f"s{job.seed}") if x)
+        done = [0]
+
+        def advance(r: int, summary: dict) -> None:
+            bar.update(advance=r - done[0])  # a resumed run starts past round 1
+            done[0] = r
+
+        with progress_bar(label, job.config.rounds, quiet=self.quiet) as bar:
+            checkpoint = job.checkpoint if (job.config.checkpoint_every or job.resume) else None
+            return run_training(self.view(job.groups), algorithm, job.config, central_accuracy=central_acc,
+                                on_round=advance, checkpoint=checkpoint, resume=job.resume)
+
+
+def _tagged(path: Path, tag: str | None, seed: int) -> Path:
+    """``path`` (``<stem>-s<seed>.json``) with the group tag before the seed; unchanged without one."""
+    if tag is None:
+        return path
+    suffix = f"-s{seed}.json"
+    assert path.name.endswith(suffix), path
+    return path.with_name(f"{path.name[: -len(suffix)]}-{tag}{suffix}")
+
+
+def _jsonable(value: Any) -> Any:
+    """``value`` as it reads back from a results JSON (tuples become lists, numpy scalars numbers)."""
+    return json.loads(json.dumps(value, default=lambda v: v.item() if hasattr(v, "item") else str(v)))

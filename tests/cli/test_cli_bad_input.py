@@ -202,3 +202,99 @@ def test_catalogue_one_line_exit_2_nothing_left(case, tmp_path, inputs, no_rende
     assert needle.lower() in lines[0].lower(), lines[0]
     assert not out.exists()
     assert sorted(p.name for p in tmp_path.iterdir()) == before  # no temporary sibling left either
+
+
+# ---- issue 12: hetbench train's devices, groups, stable metrics, checkpoints --------------------
+# Each entry: the arguments after `train --split {groups} --rounds 2 -q`, the folder given as --out
+# ("fresh": must not be created; "killed": holds a checkpoint of a run with another learning rate and must
+# stay as it is) and a needle of the one stderr line.
+TRAIN_CATALOGUE = {
+    "device tpu": (["--device", "tpu"], "fresh", "--device 'tpu' is not one of auto, cpu, cuda, cuda:N, mps"),
+    "device cuda:7": (["--device", "cuda:7"], "fresh", "--device cuda:7"),
+    "last-k 0": (["--last-k", "0"], "fresh", "--last-k must be a positive number (got 0)"),
+    "checkpoint-every 0": (["--checkpoint-every", "0"], "fresh", "--checkpoint-every must be a positive number"),
+    "protocol unknown": (["--protocol", "unknown"], "fresh", "--protocol 'unknown' is not one of leave-one-group-out"),
+    "train group not in split": (["--train-groups", "a,z"], "fresh",
+                                 "--train-groups: 'z' is not a group of column 'device' of this split (groups: a, b, c)"),
+    "train groups leave no client": (["--train-groups", "c"], "fresh",
+                                     "--train-groups c leaves no training client: none of the 2 clients"),
+    "train groups empty": (["--train-groups", ","], "fresh", "--train-groups is empty"),
+    "train group named twice": (["--train-groups", "a,a"], "fresh", "--train-groups names group 'a' twice"),
+    "test group not in split": (["--test-groups", "x"], "fresh", "--test-groups: 'x' is not a group of column 'device'"),
+    "logo with train groups": (["--protocol", "leave-one-group-out", "--train-groups", "a"], "fresh", "drop --train-groups"),
+    "logo leaves no client": (["--protocol", "leave-one-group-out"], "fresh",
+                              "holding out 'a', leaves no training client"),
+    "groups without a group column": (["--group-by", "all", "--train-groups", "a"], "fresh",
+                                      "--train-groups needs groups, but the split has none"),
+    "resume without checkpoint": (["--resume"], "fresh", "--resume: no checkpoint of this sweep's 1 unfinished run"),
+    "resume with overwrite": (["--resume", "--overwrite"], "killed", "cannot be combined with --overwrite"),
+    "skip-existing with overwrite": (["--skip-existing", "--overwrite"], "killed", "cannot be combined with --overwrite"),
+    "resume another configuration": (["--resume", "--checkpoint-every", "1"], "killed",
+                                     "is of another run configuration: config.lr is 0.5 there, 0.05 here"),
+}
+if not __import__("torch").cuda.is_available():  # these cases need a machine without a GPU
+    TRAIN_CATALOGUE["device cuda without a GPU"] = (["--device", "cuda"], "fresh", "torch found no CUDA GPU")
+    TRAIN_CATALOGUE["amp without a GPU"] = (["--amp"], "fresh", "--amp (bf16 autocast) needs a CUDA device")
+
+
+def _group_split(folder):
+    """Two clients: client 0's rows are all device 'a', client 1's are 'b' and 'c'; test rows of a, b, c."""
+    import datasets
+    import numpy as np
+    from PIL import Image
+
+    rng = np.random.default_rng(0)
+    feats = datasets.Features({"image": datasets.Image(), "label": datasets.ClassLabel(names=["x", "y"]),
+                               "device": datasets.Value("string"), "client_id": datasets.Value("int64")})
+    (folder / "data").mkdir(parents=True)
+    for split, n in (("train", 16), ("test", 9)):
+        client = [i % 2 for i in range(n)] if split == "train" else [-1] * n
+        device = (["a" if i % 2 == 0 else "bc"[(i // 2) % 2] for i in range(n)] if split == "train"
+                  else ["abc"[i % 3] for i in range(n)])
+        rows = {"image": [Image.fromarray(rng.integers(0, 255, (8, 8), dtype=np.uint8)) for _ in range(n)],
+                "label": rng.integers(0, 2, n).tolist(), "device": device, "client_id": client}
+        datasets.Dataset.from_dict(rows, features=feats).to_parquet(str(folder / "data" / f"{split}.parquet"))
+    return folder
+
+
+@pytest.fixture(scope="module")
+def train_inputs(tmp_path_factory):
+    """The group split, and a results folder left by a killed run of it (a checkpoint, lr 0.5)."""
+    from hetbench.train.algorithms import TrainConfig, make_algorithm
+    from hetbench.train.checkpoint import checkpoint_path
+    from hetbench.train.data import load_federated
+    from hetbench.train.results import result_path
+    from hetbench.train.simulation import run_training
+
+    root = tmp_path_factory.mktemp("train_inputs")
+    split = _group_split(root / "groups")
+    killed = root / "killed"
+    data = load_federated(str(split))
+    ckpt = checkpoint_path(result_path(killed, data.name, "fedavg", {}, {}, 0))
+    ckpt.parent.mkdir(parents=True)
+    config = TrainConfig(rounds=2, lr=0.5, checkpoint_every=1, device="cpu")  # the CLI cases: lr 0.05
+    run_training(data, make_algorithm("fedavg"), config, checkpoint=ckpt)
+    assert ckpt.is_file()
+    return {"groups": split, "killed": killed}
+
+
+@pytest.mark.parametrize("case", sorted(TRAIN_CATALOGUE))
+def test_train_catalogue_one_line_exit_2_nothing_written(case, tmp_path, train_inputs, run_cli):
+    import shutil
+
+    args, out_kind, needle = TRAIN_CATALOGUE[case]
+    out = tmp_path / "out"
+    if out_kind == "killed":
+        shutil.copytree(train_inputs["killed"], out)
+    before = {p.relative_to(tmp_path): p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()}
+    code, stdout, err = run_cli("train", "--split", train_inputs["groups"], "--rounds", "2", "--threads", "1", "-q",
+                                *args, "--out", out)
+    assert code == 2, (case, stdout, err)
+    assert "Traceback" not in err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1, err
+    assert lines[0].startswith("hetbench: error:"), lines[0]
+    assert needle.lower() in lines[0].lower(), lines[0]
+    assert (out_kind == "killed") == out.exists()
+    after = {p.relative_to(tmp_path): p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()}
+    assert after == before  # nothing written, nothing removed

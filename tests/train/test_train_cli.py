@@ -193,3 +193,109 @@ def test_train_on_iso_isp_and_digits_domains_then_leaderboard(tmp_path, run_cli)
     assert html.count('<table class="leaderboard"') == 2
     assert html.count('data-algorithm="') == 13
     shutil.rmtree(res)
+
+
+# ---- issue 12: group protocols, stable metrics, --skip-existing / --resume from the command line ----
+
+
+@pytest.fixture(scope="module")
+def iso_isp(tmp_path_factory):
+    """A tiny iso-isp build: one device (and one client) per white-balance variant, 16 px."""
+    from hetbench.cli.main import main
+
+    out = tmp_path_factory.mktemp("split") / "iso"
+    try:
+        main(["build", "iso-isp", "--stages", "wb", "--size", "16", "--crops-per-photo", "1", "--crop-size", "96",
+              "-q", "--out", str(out)])
+    except SystemExit as exc:
+        assert not exc.code
+    return out
+
+
+@pytest.fixture(scope="module")
+def digits_domains(tmp_path_factory):
+    from hetbench.cli.main import main
+
+    out = tmp_path_factory.mktemp("split") / "domains"
+    try:
+        main(["build", "digits-domains", "--fraction", "0.05", "-q", "--out", str(out)])
+    except SystemExit as exc:
+        assert not exc.code
+    return out
+
+
+def test_heteroswitch_fig3_train_on_the_baseline_test_on_every_variant(iso_isp, tmp_path, run_cli, monkeypatch):
+    out = tmp_path / "res"
+    monkeypatch.setenv("COLUMNS", "300")  # the whole summary table on one line per run
+    code, stdout, err = run_cli("train", "--split", iso_isp, "--train-groups", "baseline", "--algo", "central,fedavg",
+                                "--rounds", "3", "--batch-size", "16", "--threads", "1", "--last-k", "2", "--out", out)
+    assert code == 0, err
+    names = [p.name for p in _results(out)]
+    assert names == ["central-train_baseline-s0.json", "fedavg-train_baseline-s0.json"]
+    doc = json.loads(_results(out)[1].read_text())
+    assert doc["config"]["train_groups"] == ["baseline"] and doc["config"]["last_k"] == 2
+    assert doc["split"]["num_clients"] == 1  # the baseline device's client only
+    groups = doc["groups"]
+    assert sorted(groups) == ["baseline", "wb=none", "wb=white-patch"]
+    assert [g for g, v in groups.items() if v["trained_on"]] == ["baseline"]
+    for g, v in groups.items():
+        assert v["drop"] == pytest.approx(groups["baseline"]["accuracy"] - v["accuracy"], abs=1e-3)
+    f = doc["final"]
+    assert f["last_k"]["accuracy"] == pytest.approx(np.mean(doc["curves"]["accuracy"][-2:]), abs=1e-3)
+    # the summary: the mean of the last k, and the protocol's columns
+    assert "mean last 2" in stdout and "trained-on" in stdout and "train_baseline" in stdout
+
+
+def test_test_groups_and_leave_one_domain_out(digits_domains, tmp_path, run_cli):
+    out = tmp_path / "res"
+    fast = ("--rounds", "2", "--clients-per-round", "3", "--batch-size", "16", "--threads", "1", "-q", "--out", out)
+    code, _, err = run_cli("train", "--split", digits_domains, "--algo", "fedavg", "--test-groups", "usps,mnist", *fast)
+    assert code == 0, err
+    (only,) = _results(out)
+    assert only.name == "fedavg-test_mnist+usps-s0.json"
+    assert list(json.loads(only.read_text())["groups"]) == ["mnist", "usps"]
+    code, _, err = run_cli("train", "--split", digits_domains, "--algo", "fedavg", "--protocol", "leave-one-group-out",
+                           *fast)
+    assert code == 0, err
+    logo = [p for p in _results(out) if "logo_" in p.name]
+    assert [p.name for p in logo] == [f"fedavg-logo_{d}-s0.json" for d in ("mnist", "mnistm", "syn", "usps")]
+    for p in logo:
+        doc = json.loads(p.read_text())
+        held = p.name.split("logo_")[1][: -len("-s0.json")]
+        assert {g for g, v in doc["groups"].items() if not v["trained_on"]} == {held}
+        assert len(doc["groups"]) == 4 and doc["split"]["num_clients"] < 12  # without the held-out domain's clients
+
+
+def test_skip_existing_and_resume_from_the_command_line(digits_split, tmp_path, run_cli, monkeypatch):
+    import hetbench.train.simulation as simulation
+
+    monkeypatch.setenv("COLUMNS", "300")  # the whole summary table on one line per run
+    out = tmp_path / "res"
+    args = ("train", "--split", digits_split, "--rounds", "3", "--clients-per-round", "3", "--batch-size", "16",
+            "--threads", "1", "--checkpoint-every", "1", "--out", out)
+    code, _, err = run_cli(*args, "--algo", "fedavg", "-q")
+    assert code == 0, err
+    real = simulation.run_training
+
+    def killed_in_round_2(data, algo, config, *a, on_round=None, **kw):
+        def hook(r, summary):
+            if r == 2:
+                raise KeyboardInterrupt  # Ctrl-C: exit 130, the checkpoint of round 1 (or 2) stays
+        return real(data, algo, config, *a, on_round=hook, **kw)
+
+    monkeypatch.setattr(simulation, "run_training", killed_in_round_2)
+    code, _, err = run_cli(*args, "--algo", "fedavg,fedprox", "--skip-existing", "-q")
+    assert code == 130, err
+    monkeypatch.setattr(simulation, "run_training", real)
+    (folder,) = out.iterdir()  # <out>/<split name>
+    assert sorted(p.name for p in folder.iterdir()) == ["fedavg-s0.json", "fedprox-s0.ckpt"]
+    code, stdout, err = run_cli(*args, "--algo", "fedavg,fedprox", "--resume")
+    assert code == 0, err
+    assert "skipped 1 existing result: fedavg-s0.json" in err
+    assert "resuming 1 run from its checkpoint: fedprox-s0.json" in err
+    assert "fedavg (kept)" in stdout and "fedprox (resumed)" in stdout
+    assert sorted(p.name for p in folder.iterdir()) == ["fedavg-s0.json", "fedprox-s0.json"]  # checkpoint gone
+    fresh = tmp_path / "fresh"
+    code, _, err = run_cli(*args[:-1], fresh, "--algo", "fedprox", "-q")
+    assert code == 0, err
+    assert _without_timing(folder / "fedprox-s0.json") == _without_timing(fresh / folder.name / "fedprox-s0.json")
