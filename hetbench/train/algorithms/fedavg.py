@@ -4,9 +4,9 @@ FedAvg: the server averages the clients' updates with weights n_k / n over the r
 applies theta_{t+1} = theta_t - gamma * g_bar (server learning rate gamma, 1 by default).
 FedAvgM: server momentum, v_t = beta * v_{t-1} + g_bar and theta_{t+1} = theta_t - gamma * v_t, beta = 0.9
 (Hsu et al. 2020 sec. 6.5: "momentum beta = 0.9 is used for FedAvgM"). A constant update is applied
-gamma / (1 - beta) times over in the long run: the effective step that Hsu et al. 2020, Appendix A.1,
-define as eta_eff = eta / (1 - beta). Unless given, the server learning rate is therefore 1 - beta
-(effective step 1, the long-run step of FedAvg's plain average): 0.1 with beta = 0.9.
+gamma / (1 - beta) times over in the long run: the effective learning rate eta_eff = eta / (1 - beta) of
+Hsu et al. 2020, Appendix A.1, with eta read as gamma. Unless given, the server learning rate is
+therefore 1 - beta (effective step 1, the long-run step of FedAvg's plain average): 0.1 with beta = 0.9.
 """
 
 from __future__ import annotations
@@ -113,10 +113,10 @@ class FedAvgM(ServerMomentum, FedAvg):
     built up. Hsu et al. 2020 (Appendix A.1, following Shallue et al. 2018) call ``eta / (1 - beta)`` the
     effective learning rate ``eta_eff`` of FedAvgM and, on CIFAR-10/100 with Dirichlet client splits, sweep
     ``eta_eff`` over {1e-3, 10^-2.5, ..., 1} and ``1 - beta`` over {10^-2.5, ..., 1}, reporting that
-    ``eta_eff = 1e-2`` "works well in many situations"; their grid does not go beyond 1. The former default
-    here, gamma = 1 with beta = 0.9, is an effective step of 10, and it fell to chance accuracy on a
-    Dirichlet alpha = 0.05 split; the default gamma = 1 - beta is an effective step of 1, the top of that
-    grid and the long-run step of FedAvg's plain average.
+    ``eta_eff = 1e-2`` "works well in many situations"; their grid does not go beyond 1. (That appendix does
+    not define eta further; here it is read as the server learning rate gamma.) The default
+    gamma = 1 - beta is an effective step of 1, the top of that grid and the long-run step of FedAvg's
+    plain average; gamma = 1 with beta = 0.9 (hetbench's former default) is an effective step of 10.
 
     References
     ----------
