@@ -146,10 +146,11 @@ def _print_summary(runs: list) -> None:
     from rich.table import Table
 
     split = runs[0].doc["split"]
-    t = Table(title=f"{split['name']}: {split['num_clients']} clients, groups by {split['group_by']}")
-    grouped = any(run.groups for run in runs)
+    grouped = any(run.groups for run in runs)  # then each run has its own clients
+    clients = "" if grouped else f"{split['num_clients']} clients, "
+    t = Table(title=f"{split['name']}: {clients}groups by {split['group_by']}")
     k = next((run.doc["final"]["last_k"]["k"] for run in runs if "k" in run.doc["final"].get("last_k", {})), None)
-    columns = ["algorithm", *(["groups"] if grouped else []), "seed", "accuracy", f"mean last {k or 'k'}", "best",
+    columns = ["algorithm", *(["groups", "clients"] if grouped else []), "seed", "accuracy", f"mean last {k or 'k'}", "best",
                "worst group", "variance", *(["trained-on", "unseen", "drop"] if grouped else []), "rel. acc.", "wall s"]
     for col in columns:
         t.add_column(col, no_wrap=True)
@@ -157,7 +158,7 @@ def _print_summary(runs: list) -> None:
         f = run.doc["final"]
         best = (f.get("best") or {}).get("accuracy") or {}
         row = [run.algorithm + (" (kept)" if run.skipped else " (resumed)" if run.resumed else ""),
-               *([run.groups or "all"] if grouped else []), str(run.seed), _cell(f["accuracy"]),
+               *([run.groups or "all", str(run.doc["split"]["num_clients"])] if grouped else []), str(run.seed), _cell(f["accuracy"]),
                _cell((f.get("last_k") or {}).get("accuracy")), _cell(best.get("value")),
                _cell(f["worst_group_accuracy"]), _cell(f["group_accuracy_variance"]),
                *([_cell(f.get(m)) for m in ("trained_on_accuracy", "unseen_accuracy", "mean_drop")] if grouped else []),
