@@ -299,3 +299,20 @@ def test_skip_existing_and_resume_from_the_command_line(digits_split, tmp_path, 
     code, _, err = run_cli(*args[:-1], fresh, "--algo", "fedprox", "-q")
     assert code == 0, err
     assert _without_timing(folder / "fedprox-s0.json") == _without_timing(fresh / folder.name / "fedprox-s0.json")
+
+
+def test_the_decode_cache_goes_where_cache_dir_or_hetbench_cache_says(digits_split, tmp_path, run_cli, monkeypatch):
+    def cached(folder):
+        return sorted(p.name for p in folder.rglob("*.npy")) if folder.exists() else []
+
+    in_split = cached(digits_split / ".hetbench-cache")
+    code, _, err = run_cli("train", "--split", digits_split, "--algo", "fedavg", *FAST, "--out", tmp_path / "a",
+                           "--cache-dir", tmp_path / "flag")
+    assert code == 0, err
+    assert len(cached(tmp_path / "flag")) == 2  # the train and test images
+    monkeypatch.setenv("HETBENCH_CACHE", str(tmp_path / "env"))
+    code, _, err = run_cli("train", "--split", digits_split, "--algo", "fedavg", *FAST, "--out", tmp_path / "b")
+    assert code == 0, err
+    assert cached(tmp_path / "env") == cached(tmp_path / "flag")
+    assert cached(digits_split / ".hetbench-cache") == in_split  # neither run wrote into the split folder
+    assert _without_timing(_results(tmp_path / "a")[0]) == _without_timing(_results(tmp_path / "b")[0])
