@@ -9,7 +9,7 @@ The path through the package (``docs/architecture.md``)::
 
     split --data.load_federated--> FederatedData
           --simulation.run_training(algorithms.make_algorithm(name), TrainConfig)--> results document
-          --results.write_result--> <out>/<split>/<algorithm>-s<seed>.json
+          --results.write_result--> <out>/<split>/<algorithm>[-<params>][-<groups>]-s<seed>.json
 
 :func:`sweep` (in :mod:`hetbench.train.runs`) does all of it for every algorithm and seed, as
 ``hetbench train`` does; :func:`default_split` is the split it uses when none is given. Importing this

@@ -1,6 +1,6 @@
 """Results files: one JSON per (split, algorithm, seed), written atomically (format: ``docs/output-contract.md``).
 
-Layout: ``<out>/<split name>/<algorithm>[-<non-default params>]-s<seed>.json``. The document is stable:
+Layout: ``<out>/<split name>/<algorithm>[-<non-default params>][-<groups>]-s<seed>.json``. The document is stable:
 keys sorted, floats rounded, so two runs with the same inputs, options and seed give the same file except
 for the ``timing`` block (wall-clock seconds).
 
