@@ -243,3 +243,18 @@ def test_a_run_killed_with_sigkill_resumes_to_the_uninterrupted_results(tiny_dat
     config = TrainConfig(rounds=rounds, clients_per_round=3, batch_size=4, lr=0.1, eval_every=2)
     reference = run_training(tiny_data(sizes=SIZES, skew=True), make_algorithm("scaffold"), config)
     assert _without_timing(json.loads(out.read_text())) == _without_timing(json.loads(json.dumps(reference)))
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+def test_gpu_smoke_a_cuda_run_resumes_to_the_same_results(tiny_data, tmp_path):  # pragma: no cover - GPU only
+    data = tiny_data(sizes=SIZES, skew=True)
+    reference = run_training(data, make_algorithm("scaffold"), _config(device="cuda"))
+    ckpt = tmp_path / "run.ckpt"
+    with pytest.raises(Interrupted):
+        run_training(data, make_algorithm("scaffold"), _config(device="cuda", checkpoint_every=1), checkpoint=ckpt,
+                     on_round=_interrupt_at(3))
+    state = torch.load(ckpt, weights_only=True)  # tensors saved from the GPU load on the CPU
+    assert "cuda" in state["rng"] and state["model"]["params"].device.type == "cpu"
+    resumed = run_training(data, make_algorithm("scaffold"), _config(device="cuda", checkpoint_every=1),
+                           checkpoint=ckpt, resume=True)
+    assert _without_timing(resumed) == _without_timing(reference)
