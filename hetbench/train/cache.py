@@ -135,20 +135,44 @@ def _take(col, rows: np.ndarray) -> list:
     return col.take(pa.array(rows)).to_pylist()
 
 
-def read_items(source: ImageSource, rows: np.ndarray) -> list:
-    """The image cells (``{"bytes", "path"}`` or None) of the sorted ``rows``."""
+#: a worker process's mapped Arrow files and their tables, kept across its tasks (not in the calling process)
+_OPEN: dict[str, tuple[mmap.mmap, Any]] = {}
+_KEEP_OPEN = False
+
+
+@contextmanager
+def _arrow_table(path: str) -> Iterator[Any]:
+    """The Arrow table of one of a data set's cache files, zero-copy from a memory map. A worker maps each
+    file once (opening a stream of thousands of record batches costs tens of milliseconds) and drops the
+    pages it read after each block, so its resident memory stays small; the calling process maps the file
+    for this block only."""
     import pyarrow as pa
 
+    if not _KEEP_OPEN:
+        with pa.memory_map(path, "r") as src:
+            yield pa.ipc.open_stream(src).read_all()
+        return
+    if path not in _OPEN:
+        with open(path, "rb") as f:
+            mm = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+        _OPEN[path] = (mm, pa.ipc.open_stream(pa.BufferReader(pa.py_buffer(mm))).read_all())
+    mm, table = _OPEN[path]
+    try:
+        yield table
+    finally:
+        release_pages(mm)
+
+
+def read_items(source: ImageSource, rows: np.ndarray) -> list:
+    """The image cells (``{"bytes", "path"}`` or None) of the sorted ``rows``."""
     if source.table is not None:
         return _take(source.table.column(source.column), rows)
     out: list = []
     for f, lo, hi in zip(source.files, source.offsets, source.offsets[1:]):
         sel = rows[(rows >= lo) & (rows < hi)] - lo
         if sel.size:
-            with pa.memory_map(f, "r") as src:  # mapped for this block only: a worker's memory stays small
-                table = pa.ipc.open_stream(src).read_all()
+            with _arrow_table(f) as table:
                 out.extend(_take(table.column(source.column), sel))
-                del table
     return out
 
 
@@ -251,6 +275,8 @@ def decode_task(job: BlockJob) -> tuple[int, np.ndarray | None, np.ndarray | Non
 def _init_worker() -> None:
     import cv2
 
+    global _KEEP_OPEN
+    _KEEP_OPEN = True
     cv2.setNumThreads(1)
 
 
@@ -506,10 +532,11 @@ def decoded_images(
     return np.load(_with(stem, ".npy"), mmap_mode="r"), meta
 
 
-def release_pages(x: np.ndarray) -> None:
-    """Drop the pages of a memory-mapped array from this process's resident memory (they stay in the
-    operating system's page cache and are read back on the next access); anything else is left alone."""
-    mm = getattr(x, "_mmap", None)
+def release_pages(x: Any) -> None:
+    """Drop the pages of a memory-mapped array (or of an ``mmap``) from this process's resident memory
+    (they stay in the operating system's page cache and are read back on the next access); anything
+    else is left alone."""
+    mm = x if isinstance(x, mmap.mmap) else getattr(x, "_mmap", None)
     advice = getattr(mmap, "MADV_DONTNEED", None)
     if isinstance(mm, mmap.mmap) and advice is not None and not mm.closed:
         mm.madvise(advice)
