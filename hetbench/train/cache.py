@@ -18,8 +18,8 @@ Decoding, per image, is the trainer's since before the cache (so results do not 
 images are all grayscale (PIL mode ``L``) keeps one channel, any other becomes RGB (grayscale images
 repeated); images are resized to ``image_size`` with area interpolation when shrinking and bilinear when
 growing. A block of rows is decoded by one process and written at its offset, so the file's bytes do
-not depend on the number of processes. Decode workers read the split's Arrow files themselves, one
-block at a time, so the parent process holds neither the encoded nor the decoded split.
+not depend on the number of processes. Decode workers map the split's Arrow files themselves and drop
+the pages they read after every block, so no process holds the encoded or the decoded split.
 """
 
 from __future__ import annotations
@@ -305,9 +305,10 @@ class Decoder:
         self.in_process_rows = in_process_rows
         self._pool: ProcessPoolExecutor | None = None
 
-    def map(self, fn: Callable, tasks: list, rows: int) -> Iterator:
-        """``fn(*task)`` for every task, yielded in task order."""
-        if rows <= self.in_process_rows:
+    def map(self, fn: Callable, tasks: list, rows: int, local: bool = False) -> Iterator:
+        """``fn(*task)`` for every task, yielded in task order; in this process when ``rows`` is small or
+        ``local`` says the tasks carry data that should not be copied to workers (an in-memory table)."""
+        if local or rows <= self.in_process_rows:
             for task in tasks:
                 yield fn(*task)
             return
@@ -407,7 +408,7 @@ def scan(source: ImageSource, image_size: int | None, decoder: Decoder, desc: st
     tasks = [(source, a, min(a + chunk, n), desc) for a in range(0, n, chunk)]
     gray, sizes = True, set()
     with progress_bar(f"reading {desc} images", n, quiet=quiet) as bar:
-        for (_, a, b, _), (g, s) in zip(tasks, decoder.map(scan_task, tasks, n)):
+        for (_, a, b, _), (g, s) in zip(tasks, decoder.map(scan_task, tasks, n, source.table is not None)):
             gray, sizes = gray and g, sizes | s
             bar.update(advance=b - a)
     if image_size is None and sizes:
@@ -510,8 +511,9 @@ def decoded_images(
                 for a in range(0, rows.size, per_block)]
         crcs: list[int] = []
         total, total_sq, count = np.zeros(c), np.zeros(c), 0
+        results = decoder.map(decode_task, jobs, source.num_rows, source.table is not None)
         with progress_bar(f"decoding {part} images", int(rows.size), quiet=quiet) as bar:
-            for (job,), (crc, sums, squares, n) in zip(jobs, decoder.map(decode_task, jobs, source.num_rows)):
+            for (job,), (crc, sums, squares, n) in zip(jobs, results):
                 crcs.append(crc)
                 if sums is not None:
                     total += sums

@@ -301,3 +301,21 @@ def test_release_pages_gives_the_pages_read_back(tmp_path):
     cache.release_pages(x[10:20])  # a view releases its whole mapping
     assert rss_file_kib() - before < 16 * 1024
     assert int(x[63].sum(dtype=np.int64)) == 2**20  # still readable
+
+
+def test_a_data_set_held_in_memory_is_decoded_in_this_process(monkeypatch, tmp_path):
+    import datasets
+
+    rng = np.random.default_rng(6)
+    images = [_image(rng, "RGB", 10, 10) for _ in range(9)]
+    ds = datasets.Dataset.from_dict({"image": images}, features=datasets.Features({"image": datasets.Image()}))
+    source = image_source(ds, "image")
+    assert source.table is not None and not source.files  # no Arrow files to hand to workers
+
+    def no_pool(*args, **kwargs):
+        raise AssertionError("a pool was started")
+
+    monkeypatch.setattr(cache, "ProcessPoolExecutor", no_pool)
+    with Decoder(2, in_process_rows=0) as decoder:
+        x, _ = decoded_images(source, tmp_path, "memory", "train", {}, np.arange(9), 8, None, decoder)
+    assert np.array_equal(np.asarray(x), old_decode(images, 8))
