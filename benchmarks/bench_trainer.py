@@ -239,8 +239,9 @@ def floor_part(say: Report, split: Path, setting: dict, args) -> list[Figure]:
         h_best, h_med, h_cpu = line("hetbench run_training", hets)
         p_best, p_med, p_cpu = line("plain PyTorch loop", plains)
         t = het["timing"]
-        say(f"    hetbench inside: train {t.get('train_s', float('nan')):.2f} s, eval {t.get('eval_s', float('nan')):.2f} s,"
-            f" {t.get('workers')} worker(s) x {t.get('client_threads')} torch thread(s)")
+        say(f"    hetbench inside its last run: train {t.get('train_s', float('nan')):.2f} s, "
+            f"eval {t.get('eval_s', float('nan')):.2f} s, {t.get('workers')} worker(s) x {t.get('client_threads')} "
+            "torch thread(s)")
         say(f"    hetbench / plain: wall best {h_best / p_best:.3f}x, median {h_med / p_med:.3f}x, CPU {h_cpu / p_cpu:.3f}x; "
             f"accuracy gap {abs(het['accuracy'] - plain['accuracy']):.2f} points; max |param difference| {diff:.3g}")
         if workers == 1:
