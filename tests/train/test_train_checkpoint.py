@@ -13,6 +13,7 @@ import time
 import zipfile
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
 
@@ -258,3 +259,25 @@ def test_gpu_smoke_a_cuda_run_resumes_to_the_same_results(tiny_data, tmp_path): 
     resumed = run_training(data, make_algorithm("scaffold"), _config(device="cuda", checkpoint_every=1),
                            checkpoint=ckpt, resume=True)
     assert _without_timing(resumed) == _without_timing(reference)
+
+
+def test_every_algorithms_state_is_portable_and_round_trips(tiny_data):
+    from hetbench.train.algorithms.base import portable
+    from hetbench.train.checkpoint import decode, encode
+
+    data = tiny_data(sizes=SIZES, skew=True)
+    for name in ALGORITHMS.names():
+        algo = _algo(name)
+        run_training(data, algo, _config(rounds=2))
+        state = algo.state_dict()
+        assert portable(state) and "params" not in state and not set(state) & set(algo.rebuilt), name
+        back = decode(encode(state))
+        assert list(back) == list(state), name
+        for key, value in state.items():
+            if isinstance(value, (torch.Tensor, np.ndarray)):
+                assert type(back[key]) is type(value) and np.array_equal(np.asarray(back[key]), np.asarray(value))
+            elif not isinstance(value, dict):
+                assert back[key] == value, (name, key)
+    dapper = _algo("dapperfl")
+    run_training(data, dapper, _config(rounds=1))
+    assert "achieved" in dapper.state_dict() and "groups" not in dapper.state_dict()  # prune groups: rebuilt by setup
