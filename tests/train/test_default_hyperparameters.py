@@ -1,0 +1,61 @@
+"""Every algorithm's defaults learn on a strongly label-skewed split (issue 12): ``builtin:mnist5k`` dealt
+to 20 clients by a Dirichlet alpha = 0.05 over classes, 20 rounds of 10 clients with the trainer's default
+options. The measure is the mean accuracy of the last 3 evaluations (``--last-k`` 3), which one bad round
+cannot decide; it must reach 3x chance (30% for 10 classes).
+
+Measured (mean of the last 3 evaluations, CPU): central 95, fedvc 73, fedavg/fedir/heteroswitch 68-69,
+fedprox/qfedavg 66-67, dapperfl 56, fedavgm 34 (the server step 1 - beta starts 10x smaller than FedAvg's
+and grows with the momentum), scaffold 30 (its final accuracy 20%; see the xfail below), scaffold with
+--lr 0.02 57. About 10 minutes on two busy cores (``pytest -s`` prints each run's figures).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from hetbench.train.algorithms import ALGORITHMS, TrainConfig, make_algorithm
+from hetbench.train.simulation import run_training
+
+pytestmark = pytest.mark.slow
+
+CLIENTS, ALPHA, ROUNDS, LAST_K, FACTOR = 20, 0.05, 20, 3, 3.0
+
+SCAFFOLD_UNSTABLE = pytest.mark.xfail(
+    reason="SCAFFOLD at the default --lr 0.05 is unstable on alpha = 0.05 (control variates grow round over round: "
+    "final accuracy 20% here, 10% with seed 1, NaN with 10 clients); Karimireddy et al. tune the local step per "
+    "algorithm, and at --lr 0.02 it learns (the scaffold-lr0.02 case)", strict=False)
+CASES = [pytest.param(name, {}, marks=SCAFFOLD_UNSTABLE) if name == "scaffold" else pytest.param(name, {})
+         for name in ALGORITHMS.names()] + [pytest.param("scaffold", {"lr": 0.02}, id="scaffold-lr0.02")]
+
+
+@pytest.fixture(scope="module")
+def skewed_mnist(tmp_path_factory):
+    from hetbench.partitioners import DirichletPartitioner
+    from hetbench.pipeline import make_split
+    from hetbench.train.data import load_federated
+
+    out = tmp_path_factory.mktemp("splits") / "mnist5k-dirichlet-a0.05-n20"
+    make_split("builtin:mnist5k", DirichletPartitioner(CLIENTS, ALPHA, "client", None, 0), out, seed=0,
+               test_fraction=0.2, quiet=True)
+    return load_federated(str(out))
+
+
+def test_the_split_is_strongly_label_skewed(skewed_mnist):
+    data = skewed_mnist
+    y = data.y_train.numpy()
+    top_share = [np.bincount(y[rows], minlength=data.num_classes).max() / rows.size for rows in data.client_rows]
+    assert data.num_clients == CLIENTS and data.num_classes == 10
+    assert np.median(top_share) >= 0.7  # the median client has most of its rows in one class (0.78 here)
+
+
+@pytest.mark.parametrize("name, options", CASES)
+def test_every_default_beats_chance_by_a_wide_margin(skewed_mnist, name, options):
+    data = skewed_mnist
+    doc = run_training(data, make_algorithm(name), TrainConfig(rounds=ROUNDS, **options))
+    accuracy, stable = doc["curves"]["accuracy"], doc["final"]["last_k"]
+    assert stable["k"] == LAST_K and stable["rounds"] == list(range(ROUNDS - LAST_K + 1, ROUNDS + 1))
+    assert stable["accuracy"] == pytest.approx(np.mean(accuracy[-LAST_K:]), abs=1e-3)
+    chance = 100.0 / data.num_classes
+    print(f"{name} {options}: mean of the last {LAST_K} {stable['accuracy']}%, final {accuracy[-1]}%")
+    assert stable["accuracy"] >= FACTOR * chance, f"{name}: mean of the last {LAST_K} {stable['accuracy']}% {accuracy}"
