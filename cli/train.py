@@ -59,7 +59,8 @@ HYPER_OPTIONS = ("server_lr", "server_momentum", "mu", "q", "vc_size", "ema_alph
 @click.option("--eval-every", default=1, show_default=True, type=int, help="Evaluate every N rounds (and the last).")
 @click.option("--target-accuracy", default=None, type=float,
               help="Accuracy (percent) for rounds-to-target (default: 90%% of the centralised run when it runs too).")
-@click.option("--server-lr", default=None, type=float, help="Server learning rate (FedAvg family, SCAFFOLD; default 1).")
+@click.option("--server-lr", default=None, type=float, help="Server learning rate (FedAvg family, SCAFFOLD; default 1, with --server-momentum beta > 0: "
+              "1 - beta, an effective step of 1).")
 @click.option("--server-momentum", default=None, type=float, help="Server momentum beta (FedAvgM 0.9; FedIR/FedVC 0).")
 @click.option("--mu", default=None, type=float, help="FedProx proximal weight (default 0.1).")
 @click.option("--q", "q", default=None, type=float, help="q-FedAvg fairness exponent (default 1e-6).")

@@ -26,7 +26,7 @@ from hetbench.train.algorithms import Algorithm, RunState, TrainConfig
 from hetbench.train.checkpoint import restore_checkpoint, run_identity, save_checkpoint
 from hetbench.train.client_pool import ClientPool
 from hetbench.train.data import FederatedData
-from hetbench.train.device import resolve_device
+from hetbench.train.device import device_info, resolve_device
 from hetbench.train.document import History, elapsed, results_document
 from hetbench.train.evaluate import metrics_from_correct, per_group
 from hetbench.train.local import TrainingDiverged, Workspace
@@ -146,6 +146,7 @@ def run_training(
         log=run.log,
         clients=algorithm.client_footprints(run) if hasattr(algorithm, "client_footprints") else None,
         central_accuracy=central_accuracy,
+        device=device_info(device, config.amp),
         timing={"wall_time_s": round(spent["wall_s"] + elapsed(t_start), 3), "train_s": round(t_train, 3),
                 "eval_s": round(t_eval, 3), "workers": pool.workers, "client_threads": pool.client_threads},
     )
