@@ -43,7 +43,7 @@ HYPER_OPTIONS = ("server_lr", "server_momentum", "mu", "q", "vc_size", "ema_alph
 @click.option("--clients-per-round", default=10, show_default=True, type=int, help="Clients selected per round (K).")
 @click.option("--local-epochs", default=1, show_default=True, type=int, help="Local epochs per round (E).")
 @click.option("--batch-size", default=32, show_default=True, type=int, help="Local mini-batch size (B).")
-@click.option("--lr", default=0.05, show_default=True, type=float, help="Client learning rate.")
+@click.option("--lr", default=None, type=float, help="Client learning rate (default 0.05; scaffold 0.02).")
 @click.option("--momentum", default=0.0, show_default=True, type=float, help="Client SGD momentum.")
 @click.option("--weight-decay", default=0.0, show_default=True, type=float, help="Client weight decay.")
 @click.option("--model", default="auto", show_default=True,

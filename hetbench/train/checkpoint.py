@@ -199,7 +199,7 @@ def check_resumable(path: Path, data: FederatedData, algorithm: Algorithm, confi
     data, algorithm, config
         The run that would resume (as given to :func:`~hetbench.train.simulation.run_training`).
     """
-    config.check()
+    config = config.for_algorithm(algorithm).check()
     read_checkpoint(path, run_identity(data, algorithm, config))
 
 

@@ -269,7 +269,7 @@ class _Plan:
                 for a in names:
                     path = _tagged(result_path(out, self.data.name, a, algos[a].params, type(algos[a]).defaults, s),
                                    g.tag, s)
-                    self.jobs.append(_Job(a, s, g, cfg, path, checkpoint_path(path)))
+                    self.jobs.append(_Job(a, s, g, cfg.for_algorithm(algos[a]), path, checkpoint_path(path)))
 
     def view(self, groups: "GroupRun"):
         """The split restricted to ``groups`` (made on first use: it computes the training rows' statistics)."""

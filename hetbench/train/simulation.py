@@ -85,7 +85,7 @@ def run_training(
         or of another configuration.
     """
     t_start = time.perf_counter()
-    config.check()
+    config = config.for_algorithm(algorithm).check()
     every = config.checkpoint_every
     if (resume or every) and checkpoint is None:
         raise HetbenchError(f"{'--resume' if resume else '--checkpoint-every'} needs a checkpoint path")

@@ -9,6 +9,7 @@ at a time whatever the number of clients per round.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import threading
 from dataclasses import dataclass, field
@@ -28,6 +29,10 @@ from hetbench.train.sampling import select_uniform
 IMAGE_SIZE_RANGE = (8, 1024)
 
 
+#: the client learning rate of every algorithm that names no ``default_lr`` of its own
+DEFAULT_LR = 0.05
+
+
 @dataclass
 class TrainConfig:
     """Options shared by every algorithm (the ``hetbench train`` flags)."""
@@ -36,7 +41,7 @@ class TrainConfig:
     clients_per_round: int = 10
     local_epochs: int = 1
     batch_size: int = 32
-    lr: float = 0.05
+    lr: float | None = None  # client learning rate (None: the algorithm's default_lr, else DEFAULT_LR)
     momentum: float = 0.0
     weight_decay: float = 0.0
     model: str = "auto"
@@ -60,6 +65,22 @@ class TrainConfig:
 
     def as_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
+
+    def for_algorithm(self, algorithm: "Algorithm | type[Algorithm]") -> "TrainConfig":
+        """These options with :attr:`lr` resolved: the given one, else the algorithm's ``default_lr``, else
+        :data:`DEFAULT_LR`.
+
+        Examples
+        --------
+        >>> from hetbench.train.algorithms import ALGORITHMS
+        >>> TrainConfig().for_algorithm(ALGORITHMS["fedavg"]).lr, TrainConfig().for_algorithm(ALGORITHMS["scaffold"]).lr
+        (0.05, 0.02)
+        >>> TrainConfig(lr=0.1).for_algorithm(ALGORITHMS["scaffold"]).lr
+        0.1
+        """
+        if self.lr is not None:
+            return self
+        return dataclasses.replace(self, lr=getattr(algorithm, "default_lr", None) or DEFAULT_LR)
 
     def model_for(self, image_size: int) -> str:
         """The model name: :attr:`model`, or the default for ``image_size`` when it is ``auto``."""
@@ -180,6 +201,8 @@ class Algorithm:
     name: ClassVar[str] = "base"
     citation: ClassVar[str] = ""
     defaults: ClassVar[dict[str, float]] = {}
+    #: the client learning rate when ``--lr`` is not given (None: :data:`DEFAULT_LR`)
+    default_lr: ClassVar[float | None] = None
     #: attributes that ``setup`` or ``begin_round`` rebuild, so a checkpoint leaves them out (the round's
     #: running sums, structure derived from the data or the model)
     rebuilt: ClassVar[tuple[str, ...]] = ("_sum", "_bsum", "_wsum")
