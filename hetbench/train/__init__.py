@@ -2,8 +2,9 @@
 
 A split is read only through the published contract (``docs/output-contract.md``):
 ``datasets.load_dataset`` on a built folder, clients by ``client_id``, groups by ``device`` / ``domain`` / ``s2_cell`` / ``user_id``.
-Every client runs in this one process; the data are decoded once into tensors and clients are index arrays
-into them, so memory grows with the data, not with the number of clients.
+Every client runs in this one process; the images are decoded once into a memory-mapped cache
+(:mod:`hetbench.train.cache`) and clients are index arrays into it, so resident memory stays bounded by
+the model and a few batches, not by the split or the number of clients.
 
 The path through the package (``docs/architecture.md``)::
 

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from hetbench.errors import HetbenchError
-from hetbench.train import cache
+from hetbench.train import cache, decode
 from hetbench.train.cache import Decoder, cache_folder, decoded_images, image_source
 from hetbench.train.data import channel_stats, gather_rows, load_federated, read_rows
 
@@ -114,7 +114,8 @@ def test_a_second_load_reuses_the_cache_without_decoding(mixed, monkeypatch):
     def no_decoding(*args, **kwargs):
         raise AssertionError("decoded again")
 
-    monkeypatch.setattr(cache, "decode_image", no_decoding)
+    monkeypatch.setattr(decode, "decode_image", no_decoding)
+    monkeypatch.setattr(decode, "scan_task", no_decoding)
     monkeypatch.setattr(cache, "scan_task", no_decoding)
     again = load_federated(str(folder), image_size=12)
     assert _files(where) == before  # same files: same inode, same modification time
@@ -315,7 +316,7 @@ def test_a_data_set_held_in_memory_is_decoded_in_this_process(monkeypatch, tmp_p
     def no_pool(*args, **kwargs):
         raise AssertionError("a pool was started")
 
-    monkeypatch.setattr(cache, "ProcessPoolExecutor", no_pool)
+    monkeypatch.setattr(decode, "ProcessPoolExecutor", no_pool)
     with Decoder(2, in_process_rows=0) as decoder:
         x, _ = decoded_images(source, tmp_path, "memory", "train", {}, np.arange(9), 8, None, decoder)
     assert np.array_equal(np.asarray(x), old_decode(images, 8))

@@ -24,8 +24,8 @@ from hetbench.train.local import LocalResult, Workspace, epoch_batches, local_sg
 from hetbench.train.sampling import select_uniform
 
 
-#: Sides ``--image-size`` may take: the trainer decodes every image of a split into one uint8 tensor,
-#: so 1024 pixels already means 3 MiB per RGB image.
+#: Sides ``--image-size`` may take: the decode cache holds every image at this size, so 1024 pixels
+#: already means 3 MiB per RGB image on disk.
 IMAGE_SIZE_RANGE = (8, 1024)
 
 
