@@ -104,6 +104,12 @@ def cross_entropy(model: torch.nn.Module, x: torch.Tensor, y: torch.Tensor, rows
     return F.cross_entropy(model(x), y)
 
 
+def _param_grads(flat: FlatModel, loss: torch.Tensor) -> list[torch.Tensor]:
+    """The gradient of ``loss`` per parameter (zeros for parameters it does not reach), as new tensors."""
+    grads = torch.autograd.grad(loss, flat.param_list, allow_unused=True)
+    return [g if g is not None else torch.zeros_like(p) for g, p in zip(grads, flat.param_list)]
+
+
 def local_sgd(
     ws: Workspace,
     batches: list[np.ndarray],
@@ -122,8 +128,14 @@ def local_sgd(
     """
     flat = ws.flat
     model = ws.model
-    model.train()
-    velocity = torch.zeros_like(flat.params) if momentum else None
+    if not model.training:
+        model.train()
+    # Without a hook on the flat gradient, the step runs on the per-parameter gradients that autograd returns
+    # (the same arithmetic, element by element, as on the flat vector, so the same bits) and skips
+    # concatenating them into one vector on every step.
+    per_tensor = grad_hook is None
+    if momentum:
+        velocity = [torch.zeros_like(p) for p in flat.param_list] if per_tensor else torch.zeros_like(flat.params)
     mean_loss = 0.0
     seen = 0
     for i, rows in enumerate(batches):
@@ -134,16 +146,26 @@ def local_sgd(
             loss = loss_fn(model, ws.normalise(x01), y, rows)
         value = float(loss.detach())
         ws.check_finite(value)
-        g = flat.grad_of(loss)
-        with torch.no_grad():
-            if weight_decay:
-                g.add_(flat.params, alpha=weight_decay)
-            if grad_hook is not None:
+        if per_tensor:
+            grads = _param_grads(flat, loss)
+            with torch.no_grad():
+                if weight_decay:
+                    torch._foreach_add_(grads, flat.param_list, alpha=weight_decay)
+                if momentum:
+                    torch._foreach_mul_(velocity, momentum)
+                    torch._foreach_add_(velocity, grads)
+                    grads = velocity
+                torch._foreach_add_(flat.param_list, grads, alpha=-lr)
+        else:
+            g = flat.grad_of(loss)
+            with torch.no_grad():
+                if weight_decay:
+                    g.add_(flat.params, alpha=weight_decay)
                 g = grad_hook(g)
-            if velocity is not None:
-                velocity.mul_(momentum).add_(g)
-                g = velocity
-            flat.params.add_(g, alpha=-lr)
+                if momentum:
+                    velocity.mul_(momentum).add_(g)
+                    g = velocity
+                flat.params.add_(g, alpha=-lr)
         mean_loss = (mean_loss * i + value) / (i + 1)
         seen += rows.size
         if after_step is not None:
