@@ -147,6 +147,12 @@ def test_console_script_exit_codes(tmp_path):
     ok = subprocess.run([exe, "partition", "iid", "--clients", "3", "--out", tmp_path / "o", "-q"],
                         capture_output=True, text=True, env=env, cwd=tmp_path)
     assert ok.returncode == 0, ok.stderr
+    # the script ends its process quickly (console_main freezes the collector): everything it wrote is whole
+    manifest = json.loads((tmp_path / "o" / "hetbench.json").read_text())
+    import datasets
+
+    dd = datasets.load_dataset(str(tmp_path / "o"))
+    assert sum(len(dd[s]) for s in dd) == sum(info["num_rows"] for info in manifest["splits"].values())
     bad = subprocess.run([exe, "partition", "dirichlet", "--alpha", "-1", "--out", tmp_path / "bad"],
                          capture_output=True, text=True, env=env, cwd=tmp_path)
     assert bad.returncode == 2
