@@ -17,7 +17,7 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install --quiet --upgrade pip
 	# torch first: the local CPU wheel; any other torch spec would pull gigabytes of CUDA wheels
 	$(PY) -m pip install --quiet torch==2.13.0
-	$(PY) -m pip install --quiet -e ".[dev]"
+	$(PY) -m pip install --quiet -e ".[dev,ray,flower]"
 	touch $(STAMP)
 
 demo: $(STAMP)
@@ -48,13 +48,11 @@ chromium:
 	  || echo "make: could not install chromium; the leaderboard browser test will be skipped"
 
 bench: $(STAMP)
-	$(PY) -m pip install --quiet -e ".[dev,bench]"
 	$(PY) benchmarks/bench_partition.py
 	$(PY) benchmarks/bench_isp.py
 	$(PY) benchmarks/bench_geo.py
 	$(PY) benchmarks/bench_embedding.py
-	$(PY) benchmarks/bench_trainer.py --dataset builtin:mnist5k --results benchmarks/results_trainer.txt
-	$(PY) benchmarks/bench_trainer.py --dataset builtin:digits --results benchmarks/results_trainer_digits.txt
+	$(PY) benchmarks/bench_trainer.py
 	$(PY) benchmarks/bench_client_batching.py | tee benchmarks/results_client_batching.txt
 
 clean:
