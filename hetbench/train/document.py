@@ -137,6 +137,7 @@ def results_document(
     central_accuracy: float | None,
     timing: dict[str, Any],
     device: dict[str, Any] | None = None,
+    engine: str | None = None,
 ) -> dict[str, Any]:
     """The results document of a finished run.
 
@@ -164,6 +165,9 @@ def results_document(
         Wall-clock figures (the one block that differs between identical runs).
     device : dict, optional
         Where the run ran (``hetbench.train.device.device_info``), written as ``device``; not part of ``timing``.
+    engine : str, optional
+        The engine that ran it when not the in-process one (``flower``), written as ``engine``; None (the
+        in-process engine, ``--engine local``): no ``engine`` key, so readers take a missing key as ``local``.
 
     Returns
     -------
@@ -243,6 +247,7 @@ def results_document(
         "clients": clients or {"parameters": None, "macs": None},
         "timing": timing,
         **({"device": device} if device is not None else {}),
+        **({"engine": engine} if engine not in (None, "local") else {}),
     }
 
 

@@ -1,0 +1,164 @@
+"""The ClientApp: a Flower node that trains hetbench clients with hetbench's own client update.
+
+A node serves the hetbench clients named by its node config: ``partition-id=K`` (one client, what
+``run_simulation`` gives node K and what ``flower-supernode --node-config "partition-id=K num-partitions=N"``
+gives a SuperNode) or ``partition-ids="0,3,7"`` (several). Two message types:
+
+* ``query``: the ServerApp asks which clients this node serves; the node checks them against the split
+  (``num-partitions`` too, when given) and answers with them, or with one line saying what is wrong;
+* ``train``: one client update. The message carries the job (:class:`~hetbench.flower.job.FlowerJob`),
+  the round, the client, the global model and the server state the update reads
+  (:data:`~hetbench.flower.records.SERVER_TO_CLIENT`). The node runs ``Algorithm.client_update`` through a
+  one-worker :class:`~hetbench.train.client_pool.ClientPool`, the code path (threads, generator seeding,
+  finiteness checks) of ``--engine local``, and replies with the update. Per-client state
+  (:data:`~hetbench.flower.records.CLIENT_STATE`, SCAFFOLD's ``c_i``) is read from and written back to the
+  node's ``context.state``: it never leaves the client.
+
+Each process keeps the loaded split, the model and the set-up algorithm of a job between messages (a Ray
+actor in simulation, the SuperNode's ClientApp process in deployment).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from flwr.app import ConfigRecord, Context, Message, RecordDict
+from flwr.clientapp import ClientApp
+
+from hetbench.errors import HetbenchError
+from hetbench.flower.job import FlowerJob
+from hetbench.flower.records import CLIENT_STATE, SERVER_TO_CLIENT, pack, unpack
+
+app = ClientApp()
+_PREPARED: dict[str, Any] = {}
+#: per algorithm: dict attributes a client update fills that the server's results report (DapperFL's
+#: achieved pruning ratio per level); the client sends its entries, the server merges them
+REPORTED: dict[str, tuple[str, ...]] = {"dapperfl": ("achieved",)}
+
+
+class _Client:
+    """A job's data view, workspace, run state, set-up algorithm and one-worker pool in this process."""
+
+    def __init__(self, flat: dict[str, Any]) -> None:
+        import torch
+
+        from hetbench.train.algorithms import RunState
+        from hetbench.train.client_pool import ClientPool
+        from hetbench.train.device import resolve_device
+        from hetbench.train.local import Workspace
+        from hetbench.train.models import build_model
+
+        job = FlowerJob.from_config(flat)
+        self.algorithm = job.algorithm()
+        self.config = job.train_config(workers=1).for_algorithm(self.algorithm).check()
+        self.data = job.data()
+        model_name = self.config.model_for(self.data.image_size)
+        torch.manual_seed(int(self.config.seed))
+        model = build_model(model_name, self.data.in_channels, self.data.num_classes, self.data.image_size,
+                            self.config.norm)
+        ws = Workspace(self.data, model, resolve_device(self.config.device))
+        self.run = RunState(ws, self.config, ws.flat.params.clone(), ws.flat.buffers.clone())
+        self.algorithm.setup(self.run)
+        self.pool = ClientPool(self.run, model_name, self.algorithm, self.config)
+
+
+def _prepared(job: ConfigRecord) -> _Client:
+    flat = dict(job)
+    key = json.dumps(flat, sort_keys=True)
+    if key not in _PREPARED:
+        _PREPARED.clear()  # one job at a time per process: a new run frees the last one's data
+        _PREPARED[key] = _Client(flat)
+    return _PREPARED[key]
+
+
+def served_clients(node_config: dict[str, Any], num_clients: int) -> list[int]:
+    """The hetbench clients a node serves, from its node config; HetbenchError when they are not clients of
+    the split.
+
+    Examples
+    --------
+    >>> served_clients({"partition-id": 2, "num-partitions": 4}, 4), served_clients({"partition-ids": "0, 3"}, 4)
+    ([2], [0, 3])
+    >>> served_clients({"partition-id": 4, "num-partitions": 4}, 4)
+    Traceback (most recent call last):
+    ...
+    hetbench.errors.HetbenchError: partition-id 4 is out of range: the split has 4 clients (partition ids 0..3)
+    """
+    if "partition-ids" in node_config:
+        text = str(node_config["partition-ids"])
+        try:
+            ids = [int(s) for s in text.replace(" ", "").split(",") if s]
+        except ValueError:
+            raise HetbenchError(f"partition-ids must be a comma list of integers (got '{text}')") from None
+        name = "partition-ids"
+    elif "partition-id" in node_config:
+        try:
+            ids = [int(node_config["partition-id"])]
+        except (TypeError, ValueError):
+            raise HetbenchError(f"partition-id must be an integer (got '{node_config['partition-id']}')") from None
+        name = "partition-id"
+    else:
+        raise HetbenchError("the SuperNode has no partition-id in its node config; start it with "
+                            "--node-config \"partition-id=K num-partitions=N\"")
+    bad = [k for k in ids if not 0 <= k < num_clients]
+    if bad or not ids:
+        raise HetbenchError(f"{name} {bad[0] if bad else text} is out of range: the split has {num_clients} clients "
+                            f"(partition ids 0..{num_clients - 1})")
+    given = node_config.get("num-partitions")
+    if given is not None and int(given) != num_clients:
+        raise HetbenchError(f"num-partitions={given} in the node config, but the split has {num_clients} clients")
+    return ids
+
+
+@app.query()
+def query(msg: Message, context: Context) -> Message:
+    """Answer which clients this node serves (and load the job's data, so the first round does not)."""
+    try:
+        client = _prepared(msg.content["job"])
+        ids = served_clients(dict(context.node_config), client.data.num_clients)
+        info = ConfigRecord({"partition-ids": ids})
+    except HetbenchError as exc:
+        info = ConfigRecord({"error": str(exc)})
+    return Message(RecordDict({"info": info}), reply_to=msg)
+
+
+@app.train()
+def train(msg: Message, context: Context) -> Message:
+    """One client update with hetbench's ``Algorithm.client_update``; per-client state in ``context.state``."""
+    import numpy as np
+    import torch
+
+    client = _prepared(msg.content["job"])
+    algorithm, run = client.algorithm, client.run
+    r = int(msg.content["round"]["server-round"])
+    k = int(msg.content["round"]["client"])
+    if k not in served_clients(dict(context.node_config), client.data.num_clients):
+        raise HetbenchError(f"this node does not serve client {k}")
+    model = unpack(msg.content["model"], ConfigRecord())
+    run.global_params, run.global_buffers = model["params"], model["buffers"]
+    run.round = r
+    for attr, value in unpack(msg.content["server-arrays"], msg.content["server-config"]).items():
+        if attr in SERVER_TO_CLIENT.get(algorithm.name, ()):
+            setattr(algorithm, attr, value)
+    for attr in CLIENT_STATE.get(algorithm.name, ()):
+        key = f"hetbench.{attr}.{k}"
+        setattr(algorithm, attr, {k: unpack(context.state[key], ConfigRecord())["value"]}
+                if key in context.state else {})
+    for attr in REPORTED.get(algorithm.name, ()):
+        getattr(algorithm, attr).clear()
+    (update,) = list(client.pool.updates(r, np.array([k])))
+    for attr in CLIENT_STATE.get(algorithm.name, ()):
+        mine = getattr(algorithm, attr).pop(k, None)
+        if mine is not None:
+            context.state[f"hetbench.{attr}.{k}"] = pack({"value": mine})[0]
+    values: dict[str, Any] = {"params": update.params, "buffers": update.buffers}
+    values.update({f"extra.{name}": v for name, v in update.extra.items()})
+    for attr in REPORTED.get(algorithm.name, ()):
+        got = getattr(algorithm, attr)
+        values[f"report.{attr}"] = torch.tensor([[float(a), float(b)] for a, b in sorted(got.items())],
+                                                dtype=torch.float64).reshape(-1, 2)
+    arrays, scalars = pack(values)
+    for name in ("client", "weight", "loss", "steps", "num_samples"):
+        scalars[f"update.{name}"] = getattr(update, name)
+    return Message(RecordDict({"update-arrays": arrays, "update": scalars}), reply_to=msg)
