@@ -217,8 +217,8 @@ class HetbenchPartitioner(Partitioner):
         ds = self.dataset
         # an explicit fingerprint: without one, datasets hashes the indices of every partition
         fp = hashlib.sha256(f"{getattr(ds, '_fingerprint', '')}:hetbench:{self._split_name}:{tag}".encode()).hexdigest()[:16]
-        if self._order is None:
-            return ds.select(range(lo, hi), new_fingerprint=fp)
+        if self._order is None or lo == hi:  # an empty range at the end would fail datasets' index check
+            return ds.select(range(lo, hi) if lo < hi else range(0), new_fingerprint=fp)
         return ds.select(self._order[lo:hi], keep_in_memory=True, new_fingerprint=fp)
 
     def _manifest(self) -> dict[str, Any]:
@@ -326,6 +326,6 @@ class HetbenchPartitioner(Partitioner):
             k = int(np.searchsorted(self._bounds, first, side="right")) - 1  # 0 = shared, k = client k - 1
             who = "a shared row" if k == 0 else f"client {names[k - 1]!r} (partition {k - 1})"
             raise HetbenchError(
-                f"split '{split}' of {self._name}: {who} holds sample id {actual[first]!r} where {MANIFEST_NAME} "
-                f"lists {want[first]!r}; the rows are not those of the build"
+                f"split '{split}' of {self._name}: {who} holds sample id {actual[first].item()!r} where {MANIFEST_NAME} "
+                f"lists {want[first].item()!r}; the rows are not those of the build"
             )
