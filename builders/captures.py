@@ -9,8 +9,9 @@ import math
 import os
 from typing import Sequence
 
+from hetbench.engines import EngineSpec
 from hetbench.errors import HetbenchError
-from hetbench.isp.jobs import CaptureJob, PhotoSource, RawSource
+from hetbench.isp.jobs import CaptureJob, JobResult, PhotoSource, RawSource
 from hetbench.seeding import make_rng
 
 
@@ -154,6 +155,51 @@ def rebuild_from_recipe(prepare, manifest: dict, num_proc: int = 1):
         params["crops_per_photo"] = params.get("crops_per_photo") or 8
         params["crop_size"] = params.get("crop_size") or 384
         return prepare(seed=part["seed"], num_proc=num_proc, quiet=True, **params).build()
+
+
+def run_jobs(
+    jobs: Sequence[CaptureJob], num_proc: int = 1, quiet: bool = False, desc: str = "rendering",
+    engine: EngineSpec | None = None,
+) -> list[JobResult]:
+    """Render every job on ``engine`` (:mod:`hetbench.engines`; None: the local worker pool);
+    results in job order, whatever the engine and the number of workers.
+
+    ``num_proc`` is capped at this machine's cores and at the jobs
+    (:func:`hetbench.isp.jobs.cap_num_proc`): the local pool's workers, or the CPUs of the local Ray
+    instance started when no ``--ray-address`` is given. With Ray, a RAW file reaches its worker by
+    path or, with ``--ray-inputs object``, as its bytes in the object store; a capture whose worker
+    died on every try is skipped (listed under ``skipped``), as a RAW LibRaw cannot read is.
+
+    Parameters
+    ----------
+    jobs : sequence of CaptureJob
+        One job per capture (:func:`capture_jobs`).
+    num_proc : int
+        Worker processes.
+    quiet : bool
+        No progress bar or note.
+    desc : str
+        The progress bar's label.
+    engine : EngineSpec, optional
+        The engine; not part of the build's recipe.
+
+    Examples
+    --------
+    >>> from hetbench.builders.captures import capture_jobs, run_jobs
+    >>> from hetbench.isp.jobs import Render
+    >>> jobs = capture_jobs(None, None, [Render("baseline", "compress=none")], 32, 0, 1, 64)[:2]
+    >>> [(r.capture_id, len(r.images)) for r in run_jobs(jobs, quiet=True)]
+    [('astronaut-00', 1), ('coffee-00', 1)]
+    """
+    from hetbench.engines import consume, open_engine
+    from hetbench.isp.jobs import WORKER_PRELOAD, cap_num_proc, init_worker, job_files, job_with_files, run_job, skipped_job
+    from hetbench.progress import progress_bar
+
+    num_proc = cap_num_proc(num_proc, len(jobs), quiet)
+    with open_engine(engine, num_proc, len(jobs), preload=WORKER_PRELOAD, initializer=init_worker, quiet=quiet) as eng:
+        with progress_bar(desc, len(jobs), quiet) as bar:
+            results = eng.map(run_job, jobs, files=job_files, with_files=job_with_files, on_failure=skipped_job)
+            return consume(results, bar)
 
 
 def check_clients(clients: int | None, devices: list[str]) -> None:

@@ -15,6 +15,7 @@ from typing import Any
 
 from hetbench.builders.captures import check_size, read_device_weights, rebuild_from_recipe
 from hetbench.builders.iso_isp import render_device_split
+from hetbench.engines import EngineSpec
 from hetbench.isp.jobs import Render
 from hetbench.naming import SPLITS_ROOT
 from hetbench.pipeline import PreparedSplit
@@ -37,6 +38,7 @@ def prepare_devices(
     crop_size: int = 384,
     quiet: bool = False,
     title: str | None = None,
+    engine: EngineSpec | None = None,
 ) -> PreparedSplit:
     """Capture every scene with every emulated phone of ``profiles``; the split, not yet published.
 
@@ -47,7 +49,8 @@ def prepare_devices(
     clients : int, optional
         Number of clients, allocated to devices by market share (or ``device_weights``).
     Others
-        As for :func:`hetbench.builders.iso_isp.prepare_iso_isp`.
+        As for :func:`hetbench.builders.iso_isp.prepare_iso_isp` (``engine`` included: not part of
+        the recipe).
 
     References
     ----------
@@ -78,7 +81,7 @@ def prepare_devices(
     return render_device_split(
         "devices", {"profiles": profiles}, isp_of, weights, [Render(d, isp_of[d], profile=d) for d in devices],
         raw_dir, labels, size, clients, device_weights, test_fraction, seed, num_proc, crops_per_photo, crop_size,
-        quiet, description, f"capturing {{n}} scenes x {len(devices)} devices", profile_set=profiles, title=title,
+        quiet, description, f"capturing {{n}} scenes x {len(devices)} devices", profile_set=profiles, title=title, engine=engine,
     )
 
 

@@ -20,9 +20,11 @@ from hetbench.builders.captures import (
     check_size,
     read_device_weights,
     rebuild_from_recipe,
+    run_jobs,
 )
 from hetbench.builders.device_split import device_extras, rendered_table
-from hetbench.isp.jobs import Render, run_jobs
+from hetbench.engines import EngineSpec
+from hetbench.isp.jobs import Render
 from hetbench.naming import SPLITS_ROOT
 from hetbench.partitioners.devices import DevicePartitioner
 from hetbench.pipeline import PreparedSplit
@@ -50,6 +52,7 @@ def prepare_iso_isp(
     crop_size: int = 384,
     quiet: bool = False,
     title: str | None = None,
+    engine: EngineSpec | None = None,
 ) -> PreparedSplit:
     """Render every capture under every Table 3 variant of ``stages``; the split, not yet published.
 
@@ -74,6 +77,9 @@ def prepare_iso_isp(
         Embedded default: crops per photograph and their side.
     title : str, optional
         Title of the contact sheet; None writes no device plots (as ``hetbench verify`` needs).
+    engine : EngineSpec, optional
+        What renders the captures (:mod:`hetbench.engines`; None: the local worker pool). Not part
+        of the recipe: the split is the same bytes whatever renders it.
 
     References
     ----------
@@ -99,7 +105,7 @@ def prepare_iso_isp(
     return render_device_split(
         "iso-isp", {"stages": stages}, isp_of, weights, [Render(d, isp_of[d]) for d in devices],
         raw_dir, labels, size, clients, device_weights, test_fraction, seed, num_proc, crops_per_photo, crop_size,
-        quiet, description, f"rendering {{n}} captures x {len(devices)} ISP variants", title=title,
+        quiet, description, f"rendering {{n}} captures x {len(devices)} ISP variants", title=title, engine=engine,
     )
 
 
@@ -107,7 +113,7 @@ def render_device_split(
     method: str, family_params: dict[str, Any], isp_of: dict[str, str], weights: dict[str, float],
     renders: list[Render], raw_dir, labels, size, clients, device_weights, test_fraction, seed, num_proc,
     crops_per_photo, crop_size, quiet, description: str, progress: str, profile_set: str = "heteroswitch9",
-    title: str | None = None,
+    title: str | None = None, engine: EngineSpec | None = None,
 ) -> PreparedSplit:
     """What every device builder shares: check, render every capture for every device, record the
     build's recipe, and hand the table to the :class:`DevicePartitioner` (``deal`` allocation)."""
@@ -115,7 +121,7 @@ def render_device_split(
     check_clients(clients, devices)
     jobs = capture_jobs(raw_dir, labels, renders, size, seed, crops_per_photo, crop_size, profile_set=profile_set)
     check_clients_fit(clients, weights, len(jobs), training=False)
-    results = run_jobs(jobs, num_proc, quiet, progress.format(n=len(jobs)))
+    results = run_jobs(jobs, num_proc, quiet, progress.format(n=len(jobs)), engine)
     params: dict[str, Any] = dict(family_params)
     params.update({
         "raw_dir": raw_dir, "labels": labels, "size": size, "clients": clients,

@@ -16,7 +16,41 @@ def _summary(out: Path, report: dict) -> None:
     )
 
 
+RAY_INPUTS_HELP = (
+    "With --engine ray: how RAW files reach the workers. path: by their path (use it when every node of the "
+    "cluster mounts the same file system, e.g. a local Ray instance or an NFS share); object: the driver reads "
+    "each file and puts its bytes in Ray's object store (use it when the nodes do not share this file system). "
+    "The embedded photographs always travel by value."
+)
+
+
+def engine_options(fn, inputs: bool = True):
+    """``--engine``, ``--ray-address`` (and ``--ray-inputs``): what runs a build's jobs (never recorded)."""
+    opts = [
+        click.option("--engine", type=click.Choice(["local", "ray"]), default="local", show_default=True,
+                     help="What runs the jobs: local (worker processes on this machine) or ray (Ray tasks; "
+                     "pip install 'hetbench[ray]'). The output is the same bytes either way."),
+        click.option("--ray-address", default=None, metavar="ADDRESS",
+                     help="With --engine ray: 'auto' joins the Ray cluster running on this machine, HOST:PORT the "
+                     "cluster whose head listens there (hetbench must be installed on its nodes). Default: start a "
+                     "local Ray instance with --num-proc CPUs for this build."),
+    ]
+    if inputs:
+        opts.append(click.option("--ray-inputs", type=click.Choice(["path", "object"]), default="path", show_default=True,
+                                 help=RAY_INPUTS_HELP))
+    for opt in reversed(opts):
+        fn = opt(fn)
+    return fn
+
+
+def _engine(engine: str, ray_address: str | None, ray_inputs: str = "path"):
+    from hetbench.engines import engine_spec
+
+    return engine_spec(engine, ray_address, ray_inputs)
+
+
 def _isp_options(fn):
+    fn = engine_options(fn)
     opts = [
         click.option("--raw-dir", default=None, type=click.Path(), help="Folder of RAW files (any format LibRaw reads). Default: the embedded photographs."),
         click.option("--labels", default=None, type=click.Path(), help="CSV with columns file,label (files relative to --raw-dir)."),
@@ -45,6 +79,7 @@ def build() -> None:
     Examples:
       hetbench build iso-isp --stages wb,tone
       hetbench build iso-isp --stages all --raw-dir my_raws --labels labels.csv --num-proc 2
+      hetbench build iso-isp --stages all --raw-dir /nfs/raws --engine ray --ray-address auto
       hetbench build devices --profiles heteroswitch9 --clients 50
     """
 
@@ -53,7 +88,8 @@ def build() -> None:
 @click.option("--stages", default="wb,tone", show_default=True, help="Stages whose Table 3 options become devices: comma list or 'all'.")
 @click.option("--clients", default=None, type=int, help="Number of clients (default: one per device).")
 @_isp_options
-def iso_isp_cmd(stages, clients, raw_dir, labels, size, device_weights, test_fraction, crops_per_photo, crop_size, num_proc, seed, out, name, overwrite, quiet):
+def iso_isp_cmd(stages, clients, raw_dir, labels, size, device_weights, test_fraction, crops_per_photo, crop_size, num_proc, seed, out, name, overwrite, quiet,
+                engine, ray_address, ray_inputs):
     """Re-render the same captures per ISP stage option: one device per Table 3 variant.
 
     Example: hetbench build iso-isp --stages wb,tone
@@ -63,7 +99,7 @@ def iso_isp_cmd(stages, clients, raw_dir, labels, size, device_weights, test_fra
     out_path, report = build_iso_isp(
         out, name=name, overwrite=overwrite, stages=stages, raw_dir=raw_dir, labels=labels, size=size, clients=clients,
         device_weights=device_weights, test_fraction=test_fraction, seed=seed, num_proc=num_proc,
-        crops_per_photo=crops_per_photo, crop_size=crop_size, quiet=quiet,
+        crops_per_photo=crops_per_photo, crop_size=crop_size, quiet=quiet, engine=_engine(engine, ray_address, ray_inputs),
     )
     if not quiet:
         _summary(out_path, report)
@@ -78,7 +114,7 @@ def iso_isp_cmd(stages, clients, raw_dir, labels, size, device_weights, test_fra
 @click.option("--label-col", default=None, help="With --synthetic-color: the label column.")
 @_isp_options
 def devices_cmd(profiles, clients, synthetic_color, dataset, label_col, raw_dir, labels, size, device_weights, test_fraction,
-                crops_per_photo, crop_size, num_proc, seed, out, name, overwrite, quiet):
+                crops_per_photo, crop_size, num_proc, seed, out, name, overwrite, quiet, engine, ray_address, ray_inputs):
     """Every client is one emulated phone: its sensor profile and its own ISP.
 
     \b
@@ -86,9 +122,12 @@ def devices_cmd(profiles, clients, synthetic_color, dataset, label_col, raw_dir,
       hetbench build devices --clients 50
       hetbench build devices --synthetic-color 10 --dataset builtin:mnist5k
     """
+    spec = _engine(engine, ray_address, ray_inputs)
     if synthetic_color is not None:
         from hetbench.builders.synthetic_color import build_synthetic_color
 
+        if spec.name != "local":
+            raise click.UsageError("--synthetic-color renders no captures; it takes no --engine ray")
         if raw_dir or labels or device_weights:
             raise click.UsageError("--synthetic-color works on --dataset; it takes no --raw-dir, --labels or --device-weights")
         size = None if size == 224 and dataset.startswith("builtin:") else size  # keep the digits' own size
@@ -102,7 +141,7 @@ def devices_cmd(profiles, clients, synthetic_color, dataset, label_col, raw_dir,
         out_path, report = build_devices(
             out, name=name, overwrite=overwrite, profiles=profiles, raw_dir=raw_dir, labels=labels, size=size,
             clients=clients, device_weights=device_weights, test_fraction=test_fraction, seed=seed, num_proc=num_proc,
-            crops_per_photo=crops_per_photo, crop_size=crop_size, quiet=quiet,
+            crops_per_photo=crops_per_photo, crop_size=crop_size, quiet=quiet, engine=spec,
         )
     if not quiet:
         _summary(out_path, report)

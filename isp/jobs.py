@@ -11,7 +11,7 @@ order. A RAW file LibRaw cannot read is a skipped job (``JobResult.skipped``), n
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Sequence
 
 import numpy as np
@@ -30,9 +30,11 @@ class PhotoSource:
 
 @dataclass(frozen=True)
 class RawSource:
-    """A RAW file on disk."""
+    """A RAW file: on disk at ``path``, or its bytes in ``data`` (shipped to a worker that does not
+    see this file system; ``path`` then only names it)."""
 
     path: str
+    data: bytes | None = field(default=None, repr=False, compare=False)
 
 
 @dataclass(frozen=True)
@@ -68,6 +70,61 @@ class JobResult:
     skipped: str | None = None
 
 
+def job_files(job: CaptureJob) -> tuple[str, ...]:
+    """The files a job reads: its RAW file, or nothing for an in-memory photograph.
+
+    Examples
+    --------
+    >>> from hetbench.isp.jobs import CaptureJob, RawSource, job_files
+    >>> job_files(CaptureJob(0, "a", "x", RawSource("raws/a.dng"), (), 32, 0))
+    ('raws/a.dng',)
+    """
+    return (job.source.path,) if isinstance(job.source, RawSource) and job.source.data is None else ()
+
+
+def job_with_files(job: CaptureJob, contents: Sequence[bytes]) -> CaptureJob:
+    """``job`` reading the bytes of its files (:func:`job_files`, same order) instead of the files.
+
+    Examples
+    --------
+    >>> from hetbench.isp.jobs import CaptureJob, RawSource, job_with_files
+    >>> job = job_with_files(CaptureJob(0, "a", "x", RawSource("raws/a.dng"), (), 32, 0), [b"II*"])
+    >>> job.source.path, job.source.data
+    ('raws/a.dng', b'II*')
+    """
+    if not contents:
+        return job
+    return replace(job, source=RawSource(job.source.path, bytes(contents[0])))
+
+
+def skipped_job(job: CaptureJob, reason: str) -> JobResult:
+    """The result of a job that could not be run (``reason`` is listed under ``skipped``).
+
+    Examples
+    --------
+    >>> from hetbench.isp.jobs import CaptureJob, RawSource, skipped_job
+    >>> skipped_job(CaptureJob(3, "a", "x", RawSource("a.dng"), (), 32, 0), "worker died").skipped
+    'worker died'
+    """
+    return JobResult(job.index, job.capture_id, job.label, [], [], skipped=reason)
+
+
+def _read_raw_source(source: RawSource):
+    """:func:`~hetbench.isp.raw.read_raw` of a RAW source; one given by its bytes is read from a
+    private temporary copy under its own file name (the name gives the capture id and the format)."""
+    from hetbench.isp.raw import read_raw
+
+    if source.data is None:
+        return read_raw(source.path)
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="hetbench-raw-") as tmp:
+        local = os.path.join(tmp, os.path.basename(source.path) or "capture.raw")
+        with open(local, "wb") as fh:
+            fh.write(source.data)
+        return read_raw(local)
+
+
 def encode_png(rgb: np.ndarray) -> bytes:
     """PNG bytes of a uint8 RGB image (OpenCV's encoder, default compression): every rendered image
     of a device split is stored this way.
@@ -97,7 +154,7 @@ def run_job(job: CaptureJob) -> JobResult:
     """Load or unprocess the capture, render every requested device; never raises on a bad RAW."""
     from hetbench.isp.image_stats import image_stats
     from hetbench.isp.pipeline import Pipeline, Renderer
-    from hetbench.isp.raw import UnsupportedRaw, read_raw
+    from hetbench.isp.raw import UnsupportedRaw
     from hetbench.isp.unprocess import unprocess
 
     renderer = Renderer(size=job.size)
@@ -105,7 +162,7 @@ def run_job(job: CaptureJob) -> JobResult:
     stats: list[dict] = []
     try:
         if isinstance(job.source, RawSource):
-            capture = read_raw(job.source.path)
+            capture = _read_raw_source(job.source)
             srgb = None
         else:
             capture = None
@@ -141,7 +198,8 @@ def renderer_native(capture) -> np.ndarray:
     return Renderer(size=None).render(capture, Pipeline.parse("compress=none")).image
 
 
-def _init_worker() -> None:
+def init_worker() -> None:
+    """Set up a worker process: one OpenMP / OpenCV thread (jobs run one per core)."""
     os.environ["OMP_NUM_THREADS"] = "1"
     try:
         import cv2
@@ -219,7 +277,7 @@ def run_jobs(jobs: Sequence[CaptureJob], num_proc: int = 1, quiet: bool = False,
                 results.append(run_job(job))
                 bar.update(1)
         else:
-            with _worker_context().Pool(num_proc, initializer=_init_worker) as pool:
+            with _worker_context().Pool(num_proc, initializer=init_worker) as pool:
                 for res in pool.imap(run_job, jobs, chunksize=1):
                     results.append(res)
                     bar.update(1)
