@@ -10,6 +10,11 @@ The rows are grouped by ``client_id`` once, with one vectorised sort, and every 
 ``Dataset.select`` of its index range: no per-call scan or filter of the split. ``FederatedDataset``
 shuffles every split by default; the grouping undoes that shuffle, so a partition keeps the published
 row order whatever ``shuffle=``/``seed=`` say (shuffle the partition yourself if you want another order).
+
+The client count and names come from the build's ``hetbench.json``. The partitioner finds it through
+the ``FederatedDataset`` that hands it the split: a local folder is read directly; for a hub id the
+file is fetched from the same dataset repo with ``huggingface_hub`` (``hetbench publish`` uploads it),
+which needs the network once or the file already in the hub cache. ``split_dir=`` names it by hand.
 """
 
 from __future__ import annotations
@@ -18,18 +23,20 @@ import hashlib
 import inspect
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from hetbench.errors import HetbenchError
 from hetbench.publish.manifest import MANIFEST_NAME, read_manifest
 
-try:
+if TYPE_CHECKING:  # pragma: no cover
     import datasets
+
+try:
     from flwr_datasets import FederatedDataset
     from flwr_datasets.partitioner import Partitioner
-except ImportError as exc:  # pragma: no cover - exercised by a test that hides flwr_datasets
+except ImportError as exc:  # tests/flower/test_partitioner.py hides flwr_datasets to check this line
     raise HetbenchError(
         f"the Flower Datasets partitioner needs flwr-datasets ({exc}); install it with: pip install 'hetbench[flower]'"
     ) from exc
