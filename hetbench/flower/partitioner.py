@@ -100,6 +100,18 @@ def _as_ids(values: Any) -> np.ndarray:
     return arr if arr.dtype.kind in "iub" else arr.astype(str)
 
 
+def _unshuffled(ds: "datasets.Dataset") -> "datasets.Dataset":
+    """``ds`` without its indices mapping (the rows in loaded order), with its format; no copy."""
+    import datasets
+
+    fp = hashlib.sha256(f"{getattr(ds, '_fingerprint', '')}:unshuffled".encode()).hexdigest()[:16]
+    base = datasets.Dataset(ds.data, info=ds.info.copy(), split=ds.split, fingerprint=fp)
+    fmt = ds.format
+    if fmt["type"] is not None or fmt["columns"] is not None or fmt["format_kwargs"]:
+        base = base.with_format(fmt["type"], columns=fmt["columns"], output_all_columns=fmt["output_all_columns"], **fmt["format_kwargs"])
+    return base
+
+
 class HetbenchPartitioner(Partitioner):
     """Partition *i* of one output split of a hetbench build = hetbench client *i*'s rows.
 
@@ -158,7 +170,8 @@ class HetbenchPartitioner(Partitioner):
         self._name = ""
         self._split_name = ""
         self._client_names: list[str] = []
-        self._order: np.ndarray | None = None  # dataset row indices in client order; None = already in order
+        self._source: "datasets.Dataset | None" = None  # what partitions are selected from (the dataset, or it unshuffled)
+        self._order: np.ndarray | None = None  # source row indices in client order; None = already in order
         self._bounds = np.zeros(2, dtype=np.int64)  # grouped rows: shared bounds[0]..bounds[1], client k bounds[k+1]..bounds[k+2]
 
     # ---- the Partitioner contract --------------------------------------------------------
@@ -221,7 +234,7 @@ class HetbenchPartitioner(Partitioner):
         return int(partition_id)
 
     def _select(self, lo: int, hi: int, tag: str) -> "datasets.Dataset":
-        ds = self.dataset
+        ds = self._source
         # an explicit fingerprint: without one, datasets hashes the indices of every partition
         fp = hashlib.sha256(f"{getattr(ds, '_fingerprint', '')}:hetbench:{self._split_name}:{tag}".encode()).hexdigest()[:16]
         if self._order is None or lo == hi:  # an empty range at the end would fail datasets' index check
@@ -286,6 +299,12 @@ class HetbenchPartitioner(Partitioner):
             order = np.argsort(cids, kind="stable")
         else:
             order = None
+        self._source = ds
+        if positions is not None and positions.size == table.num_rows and np.array_equal(positions[order], np.arange(positions.size)):
+            # a shuffle of a grouped split (FederatedDataset's default): partitions are contiguous ranges
+            # of the loaded table, so serve them from it without the shuffle's indices mapping
+            cids, order, positions = cids[order], None, None
+            self._source = _unshuffled(ds)
         grouped = cids if order is None else cids[order]
         if grouped.size and (grouped[-1] >= num_clients or grouped[0] < -1):
             bad = int(grouped[-1] if grouped[-1] >= num_clients else grouped[0])
@@ -322,7 +341,7 @@ class HetbenchPartitioner(Partitioner):
         id_col = manifest["source"].get("id_col") if isinstance(manifest["source"], dict) else None
         if id_col is None or id_col not in table.column_names:
             return  # ids are source row indices, not a column: the counts above are the check
-        rows = np.arange(len(self.dataset)) if self._order is None else self._order
+        rows = np.arange(len(self._source)) if self._order is None else self._order
         take = rows if positions is None else positions[rows]
         actual = _as_ids(table.column(id_col).take(take).to_numpy(zero_copy_only=False))
         want = _as_ids([v for ids in expected for v in (ids or [])])

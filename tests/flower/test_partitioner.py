@@ -114,6 +114,7 @@ def _check_split(fds: FederatedDataset, folder: Path, split: str) -> None:
     for k in range(n):
         part = fds.load_partition(k, split)
         assert part.features == features
+        assert part._indices is None  # a slice of the loaded rows, even behind FederatedDataset's shuffle
         if k in position:
             assert _rows(part).equals(reference.table(position[k])), f"{split} partition {k}"
         else:
@@ -245,6 +246,26 @@ def test_split_argument_picks_the_manifest_split(built):
     wrong.dataset = test
     with pytest.raises(HetbenchError, match="'validation' is not an output split"):
         wrong.num_partitions
+
+
+def test_a_shuffled_subset_keeps_the_published_order_unchecked(built):
+    """Rows behind an indices mapping that is not a whole shuffle (a preprocessor kept some rows):
+    with verify=False every partition holds its client's remaining rows, in published order."""
+    folder = built("dirichlet")
+    train = datasets.load_dataset(str(folder), split="train")
+    reference = ClientPartitions.from_dataset(train)
+    subset = train.shuffle(seed=3, keep_in_memory=True).select(range(1000), keep_in_memory=True)
+    kept = set(subset["sample_id"])
+    checked = HetbenchPartitioner(folder)
+    checked.dataset = subset
+    with pytest.raises(HetbenchError, match="rows but hetbench.json lists"):
+        checked.load_partition(0)
+    partitioner = HetbenchPartitioner(folder, verify=False)
+    partitioner.dataset = subset
+    for k in range(8):
+        want = [i for i in reference.table(k).column("sample_id").to_pylist() if i in kept]
+        assert partitioner.load_partition(k)["sample_id"] == want
+    assert sum(len(partitioner.load_partition(k)) for k in range(8)) == 1000
 
 
 def test_rows_of_another_build_are_refused(built):
