@@ -65,6 +65,7 @@ def cli() -> None:
 
 def _register() -> None:
     from hetbench.cli.build import build
+    from hetbench.cli.flower_app import flower_app
     from hetbench.cli.leaderboard import leaderboard
     from hetbench.cli.partition import partition
     from hetbench.cli.tools import compare_clusterings, publish, report, verify
@@ -78,6 +79,7 @@ def _register() -> None:
     cli.add_command(compare_clusterings)
     cli.add_command(train)
     cli.add_command(leaderboard)
+    cli.add_command(flower_app)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -105,13 +105,20 @@ HYPER_OPTIONS = ("server_lr", "server_momentum", "mu", "q", "vc_size", "ema_alph
               "results equal an uninterrupted run's.")
 @click.option("--skip-existing", is_flag=True,
               help="Keep the results that exist (written with the same options) and run only the missing ones.")
+@click.option("--engine", type=click.Choice(["local", "flower"]), default="local", show_default=True,
+              help="local: this process; flower: Flower's Simulation Runtime (Ray backend, one virtual SuperNode per "
+              "client; needs pip install 'hetbench[flower]'). Same results JSON, plus engine: flower. For Flower's "
+              "deployment engine see 'hetbench flower-app'.")
+@click.option("--flower-actors", default=None, type=int, metavar="N",
+              help="--engine flower: Ray actors running ClientApps, one CPU each (default: one per core, at most "
+              "--clients-per-round).")
 @click.option("--out", default="hetbench_results", show_default=True, type=click.Path(file_okay=False),
               help="Results folder; one JSON per split, algorithm, group restriction and seed.")
 @click.option("--overwrite", is_flag=True, help="Replace existing result files.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar or summary.")
 def train(split: str | None, algo: str, seed: str, threads: int | None, out: str, overwrite: bool, quiet: bool,
           pruning_ratios: str | None, train_groups: str | None, test_groups: str | None, protocol: str | None,
-          resume: bool, skip_existing: bool, **opts: Any) -> None:
+          resume: bool, skip_existing: bool, engine: str, flower_actors: int | None, **opts: Any) -> None:
     """Simulate federated training of one or more algorithms on a split; write one results JSON per run.
 
     \b
@@ -121,6 +128,7 @@ def train(split: str | None, algo: str, seed: str, threads: int | None, out: str
       hetbench train --split demo_out/iso-isp-wb-tone --train-groups baseline --algo central,fedavg,heteroswitch
       hetbench train --split demo_out/digits-domains --algo central,fedavg,dapperfl --protocol leave-one-group-out
       hetbench train --split demo_out/digits-domains --seed 0,1,2 --checkpoint-every 5 --resume
+      hetbench train --algo fedavg,scaffold --engine flower --flower-actors 2
       hetbench leaderboard hetbench_results --out leaderboard
     """
     from hetbench.train import sweep
@@ -133,7 +141,8 @@ def train(split: str | None, algo: str, seed: str, threads: int | None, out: str
     config = TrainConfig(seed=seeds[0], train_groups=parse_groups(train_groups, "--train-groups"),
                          test_groups=parse_groups(test_groups, "--test-groups"), **opts)
     runs = sweep(split, algo, seeds, config, hyper=hyper, out=out, overwrite=overwrite, quiet=quiet,
-                 threads=threads, protocol=protocol, skip_existing=skip_existing, resume=resume)
+                 threads=threads, protocol=protocol, skip_existing=skip_existing, resume=resume, engine=engine,
+                 flower_actors=flower_actors)
     if not quiet:
         _print_summary(runs)
 

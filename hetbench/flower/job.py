@@ -123,8 +123,8 @@ class FlowerJob:
         from hetbench.train.algorithms import make_algorithm
 
         if self.algo.strip().lower() == "central":
-            raise HetbenchError("--engine flower runs federated algorithms; 'central' trains one model on the union "
-                                "of the clients' data, run it with --engine local")
+            raise HetbenchError("Flower runs federated algorithms; 'central' trains one model on the union "
+                                "of the clients' data: run it with hetbench train --engine local")
         return make_algorithm(self.algo, **self.hyper)
 
     def data(self, quiet: bool = True):

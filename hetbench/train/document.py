@@ -166,8 +166,10 @@ def results_document(
     device : dict, optional
         Where the run ran (``hetbench.train.device.device_info``), written as ``device``; not part of ``timing``.
     engine : str, optional
-        The engine that ran it when not the in-process one (``flower``), written as ``engine``; None (the
-        in-process engine, ``--engine local``): no ``engine`` key, so readers take a missing key as ``local``.
+        The engine that ran it when not the in-process one (``flower``), written as ``engine`` and as
+        ``config.engine`` (so a leaderboard keeps its runs apart from the same configuration's local runs);
+        None (the in-process engine, ``--engine local``): no ``engine`` key, readers take a missing one as
+        ``local``.
 
     Returns
     -------
@@ -238,7 +240,8 @@ def results_document(
             "params": {k: _json_value(v) for k, v in sorted(algorithm.params.items())},
             "citation": algorithm.citation,
         },
-        "config": {**{k: _json_value(v) for k, v in config.result_options().items()}, "model": model_name},
+        "config": {**{k: _json_value(v) for k, v in config.result_options().items()}, "model": model_name,
+                   **({"engine": engine} if engine not in (None, "local") else {})},
         "model": {"name": model_name, **model_info},
         "curves": {**history.curves, "group_accuracy": history.group_curves, "train_round": history.train_round,
                    "train_loss": history.train_loss, **({"algorithm": extra} if extra else {})},

@@ -39,6 +39,9 @@ if TYPE_CHECKING:
     from hetbench.train.algorithms import TrainConfig
     from hetbench.train.groups import GroupRun
 
+ENGINES = ("local", "flower")
+"""``--engine`` values: this process, or Flower's Simulation Runtime (Ray backend)."""
+
 DEFAULT_SOURCE = "builtin:digits"
 DEFAULT_TAG = "dirichlet-client-a0.5-n10"
 DEFAULT_SPLIT = default_out_dir(DEFAULT_SOURCE, DEFAULT_TAG, 0)
@@ -127,6 +130,8 @@ def sweep(
     protocol: str | None = None,
     skip_existing: bool = False,
     resume: bool = False,
+    engine: str = "local",
+    flower_actors: int | None = None,
 ) -> list[RunResult]:
     """Train every algorithm with every seed on ``split`` and write one results JSON per run.
 
@@ -163,6 +168,12 @@ def sweep(
     resume : bool
         As ``skip_existing``, and runs that left a checkpoint (``config.checkpoint_every``) continue from it;
         the others start afresh. Refused when no run of the sweep has a checkpoint.
+    engine : str
+        ``local`` (this process, :func:`hetbench.train.simulation.run_training`) or ``flower`` (Flower's
+        Simulation Runtime with the Ray backend, :func:`hetbench.flower.simulation.run_flower_simulation`: same
+        results document plus ``engine: flower``; no checkpoints, no ``central``).
+    flower_actors : int, optional
+        Ray actors running Flower ClientApps (``engine="flower"``; default one per core, at most K).
 
     Returns
     -------
@@ -197,6 +208,13 @@ def sweep(
     from hetbench.train.groups import PROTOCOLS
 
     names = algorithm_names(algorithms)
+    if engine not in ENGINES:
+        raise HetbenchError(f"--engine '{engine}' is not one of {', '.join(ENGINES)}")
+    if flower_actors is not None and (engine != "flower" or not flower_actors > 0):
+        raise HetbenchError("--flower-actors needs --engine flower" if engine != "flower" else
+                            f"--flower-actors must be a positive number (got {flower_actors})")
+    if engine == "flower":
+        _check_flower(names, config, resume)
     if threads is not None and not (math.isfinite(threads) and threads > 0):
         raise HetbenchError(f"--threads must be a positive number (got {threads})")
     if resume and overwrite:
@@ -227,6 +245,7 @@ def sweep(
         torch.set_num_threads(int(threads))
     try:
         plan = _Plan(split, names, seeds, config, hyper, algos, Path(out), protocol, quiet)
+        plan.engine, plan.flower_actors = engine, flower_actors
         plan.check_existing(overwrite, skip_existing or resume, resume)
         return plan.run()
     finally:
@@ -247,8 +266,23 @@ class _Job:
     resume: bool = False
 
 
+def _check_flower(names: list[str], config: "TrainConfig | None", resume: bool) -> None:
+    """Refuse what ``--engine flower`` cannot run, before anything is read (Flower missing: exit 2)."""
+    from hetbench.flower.job import require_flower
+
+    if "central" in names:
+        raise HetbenchError("--engine flower runs federated algorithms; 'central' trains one model on the union of "
+                            "the clients' data: run it with --engine local")
+    if resume or (config is not None and config.checkpoint_every):
+        raise HetbenchError("--engine flower does not write checkpoints: drop --checkpoint-every / --resume")
+    require_flower()
+
+
 class _Plan:
     """Every run of a sweep with its data, options and files; checks all of them before any training."""
+
+    engine = "local"
+    flower_actors: int | None = None
 
     def __init__(self, split, names, seeds, config, hyper, algos, out: Path, protocol, quiet: bool) -> None:
         from hetbench.train.checkpoint import checkpoint_path
@@ -257,6 +291,8 @@ class _Plan:
         from hetbench.train.results import result_path
 
         split_path = str(split) if split is not None else str(default_split(quiet))
+        # the Flower engine's ClientApps read the split in their own processes: an absolute path where it is one
+        self.split_path = os.path.abspath(split_path) if os.path.exists(split_path) else split_path
         self.data = load_federated(split_path, config.image_size, config.group_by, quiet=quiet,
                                    cache_dir=config.cache_dir)
         group_runs = plan_group_runs(self.data, config.train_groups, config.test_groups, protocol)
@@ -324,7 +360,8 @@ class _Plan:
         want = _jsonable({**job.config.result_options(), "algorithm": self.algos[job.algorithm].params,
                           "fingerprint": self.data.fingerprint})
         have = {**doc.get("config", {}), "algorithm": doc.get("algorithm", {}).get("params"),
-                "fingerprint": doc.get("split", {}).get("fingerprint")}
+                "fingerprint": doc.get("split", {}).get("fingerprint"), "engine": doc.get("engine", "local")}
+        want["engine"] = self.engine
         if want.get("model") == "auto":
             want.pop("model")
         diff = next((k for k in sorted(want) if have.get(k) != want[k]), None)
@@ -382,6 +419,14 @@ class _Plan:
             done[0] = r
 
         with progress_bar(label, job.config.rounds, quiet=self.quiet) as bar:
+            if self.engine == "flower":
+                from hetbench.flower.job import FlowerJob
+                from hetbench.flower.simulation import run_flower_simulation
+
+                flower_job = FlowerJob.make(self.split_path, job.algorithm, job.config, self.hyper)
+                return run_flower_simulation(flower_job, self.view(job.groups), actors=self.flower_actors,
+                                             central_accuracy=central_acc, on_round=advance,
+                                             workers=job.config.workers)
             checkpoint = job.checkpoint if (job.config.checkpoint_every or job.resume) else None
             return run_training(self.view(job.groups), algorithm, job.config, central_accuracy=central_acc,
                                 on_round=advance, checkpoint=checkpoint, resume=job.resume)

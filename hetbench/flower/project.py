@@ -1,0 +1,141 @@
+"""The Flower app project of a hetbench run, for Flower's deployment engine (``hetbench flower-app``).
+
+The project is one ``pyproject.toml``: ``[tool.flwr.app.components]`` names hetbench's ServerApp and
+ClientApp (``hetbench.flower.server_app:app``, ``hetbench.flower.client_app:app``; hetbench must be
+installed, with its ``flower`` extra, wherever the SuperLink and the SuperNodes run) and
+``[tool.flwr.app.config]`` carries the job (:class:`~hetbench.flower.job.FlowerJob`: split, algorithm,
+options, where the results JSON goes). The commands that run it are in :func:`deployment_commands`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import tempfile
+from pathlib import Path
+
+from hetbench.errors import HetbenchError
+from hetbench.flower.job import FlowerJob
+
+
+def toml_value(value: bool | int | float | str) -> str:
+    """One TOML value (a JSON string is a valid TOML basic string).
+
+    Examples
+    --------
+    >>> [toml_value(v) for v in (True, 3, 0.05, 1e-06, 'a "b"')]
+    ['true', '3', '0.05', '1e-06', '"a \\\\"b\\\\""']
+    """
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return repr(value)
+    return json.dumps(str(value))
+
+
+def project_name(job: FlowerJob) -> str:
+    """``hetbench-<algo>-<split folder>``, lower case, letters, digits and ``-`` only.
+
+    Examples
+    --------
+    >>> project_name(FlowerJob("/x/digits-dirichlet-client-a0.5-n4-s0", "fedavg"))
+    'hetbench-fedavg-digits-dirichlet-client-a0-5-n4-s0'
+    """
+    return re.sub(r"[^a-z0-9]+", "-", f"hetbench-{job.algo}-{Path(job.split).name}".lower()).strip("-")
+
+
+def pyproject_text(job: FlowerJob, wait_s: float | None = None) -> str:
+    """The project's ``pyproject.toml``."""
+    from hetbench.version import __version__
+
+    config = job.to_config()
+    if wait_s is not None:
+        config["node-wait-s"] = float(wait_s)
+    lines = [
+        "# A Flower app running hetbench's " + job.algo + " on a hetbench split (written by `hetbench flower-app`).",
+        "[build-system]", 'requires = ["hatchling"]', 'build-backend = "hatchling.build"', "",
+        "[project]", f'name = "{project_name(job)}"', 'version = "1.0.0"',
+        f'description = "hetbench {job.algo} on {Path(job.split).name} through Flower"',
+        'license = "Apache-2.0"', f'dependencies = ["hetbench[flower]=={__version__}"]', "",
+        "[tool.flwr.app]", 'publisher = "hetbench"', "",
+        "[tool.flwr.app.components]", 'serverapp = "hetbench.flower.server_app:app"',
+        'clientapp = "hetbench.flower.client_app:app"', "",
+        "[tool.flwr.app.config]",
+        *(f"{key} = {toml_value(value)}" for key, value in config.items()), "",
+    ]
+    return "\n".join(lines)
+
+
+def write_app_project(out: str | os.PathLike, job: FlowerJob, overwrite: bool = False,
+                      wait_s: float | None = None) -> Path:
+    """Write the Flower app project of ``job`` to the folder ``out`` (through a temporary folder renamed into
+    place, so it is whole or absent).
+
+    Parameters
+    ----------
+    out : path
+        The project folder (refused when it exists, unless ``overwrite``).
+    job : FlowerJob
+        The run; its ``results`` path is where the deployed ServerApp writes the results JSON.
+    overwrite : bool
+        Replace an existing folder.
+    wait_s : float, optional
+        How long the ServerApp waits for SuperNodes serving every client (default 300 s).
+
+    Returns
+    -------
+    Path
+        The project folder.
+
+    Examples
+    --------
+    >>> import tomllib
+    >>> job = FlowerJob("/data/split", "scaffold", {"rounds": 2}, {}, "/data/results.json")
+    >>> folder = write_app_project("flower_app_example", job)
+    >>> app = tomllib.loads((folder / "pyproject.toml").read_text())["tool"]["flwr"]["app"]
+    >>> app["components"]["serverapp"], app["config"]["algo"], app["config"]["rounds"]
+    ('hetbench.flower.server_app:app', 'scaffold', 2)
+    """
+    out = Path(out)
+    if out.exists() and not overwrite:
+        raise HetbenchError(f"'{out}' already exists; pass --overwrite to replace it")
+    if out.exists() and not out.is_dir():
+        raise HetbenchError(f"'{out}' exists and is not a folder")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
+    try:
+        (tmp / "pyproject.toml").write_text(pyproject_text(job, wait_s))
+        if out.exists():
+            shutil.rmtree(out)
+        os.replace(tmp, out)
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)
+    return out
+
+
+def deployment_commands(project: str | os.PathLike, num_clients: int, address: str = "127.0.0.1:9093") -> list[str]:
+    """The shell commands that run a written project on Flower's deployment engine on one machine: a
+    SuperLink, one SuperNode per client (each its own ClientAppIo port), the SuperLink connection in the
+    Flower configuration and ``flwr run``.
+
+    Examples
+    --------
+    >>> for line in deployment_commands("app", 2, "127.0.0.1:9093"):
+    ...     print(line)
+    flower-superlink --insecure --port 9093 --disable-runtime-dependency-installation &
+    flower-supernode --insecure --superlink 127.0.0.1:9093 --port 9100 --node-config "partition-id=0 num-partitions=2" &
+    flower-supernode --insecure --superlink 127.0.0.1:9093 --port 9101 --node-config "partition-id=1 num-partitions=2" &
+    printf '[superlink.hetbench]\\naddress = "127.0.0.1:9093"\\ninsecure = true\\n' >> "${FLWR_HOME:-$HOME/.flwr}/config.toml"
+    flwr run app hetbench --stream
+    """
+    port = address.rsplit(":", 1)[-1]
+    lines = [f"flower-superlink --insecure --port {port} --disable-runtime-dependency-installation &"]
+    lines += [f'flower-supernode --insecure --superlink {address} --port {9100 + k} --node-config '
+              f'"partition-id={k} num-partitions={num_clients}" &' for k in range(num_clients)]
+    lines.append(f"printf '[superlink.hetbench]\\naddress = \"{address}\"\\ninsecure = true\\n' >> "
+                 '"${FLWR_HOME:-$HOME/.flwr}/config.toml"')
+    lines.append(f"flwr run {project} hetbench --stream")
+    return lines
