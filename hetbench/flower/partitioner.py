@@ -256,7 +256,7 @@ class HetbenchPartitioner(Partitioner):
         local = Path(origin.dataset).expanduser()
         if local.is_dir():
             return read_manifest(local)
-        if local.suffix or origin.dataset.count("/") != 1:
+        if origin.dataset.count("/") != 1 or origin.dataset.startswith(("/", ".", "~")):
             raise HetbenchError(
                 f"'{origin.dataset}' is neither a hetbench build folder nor a hub dataset id (owner/name); "
                 "pass HetbenchPartitioner(split_dir=<the build folder>)"

@@ -305,10 +305,10 @@ def test_a_hub_id_reads_the_manifest_of_that_repo(built, monkeypatch):
         return str(folder / filename)
 
     monkeypatch.setattr(huggingface_hub, "hf_hub_download", download)
-    fds = FederatedDataset(dataset="someone/digits-dirichlet", partitioners={"train": HetbenchPartitioner()}, revision="v1")
+    fds = FederatedDataset(dataset="someone/digits-v1.0", partitioners={"train": HetbenchPartitioner()}, revision="v1")
     reference = ClientPartitions.from_dataset(local["train"])
     assert _rows(fds.load_partition(4)).equals(reference.table(4))
-    assert calls == [("someone/digits-dirichlet", "hetbench.json", "dataset", "v1")]
+    assert calls == [("someone/digits-v1.0", "hetbench.json", "dataset", "v1")]
 
 
 def test_an_unreachable_hub_manifest_is_one_clear_error(built, monkeypatch):
@@ -318,6 +318,16 @@ def test_an_unreachable_hub_manifest_is_one_clear_error(built, monkeypatch):
     monkeypatch.setattr(fd_module.datasets, "load_dataset", lambda path, name=None, **kw: local)
     fds = FederatedDataset(dataset="nobody/not-cached-anywhere", partitioners={"train": HetbenchPartitioner()})
     with pytest.raises(HetbenchError, match="cannot fetch hetbench.json of the hub dataset 'nobody/not-cached-anywhere'"):
+        fds.load_partition(0)
+
+
+def test_a_missing_folder_is_neither_a_build_nor_a_hub_id(built, monkeypatch):
+    import flwr_datasets.federated_dataset as fd_module
+
+    local = datasets.load_dataset(str(built("dirichlet")))
+    monkeypatch.setattr(fd_module.datasets, "load_dataset", lambda path, name=None, **kw: local)
+    fds = FederatedDataset(dataset="./gone/split", partitioners={"train": HetbenchPartitioner()})
+    with pytest.raises(HetbenchError, match="'./gone/split' is neither a hetbench build folder nor a hub dataset id"):
         fds.load_partition(0)
 
 
