@@ -1,0 +1,118 @@
+"""(b) of ``bench_engines.py``: ``hetbench train --engine flower`` (Flower's Simulation Runtime, Ray backend)
+against ``--engine local`` on the trainer benchmark's overhead split.
+
+The split and the run are those of ``bench_trainer.py`` (b): FedAvg, ``--model digits-cnn``, ``hetbench
+partition dirichlet --dataset builtin:digits --clients 500 --alpha 0.5``, 50 rounds x 50 clients, batch 10,
+lr 0.05, evaluation every 5 rounds. Each engine is one ``hetbench train`` process timed from launch to exit
+(the split is decoded once, untimed, before either, so both find the decoded-image cache). Flower gets one
+single-CPU Ray actor per core (``--flower-actors``, default). Both write the same results JSON; the report
+gives each engine's wall time, the training time per round from its results' ``timing`` block (the
+per-round cost of each engine: for Flower, configure, messages through Ray, ClientApps, replies and
+aggregation), the fixed cost outside the rounds (interpreter, imports, split, and for Flower starting Ray,
+its actors and the node handshake) and the accuracy of each (equal: the engines compute the same model).
+
+Run on its own: ``python benchmarks/engines_flower.py [--quick]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+from pathlib import Path
+from typing import Callable
+
+HERE = Path(__file__).resolve().parent
+if str(HERE) not in sys.path:
+    sys.path.insert(0, str(HERE))
+
+from bench_trainer import OVERHEAD, QUICK_OVERHEAD, SGD  # noqa: E402
+from trainer_e2e import build_split, hetbench_exe, run_timed  # noqa: E402
+
+
+def _train(split: Path, tmp: Path, setting: dict, engine: str, seed: int) -> dict:
+    """One ``hetbench train`` process with ``--engine engine``: wall time and its results document."""
+    out = tmp / f"results-{engine}"
+    cmd = hetbench_exe() + [
+        "train", "--split", str(split), "--algo", "fedavg", "--model", setting["model"],
+        "--clients-per-round", str(setting["per_round"]), "--rounds", str(setting["rounds"]),
+        "--local-epochs", str(SGD["local_epochs"]), "--batch-size", str(SGD["batch_size"]), "--lr", str(SGD["lr"]),
+        "--eval-every", str(SGD["eval_every"]), "--seed", str(seed), "--engine", engine, "--out", str(out), "--quiet",
+    ]
+    env = dict(os.environ, RAY_TMPDIR=str(tmp / "ray"))  # Ray's session files go with the temp folder
+    (tmp / "ray").mkdir(parents=True, exist_ok=True)
+    wall = run_timed(cmd, tmp / f"train-{engine}.log", env=env)
+    (path,) = sorted(out.glob("**/*.json"))
+    return {"wall_s": wall, "doc": json.loads(path.read_text())}
+
+
+def run(report: Callable[[str], None], quick: bool = False, seed: int = 0) -> dict:
+    """Time ``--engine flower`` against ``--engine local`` on the (b) split; ``report`` gets the lines.
+
+    Parameters
+    ----------
+    report : callable
+        Called with each line of the report.
+    quick : bool
+        The smoke-run sizes of ``bench_trainer.py --quick`` (100 clients, 3 rounds x 10).
+    seed : int
+        Seed of the split and of both runs.
+
+    Returns
+    -------
+    dict
+        ``setting``, then per engine (``local``, ``flower``): ``wall_s``, ``train_s``, ``eval_s``,
+        ``per_round_s`` (training seconds per round), ``fixed_s`` (wall time outside the rounds and the
+        evaluations) and ``accuracy``; ``flower_overhead_per_round_s`` (Flower's per-round time minus the
+        local one), ``slowdown`` (Flower wall / local wall) and ``same_model`` (equal curves and accuracy).
+    """
+    setting = dict(QUICK_OVERHEAD if quick else OVERHEAD)
+    rounds = int(setting["rounds"])
+    report(f"(b) Flower simulation vs --engine local: FedAvg, {setting['model']}, {setting['dataset']} Dirichlet 0.5 "
+           f"over {setting['clients']} clients, {rounds} rounds x {setting['per_round']}, batch {SGD['batch_size']}, "
+           f"eval every {SGD['eval_every']}; Flower: {os.cpu_count()} Ray actors x 1 CPU")
+    with tempfile.TemporaryDirectory(prefix="hetbench-engines-flower-") as name:
+        tmp = Path(name)
+        split = build_split(tmp, setting, seed)
+        _train(split, tmp / "warm", dict(setting, rounds=1), "local", seed)  # fills the decode cache, untimed
+        out: dict = {"setting": setting}
+        for engine in ("local", "flower"):
+            r = _train(split, tmp, setting, engine, seed)
+            t, final = r["doc"]["timing"], r["doc"]["final"]
+            out[engine] = {
+                "wall_s": round(r["wall_s"], 2), "train_s": t["train_s"], "eval_s": t["eval_s"],
+                "per_round_s": round(t["train_s"] / rounds, 4),
+                "fixed_s": round(r["wall_s"] - t["train_s"] - t["eval_s"], 2),
+                "accuracy": final["accuracy"], "curve": r["doc"]["curves"]["accuracy"],
+            }
+    loc, flw = out["local"], out["flower"]
+    out["flower_overhead_per_round_s"] = round(flw["per_round_s"] - loc["per_round_s"], 4)
+    out["slowdown"] = round(flw["wall_s"] / loc["wall_s"], 2)
+    out["same_model"] = loc["curve"] == flw["curve"] and loc["accuracy"] == flw["accuracy"]
+    report(f"  {'engine':<24s} {'wall (s)':>9s} {'per round (s)':>14s} {'fixed (s)':>10s} {'eval (s)':>9s} "
+           f"{'accuracy (%)':>13s}")
+    for label, r in (("--engine local", loc), ("--engine flower (Ray)", flw)):
+        report(f"  {label:<24s} {r['wall_s']:9.1f} {r['per_round_s']:14.3f} {r['fixed_s']:10.1f} {r['eval_s']:9.2f} "
+               f"{r['accuracy']:13.2f}")
+    report(f"  Flower: {out['slowdown']:.1f}x the local wall time; {out['flower_overhead_per_round_s'] * 1000:.0f} ms more "
+           f"per round ({flw['per_round_s'] * 1000:.0f} vs {loc['per_round_s'] * 1000:.0f} ms); same model: "
+           f"{'yes' if out['same_model'] else 'NO'}")
+    return out
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--quick", action="store_true", help="smoke-run sizes (100 clients, 3 rounds x 10)")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--json", default=None, help="also write the figures here")
+    args = ap.parse_args(argv)
+    result = run(print, quick=args.quick, seed=args.seed)
+    if args.json:
+        Path(args.json).write_text(json.dumps(result, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,116 @@
+"""``hetbench train --engine flower``: hetbench's algorithms through Flower's Simulation Runtime (Ray backend)
+give the model ``--engine local`` gives; the leaderboard mixes both; a round whose clients all fail stops
+with exit 3."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+pytest.importorskip("flwr")
+
+TRAIN = ("--rounds", "2", "--clients-per-round", "4", "--seed", "0", "-q")
+
+
+@pytest.fixture(scope="module")
+def split4(tmp_path_factory):
+    """A four-client Dirichlet split of the built-in digits: 4 clients per round take part in both rounds, so
+    SCAFFOLD's second round reads the control variates c_i its clients kept from the first."""
+    from hetbench.partitioners import DirichletPartitioner
+    from hetbench.pipeline import make_split
+
+    out = tmp_path_factory.mktemp("flower-sim") / "digits-n4"
+    make_split("builtin:digits", DirichletPartitioner(4, 0.5, "client", None, 0), out, seed=0, test_fraction=0.2,
+               quiet=True)
+    return out
+
+
+def _results(folder):
+    return {p.stem: json.loads(p.read_text()) for p in sorted(folder.rglob("*.json"))}
+
+
+def _strip(doc: dict) -> dict:
+    """What two engines must agree on: everything but wall-clock timing and the engine's name."""
+    out = {k: v for k, v in doc.items() if k not in ("timing", "engine")}
+    out["config"] = {k: v for k, v in doc["config"].items() if k != "engine"}
+    return out
+
+
+@pytest.mark.slow
+def test_flower_simulation_gives_the_local_engine_results(split4, tmp_path, run_cli):
+    flower, local = tmp_path / "flower", tmp_path / "local"
+    code, _, err = run_cli("train", "--split", split4, "--algo", "fedavg,scaffold", *TRAIN, "--engine", "flower",
+                           "--flower-actors", "2", "--out", flower)
+    assert code == 0, err
+    code, _, err = run_cli("train", "--split", split4, "--algo", "fedavg,scaffold", *TRAIN, "--out", local)
+    assert code == 0, err
+    got, want = _results(flower), _results(local)
+    assert sorted(got) == sorted(want) == ["fedavg-s0", "scaffold-s0"]
+    for name in got:
+        assert got[name]["engine"] == got[name]["config"]["engine"] == "flower"
+        assert "engine" not in want[name]  # the local engine's results are unchanged (no key: local)
+        assert abs(got[name]["final"]["accuracy"] - want[name]["final"]["accuracy"]) <= 1.0
+        assert _strip(got[name]) == _strip(want[name]), name  # the same models, bit for bit
+
+    # the leaderboard reads both: one row per engine, none skipped as a duplicate
+    code, out, err = run_cli("leaderboard", tmp_path, "--out", tmp_path / "board")
+    assert code == 0, err
+    assert "4 configuration(s) from 4 result(s)" in out + err
+    board = (tmp_path / "board" / "leaderboard.md").read_text()
+    assert "scaffold (engine=flower)" in board and "fedavg (engine=flower)" in board
+
+
+@pytest.mark.slow
+def test_a_round_whose_clients_all_fail_stops_with_exit_3(split4, tmp_path, run_cli):
+    # a learning rate this large makes every client's loss infinite in its first steps: each ClientApp fails
+    code, _, err = run_cli("train", "--split", split4, "--algo", "fedavg", *TRAIN, "--lr", "1e30", "--engine", "flower",
+                           "--flower-actors", "2", "--out", tmp_path / "out")
+    assert code == 3, err
+    assert "round 1: all 4 clients failed" in err
+    assert len(err.strip().splitlines()) == 1
+    assert not list((tmp_path / "out").rglob("*.json"))
+
+
+@pytest.mark.parametrize("args, message", [
+    (("--algo", "central", "--engine", "flower"), "'central' trains one model"),
+    (("--engine", "flower", "--checkpoint-every", "1"), "does not write checkpoints"),
+    (("--engine", "flower", "--resume"), "does not write checkpoints"),
+    (("--flower-actors", "2"), "--flower-actors needs --engine flower"),
+    (("--engine", "flower", "--flower-actors", "0"), "--flower-actors must be a positive number"),
+    (("--engine", "spark"), "'spark' is not one of"),
+])
+def test_bad_flower_options_exit_2_before_anything_runs(split4, tmp_path, run_cli, args, message):
+    code, _, err = run_cli("train", "--split", split4, *TRAIN, *args, "--out", tmp_path / "out")
+    assert code == 2
+    assert message in err and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("command", ["train", "flower-app"])
+def test_flower_missing_exits_2_with_the_install_command(split4, tmp_path, run_cli, monkeypatch, command):
+    import sys
+
+    monkeypatch.setitem(sys.modules, "flwr", None)  # `import flwr` raises ImportError, as without the extra
+    monkeypatch.setitem(sys.modules, "flwr.simulation", None)
+    extra = ("--engine", "flower") if command == "train" else ()
+    code, _, err = run_cli(command, "--split", split4, "--rounds", "1", *extra, "--out", tmp_path / "out")
+    assert code == 2
+    assert "pip install 'hetbench[flower]'" in err and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.slow
+def test_every_federated_algorithm_runs_on_flower_as_it_runs_locally(split4, tmp_path, run_cli):
+    from hetbench.train.algorithms import ALGORITHMS
+
+    names = ",".join(n for n in ALGORITHMS.names() if n != "central")
+    args = ("--split", split4, "--algo", names, "--rounds", "2", "--clients-per-round", "3", "--batch-size", "64", "-q")
+    code, _, err = run_cli("train", *args, "--engine", "flower", "--flower-actors", "2", "--out", tmp_path / "flower")
+    assert code == 0, err
+    code, _, err = run_cli("train", *args, "--out", tmp_path / "local")
+    assert code == 0, err
+    got, want = _results(tmp_path / "flower"), _results(tmp_path / "local")
+    assert sorted(got) == sorted(want) and len(got) == len(ALGORITHMS.names()) - 1
+    for name in got:
+        assert _strip(got[name]) == _strip(want[name]), name
