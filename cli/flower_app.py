@@ -78,8 +78,8 @@ def flower_app(split: str, algo: str, seed: int, out: str, results: str | None, 
     if not quiet:
         click.echo(f"wrote the Flower app project {folder}/pyproject.toml ({algorithm.name} on {data.name}, "
                    f"{data.num_clients} clients; results go to {job.results})")
-        click.echo("run it on Flower's deployment engine (one SuperNode per client; each line after the first in "
-                   "its own terminal or with &):")
+        click.echo("run it on Flower's deployment engine (one SuperNode per client; the servers in their own "
+                   "terminals or with &):")
         for line in deployment_commands(Path(folder), data.num_clients):
             click.echo(f"  {line}")
 

@@ -119,12 +119,13 @@ def write_app_project(out: str | os.PathLike, job: FlowerJob, overwrite: bool = 
 def deployment_commands(project: str | os.PathLike, num_clients: int, address: str = "127.0.0.1:9093") -> list[str]:
     """The shell commands that run a written project on Flower's deployment engine on one machine: a
     SuperLink, one SuperNode per client (each its own ClientAppIo port), the SuperLink connection in the
-    Flower configuration and ``flwr run``.
+    Flower configuration and ``flwr run``, with Flower's telemetry off.
 
     Examples
     --------
     >>> for line in deployment_commands("app", 2, "127.0.0.1:9093"):
     ...     print(line)
+    export FLWR_TELEMETRY_ENABLED=0
     flower-superlink --insecure --port 9093 --disable-runtime-dependency-installation &
     flower-supernode --insecure --superlink 127.0.0.1:9093 --port 9100 --node-config "partition-id=0 num-partitions=2" &
     flower-supernode --insecure --superlink 127.0.0.1:9093 --port 9101 --node-config "partition-id=1 num-partitions=2" &
@@ -132,7 +133,8 @@ def deployment_commands(project: str | os.PathLike, num_clients: int, address: s
     flwr run app hetbench --stream
     """
     port = address.rsplit(":", 1)[-1]
-    lines = [f"flower-superlink --insecure --port {port} --disable-runtime-dependency-installation &"]
+    lines = ["export FLWR_TELEMETRY_ENABLED=0"]  # hetbench makes no network call; Flower's processes would
+    lines += [f"flower-superlink --insecure --port {port} --disable-runtime-dependency-installation &"]
     lines += [f'flower-supernode --insecure --superlink {address} --port {9100 + k} --node-config '
               f'"partition-id={k} num-partitions={num_clients}" &' for k in range(num_clients)]
     lines.append(f"printf '[superlink.hetbench]\\naddress = \"{address}\"\\ninsecure = true\\n' >> "

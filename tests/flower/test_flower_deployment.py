@@ -54,7 +54,7 @@ class Cluster:
         self.root = root
         self.procs: list[subprocess.Popen] = []
         self.env = {**os.environ, "FLWR_HOME": str(root / "flwr-home"), "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}",
-                    "PYTHONUNBUFFERED": "1"}
+                    "PYTHONUNBUFFERED": "1", "FLWR_TELEMETRY_ENABLED": "0"}
         (root / "flwr-home").mkdir()
 
     def start(self, name: str, *args: str) -> subprocess.Popen:
