@@ -65,7 +65,7 @@ def run(report: Callable[[str], None], quick: bool = False, seed: int = 0) -> di
     dict
         ``setting``, then per engine (``local``, ``flower``): ``wall_s``, ``train_s``, ``eval_s``,
         ``per_round_s`` (training seconds per round), ``fixed_s`` (wall time outside the rounds and the
-        evaluations) and ``accuracy``; ``flower_overhead_per_round_s`` (Flower's per-round time minus the
+        evaluations) and ``accuracy`` (Flower also ``connect_s``, its node handshake); ``flower_overhead_per_round_s`` (Flower's per-round time minus the
         local one), ``slowdown`` (Flower wall / local wall) and ``same_model`` (equal curves and accuracy).
     """
     setting = dict(QUICK_OVERHEAD if quick else OVERHEAD)
@@ -86,6 +86,7 @@ def run(report: Callable[[str], None], quick: bool = False, seed: int = 0) -> di
                 "per_round_s": round(t["train_s"] / rounds, 4),
                 "fixed_s": round(r["wall_s"] - t["train_s"] - t["eval_s"], 2),
                 "accuracy": final["accuracy"], "curve": r["doc"]["curves"]["accuracy"],
+                **({"connect_s": t["connect_s"]} if "connect_s" in t else {}),
             }
     loc, flw = out["local"], out["flower"]
     out["flower_overhead_per_round_s"] = round(flw["per_round_s"] - loc["per_round_s"], 4)
@@ -96,6 +97,8 @@ def run(report: Callable[[str], None], quick: bool = False, seed: int = 0) -> di
     for label, r in (("--engine local", loc), ("--engine flower (Ray)", flw)):
         report(f"  {label:<24s} {r['wall_s']:9.1f} {r['per_round_s']:14.3f} {r['fixed_s']:10.1f} {r['eval_s']:9.2f} "
                f"{r['accuracy']:13.2f}")
+    report(f"  Flower's fixed cost includes its node handshake (which SuperNode serves which client): "
+           f"{flw.get('connect_s', float('nan')):.1f} s")
     report(f"  Flower: {out['slowdown']:.1f}x the local wall time; {out['flower_overhead_per_round_s'] * 1000:.0f} ms more "
            f"per round ({flw['per_round_s'] * 1000:.0f} vs {loc['per_round_s'] * 1000:.0f} ms); same model: "
            f"{'yes' if out['same_model'] else 'NO'}")
