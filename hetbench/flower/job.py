@@ -23,18 +23,27 @@ INSTALL = "pip install 'hetbench[flower]'"
 _LISTS = ("train_groups", "test_groups")
 
 
-def require_flower() -> None:
+def require_flower(simulation: bool = False) -> None:
     """Refuse to go on when Flower is not installed (one line naming the install command, exit 2).
+
+    Parameters
+    ----------
+    simulation : bool
+        Also require Flower's Simulation Runtime backend (Ray, ``flwr[simulation]``, part of the extra).
 
     Examples
     --------
-    >>> require_flower()  # installed here (make test installs the flower extra)
+    >>> require_flower(simulation=True)  # installed here (make test installs the flower extra)
     """
     try:
         import flwr  # noqa: F401
         import flwr.simulation  # noqa: F401
+
+        if simulation:
+            import ray  # noqa: F401
     except ImportError as exc:
-        raise HetbenchError(f"the Flower engine needs Flower, which is not installed ({exc}); run: {INSTALL}") from None
+        raise HetbenchError(f"the Flower engine needs Flower{' and Ray' if simulation else ''}, which is not "
+                            f"installed ({exc}); run: {INSTALL}") from None
 
 
 @dataclass

@@ -77,7 +77,7 @@ def run_flower_simulation(
     HetbenchError
         Flower missing (exit 2), bad options, every client of a round failing (exit 3), ...
     """
-    require_flower()
+    require_flower(simulation=True)
     from hetbench.flower import server_app
     from hetbench.flower.client_app import app as client_app
 

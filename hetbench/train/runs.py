@@ -275,7 +275,7 @@ def _check_flower(names: list[str], config: "TrainConfig | None", resume: bool) 
                             "the clients' data: run it with --engine local")
     if resume or (config is not None and config.checkpoint_every):
         raise HetbenchError("--engine flower does not write checkpoints: drop --checkpoint-every / --resume")
-    require_flower()
+    require_flower(simulation=True)
 
 
 class _Plan:

@@ -114,3 +114,13 @@ def test_every_federated_algorithm_runs_on_flower_as_it_runs_locally(split4, tmp
     assert sorted(got) == sorted(want) and len(got) == len(ALGORITHMS.names()) - 1
     for name in got:
         assert _strip(got[name]) == _strip(want[name]), name
+
+
+def test_simulation_without_ray_exits_2_with_the_install_command(split4, tmp_path, run_cli, monkeypatch):
+    import sys
+
+    monkeypatch.setitem(sys.modules, "ray", None)  # flwr without its [simulation] extra
+    code, _, err = run_cli("train", "--split", split4, *TRAIN, "--engine", "flower", "--out", tmp_path / "out")
+    assert code == 2
+    assert "needs Flower and Ray" in err and "pip install 'hetbench[flower]'" in err
+    assert not (tmp_path / "out").exists()
