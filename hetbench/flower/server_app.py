@@ -18,6 +18,7 @@ from flwr.serverapp import Grid, ServerApp
 
 from hetbench.errors import HetbenchError
 from hetbench.flower.job import FlowerJob
+from hetbench.flower.strategy import error_line
 
 app = ServerApp()
 #: the in-process hand-over of :func:`hetbench.flower.simulation.run_flower_simulation` (empty when deployed)
@@ -43,7 +44,7 @@ def connect(grid: Grid, job: ConfigRecord, num_clients: int, wait_s: float) -> d
             for m in replies:
                 if m.has_error():
                     raise HetbenchError(f"node {m.metadata.src_node_id} failed to load the job: "
-                                        f"{m.error.reason.strip().splitlines()[-1]}")
+                                        f"{error_line(m.error.reason)}")
                 info = m.content["info"]
                 if "error" in info:
                     raise HetbenchError(f"SuperNode {m.metadata.src_node_id}: {info['error']}")

@@ -17,9 +17,10 @@ from hetbench.flower.job import FlowerJob, require_flower
 
 
 def quiet_flower(verbose: bool) -> None:
-    """Flower logs every round at INFO and warns that ``run_simulation`` is deprecated: errors only, unless
-    ``verbose``."""
-    logging.getLogger("flwr").setLevel(logging.DEBUG if verbose else logging.ERROR)
+    """Flower logs every round at INFO, a traceback for every failed ClientApp at ERROR and warns that
+    ``run_simulation`` is deprecated: nothing below CRITICAL unless ``verbose`` (hetbench reports failed
+    clients itself, one line each round)."""
+    logging.getLogger("flwr").setLevel(logging.DEBUG if verbose else logging.CRITICAL)
     if not verbose:
         warnings.filterwarnings("ignore", module="flwr")
         warnings.filterwarnings("ignore", module="ray")

@@ -29,6 +29,24 @@ from hetbench.errors import HetbenchError
 from hetbench.flower.records import SERVER_TO_CLIENT, pack, unpack
 
 
+def error_line(reason: str) -> str:
+    """The message of a ClientApp's exception from a Flower error reason (which wraps it in class names).
+
+    Examples
+    --------
+    >>> error_line("<class 'ClientAppException'>:<'\\nException ClientAppException occurred. Message: loss nan'>")
+    'loss nan'
+    >>> error_line("Traceback ...\\nValueError: bad\\n")
+    'ValueError: bad'
+    """
+    text = str(reason).replace("\\n", "\n").strip()
+    if "Message: " in text:
+        text = text.rsplit("Message: ", 1)[1]
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    line = lines[-1] if lines else "unknown error"
+    return line[:-2].rstrip() if line.endswith("'>") else line
+
+
 class ClientsFailed(HetbenchError):
     """Every client of a Flower round failed: the run stops (exit code 3)."""
 
@@ -98,9 +116,8 @@ class HetbenchStrategy(Strategy):
         good = [m for m in replies if not m.has_error()]
         bad = [m for m in replies if m.has_error()]
         if not good:
-            reason = bad[0].error.reason if bad else "no reply before the timeout"
-            raise ClientsFailed(f"round {server_round}: all {len(self._selected)} clients failed "
-                                f"(first error: {reason.strip().splitlines()[-1] if reason.strip() else reason})")
+            reason = error_line(bad[0].error.reason) if bad else "no reply before the timeout"
+            raise ClientsFailed(f"round {server_round}: all {len(self._selected)} clients failed (first error: {reason})")
         slots = {}
         for m in good:
             slot = next(i for i, k in enumerate(self._selected)
@@ -110,8 +127,10 @@ class HetbenchStrategy(Strategy):
         missing = [self._selected[i] for i in range(len(self._selected)) if i not in slots]
         if missing:
             self.failed[server_round] = missing
-            print(f"hetbench flower: round {server_round}: {len(missing)} of {len(self._selected)} clients failed "
-                  f"(clients {missing}); aggregating the {len(slots)} that reported", file=sys.stderr)
+            reason = error_line(bad[0].error.reason) if bad else "no reply before the timeout"
+            print(f"hetbench: warning: round {server_round}: {len(missing)} of {len(self._selected)} clients failed "
+                  f"(clients {missing}; first error: {reason}); aggregating the {len(slots)} that reported",
+                  file=sys.stderr)
         loss_sum = weight_sum = 0.0
         for slot in sorted(slots):
             content = slots[slot].content

@@ -67,7 +67,7 @@ def test_a_round_whose_clients_all_fail_stops_with_exit_3(split4, tmp_path, run_
     code, _, err = run_cli("train", "--split", split4, "--algo", "fedavg", *TRAIN, "--lr", "1e30", "--engine", "flower",
                            "--flower-actors", "2", "--out", tmp_path / "out")
     assert code == 3, err
-    assert "round 1: all 4 clients failed" in err
+    assert "round 1: all 4 clients failed (first error: training diverged: the loss became nan in round 1" in err
     assert len(err.strip().splitlines()) == 1
     assert not list((tmp_path / "out").rglob("*.json"))
 
