@@ -16,7 +16,7 @@ ROOT = Path(__file__).resolve().parents[1]
 FOLDERS = {"hetbench": "hetbench", "isp": "hetbench.isp", "builders": "hetbench.builders", "cli": "hetbench.cli"}
 #: what the ISP pipeline may use of hetbench besides itself: infrastructure with no dependencies
 ISP_ALLOWED = {"hetbench.errors", "hetbench.progress", "hetbench.registry", "hetbench.seeding"}
-CONSUMERS = ("hetbench.train", "hetbench.leaderboard")
+CONSUMERS = ("hetbench.train", "hetbench.leaderboard", "hetbench.flower")
 
 
 def _modules() -> dict[str, Path]:
@@ -60,15 +60,15 @@ GRAPH = {name: _imports(name, path) for name, path in MODULES.items()}
 
 
 def _layer(name: str) -> str:
-    for prefix in ("hetbench.cli", "hetbench.builders", "hetbench.isp", "hetbench.train", "hetbench.leaderboard"):
+    for prefix in ("hetbench.cli", "hetbench.builders", "hetbench.isp", *CONSUMERS):
         if name == prefix or name.startswith(prefix + "."):
             return prefix
     return "facade" if name == "hetbench" else "core"
 
 
 def test_the_graph_sees_every_layer():
-    assert {_layer(n) for n in GRAPH} == {"hetbench.cli", "hetbench.builders", "hetbench.isp", "hetbench.train",
-                                          "hetbench.leaderboard", "core", "facade"}
+    assert {_layer(n) for n in GRAPH} == {"hetbench.cli", "hetbench.builders", "hetbench.isp", *CONSUMERS, "core",
+                                          "facade"}
     assert "hetbench.splits" in GRAPH["hetbench.pipeline"]
 
 
