@@ -133,3 +133,33 @@ def test_ray_missing_names_the_install_command(tmp_path, run_cli, monkeypatch):
 def test_ray_options_need_engine_ray(tmp_path, run_cli):
     code, _, err = run_cli("build", "iso-isp", *SMALL, "--ray-inputs", "object", "--out", tmp_path / "o")
     assert code == 2 and "--engine ray" in err and not (tmp_path / "o").exists()
+
+
+def write_raws(folder: Path, n: int = 4) -> Path:
+    """``n`` small Bayer DNGs (mosaics of a smooth scene) and one truncated file LibRaw cannot read."""
+    import numpy as np
+
+    from hetbench.isp.dng import write_dng
+    from hetbench.isp.raw import RawCapture
+
+    folder.mkdir()
+    rng = np.random.default_rng(0)
+    yy, xx = np.mgrid[0:64, 0:64]
+    for i in range(n):
+        mosaic = (512 + 40 * i + 20 * xx + 10 * yy + rng.integers(0, 50, (64, 64))).astype(np.uint16)
+        write_dng(RawCapture(mosaic, "RGGB", 64, 4095, np.eye(3), (0.5, 1.0, 0.6)), folder / f"cap{i}.dng")
+    (folder / "truncated.dng").write_bytes((folder / "cap0.dng").read_bytes()[:300])
+    return folder
+
+
+@pytest.mark.slow
+def test_raw_inputs_by_object_store_match_local(ray_cluster, tmp_path, run_cli):
+    raws = write_raws(tmp_path / "raws")
+    args = ("build", "iso-isp", "--stages", "wb", "--raw-dir", raws, "--size", "32", "--test-fraction", "0.25", "-q")
+    assert run_cli(*args, "--out", tmp_path / "local")[0] == 0
+    code, _, err = run_cli(*args, "--engine", "ray", "--ray-address", ray_cluster.address, "--ray-inputs", "object",
+                           "--out", tmp_path / "object")
+    assert code == 0, err
+    assert_same_folder(tmp_path / "local", tmp_path / "object")
+    report = (tmp_path / "object" / "report.json").read_text()
+    assert "truncated" in report  # the unreadable file is skipped by either engine, with the same reason
