@@ -53,6 +53,7 @@ bench: $(STAMP)
 	$(PY) benchmarks/bench_geo.py
 	$(PY) benchmarks/bench_embedding.py
 	$(PY) benchmarks/bench_trainer.py
+	$(PY) benchmarks/bench_engines.py
 	$(PY) benchmarks/bench_client_batching.py | tee benchmarks/results_client_batching.txt
 
 clean:

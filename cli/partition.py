@@ -39,6 +39,29 @@ def _source_options(fn: Callable) -> Callable:
     return fn
 
 
+def _engine_options(fn: Callable) -> Callable:
+    """``--engine`` / ``--ray-address`` of the embedding step (never recorded in the split)."""
+    options = [
+        click.option("--engine", type=click.Choice(["local", "ray"]), default="local", show_default=True,
+                     help="What embeds the images: local (this process) or ray (every batch of images one Ray task; "
+                     "the pixels, hog and color-hist embedders; models and columns run here). Same split either way. "
+                     "pip install 'hetbench[ray]'."),
+        click.option("--ray-address", default=None, metavar="ADDRESS",
+                     help="With --engine ray: 'auto' joins the Ray cluster running on this machine, HOST:PORT the cluster "
+                     "whose head listens there. Default: a local Ray instance on every core. Images travel by value."),
+    ]
+    for opt in reversed(options):
+        fn = opt(fn)
+    return fn
+
+
+def _with_engine(partitioner, engine: str, ray_address: str | None):
+    from hetbench.engines import engine_spec
+
+    partitioner.engine = engine_spec(engine, ray_address)
+    return partitioner
+
+
 def _clients_option(fn: Callable) -> Callable:
     return click.option("--clients", "-n", default=10, show_default=True, type=int, help="Number of clients.")(fn)
 
@@ -216,8 +239,9 @@ def natural_cmd(column: str, min_samples: int):
 @click.option("--pca-dim", default=None, type=int, help="Reduce the standardised embeddings with PCA first.")
 @click.option("--min-size", default=0, show_default=True, type=int, help="--scheme class: smallest client.")
 @click.option("--kmeans", "kmeans_method", type=click.Choice(["auto", "lloyd", "minibatch"]), default="auto", show_default=True)
+@_engine_options
 @_common
-def embedding_cmd(clients, alpha, clusters, embedder, layer, scheme, pca_dim, min_size, kmeans_method):
+def embedding_cmd(clients, alpha, clusters, embedder, layer, scheme, pca_dim, min_size, kmeans_method, engine, ray_address):
     """Task-specific heterogeneity (Borazjani et al.): embed, K-means, Dirichlet over clusters.
 
     Example: hetbench partition embedding --alpha 0.1 --clusters 10 --embedder hog
@@ -227,7 +251,8 @@ def embedding_cmd(clients, alpha, clusters, embedder, layer, scheme, pca_dim, mi
 
     if layer is not None and not embedder.startswith("torch:"):
         raise HetbenchError("--layer applies to --embedder torch:MODULE:FACTORY")
-    p = EmbeddingPartitioner(clients, alpha, clusters, scheme, embedder, pca_dim, min_size, kmeans_method, layer)
+    p = _with_engine(EmbeddingPartitioner(clients, alpha, clusters, scheme, embedder, pca_dim, min_size, kmeans_method, layer),
+                     engine, ray_address)
     p.reuse_cache_of(click.get_current_context().params.get("out"))  # rebuilding over a build: reuse its embeddings
     return p, f"embedding-{embedder.split(':')[0]}-k{clusters}-a{_fmt(alpha)}-n{clients}", embedding_extras(p)
 
@@ -238,8 +263,9 @@ def embedding_cmd(clients, alpha, clusters, embedder, layer, scheme, pca_dim, mi
 @click.option("--layer", default=None, help="With torch:MODULE:FACTORY: the embedding layer.")
 @click.option("--pca-dim", default=16, show_default=True, type=int)
 @click.option("--max-iter", default=100, show_default=True, type=int, help="Gaussian-mixture EM iterations.")
+@_engine_options
 @_common
-def semantic_cmd(clients, embedder, layer, pca_dim, max_iter):
+def semantic_cmd(clients, embedder, layer, pca_dim, max_iter, engine, ray_address):
     """Semantic split (Yuan et al., ICLR 2022): per label, a Gaussian mixture with one component
     per client over PCA-reduced embeddings; components matched across labels by KL divergence.
 
@@ -247,7 +273,8 @@ def semantic_cmd(clients, embedder, layer, pca_dim, max_iter):
     """
     from hetbench.partitioners import SemanticPartitioner
 
-    return SemanticPartitioner(clients, embedder, pca_dim, max_iter, layer=layer), f"semantic-{embedder.split(':')[0]}-n{clients}"
+    p = _with_engine(SemanticPartitioner(clients, embedder, pca_dim, max_iter, layer=layer), engine, ray_address)
+    return p, f"semantic-{embedder.split(':')[0]}-n{clients}"
 
 
 @partition.command("domains")

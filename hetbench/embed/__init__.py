@@ -70,7 +70,7 @@ _USAGE = ("task[:EPOCHS], pixels[:S], hog, color-hist, column:NAME, torchscript:
           "torch:MODULE:FACTORY")
 
 
-def embed_table(table, split: str, spec: str, layer: str | None = None, quiet: bool = True) -> np.ndarray:
+def embed_table(table, split: str, spec: str, layer: str | None = None, quiet: bool = True, engine=None) -> np.ndarray:
     """The (n, d) float32 embedding of every row of ``split`` under ``spec``.
 
     Parameters
@@ -85,6 +85,10 @@ def embed_table(table, split: str, spec: str, layer: str | None = None, quiet: b
         The layer (``torch:``) or output (``onnx:``) that is the embedding.
     quiet : bool
         No progress bar.
+    engine : EngineSpec, optional
+        ``ray``: the image-feature embedders (``pixels``, ``hog``, ``color-hist``) embed every batch
+        of images as a Ray task (:func:`hetbench.embed.images.embed_images`); the others (a model,
+        a column) run here. The embedding is the same array whatever runs it.
 
     Returns
     -------
@@ -114,7 +118,7 @@ def embed_table(table, split: str, spec: str, layer: str | None = None, quiet: b
     kind, _, arg = spec.partition(":")
     if kind not in EMBEDDERS:
         raise HetbenchError(f"unknown embedder '{spec}'; choose {_USAGE}")
-    values = EMBEDDERS.call(kind, table, split, arg=arg, spec=spec, layer=layer, quiet=quiet)
+    values = EMBEDDERS.call(kind, table, split, arg=arg, spec=spec, layer=layer, quiet=quiet, engine=engine)
     return _check(values, n, spec)
 
 

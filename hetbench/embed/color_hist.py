@@ -29,7 +29,7 @@ def color_histograms(batch: list[np.ndarray]) -> np.ndarray:
     return np.stack(feats)
 
 
-def embed_color_hist(table, split: str, quiet: bool = True) -> np.ndarray:
+def embed_color_hist(table, split: str, quiet: bool = True, engine=None) -> np.ndarray:
     """``color-hist``: the (n, 48) colour-histogram embedding of ``split``.
 
     Parameters
@@ -40,6 +40,8 @@ def embed_color_hist(table, split: str, quiet: bool = True) -> np.ndarray:
         The split to embed.
     quiet : bool
         No progress bar.
+    engine : EngineSpec, optional
+        What embeds the batches (:func:`~hetbench.embed.images.embed_images`).
 
     Examples
     --------
@@ -50,4 +52,4 @@ def embed_color_hist(table, split: str, quiet: bool = True) -> np.ndarray:
     >>> embed_table(t, "train", "color-hist").shape
     (6, 48)
     """
-    return embed_images(table.splits[split], color_histograms, "color-hist", quiet)
+    return embed_images(table.splits[split], color_histograms, "color-hist", quiet, engine)

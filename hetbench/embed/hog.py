@@ -35,7 +35,7 @@ def hog_features(batch: list[np.ndarray]) -> np.ndarray:
     return np.stack(feats).astype(np.float32)
 
 
-def embed_hog(table, split: str, quiet: bool = True) -> np.ndarray:
+def embed_hog(table, split: str, quiet: bool = True, engine=None) -> np.ndarray:
     """``hog``: the (n, 324) HOG embedding of ``split`` (Dalal & Triggs 2005).
 
     Parameters
@@ -46,6 +46,8 @@ def embed_hog(table, split: str, quiet: bool = True) -> np.ndarray:
         The split to embed.
     quiet : bool
         No progress bar.
+    engine : EngineSpec, optional
+        What embeds the batches (:func:`~hetbench.embed.images.embed_images`).
 
     References
     ----------
@@ -60,4 +62,4 @@ def embed_hog(table, split: str, quiet: bool = True) -> np.ndarray:
     >>> embed_table(t, "train", "hog").shape
     (6, 324)
     """
-    return embed_images(table.splits[split], hog_features, "hog", quiet)
+    return embed_images(table.splits[split], hog_features, "hog", quiet, engine)

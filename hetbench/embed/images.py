@@ -30,6 +30,58 @@ def image_column(ds) -> str:
     return col
 
 
+def iter_encoded(ds, batch: int = BATCH) -> Iterator[list[dict]]:
+    """A split's stored images, undecoded (``{"bytes": ..., "path": ...}``), in batches.
+
+    Examples
+    --------
+    >>> from hetbench.embed.images import iter_encoded
+    >>> from hetbench.sources import load_table
+    >>> ds = load_table("builtin:digits").splits["train"].select(range(3))
+    >>> [len(b) for b in iter_encoded(ds, batch=2)], sorted(next(iter_encoded(ds))[0])
+    ([2, 1], ['bytes', 'path'])
+    """
+    col = image_column(ds)
+    table = ds.with_format("arrow")
+    for start in range(0, len(ds), batch):
+        yield table[start : start + batch][col].to_pylist()
+
+
+def decode(item: dict) -> np.ndarray:
+    """One stored image (its bytes, else its file) as a uint8 RGB array.
+
+    Examples
+    --------
+    >>> import io
+    >>> from PIL import Image
+    >>> from hetbench.embed.images import decode
+    >>> buf = io.BytesIO(); Image.new("L", (3, 2)).save(buf, "PNG")
+    >>> decode({"bytes": buf.getvalue(), "path": None}).shape
+    (2, 3, 3)
+    """
+    from PIL import Image
+
+    img = Image.open(io.BytesIO(item["bytes"])) if item.get("bytes") else Image.open(item["path"])
+    return np.asarray(img.convert("RGB"))
+
+
+def embed_encoded(task: tuple[Callable[[list[np.ndarray]], np.ndarray], list[dict]]) -> np.ndarray:
+    """``fn(decoded batch)`` as float32 for a ``(fn, encoded batch)`` pair: one engine job.
+
+    Examples
+    --------
+    >>> import io
+    >>> import numpy as np
+    >>> from PIL import Image
+    >>> from hetbench.embed.images import embed_encoded
+    >>> buf = io.BytesIO(); Image.new("RGB", (2, 2), (255, 0, 0)).save(buf, "PNG")
+    >>> embed_encoded((np.stack, [{"bytes": buf.getvalue(), "path": None}])).shape
+    (1, 2, 2, 3)
+    """
+    fn, items = task
+    return np.asarray(fn([decode(item) for item in items]), dtype=np.float32)
+
+
 def iter_images(ds, batch: int = BATCH) -> Iterator[list[np.ndarray]]:
     """Decoded uint8 RGB images of a split, in batches (straight from the stored bytes).
 
@@ -48,16 +100,8 @@ def iter_images(ds, batch: int = BATCH) -> Iterator[list[np.ndarray]]:
     >>> [(len(b), b[0].shape) for b in iter_images(ds, batch=2)]
     [(2, (8, 8, 3)), (2, (8, 8, 3)), (1, (8, 8, 3))]
     """
-    from PIL import Image
-
-    col = image_column(ds)
-    table = ds.with_format("arrow")
-    for start in range(0, len(ds), batch):
-        out = []
-        for item in table[start : start + batch][col].to_pylist():
-            img = Image.open(io.BytesIO(item["bytes"])) if item.get("bytes") else Image.open(item["path"])
-            out.append(np.asarray(img.convert("RGB")))
-        yield out
+    for items in iter_encoded(ds, batch):
+        yield [decode(item) for item in items]
 
 
 def resize(img: np.ndarray, side: int) -> np.ndarray:
@@ -76,7 +120,9 @@ def resize(img: np.ndarray, side: int) -> np.ndarray:
     return cv2.resize(img, (side, side), interpolation=interp)
 
 
-def embed_images(ds, fn: Callable[[list[np.ndarray]], np.ndarray], kind: str, quiet: bool = True) -> np.ndarray:
+def embed_images(
+    ds, fn: Callable[[list[np.ndarray]], np.ndarray], kind: str, quiet: bool = True, engine=None
+) -> np.ndarray:
     """``fn`` over every batch of ``ds``'s images, concatenated to one (n, d) float32 array.
 
     Parameters
@@ -89,6 +135,10 @@ def embed_images(ds, fn: Callable[[list[np.ndarray]], np.ndarray], kind: str, qu
         The embedder's name, shown in the progress bar.
     quiet : bool
         No progress bar.
+    engine : EngineSpec, optional
+        ``ray``: every batch (its stored, undecoded images) is one Ray task that decodes and embeds it
+        (``fn`` must then be picklable); results come back in batch order, so the embedding is the
+        same array. None or ``local``: the batches are embedded here, one after the other.
 
     Examples
     --------
@@ -104,7 +154,25 @@ def embed_images(ds, fn: Callable[[list[np.ndarray]], np.ndarray], kind: str, qu
     n = len(ds)
     parts = []
     with progress_bar(f"embedding {n:,} images ({kind})", n, quiet) as bar:
-        for batch in iter_images(ds):
-            parts.append(np.asarray(fn(batch), dtype=np.float32))
-            bar.update(len(batch))
+        if engine is not None and engine.name != "local":
+            parts = _embed_on(engine, ds, fn, bar)
+        else:
+            for batch in iter_images(ds):
+                parts.append(np.asarray(fn(batch), dtype=np.float32))
+                bar.update(len(batch))
     return np.concatenate(parts) if parts else np.zeros((0, 1), np.float32)
+
+
+def _embed_on(engine, ds, fn, bar) -> list[np.ndarray]:
+    """Every batch of ``ds`` embedded as one job of ``engine`` (a local Ray instance gets every core)."""
+    import os
+
+    from hetbench.engines import open_engine
+
+    tasks = [(fn, items) for items in iter_encoded(ds)]
+    parts = []
+    with open_engine(engine, os.cpu_count() or 1, len(tasks)) as eng:
+        for part in eng.map(embed_encoded, tasks):
+            parts.append(part)
+            bar.update(len(part))
+    return parts

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from hetbench.embed.images import embed_images, resize
@@ -24,7 +26,7 @@ def pixel_features(batch: list[np.ndarray], side: int = DEFAULT_SIDE) -> np.ndar
     return np.stack([resize(im, side).reshape(-1) for im in batch]).astype(np.float32) / 255.0
 
 
-def embed_pixels(table, split: str, arg: str = "", quiet: bool = True) -> np.ndarray:
+def embed_pixels(table, split: str, arg: str = "", quiet: bool = True, engine=None) -> np.ndarray:
     """``pixels[:S]``: the (n, 3 S^2) raw-pixel embedding of ``split`` (S = 16 by default).
 
     Parameters
@@ -37,6 +39,8 @@ def embed_pixels(table, split: str, arg: str = "", quiet: bool = True) -> np.nda
         ``S``, the side the images are resized to (2 to 256); empty for 16.
     quiet : bool
         No progress bar.
+    engine : EngineSpec, optional
+        What embeds the batches (:func:`~hetbench.embed.images.embed_images`).
 
     Examples
     --------
@@ -50,4 +54,4 @@ def embed_pixels(table, split: str, arg: str = "", quiet: bool = True) -> np.nda
     side = int(arg) if arg else DEFAULT_SIDE
     if not 2 <= side <= 256:
         raise HetbenchError(f"pixels:S needs 2 <= S <= 256 (got {side})")
-    return embed_images(table.splits[split], lambda b: pixel_features(b, side), "pixels", quiet)
+    return embed_images(table.splits[split], functools.partial(pixel_features, side=side), "pixels", quiet, engine)

@@ -35,7 +35,7 @@ from hetbench.partitioners.base import Partitioner
 from hetbench.partitioners.dirichlet import SCHEMES, DirichletPartitioner
 
 
-def embed_rows(table, split: str, spec: str, layer: str | None = None, cache_dir=None) -> np.ndarray:
+def embed_rows(table, split: str, spec: str, layer: str | None = None, cache_dir=None, engine=None) -> np.ndarray:
     """One embedding row per row of ``split`` (:func:`hetbench.embed.embed_table`, no progress bar).
 
     Parameters
@@ -49,6 +49,8 @@ def embed_rows(table, split: str, spec: str, layer: str | None = None, cache_dir
     cache_dir : path, optional
         A folder of cached embeddings (:mod:`hetbench.embed.cache`); one saved there under the same
         key is loaded instead of computed.
+    engine : EngineSpec, optional
+        What computes the embedding (:func:`hetbench.embed.embed_table`); not part of the recipe.
 
     Examples
     --------
@@ -63,7 +65,7 @@ def embed_rows(table, split: str, spec: str, layer: str | None = None, cache_dir
     n = table.num_rows(split)
     x = load_cached(cache_dir, table, split, spec, layer)
     if x is None:
-        x = np.asarray(embed_table(table, split, spec, layer=layer), dtype=np.float32)
+        x = np.asarray(embed_table(table, split, spec, layer=layer, engine=engine), dtype=np.float32)
     if x.ndim != 2 or x.shape[0] != n:
         raise HetbenchError(f"embedder '{spec}' gave an array of shape {x.shape} for {n} rows of split '{split}'")
     return x
@@ -112,6 +114,8 @@ class EmbeddingPartitioner(Partitioner):
         Per partitioned split: the cluster id (int64, 0 = largest) and the embedding of every row.
     cache_dir : path or None
         A folder of cached embeddings to reuse (:meth:`reuse_cache_of`); not part of the recipe.
+    engine : EngineSpec or None
+        What computes the embeddings (``--engine ray``: batches as Ray tasks); not part of the recipe.
 
     References
     ----------
@@ -168,6 +172,9 @@ class EmbeddingPartitioner(Partitioner):
         self.layer = layer
         #: a folder of cached embeddings (``<key>.npy``) to reuse; not part of the recipe
         self.cache_dir = None
+        #: what computes the embeddings (:class:`hetbench.engines.EngineSpec`, ``--engine``); not part
+        #: of the recipe (the embeddings are the same whatever computes them)
+        self.engine = None
         #: split -> float32 embedding per row (before standardising), filled by :meth:`partition`
         self.last_embedding: dict[str, np.ndarray] = {}
         #: the fit of the partitioned split: column means, scales, PCA, K-means centres
@@ -206,7 +213,7 @@ class EmbeddingPartitioner(Partitioner):
         self.cache_dir = existing_cache(out)
 
     def _embed(self, table, split: str) -> np.ndarray:
-        x = embed_rows(table, split, self.embedder, self.layer, self.cache_dir)
+        x = embed_rows(table, split, self.embedder, self.layer, self.cache_dir, self.engine)
         self.last_embedding[split] = x
         return x
 

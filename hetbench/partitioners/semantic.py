@@ -163,6 +163,12 @@ class SemanticPartitioner(Partitioner):
     layer : str, optional
         With ``torch:MODULE:FACTORY`` (or ``onnx:``): the layer (output) that is the embedding.
 
+    Attributes
+    ----------
+    engine : EngineSpec or None
+        What computes the embeddings (``--engine ray``: batches as Ray tasks); set after
+        construction, not part of the recipe.
+
     References
     ----------
     .. [1] H. Yuan, W. Morningstar, L. Ning and K. Singhal, "What Do We Mean by Generalization in
@@ -207,6 +213,8 @@ class SemanticPartitioner(Partitioner):
         self.layer = layer
         #: split -> float32 embedding per row (before standardising), filled by :meth:`partition`
         self.last_embedding: dict[str, np.ndarray] = {}
+        #: what computes the embeddings (:class:`hetbench.engines.EngineSpec`); not part of the recipe
+        self.engine = None
         #: split -> int64 mixture component of every row within its label
         self.last_components: dict[str, np.ndarray] = {}
 
@@ -222,7 +230,7 @@ class SemanticPartitioner(Partitioner):
 
     def _assign(self, table, split, rng):
         n = table.num_rows(split)
-        x = embed_rows(table, split, self.embedder, self.layer)
+        x = embed_rows(table, split, self.embedder, self.layer, engine=self.engine)
         self.last_embedding[split] = x
         pca_seed = int(rng.integers(0, 2**31 - 1))
         z = standardise(x)

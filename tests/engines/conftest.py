@@ -5,4 +5,4 @@ from __future__ import annotations
 import pytest
 from engines_ray_cluster import ray_cluster_fixture
 
-ray_cluster = pytest.fixture(scope="module")(ray_cluster_fixture)
+ray_cluster = pytest.fixture(scope="session")(ray_cluster_fixture)
