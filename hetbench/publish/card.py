@@ -123,7 +123,7 @@ client_7 = ds["train"].select(range(lo, hi))
 # or, with hetbench installed: every client at once, zero-copy
 from hetbench.clients import ClientPartitions
 clients = ClientPartitions.from_dataset(ds["train"])
-client_7 = clients.load_partition(7)      # a datasets.Dataset; clients.table(7) gives Arrow
+client_7 = clients.load_partition(7)      # the rows with client_id 7 (a Dataset); clients.table(7) gives Arrow
 ```
 
 With Flower Datasets: `NaturalIdPartitioner(partition_by="client_id")`.

@@ -102,29 +102,26 @@ def _check_split(fds: FederatedDataset, folder: Path, split: str) -> None:
     """Every partition of ``split`` is ClientPartitions' client, with the manifest's ids; shared rows too."""
     manifest = _manifest(folder)
     rows = datasets.load_dataset(str(folder), split=split)
-    reference, features = ClientPartitions.from_dataset(rows), rows.features
+    reference, features = ClientPartitions.from_folder(folder, split), rows.features
     partitioner = fds.partitioners[split]
     n = manifest["num_clients"]
     assert partitioner.num_partitions == n
     assert partitioner.client_names == manifest["client_names"]
     listed = manifest["sample_ids"][split]
     id_col = manifest["source"]["id_col"]
-    position = {int(c): j for j, c in enumerate(reference.client_ids)}
+    assert reference.num_clients == n
     empty = 0
     for k in range(n):
         part = fds.load_partition(k, split)
         assert part.features == features
         assert part._indices is None  # a slice of the loaded rows, even behind FederatedDataset's shuffle
-        if k in position:
-            assert _rows(part).equals(reference.table(position[k])), f"{split} partition {k}"
-        else:
-            assert len(part) == 0
-            empty += 1
+        assert _rows(part).equals(reference.table(k)), f"{split} partition {k}"  # both keyed by client_id
+        empty += len(part) == 0
         ids = listed["clients"].get(manifest["client_names"][k], [])
         assert len(part) == len(ids)
         if id_col is not None:
             assert [v if isinstance(v, int) else str(v) for v in part[id_col]] == ids
-    assert empty == n - len(position)
+    assert empty == int((reference.sizes() == 0).sum())
     shared = partitioner.load_shared()
     assert _rows(shared).equals(reference.shared())
     assert len(shared) == len(listed["shared"])
