@@ -294,3 +294,89 @@ def domains_cmd(clients, fraction, column):
     from hetbench.partitioners import DomainsPartitioner
 
     return DomainsPartitioner(clients, fraction, column), f"domains-f{_fmt(fraction)}-n{clients}", None, "builtin:digits-domains"
+
+
+@partition.command("quantity")
+@_clients_option
+@click.option("--size-dist", type=click.Choice(["dirichlet", "power-law", "lognormal"]), default="dirichlet", show_default=True,
+              help="Client-size law: dirichlet (NIID-Bench q ~ Dir(beta)), power-law (Pareto, tail index beta), "
+              "lognormal (sigma = beta, FedLab).")
+@click.option("--beta", "-b", default=0.5, show_default=True, type=float,
+              help="> 0. dirichlet and power-law: smaller = more unequal sizes; lognormal: larger = more unequal.")
+@_common
+def quantity_cmd(clients: int, size_dist: str, beta: float):
+    """Quantity skew (NIID-Bench sec. 3.3): random client sizes, labels IID within each client.
+    Every client gets one row first; the other rows follow the drawn proportions.
+
+    Example: hetbench partition quantity --size-dist dirichlet --beta 0.5 --clients 10
+    """
+    from hetbench.partitioners.quantity import QuantityPartitioner, quantity_extras
+
+    p = QuantityPartitioner(clients, size_dist, beta)
+    return p, f"quantity-{size_dist}-b{_fmt(p.beta)}-n{clients}", quantity_extras(p)
+
+
+def _noise_common(fn: Callable) -> Callable:
+    """``_common`` for the methods whose builder rewrites rows (feature-noise, label-noise): the command
+    returns (method, prepare parameters, folder tag); the builder checks --out, noises and publishes."""
+
+    @functools.wraps(fn)
+    def wrapper(**kwargs: Any) -> None:
+        from hetbench.builders.noise import build_noise
+
+        keys = ("dataset", "label_col", "id_col", "seed", "test_split", "test_fraction", "out", "name", "overwrite",
+                "quiet", "allow_empty")
+        opts = {k: kwargs.pop(k) for k in keys}
+        method, params, tag = fn(**kwargs)
+        default = default_out_dir(opts["dataset"], tag, opts["seed"])
+        out, report = build_noise(
+            method, Path(opts["out"]) if opts["out"] else default, name=opts["name"] or default.name,
+            overwrite=opts["overwrite"], quiet=opts["quiet"], dataset=opts["dataset"], label_col=opts["label_col"],
+            id_col=opts["id_col"], seed=opts["seed"], test_split=opts["test_split"], test_fraction=opts["test_fraction"],
+            allow_empty=opts["allow_empty"], **params,
+        )
+        if not opts["quiet"]:
+            st = report["size_stats"]
+            click.echo(
+                f"wrote {out}: {report['num_clients']} clients, {report['num_samples']:,} training samples, "
+                f"EMD {report['emd']:.3f}, sizes {st['min']:.0f}/{st['median']:.0f}/{st['max']:.0f} (min/median/max); "
+                + dropped_summary(report.get("dropped") or {})
+            )
+
+    return _source_options(wrapper)
+
+
+@partition.command("feature-noise")
+@_clients_option
+@click.option("--sigma", default=0.1, show_default=True, type=float,
+              help="Noise std of the last client on pixels in [0, 1]; client k of N (k = 1..N) gets sigma*k/N.")
+@_noise_common
+def feature_noise_cmd(clients: int, sigma: float):
+    """Noise-based feature imbalance (NIID-Bench sec. 3.2): IID equal clients, client k's images
+    with Gaussian noise N(0, (sigma*k/N)^2). Shared test rows stay clean; with --test-split client a
+    client's test rows carry its noise.
+
+    Example: hetbench partition feature-noise --sigma 0.1 --clients 10
+    """
+    from hetbench.partitioners.noise import check_sigma
+
+    return "feature-noise", {"num_clients": clients, "sigma": sigma}, f"feature-noise-sigma{_fmt(check_sigma(sigma))}-n{clients}"
+
+
+@partition.command("label-noise")
+@_clients_option
+@click.option("--rate", default=0.2, show_default=True, type=float, help="Probability that a training label is flipped, in [0, 1].")
+@click.option("--kind", type=click.Choice(["uniform", "pair"]), default="uniform", show_default=True,
+              help="uniform: a uniformly random other class; pair: c -> c+1 mod C (Han et al. 2018).")
+@click.option("--per-client", is_flag=True, help="Client k of N (k = 1..N) flips with rate*k/N instead of rate.")
+@_noise_common
+def label_noise_cmd(clients: int, rate: float, kind: str, per_client: bool):
+    """Label noise: IID equal clients whose training labels are flipped (uniform or pair, Han et al.
+    NeurIPS 2018); the clean label is kept in the column clean_label.
+
+    Example: hetbench partition label-noise --rate 0.2 --kind pair --clients 10
+    """
+    from hetbench.partitioners.noise import check_rate
+
+    tag = f"label-noise-{kind}-r{_fmt(check_rate(rate))}{'-pc' if per_client else ''}-n{clients}"
+    return "label-noise", {"num_clients": clients, "rate": rate, "kind": kind, "per_client": per_client}, tag

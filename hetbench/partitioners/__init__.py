@@ -17,6 +17,8 @@ from hetbench.partitioners.embedding import EmbeddingPartitioner
 from hetbench.partitioners.geo_s2 import GeoS2Partitioner
 from hetbench.partitioners.iid import IIDPartitioner
 from hetbench.partitioners.natural_id import NaturalIdPartitioner
+from hetbench.partitioners.noise import FeatureNoisePartitioner, LabelNoisePartitioner
+from hetbench.partitioners.quantity import QuantityPartitioner
 from hetbench.partitioners.semantic import SemanticPartitioner
 from hetbench.partitioners.shards import ClassesPerClientPartitioner, ShardsPartitioner
 from hetbench.partitioners.users import UsersPartitioner
@@ -35,6 +37,9 @@ REGISTRY: Registry[type[Partitioner]] = Registry("partition method", {
         SemanticPartitioner,
         DomainsPartitioner,
         DevicePartitioner,
+        QuantityPartitioner,
+        FeatureNoisePartitioner,
+        LabelNoisePartitioner,
     )
 })
 
@@ -71,4 +76,7 @@ __all__ = [
     "SemanticPartitioner",
     "DomainsPartitioner",
     "DevicePartitioner",
+    "QuantityPartitioner",
+    "FeatureNoisePartitioner",
+    "LabelNoisePartitioner",
 ]

@@ -1,0 +1,355 @@
+"""``hetbench partition feature-noise`` / ``label-noise``: IID clients whose rows are corrupted.
+
+Both builders load the source, divide its training rows IID into N equal clients (the
+partitioners of :mod:`hetbench.partitioners.noise`), and make a new :class:`~hetbench.table.SampleTable`
+whose rows carry the noise; the pipeline then partitions that table with the same seed (the same
+IID assignment) and publishes it. ``hetbench verify`` re-runs the whole build (:func:`rebuild`).
+
+Which rows are noised: every row of the source's training split, with the noise of the client it
+is assigned to. With ``--test-split client`` a client's held-out test rows are its own rows, so they
+carry its noise too; a source test split kept as a shared test set (``--test-split global``) stays
+clean. Columns added: ``noise_std`` (feature noise: the standard deviation added to the row, 0 for
+clean rows) and ``clean_label`` (label noise: the label before flipping; ``label`` is the noised one).
+"""
+
+from __future__ import annotations
+
+import io
+import os
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from hetbench.errors import HetbenchError
+from hetbench.partitioners.noise import (
+    CLEAN_LABEL_COLUMN,
+    NOISE_STD_COLUMN,
+    FeatureNoisePartitioner,
+    LabelNoisePartitioner,
+    add_gaussian_noise,
+    flip_labels,
+)
+from hetbench.pipeline import PreparedSplit
+from hetbench.seeding import check_seed, make_rng
+from hetbench.table import SampleTable
+
+#: seed streams (``make_rng(seed, stream)``) of the pixel noise and of the label flips
+FEATURE_STREAM, LABEL_STREAM = 41, 42
+
+
+def image_column(table: SampleTable, split: str = "train") -> str:
+    """The (first) image column of a split, or a :class:`~hetbench.errors.HetbenchError`."""
+    ds = table.splits[split]
+    col = next((c for c, f in ds.features.items() if type(f).__name__ == "Image"), None)
+    if col is None:
+        raise HetbenchError(f"feature-noise needs an image column; the data has: {', '.join(ds.column_names)}")
+    return col
+
+
+def _decode(item: dict) -> np.ndarray:
+    """uint8 pixels of a stored image: 8-bit grey stays (H, W), everything else becomes RGB."""
+    from PIL import Image
+
+    img = Image.open(io.BytesIO(item["bytes"])) if item.get("bytes") else Image.open(item["path"])
+    grey = img.mode in ("L", "1", "LA", "I", "I;16", "F")
+    return np.asarray(img.convert("L" if grey else "RGB"))
+
+
+def _encode(pixels: np.ndarray) -> bytes:
+    from PIL import Image
+
+    buf = io.BytesIO()
+    Image.fromarray(pixels).save(buf, format="PNG")
+    return buf.getvalue()
+
+
+def _with_columns(ds, columns: dict[str, tuple[Any, Any]]):
+    """``ds`` with columns replaced or appended: name -> (datasets feature, pyarrow array)."""
+    import datasets
+
+    table = ds.with_format("arrow")[:]
+    features = dict(ds.features)
+    for name, (feature, array) in columns.items():
+        if name in table.column_names:
+            table = table.set_column(table.column_names.index(name), name, array)
+        else:
+            table = table.append_column(name, array)
+        features[name] = feature
+    feats = datasets.Features(features)
+    return datasets.Dataset(datasets.table.InMemoryTable(table.cast(feats.arrow_schema)), info=datasets.DatasetInfo(features=feats))
+
+
+def _derived(table: SampleTable, splits: dict, labels: dict[str, np.ndarray], note: str) -> SampleTable:
+    return SampleTable(
+        splits=splits, label_column=table.label_column, class_names=list(table.class_names), labels=labels,
+        id_column=table.id_column, source=dict(table.source), description=f"{table.description}, {note}",
+        license=table.license,
+    )
+
+
+def feature_noise_table(
+    table: SampleTable, assignment: np.ndarray, levels: np.ndarray, seed: int, quiet: bool = True
+) -> SampleTable:
+    """``table`` with every training image of client k noised by N(0, levels[k]**2) on [0, 1] pixels
+    (:func:`~hetbench.partitioners.noise.add_gaussian_noise`), re-encoded as PNG, and a ``noise_std``
+    column in every split (0 outside the training split).
+
+    The noise comes from one stream, ``make_rng(seed, FEATURE_STREAM)``, drawn row by row in source
+    order, so it depends only on the seed, the assignment and the images.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from hetbench.sources import load_table
+    >>> digits = load_table("builtin:digits")
+    >>> a = np.arange(digits.num_rows("train")) % 2
+    >>> noisy = feature_noise_table(digits, a, np.array([0.0, 0.3]), seed=0)
+    >>> noisy.column("train", "noise_std")[:4].tolist()
+    [0.0, 0.30000001192092896, 0.0, 0.30000001192092896]
+    """
+    import datasets
+    import pyarrow as pa
+
+    from hetbench.progress import progress_bar
+
+    col = image_column(table, "train")
+    splits = dict(table.splits)
+    std = np.asarray(levels, dtype=np.float64)[np.asarray(assignment)]
+    items = table.splits["train"].with_format("arrow")[col].to_pylist()
+    rng = make_rng(seed, FEATURE_STREAM)
+    images = []
+    with progress_bar(f"adding noise to {len(items):,} images", len(items), quiet) as bar:
+        for item, s in zip(items, std):
+            images.append({"bytes": _encode(add_gaussian_noise(_decode(item), float(s), rng)) if s > 0 else
+                           (item["bytes"] if item.get("bytes") else _encode(_decode(item))), "path": None})
+            bar.update(1)
+    image_type = table.splits["train"].features[col]
+    splits["train"] = _with_columns(table.splits["train"], {
+        col: (image_type, pa.array(images, type=image_type.pa_type)),
+        NOISE_STD_COLUMN: (datasets.Value("float32"), pa.array(std.astype(np.float32))),
+    })
+    for name in splits:
+        if name != "train":
+            n = table.num_rows(name)
+            splits[name] = _with_columns(splits[name], {NOISE_STD_COLUMN: (datasets.Value("float32"), pa.array(np.zeros(n, np.float32)))})
+    return _derived(table, splits, dict(table.labels), "training images with per-client Gaussian noise (NIID-Bench sec. 3.2)")
+
+
+def label_noise_table(
+    table: SampleTable, assignment: np.ndarray, rates: np.ndarray, kind: str, seed: int
+) -> SampleTable:
+    """``table`` with every training label of client k flipped with probability rates[k]
+    (:func:`~hetbench.partitioners.noise.flip_labels`, stream ``make_rng(seed, LABEL_STREAM)``); the
+    label column holds the noised labels and a ``clean_label`` column the clean ones (equal outside
+    the training split).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from hetbench.sources import load_table
+    >>> digits = load_table("builtin:digits")
+    >>> noisy = label_noise_table(digits, np.zeros(digits.num_rows("train"), np.int32), np.array([1.0]), "pair", 0)
+    >>> noisy.labels["train"][:3].tolist(), noisy.column("train", "clean_label")[:3].tolist()
+    ([1, 2, 3], [0, 1, 2])
+    """
+    import datasets
+    import pyarrow as pa
+
+    clean = np.asarray(table.labels["train"], dtype=np.int64)
+    noisy, _ = flip_labels(clean, np.asarray(rates)[np.asarray(assignment)], table.num_classes, kind, make_rng(seed, LABEL_STREAM))
+    labels = dict(table.labels)
+    labels["train"] = noisy
+    feature = datasets.ClassLabel(names=list(table.class_names))
+    splits = {}
+    for name, ds in table.splits.items():
+        splits[name] = _with_columns(ds, {
+            table.label_column: (feature, pa.array(labels[name], type=pa.int64())),
+            CLEAN_LABEL_COLUMN: (feature, pa.array(np.asarray(table.labels[name], np.int64), type=pa.int64())),
+        })
+    return _derived(table, splits, labels, f"training labels flipped ({kind}, Han et al. NeurIPS 2018)")
+
+
+def _load(dataset: str | SampleTable, label_col: str | None, id_col: str | None) -> SampleTable:
+    if isinstance(dataset, SampleTable):
+        return dataset
+    from hetbench.sources import load_table
+
+    return load_table(dataset, label_col, id_col)
+
+
+def _per_client(values: np.ndarray) -> list[float]:
+    return [round(float(v), 12) for v in values]
+
+
+def feature_noise_extras(partitioner: FeatureNoisePartitioner):
+    """``extras``: ``report.json``'s ``feature_noise`` (sigma, the convention and sigma_k per client)."""
+
+    def extras(split):
+        levels = partitioner.levels()
+        per_client_test = split.outputs.get("test") is not None and bool((split.outputs["test"].client_ids >= 0).any())
+        return {"feature_noise": {
+            "sigma": partitioner.sigma,
+            "convention": "sigma_k = sigma * k / N for client k = 1..N (client_id i is k = i + 1), "
+                          "standard deviation on pixels scaled to [0, 1], clipped and rounded to 8 bits",
+            "sigma_k": _per_client(levels),
+            "noised_rows": "training rows and their clients' test rows" if per_client_test else
+                           "training rows; the shared test rows are clean",
+        }}, None
+
+    return extras
+
+
+def label_noise_extras(partitioner: LabelNoisePartitioner):
+    """``extras``: ``report.json``'s ``label_noise`` (rate, kind, the rate and the realised flip
+    fraction per client on every output split that has client rows)."""
+
+    def extras(split):
+        clean = split.table.column("train", CLEAN_LABEL_COLUMN).astype(np.int64)
+        noisy = split.table.labels["train"]
+        realised: dict[str, list[float | None]] = {}
+        for name, out in split.outputs.items():
+            if out.source_split != "train" or not (out.client_ids >= 0).any():
+                continue
+            flipped = (noisy[out.rows] != clean[out.rows]).astype(np.int64)
+            n = np.bincount(out.client_ids, minlength=split.num_clients)
+            f = np.bincount(out.client_ids, weights=flipped, minlength=split.num_clients)
+            realised[name] = [round(float(a / b), 6) if b else None for a, b in zip(f, n)]
+        return {"label_noise": {
+            "rate": partitioner.rate, "kind": partitioner.kind, "per_client": partitioner.per_client,
+            "rates": _per_client(partitioner.rates()), "flip_fraction": realised,
+        }}, None
+
+    return extras
+
+
+def prepare_feature_noise(
+    dataset: str | SampleTable = "builtin:digits",
+    label_col: str | None = None,
+    id_col: str | None = None,
+    num_clients: int = 10,
+    sigma: float = 0.1,
+    seed: int = 0,
+    test_split: str | None = None,
+    test_fraction: float = 0.2,
+    allow_empty: bool = False,
+    quiet: bool = True,
+) -> PreparedSplit:
+    """NIID-Bench's noise-based feature imbalance over ``dataset``; the split, not yet published.
+
+    Rows are divided IID into N equal clients, then client k's images get Gaussian noise with
+    standard deviation sigma * k / N (k = 1..N) on pixels scaled to [0, 1]
+    (:class:`~hetbench.partitioners.noise.FeatureNoisePartitioner`; module notes for which rows).
+
+    Parameters
+    ----------
+    dataset, label_col, id_col
+        The source (any labelled image table) and its label and id columns.
+    num_clients : int
+        N.
+    sigma : float
+        The last client's noise standard deviation (>= 0).
+    seed, test_split, test_fraction, allow_empty, quiet
+        As for :func:`hetbench.pipeline.make_split`.
+
+    Examples
+    --------
+    >>> from hetbench.builders.noise import prepare_feature_noise
+    >>> split = prepare_feature_noise(num_clients=3, sigma=0.3).build()
+    >>> split.num_clients, sorted(split.outputs)
+    (3, ['test', 'train'])
+    """
+    seed = check_seed(seed)
+    partitioner = FeatureNoisePartitioner(num_clients, sigma)
+    table = _load(dataset, label_col, id_col)
+    image_column(table, "train")
+    assignment = partitioner.iid(table.num_rows("train"), make_rng(seed))
+    noisy = feature_noise_table(table, assignment, partitioner.levels(), seed, quiet)
+    return PreparedSplit(noisy, partitioner, seed, test_split, test_fraction, feature_noise_extras(partitioner), allow_empty)
+
+
+def prepare_label_noise(
+    dataset: str | SampleTable = "builtin:digits",
+    label_col: str | None = None,
+    id_col: str | None = None,
+    num_clients: int = 10,
+    rate: float = 0.2,
+    kind: str = "uniform",
+    per_client: bool = False,
+    seed: int = 0,
+    test_split: str | None = None,
+    test_fraction: float = 0.2,
+    allow_empty: bool = False,
+    quiet: bool = True,
+) -> PreparedSplit:
+    """Label noise over ``dataset``: IID equal clients whose training labels are flipped; the split,
+    not yet published (:class:`~hetbench.partitioners.noise.LabelNoisePartitioner`).
+
+    Parameters
+    ----------
+    dataset, label_col, id_col
+        The source and its label and id columns (at least two classes).
+    num_clients : int
+        N.
+    rate : float
+        Flip probability in [0, 1].
+    kind : {"uniform", "pair"}
+        A uniformly random other class, or c -> c + 1 mod C.
+    per_client : bool
+        Client k = 1..N flips with rate * k / N.
+    seed, test_split, test_fraction, allow_empty, quiet
+        As for :func:`hetbench.pipeline.make_split`.
+
+    Examples
+    --------
+    >>> from hetbench.builders.noise import prepare_label_noise
+    >>> prepared = prepare_label_noise(num_clients=4, rate=0.5, kind="pair")
+    >>> report, _ = prepared.extras(prepared.build())
+    >>> report["label_noise"]["rates"], len(report["label_noise"]["flip_fraction"]["train"])
+    ([0.5, 0.5, 0.5, 0.5], 4)
+    """
+    seed = check_seed(seed)
+    partitioner = LabelNoisePartitioner(num_clients, rate, kind, per_client)
+    table = _load(dataset, label_col, id_col)
+    if table.num_classes < 2:
+        raise HetbenchError(f"label noise needs at least 2 classes (the data has {table.num_classes})")
+    assignment = partitioner.iid(table.num_rows("train"), make_rng(seed))
+    noisy = label_noise_table(table, assignment, partitioner.rates(), kind, seed)
+    return PreparedSplit(noisy, partitioner, seed, test_split, test_fraction, label_noise_extras(partitioner), allow_empty)
+
+
+PREPARE = {"feature-noise": prepare_feature_noise, "label-noise": prepare_label_noise}
+
+
+def build_noise(
+    method: str, out: str | os.PathLike, *, name: str | None = None, overwrite: bool = False, quiet: bool = False,
+    **params: Any,
+) -> tuple[Path, dict[str, Any]]:
+    """Check ``out`` first, then prepare ``method`` (``feature-noise`` or ``label-noise``, ``params`` as
+    its prepare function) and publish; returns the folder and the report."""
+    from hetbench.atomic import locked_out
+
+    with locked_out(out, overwrite) as out_path:  # before any noising
+        prepared = PREPARE[method](**params, quiet=quiet)
+        _, report = prepared.publish(out_path, name=name or out_path.name, overwrite=overwrite, quiet=quiet)
+    return out_path, report
+
+
+def rebuild(manifest: dict, num_proc: int = 1):
+    """Re-run a recorded feature-noise or label-noise build (for ``hetbench verify``); the split.
+
+    The recorded source is loaded and noised again; a source whose noised table has another input
+    fingerprint raises :class:`~hetbench.publish.verify.SourceChanged`.
+    """
+    from hetbench.publish.verify import SourceChanged
+
+    src, recipe = manifest["source"], manifest["recipe"]
+    part = recipe["partition"]
+    prepared = PREPARE[part["method"]](
+        src["dataset"], src.get("label_col"), src.get("id_col"), **part["params"], seed=part["seed"],
+        test_split=recipe["test_split"], test_fraction=recipe.get("test_fraction") or 0.2,
+        allow_empty=bool(recipe.get("allow_empty", False)),
+    )
+    if prepared.table.fingerprint != manifest.get("input_fingerprint"):
+        raise SourceChanged(f"the source '{src['dataset']}' differs from the one this split was built from (input fingerprint mismatch)")
+    return prepared.build()
