@@ -178,6 +178,15 @@ def _load(dataset: str | SampleTable, label_col: str | None, id_col: str | None)
     return load_table(dataset, label_col, id_col)
 
 
+def _check_input(method: str, table: SampleTable) -> SampleTable:
+    """``table``, if ``method`` can noise it: feature noise needs images, label noise two classes."""
+    if method == "feature-noise":
+        image_column(table, "train")
+    elif table.num_classes < 2:
+        raise HetbenchError(f"label noise needs at least 2 classes (the data has {table.num_classes})")
+    return table
+
+
 def _per_client(values: np.ndarray) -> list[float]:
     return [round(float(v), 12) for v in values]
 
@@ -261,8 +270,7 @@ def prepare_feature_noise(
     """
     seed = check_seed(seed)
     partitioner = FeatureNoisePartitioner(num_clients, sigma)
-    table = _load(dataset, label_col, id_col)
-    image_column(table, "train")
+    table = _check_input("feature-noise", _load(dataset, label_col, id_col))
     assignment = partitioner.iid(table.num_rows("train"), make_rng(seed))
     noisy = feature_noise_table(table, assignment, partitioner.levels(), seed, quiet)
     return PreparedSplit(noisy, partitioner, seed, test_split, test_fraction, feature_noise_extras(partitioner), allow_empty)
@@ -310,9 +318,7 @@ def prepare_label_noise(
     """
     seed = check_seed(seed)
     partitioner = LabelNoisePartitioner(num_clients, rate, kind, per_client)
-    table = _load(dataset, label_col, id_col)
-    if table.num_classes < 2:
-        raise HetbenchError(f"label noise needs at least 2 classes (the data has {table.num_classes})")
+    table = _check_input("label-noise", _load(dataset, label_col, id_col))
     assignment = partitioner.iid(table.num_rows("train"), make_rng(seed))
     noisy = label_noise_table(table, assignment, partitioner.rates(), kind, seed)
     return PreparedSplit(noisy, partitioner, seed, test_split, test_fraction, label_noise_extras(partitioner), allow_empty)
@@ -325,10 +331,16 @@ def build_noise(
     method: str, out: str | os.PathLike, *, name: str | None = None, overwrite: bool = False, quiet: bool = False,
     **params: Any,
 ) -> tuple[Path, dict[str, Any]]:
-    """Check ``out`` first, then prepare ``method`` (``feature-noise`` or ``label-noise``, ``params`` as
-    its prepare function) and publish; returns the folder and the report."""
+    """Read the input, check ``out``, then prepare ``method`` (``feature-noise`` or ``label-noise``,
+    ``params`` as its prepare function) and publish; returns the folder and the report.
+
+    The input is read before ``out`` is checked (a bad input is reported as such, as
+    :func:`hetbench.pipeline.make_split` does) and ``out`` is checked before any noising.
+    """
     from hetbench.atomic import locked_out
 
+    if "dataset" in params:
+        params["dataset"] = _check_input(method, _load(params["dataset"], params.pop("label_col", None), params.pop("id_col", None)))
     with locked_out(out, overwrite) as out_path:  # before any noising
         prepared = PREPARE[method](**params, quiet=quiet)
         _, report = prepared.publish(out_path, name=name or out_path.name, overwrite=overwrite, quiet=quiet)

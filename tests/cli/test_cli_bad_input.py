@@ -37,6 +37,13 @@ CASES = {
     "too many classes per client": (["classes-per-client", "--classes", "11"], "between 1 and 10"),
     "bad sizes text": (["iid", "--sizes", "a,b"], "comma"),
     "not a number": (["dirichlet", "--alpha", "lots"], "alpha"),
+    "quantity beta 0": (["quantity", "--beta", "0"], "--beta must be a finite number > 0"),
+    "quantity beta < 0": (["quantity", "--size-dist", "lognormal", "--beta", "-1"], "--beta"),
+    "quantity more clients than samples": (["quantity", "--clients", "5000"], "more clients"),
+    "feature-noise sigma < 0": (["feature-noise", "--sigma", "-0.1"], "--sigma must be a finite number >= 0"),
+    "feature-noise without images": (["feature-noise", "--dataset", "{no_label}", "--label-col", "y"], "image column"),
+    "label-noise rate > 1": (["label-noise", "--rate", "1.5"], "--rate must be in [0, 1]"),
+    "label-noise rate < 0": (["label-noise", "--rate", "-0.1", "--kind", "pair"], "--rate"),
 }
 
 
