@@ -55,6 +55,7 @@ def build_digits_domains(
     from hetbench.atomic import locked_out
 
     tag = f"digits-domains-n{clients}-f{fraction:g}-s{seed}"
+    prepared = prepare_digits_domains(clients, fraction, seed)  # the input first
     with locked_out(Path(out) if out else SPLITS_ROOT / tag, overwrite) as out_path:
-        _, report = prepare_digits_domains(clients, fraction, seed).publish(out_path, name=name or tag, overwrite=overwrite, quiet=quiet)
+        _, report = prepared.publish(out_path, name=name or tag, overwrite=overwrite, quiet=quiet)
     return out_path, report

@@ -20,7 +20,7 @@ import numpy as np
 
 from hetbench.builders.geo_images import attach_images, skipped_report
 from hetbench.errors import HetbenchError
-from hetbench.naming import SPLITS_ROOT
+from hetbench.naming import SPLITS_ROOT, input_slug
 from hetbench.pipeline import PreparedSplit
 from hetbench.splits import FederatedSplit
 
@@ -58,6 +58,14 @@ def _with_images(table, image_root: str | None, image_col: str | None):
     if not image_root:
         return table, None
     return table, attach_images(table, image_root, image_col or table.id_column or "image_path")
+
+
+def _check_columns(table, columns: dict[str, str]) -> None:
+    """Every named column is in the training split (bad input, before any output folder is touched)."""
+    have = table.splits["train"].column_names if "train" in table.splits else []
+    for flag, col in columns.items():
+        if col not in have:
+            raise HetbenchError(f"{flag} '{col}' is not a column of the metadata (columns: {', '.join(have)})")
 
 
 def _check_sizes(nmax: Any, nmin: Any) -> None:
@@ -151,6 +159,7 @@ def prepare_geo(
     nmax = 3000 if params["nmax"] is None else params["nmax"]
     partitioner = GeoS2Partitioner(lat_col=lat_col, lon_col=lon_col, nmax=nmax, nmin=nmin)
     table, skipped = _with_images(load_table(metadata or EMBEDDED, params["label_col"], params["id_col"]), image_root, image_col)
+    _check_columns(table, {"--lat-col": lat_col, "--lon-col": lon_col})
 
     def extras(fs: FederatedSplit):
         from hetbench import s2
@@ -234,6 +243,7 @@ def prepare_users(
     user_col = params["user_col"] or ("observer" if metadata is None else "user_id")
     partitioner = UsersPartitioner(column=user_col, filters=filters, min_samples=min_samples, **(thresholds or {}))
     table, skipped = _with_images(load_table(metadata or EMBEDDED, params["label_col"], params["id_col"]), image_root, image_col)
+    _check_columns(table, {"--user-col": user_col})
     test_split = params["test_split"]
     if test_split is None:
         # a published test file without users (Landmarks' test.csv) is a shared test set of unseen users
@@ -262,19 +272,22 @@ def prepare_users(
 def _publish(prepared_of: Callable[..., PreparedSplit], tag: Callable[[dict], str], out, name, overwrite, quiet, params):
     from hetbench.atomic import locked_out
 
+    prepared = prepared_of(**params)  # the input first: a bad input is reported before an existing folder
     with locked_out(Path(out) if out else SPLITS_ROOT / tag(params), overwrite) as out_path:
-        _, report = prepared_of(**params).publish(out_path, name=name or tag(params), overwrite=overwrite, quiet=quiet)
+        _, report = prepared.publish(out_path, name=name or tag(params), overwrite=overwrite, quiet=quiet)
     return out_path, report
 
 
 def build_geo(out: str | os.PathLike | None = None, *, name: str | None = None, overwrite: bool = False,
               quiet: bool = False, **params: Any) -> tuple[Path, dict[str, Any]]:
     """Build (``params`` as :func:`prepare_geo`) and publish to ``out``; returns the folder and the report.
-    Default folder: ``hetbench_splits/<recipe>`` or ``hetbench_splits/geo-nmax<N>-s<seed>``."""
+    Default folder: ``hetbench_splits/<recipe>`` or ``hetbench_splits/geo-<input>-nmax<N>-s<seed>``, where
+    ``<input>`` is ``observations`` or the metadata's name and a short hash of its path
+    (:func:`hetbench.naming.input_slug`)."""
     def tag(p: dict) -> str:
         _check_sizes(p.get("nmax"), p.get("nmin"))
         nmax = 3000 if p.get("nmax") is None else p["nmax"]
-        return p.get("recipe") or f"geo-nmax{nmax}-s{p.get('seed', 0)}"
+        return p.get("recipe") or f"geo-{input_slug(p.get('metadata'), 'observations')}-nmax{nmax}-s{p.get('seed', 0)}"
 
     return _publish(prepare_geo, tag, out, name, overwrite, quiet, params)
 
@@ -282,9 +295,11 @@ def build_geo(out: str | os.PathLike | None = None, *, name: str | None = None, 
 def build_users(out: str | os.PathLike | None = None, *, name: str | None = None, overwrite: bool = False,
                 quiet: bool = False, **params: Any) -> tuple[Path, dict[str, Any]]:
     """Build (``params`` as :func:`prepare_users`) and publish to ``out``; returns the folder and the
-    report. Default folder: ``hetbench_splits/<recipe>`` or ``hetbench_splits/users-<filters>-s<seed>``."""
+    report. Default folder: ``hetbench_splits/<recipe>`` or ``hetbench_splits/users-<input>-<filters>-s<seed>``
+    (``<input>`` as for :func:`build_geo`)."""
     def tag(p: dict) -> str:
-        return p.get("recipe") or f"users-{p.get('filters') or 'landmarks'}-s{p.get('seed', 0)}"
+        slug = input_slug(p.get("metadata"), "observations")
+        return p.get("recipe") or f"users-{slug}-{p.get('filters') or 'landmarks'}-s{p.get('seed', 0)}"
 
     return _publish(prepare_users, tag, out, name, overwrite, quiet, params)
 

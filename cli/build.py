@@ -71,7 +71,7 @@ def _isp_options(fn):
     return fn
 
 
-@click.group()
+@click.group(short_help="Build benchmark families that render or assemble their own data.")
 def build() -> None:
     """Build benchmark families that render their own data.
 
@@ -84,7 +84,7 @@ def build() -> None:
     """
 
 
-@build.command("iso-isp")
+@build.command("iso-isp", short_help="The same captures under every Table 3 ISP option (HeteroSwitch).")
 @click.option("--stages", default="wb,tone", show_default=True, help="Stages whose Table 3 options become devices: comma list or 'all'.")
 @click.option("--clients", default=None, type=int, help="Number of clients (default: one per device).")
 @_isp_options
@@ -105,7 +105,7 @@ def iso_isp_cmd(stages, clients, raw_dir, labels, size, device_weights, test_fra
         _summary(out_path, report)
 
 
-@build.command("devices")
+@build.command("devices", short_help="Emulated phones (sensor + ISP), or --synthetic-color devices.")
 @click.option("--profiles", default="heteroswitch9", show_default=True, help="Device profile set (manifests/devices/<name>.yaml).")
 @click.option("--clients", default=None, type=int, help="Number of clients (default: 50 phones, or one per synthetic device).")
 @click.option("--synthetic-color", default=None, type=int,
@@ -176,7 +176,7 @@ def _table_options(fn):
     return fn
 
 
-@build.command("geo")
+@build.command("geo", short_help="Adaptive S2-cell clients (Hsu et al. 2020, iNaturalist-Geo).")
 @click.option("--recipe", default=None, help="A canonical recipe, e.g. inaturalist-geo-3k (manifests/recipes).")
 @click.option("--lat-col", default=None, help="Latitude column [default: latitude].")
 @click.option("--lon-col", default=None, help="Longitude column [default: longitude].")
@@ -203,7 +203,7 @@ def geo_cmd(recipe, lat_col, lon_col, nmax, nmin, test_fraction, metadata, label
         _table_summary(out_path, report, "S2-cell clients")
 
 
-@build.command("users")
+@build.command("users", short_help="One client per user, with the published filters (Hsu et al. 2020).")
 @click.option("--recipe", default=None, help="landmarks-user-160k or inaturalist-user-120k (manifests/recipes).")
 @click.option("--mode", type=click.Choice(["import", "rebuild"]), default=None,
               help="With --recipe: import the published split files, or rebuild from raw metadata [default: import].")
@@ -233,7 +233,7 @@ def users_cmd(recipe, mode, user_col, filters, min_samples, test_fraction, metad
         _table_summary(out_path, report, "users")
 
 
-@build.command("digits-domains")
+@build.command("digits-domains", short_help="DapperFL-style Digits domains made offline, split by domain.")
 @click.option("--clients", default=12, show_default=True, type=int)
 @click.option("--fraction", default=0.1, show_default=True, type=float, help="Share of its domain's training data per client.")
 @click.option("--seed", default=0, show_default=True, type=int)

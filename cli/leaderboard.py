@@ -7,7 +7,7 @@ import click
 from hetbench.leaderboard import DEFAULT_RANK_BY, DEFAULT_STATISTIC, METRIC_NAMES, STATISTICS, write_leaderboard
 
 
-@click.command("leaderboard")
+@click.command("leaderboard", short_help="Rank train results per split (Markdown, CSV, HTML, curves).")
 @click.argument("results_dir", type=click.Path(file_okay=False))
 @click.option("--out", required=True, type=click.Path(file_okay=False),
               help="Output folder: leaderboard.md, leaderboard.csv, leaderboard.html, curves_<split>.png.")

@@ -63,12 +63,48 @@ def cli() -> None:
     """
 
 
+#: words that end in a full stop inside a sentence ("Hsu et al. 2020", "sec. 4.1", "Eq. 4")
+_ABBREVIATIONS = ("et al.", "sec.", "e.g.", "i.e.", "Eq.", "Fig.", "App.", "vs.", "cf.", "approx.", "no.")
+
+
+def first_sentence(text: str | None) -> str:
+    """The first sentence of a command's help, whole: click's default short help stops at the first
+    full stop ("Hsu et al.") and cuts at 45 characters ("..."), this one skips abbreviations.
+
+    Examples
+    --------
+    >>> first_sentence("Label Dirichlet split (Hsu et al. 2019, sec. 3). Example: ...")
+    'Label Dirichlet split (Hsu et al. 2019, sec. 3).'
+    >>> first_sentence("\\b\\nNo full stop at all")
+    'No full stop at all'
+    """
+    text = (text or "").split("\f", 1)[0].split("\n\n", 1)[0].replace("\b", "")
+    words = " ".join(text.split())
+    start = 0
+    while True:
+        end = words.find(". ", start)
+        if end < 0:
+            return words
+        if not any(words[: end + 1].endswith(abbr) for abbr in _ABBREVIATIONS):
+            return words[: end + 1]
+        start = end + 1
+
+
+def _whole_short_help(command: click.Command) -> None:
+    """Every command of the tree gets a short help that is a whole sentence (its own, or the help's first)."""
+    if not command.short_help:
+        command.short_help = first_sentence(command.help)
+    for sub in getattr(command, "commands", {}).values():
+        _whole_short_help(sub)
+
+
 def _register() -> None:
     from hetbench.cli.build import build
     from hetbench.cli.flower_app import flower_app
     from hetbench.cli.leaderboard import leaderboard
     from hetbench.cli.partition import partition
-    from hetbench.cli.tools import compare_clusterings, publish, report, verify
+    from hetbench.cli.list_cmd import list_cmd
+    from hetbench.cli.tools import compare_clusterings, export, publish, report, verify
     from hetbench.cli.train import train
 
     cli.add_command(partition)
@@ -80,6 +116,9 @@ def _register() -> None:
     cli.add_command(train)
     cli.add_command(leaderboard)
     cli.add_command(flower_app)
+    cli.add_command(export)
+    cli.add_command(list_cmd)
+    _whole_short_help(cli)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -77,7 +77,7 @@ def _run(partitioner, tag: str, opts: dict[str, Any], extras: Callable | None = 
     default = default_out_dir(opts["dataset"], tag, opts["seed"])
     out = Path(opts["out"]) if opts["out"] else default
     _, report = make_split(
-        opts["dataset"], partitioner, out, label_col=opts["label_col"], id_col=opts["id_col"], seed=opts["seed"],
+        opts.get("table", opts["dataset"]), partitioner, out, label_col=opts["label_col"], id_col=opts["id_col"], seed=opts["seed"],
         test_split=opts["test_split"], test_fraction=opts["test_fraction"], name=opts["name"] or default.name,
         overwrite=opts["overwrite"], quiet=opts["quiet"], extras=extras, allow_empty=opts["allow_empty"],
     )
@@ -119,9 +119,11 @@ def _common(fn: Callable) -> Callable:
                 "quiet", "allow_empty")
         opts = {k: kwargs.pop(k) for k in keys}
         made = fn(**kwargs)
-        if len(made) > 3:  # a method's own default data set, used when --dataset was not given
+        if len(made) > 3:  # a method's own default data set, used when --dataset was not given; or its loaded table
             source = click.get_current_context().get_parameter_source("dataset")
-            if source in (None, click.core.ParameterSource.DEFAULT):
+            if not isinstance(made[3], str):
+                opts["table"] = made[3]
+            elif source in (None, click.core.ParameterSource.DEFAULT):
                 opts["dataset"] = made[3]
         _run(made[0], made[1], opts, made[2] if len(made) > 2 else None)
 
@@ -137,7 +139,7 @@ def _parse_sizes(text: str | None) -> list[int] | None:
         raise HetbenchError(f"--sizes must be a comma-separated list of integers (got '{text}')") from exc
 
 
-@click.group()
+@click.group(short_help="Partition a data set into clients and publish the split.")
 def partition() -> None:
     """Partition a data set into clients and publish it as a Hugging Face dataset folder.
 
@@ -150,21 +152,33 @@ def partition() -> None:
     """
 
 
-@partition.command("iid")
+@partition.command("iid", short_help="IID clients: a uniform shuffle cut into equal or given sizes.")
 @_clients_option
-@click.option("--sizes", default=None, help="Comma-separated client sizes summing to the training rows (default: equal).")
+@click.option("--sizes", default=None,
+              help="Comma-separated training rows per client, as the summary counts them (after --test-split client's "
+              "per-client hold-out); at most the training rows, the rest dropped. Default: equal sizes.")
 @_common
 def iid_cmd(clients: int, sizes: str | None):
     """Uniformly shuffled clients of equal (or given) sizes.
 
-    Example: hetbench partition iid --clients 20
+    Example: hetbench partition iid --clients 4 --sizes 500,400,300,200
     """
     from hetbench.partitioners import IIDPartitioner
 
-    return IIDPartitioner(clients, _parse_sizes(sizes)), f"iid-n{clients}"
+    parsed = _parse_sizes(sizes)
+    if parsed is None:
+        return IIDPartitioner(clients), f"iid-n{clients}"
+    # --sizes count training rows: under the client policy each client's hold-out comes on top of its size
+    from hetbench.sources import load_table
+
+    o = click.get_current_context().params
+    table = load_table(o["dataset"], o["label_col"], o["id_col"])
+    client_policy = o["test_split"] == "client" or (o["test_split"] is None and len(table.split_names) == 1)
+    holdout = o["test_fraction"] if client_policy else None
+    return IIDPartitioner(clients, parsed, holdout), f"iid-n{clients}", None, table
 
 
-@partition.command("dirichlet")
+@partition.command("dirichlet", short_help="Label Dirichlet skew (Hsu et al. 2019; or per class).")
 @_clients_option
 @click.option("--alpha", "-a", default=0.5, show_default=True, type=float, help="Concentration; 0 = one class per client, inf = IID.")
 @click.option("--scheme", type=click.Choice(["client", "class"]), default="client", show_default=True,
@@ -183,7 +197,7 @@ def dirichlet_cmd(clients: int, alpha: float, scheme: str, sizes: str | None, mi
     return p, f"dirichlet-{scheme}-a{_fmt(alpha)}-n{clients}"
 
 
-@partition.command("shards")
+@partition.command("shards", short_help="Sorted-label shards, k per client (McMahan et al. 2017).")
 @_clients_option
 @click.option("--shards-per-client", default=2, show_default=True, type=int)
 @_common
@@ -197,7 +211,7 @@ def shards_cmd(clients: int, shards_per_client: int):
     return ShardsPartitioner(clients, shards_per_client), f"shards-k{shards_per_client}-n{clients}"
 
 
-@partition.command("classes-per-client")
+@partition.command("classes-per-client", short_help="Pathological split: exactly k classes per client.")
 @_clients_option
 @click.option("--classes", "-k", "classes_per_client", default=2, show_default=True, type=int, help="Classes per client.")
 @_common
@@ -211,7 +225,7 @@ def classes_cmd(clients: int, classes_per_client: int):
     return ClassesPerClientPartitioner(clients, classes_per_client), f"cpc-k{classes_per_client}-n{clients}"
 
 
-@partition.command("natural-id")
+@partition.command("natural-id", short_help="One client per value of a column (user, writer, device).")
 @click.option("--column", default="label", show_default=True,
               help="Column whose values are the clients (user id, writer, device). The built-in digit sets carry no "
               "writer ids, so the default groups by label there.")
@@ -227,7 +241,7 @@ def natural_cmd(column: str, min_samples: int):
     return NaturalIdPartitioner(column, min_samples), f"natural-{column}-m{min_samples}"
 
 
-@partition.command("embedding")
+@partition.command("embedding", short_help="Dirichlet over K-means clusters of embeddings (Borazjani et al.).")
 @_clients_option
 @click.option("--alpha", "-a", default=0.1, show_default=True, type=float, help="Dirichlet concentration over clusters.")
 @click.option("--clusters", "-k", default=10, show_default=True, type=int, help="K-means clusters.")
@@ -257,7 +271,7 @@ def embedding_cmd(clients, alpha, clusters, embedder, layer, scheme, pca_dim, mi
     return p, f"embedding-{embedder.split(':')[0]}-k{clusters}-a{_fmt(alpha)}-n{clients}", embedding_extras(p)
 
 
-@partition.command("semantic")
+@partition.command("semantic", short_help="Per-label Gaussian mixtures matched by KL (Yuan et al. 2022).")
 @_clients_option
 @click.option("--embedder", default="pixels", show_default=True, help="As for 'partition embedding'.")
 @click.option("--layer", default=None, help="With torch:MODULE:FACTORY: the embedding layer.")
@@ -277,7 +291,7 @@ def semantic_cmd(clients, embedder, layer, pca_dim, max_iter, engine, ray_addres
     return p, f"semantic-{embedder.split(':')[0]}-n{clients}"
 
 
-@partition.command("domains")
+@partition.command("domains", short_help="One domain per client, a fraction of its data each (DapperFL).")
 @_clients_option
 @click.option("--fraction", default=0.01, show_default=True, type=float,
               help="Share of its domain's training data each client takes (DapperFL: 0.01 Digits, 0.2 Office-Caltech).")

@@ -9,7 +9,7 @@ import click
 from hetbench.errors import HetbenchError
 
 
-@click.command("report")
+@click.command("report", short_help="Rebuild report.json and the plots of a built folder.")
 @click.argument("folder", type=click.Path(file_okay=False))
 @click.option("--quiet", "-q", is_flag=True)
 def report(folder: str, quiet: bool) -> None:
@@ -24,7 +24,7 @@ def report(folder: str, quiet: bool) -> None:
         click.echo(f"{folder}: {rep['num_clients']} clients, {rep['num_samples']:,} training samples, EMD {rep['emd']:.4f}; report.json and plots/ rewritten")
 
 
-@click.command("verify")
+@click.command("verify", short_help="Check a built folder against its manifest and recipe (exit 0/1).")
 @click.argument("folder", type=click.Path(file_okay=False))
 @click.option("--dataset", default=None, help="Load the source from here instead of the path recorded in the manifest.")
 def verify(folder: str, dataset: str | None) -> None:
@@ -41,7 +41,7 @@ def verify(folder: str, dataset: str | None) -> None:
     sys.exit(verdict.exit_code)
 
 
-@click.command("publish")
+@click.command("publish", short_help="Upload a built folder to the Hugging Face Hub.")
 @click.argument("folder", type=click.Path(file_okay=False))
 @click.option("--repo-id", required=True, help="Hub dataset repository, ORG/NAME.")
 @click.option("--private", is_flag=True, help="Create the repository as private.")
@@ -57,7 +57,7 @@ def publish(folder: str, repo_id: str, private: bool, token: str | None) -> None
     click.echo(f"uploaded {folder} to {url}")
 
 
-@click.command("compare-clusterings")
+@click.command("compare-clusterings", short_help="Clustering similarity zeta of two embedding clusterings.")
 @click.argument("folders", nargs=-1, type=click.Path(file_okay=False))
 @click.option("--dataset", default=None, help="Instead of two folders: cluster this data set under two embedders.")
 @click.option("--embedders", default=None, help="With --dataset: two comma-separated embedder specs, e.g. pixels,hog.")
@@ -84,3 +84,26 @@ def compare_clusterings(folders, dataset, embedders, clusters, seed) -> None:
         raise HetbenchError("give two built folders (or --dataset with --embedders)")
     z, n = compare_builds(*folders)
     click.echo(f"zeta = {z:.6f}  ({n:,} shared samples)")
+
+
+@click.command("export", short_help="Write a source's table to a CSV or parquet file (sample inputs).")
+@click.argument("source")
+@click.option("--out", required=True, type=click.Path(dir_okay=False), help="File to write: .csv or .parquet (by extension).")
+@click.option("--split", default="train", show_default=True, help="The source split to write.")
+@click.option("--label-col", default=None, help="Label column, where the source does not name one.")
+@click.option("--overwrite", is_flag=True, help="Replace --out if it exists.")
+@click.option("--quiet", "-q", is_flag=True, help="No summary line.")
+def export(source: str, out: str, split: str, label_col: str | None, overwrite: bool, quiet: bool) -> None:
+    """Write one split of a source (a built-in, a file, a build) to a CSV or parquet file. Parquet keeps
+    every column, images included; CSV keeps the metadata columns only (labels as class names).
+
+    \b
+    Examples:
+      hetbench export builtin:observations --out obs.csv
+      hetbench export builtin:digits --out digits.parquet
+    """
+    from hetbench.export import export_table
+
+    path, rows, columns = export_table(source, out, split=split, label_col=label_col, overwrite=overwrite)
+    if not quiet:
+        click.echo(f"wrote {path}: {rows:,} rows, columns {', '.join(columns)}")

@@ -33,7 +33,7 @@ HYPER_OPTIONS = ("server_lr", "server_momentum", "mu", "q", "vc_size", "ema_alph
                  "alpha0", "alpha_min", "fusion_eps", "dar_gamma")
 
 
-@click.command("train")
+@click.command("train", short_help="Simulate FL algorithms on a split; one results JSON per run.")
 @click.option("--split", default=None, help="Built split folder or hub id (default: the embedded digits Dirichlet split, "
               "built on first use).")
 @click.option("--algo", default="fedavg", show_default=True,
@@ -58,7 +58,7 @@ HYPER_OPTIONS = ("server_lr", "server_momentum", "mu", "q", "vc_size", "ema_alph
 @click.option("--seed", default="0", show_default=True, help="Seed, or comma list of seeds (one run each).")
 @click.option("--eval-every", default=1, show_default=True, type=int, help="Evaluate every N rounds (and the last).")
 @click.option("--target-accuracy", default=None, type=float,
-              help="Accuracy (percent) for rounds-to-target (default: 90%% of the centralised run when it runs too).")
+              help="Accuracy (percent) for rounds-to-target (default: 90% of the centralised run when it runs too).")
 @click.option("--server-lr", default=None, type=float, help="Server learning rate (FedAvg family, SCAFFOLD; default 1, with --server-momentum beta > 0: "
               "1 - beta, an effective step of 1).")
 @click.option("--server-momentum", default=None, type=float, help="Server momentum beta (FedAvgM 0.9; FedIR/FedVC 0).")

@@ -31,3 +31,24 @@ def default_out_dir(dataset: str, tag: str, seed: int) -> Path:
     'hetbench_splits/digits-dirichlet-client-a0.5-n10-s0'
     """
     return SPLITS_ROOT / f"{dataset_stem(dataset)}-{tag}-s{seed}"
+
+
+def input_slug(dataset: str | None, default: str) -> str:
+    """A short name of a builder's input for its default folder: ``default`` when there is none, else
+    a slug of the reference and 6 hex digits of its sha256, so builds of different inputs that share
+    a file name (``a/obs.csv``, ``b/obs.csv``) do not collide.
+
+    Examples
+    --------
+    >>> from hetbench.naming import input_slug
+    >>> input_slug(None, "observations")
+    'observations'
+    >>> input_slug("data/obs.csv", "observations"), input_slug("other/obs.csv", "observations")
+    ('obs-f15205', 'obs-165374')
+    """
+    import hashlib
+
+    if dataset is None:
+        return default
+    stem = dataset_stem(dataset.split("+", 1)[0].split(",", 1)[0].split("=", 1)[-1])[:32].strip("-.") or "data"
+    return f"{stem}-{hashlib.sha256(dataset.encode()).hexdigest()[:6]}"

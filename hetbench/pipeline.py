@@ -54,8 +54,9 @@ def make_split(
     partitioner : Partitioner
         Decides which client every training row goes to (:mod:`hetbench.partitioners`).
     out : path
-        The output folder; refused if it exists unless ``overwrite`` (checked before any work),
-        written atomically.
+        The output folder; refused if it exists unless ``overwrite`` (checked once the input is
+        read, before any partitioning, so a bad input is reported before an existing folder), written
+        atomically.
     label_col, id_col : str, optional
         Label and sample-id columns of ``source`` when it is a reference.
     seed : int
@@ -84,7 +85,6 @@ def make_split(
     >>> report["num_clients"], sorted(split.outputs)
     (10, ['test', 'train'])
     """
-    out = check_out_dir(out, overwrite)
     from hetbench.publish import publish_split
 
     if isinstance(source, SampleTable):
@@ -92,7 +92,8 @@ def make_split(
     else:
         from hetbench.sources import load_table
 
-        table = load_table(source, label_col, id_col)
+        table = load_table(source, label_col, id_col)  # the input first: a bad input is reported as such
+    out = check_out_dir(out, overwrite)
     split = build_split(table, partitioner, seed, test_split, test_fraction, allow_empty=allow_empty)
     extra_report, extra_plots = extras(split) if extras is not None else (None, None)
     report = publish_split(

@@ -11,8 +11,40 @@ from typing import Sequence
 
 import numpy as np
 
-from hetbench.partition import default_client_names, parse_sizes
+from hetbench.errors import HetbenchError
+from hetbench.partition import DropReason, default_client_names, parse_sizes
 from hetbench.partitioners.base import Partitioner
+
+
+def sizes_before_holdout(train_sizes: np.ndarray, fraction: float) -> np.ndarray:
+    """The client sizes that leave exactly ``train_sizes`` training rows after every client holds out
+    ``fraction`` of its rows (the ``client`` test policy, :func:`hetbench.splits.stratified_holdout`:
+    T = round(fraction * n), at least 1 and at most n - 1 when n >= 2, none when n < 2).
+
+    Parameters
+    ----------
+    train_sizes : numpy.ndarray
+        Non-negative training rows wanted per client.
+    fraction : float
+        The per-client test fraction, in (0, 1).
+
+    Returns
+    -------
+    numpy.ndarray
+        int64 rows per client before the hold-out: the smallest n with n - T(n) = train size.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> sizes_before_holdout(np.array([0, 1, 2, 100, 575]), 0.2).tolist()
+    [0, 1, 3, 125, 719]
+    """
+    s = np.asarray(train_sizes, dtype=np.int64)
+    guess = np.floor(s / (1.0 - fraction)).astype(np.int64)
+    n = np.maximum(guess[:, None] + np.arange(-3, 5)[None, :], 0)  # n - T(n) grows by 0 or 1 per step
+    held = np.where(n >= 2, np.clip(np.rint(fraction * n).astype(np.int64), 1, n - 1), 0)
+    hit = (n - held) == s[:, None]
+    return n[np.arange(s.size), np.argmax(hit, axis=1)]
 
 
 def iid_assignment(n: int, sizes: np.ndarray, rng: np.random.Generator) -> np.ndarray:
@@ -56,6 +88,12 @@ class IIDPartitioner(Partitioner):
         Number of clients N (at least 1, at most the number of samples).
     sizes : sequence of int, optional
         Client sizes, one per client, summing to the number of samples; default equal sizes.
+    holdout_fraction : float, optional
+        With ``sizes``: the sizes count the *training* rows left after every client holds out this
+        fraction of its rows (the ``client`` test policy at that ``--test-fraction``), which is what
+        ``hetbench partition iid --sizes`` and its summary count. Each client then gets the rows
+        :func:`sizes_before_holdout` computes; the sizes may sum to less than the training rows
+        available, and the rows left over are dropped (reason ``remainder``).
 
     References
     ----------
@@ -72,18 +110,44 @@ class IIDPartitioner(Partitioner):
     [450, 449, 449, 449]
     >>> IIDPartitioner(num_clients=3, sizes=[997, 500, 300]).partition(digits, seed=0).client_sizes().tolist()
     [997, 500, 300]
+    >>> part = IIDPartitioner(num_clients=2, sizes=[1000, 400], holdout_fraction=0.2).partition(digits, seed=0)
+    >>> part.client_sizes().tolist(), part.dropped_counts()      # 1000 and 400 rows left after the hold-out
+    ([1250, 500], {'remainder': 47})
     """
 
     name = "iid"
 
-    def __init__(self, num_clients: int = 10, sizes: Sequence[int] | None = None) -> None:
+    def __init__(
+        self, num_clients: int = 10, sizes: Sequence[int] | None = None, holdout_fraction: float | None = None
+    ) -> None:
         self.num_clients = int(num_clients)
         self.sizes = None if sizes is None else [int(s) for s in sizes]
+        self.holdout_fraction = None if holdout_fraction is None or sizes is None else float(holdout_fraction)
 
     def params(self) -> dict:
-        return {"num_clients": self.num_clients, "sizes": self.sizes}
+        params = {"num_clients": self.num_clients, "sizes": self.sizes}
+        if self.holdout_fraction is not None:  # only when set: recipes without it stay as they were
+            params["holdout_fraction"] = self.holdout_fraction
+        return params
 
     def _assign(self, table, split, rng):
         n = table.num_rows(split)
-        sizes = parse_sizes(self.sizes, self.num_clients, n)
-        return iid_assignment(n, sizes, rng), None, self.num_clients, default_client_names(self.num_clients)
+        f = self.holdout_fraction
+        if f is None:
+            sizes = parse_sizes(self.sizes, self.num_clients, n)
+            return iid_assignment(n, sizes, rng), None, self.num_clients, default_client_names(self.num_clients)
+        if not 0.0 < f < 1.0:
+            raise HetbenchError(f"--test-fraction must be between 0 and 1 (got {f})")
+        train = parse_sizes(self.sizes, self.num_clients, int(np.asarray(self.sizes, dtype=np.int64).sum()))
+        sizes = sizes_before_holdout(train, f)
+        available = int(n - np.rint(f * n))
+        if int(sizes.sum()) > n:
+            raise HetbenchError(
+                f"--sizes ask for {int(train.sum())} training rows ({int(sizes.sum())} rows before each client holds "
+                f"out {f:g} of its rows for testing) but the data has {n} rows (about {available} for training)"
+            )
+        assignment = iid_assignment(n, np.append(sizes, n - sizes.sum()), rng)
+        left = assignment == self.num_clients  # the rows no size asked for
+        assignment[left] = -1
+        reason = np.where(left, np.int8(DropReason.REMAINDER), np.int8(0)).astype(np.int8)
+        return assignment, reason, self.num_clients, default_client_names(self.num_clients)

@@ -14,7 +14,11 @@ def _write_csv(path, header, rows):
 def csvs(tmp_path):
     no_label = _write_csv(tmp_path / "nolabel.csv", "x,y", [f"{i},{i % 3}" for i in range(30)])
     floats = _write_csv(tmp_path / "floats.csv", "x,label", [f"{i},{i * 0.5}" for i in range(30)])
-    return {"no_label": no_label, "floats": floats}
+    with_test = tmp_path / "with_test"
+    with_test.mkdir()
+    _write_csv(with_test / "train-0.csv", "x,label", [f"{i},{i % 3}" for i in range(30)])
+    _write_csv(with_test / "test-0.csv", "x,label", [f"{i},{i % 3}" for i in range(9)])
+    return {"no_label": no_label, "floats": floats, "with_test": f"train={with_test / 'train-0.csv'},test={with_test / 'test-0.csv'}"}
 
 
 CASES = {
@@ -23,7 +27,8 @@ CASES = {
     "alpha < 0": (["dirichlet", "--alpha", "-0.5"], "alpha"),
     "more clients than samples": (["dirichlet", "--clients", "5000"], "more clients"),
     "iid more clients than samples": (["iid", "--clients", "5000"], "more clients"),
-    "sizes do not sum": (["iid", "--clients", "3", "--sizes", "10,10,10"], "sum"),
+    "sizes more than the training rows": (["iid", "--clients", "3", "--sizes", "600,600,600"], "training rows"),
+    "sizes more than the rows of a source test split": (["iid", "--dataset", "{with_test}", "--clients", "2", "--sizes", "20,20"], "sum"),
     "sizes wrong count": (["dirichlet", "--clients", "3", "--sizes", "10,10"], "3 clients"),
     "unknown dataset path": (["iid", "--dataset", "no/such/folder.parquet"], "not found"),
     "unknown builtin": (["iid", "--dataset", "builtin:cifar"], "built-in"),
@@ -305,3 +310,84 @@ def test_train_catalogue_one_line_exit_2_nothing_written(case, tmp_path, train_i
     assert (out_kind == "killed") == out.exists()
     after = {p.relative_to(tmp_path): p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()}
     assert after == before  # nothing written, nothing removed
+
+
+# ---- issue 14: the input is checked before the output folder; default names follow the input -------------------
+INPUT_BEFORE_OUT = {
+    "partition, unknown label column": (["partition", "iid", "--label-col", "nope"], "nope"),
+    "partition, missing dataset": (["partition", "dirichlet", "--dataset", "no/such.csv"], "no/such.csv"),
+    "partition iid --sizes, unknown label column": (["partition", "iid", "--sizes", "1,2", "--clients", "2",
+                                                     "--label-col", "nope"], "nope"),
+    "build geo, unknown label column": (["build", "geo", "--label-col", "nope"], "nope"),
+    "build geo, missing metadata": (["build", "geo", "--metadata", "no/such.csv"], "not a local path"),
+    "build users, unknown user column": (["build", "users", "--user-col", "nope"], "nope"),
+    "build devices --synthetic-color, unknown label column": (
+        ["build", "devices", "--synthetic-color", "3", "--label-col", "nope"], "nope"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(INPUT_BEFORE_OUT))
+def test_bad_input_reported_before_an_existing_output(case, tmp_path, run_cli):
+    """An existing --out with a bad input: the input problem is reported, not 'already exists'."""
+    args, needle = INPUT_BEFORE_OUT[case]
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "keep.txt").write_text("mine")
+    code, stdout, err = run_cli(*args, "--out", out)
+    assert code == 2, (case, stdout, err)
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in err, err
+    assert needle.lower() in lines[0].lower() and "already exists" not in lines[0], lines[0]
+    assert (out / "keep.txt").read_text() == "mine"
+    # and with a good input the existing folder is still refused
+    good = [a for a in args]
+    if "nope" in good:
+        i = good.index("nope")
+        del good[i - 1: i + 1]
+    if "no/such.csv" in good:
+        i = good.index("no/such.csv")
+        del good[i - 1: i + 1]
+    code, _, err = run_cli(*good, "--out", out)
+    assert code == 2 and "already exists" in err, err
+
+
+def test_iid_sizes_count_training_rows(tmp_path, run_cli):
+    """--sizes are the training rows the summary counts (issue 14): under the client policy each client's
+    hold-out comes on top; sizes summing to the training rows work, the rest is dropped as 'remainder'."""
+    import json
+
+    out = tmp_path / "s"
+    code, stdout, err = run_cli("partition", "iid", "--clients", "3", "--sizes", "500,500,437", "--out", out)
+    assert code == 0, err
+    assert "1,437 training samples" in stdout and "sizes 437/500/500" in stdout, stdout
+    report = json.loads((out / "report.json").read_text())
+    assert report["num_samples"] == 1437 and report["size_stats"]["min"] == 437
+    code, stdout, err = run_cli("partition", "iid", "--clients", "2", "--sizes", "100,50", "--out", tmp_path / "t")
+    assert code == 0, err
+    assert "150 training samples" in stdout and "remainder" in stdout, stdout
+    code, _, err = run_cli("verify", tmp_path / "t")
+    assert code == 0, err
+
+
+def test_build_default_names_follow_the_metadata(tmp_path, run_cli, monkeypatch):
+    """Two builds on different metadata with the default --out do not collide (issue 14)."""
+    import datasets
+
+    from hetbench.sources import load_table
+
+    monkeypatch.chdir(tmp_path)
+    obs = load_table("builtin:observations").splits["train"].select(range(3000))
+    for name in ("a", "b"):
+        (tmp_path / name).mkdir()
+        obs.remove_columns([c for c in obs.column_names if isinstance(obs.features[c], datasets.Image)]).to_csv(
+            str(tmp_path / name / "obs.csv"))
+    for name in ("a", "b"):
+        code, stdout, err = run_cli("build", "geo", "--metadata", f"{name}/obs.csv", "--label-col", "species",
+                                    "--nmax", "500", "-q")
+        assert code == 0, err
+    folders = sorted(p.name for p in (tmp_path / "hetbench_splits").iterdir())
+    assert len(folders) == 2 and all(f.startswith("geo-obs-") and f.endswith("-nmax500-s0") for f in folders), folders
+    code, _, err = run_cli("build", "users", "--metadata", "a/obs.csv", "--label-col", "species", "--user-col",
+                           "observer", "--filters", "none", "-q")
+    assert code == 0, err
+    assert any(p.name.startswith("users-obs-") for p in (tmp_path / "hetbench_splits").iterdir())
