@@ -9,30 +9,37 @@ from __future__ import annotations
 import html
 from typing import Any
 
-from hetbench.leaderboard.aggregate import SplitTable
+from hetbench.leaderboard.aggregate import SplitTable, Stat
 from hetbench.leaderboard.curves import curves_svg
 from hetbench.leaderboard.load import Skipped
 from hetbench.leaderboard.groups import group_tables
-from hetbench.leaderboard.metrics import CURVES, statistic_text
+from hetbench.leaderboard.metrics import CURVES, Metric, statistic_text
 from hetbench.leaderboard.rank import best_means, is_best
 from hetbench.leaderboard.text import DASH, cell_text, group_cells, group_heading, meta_line, rank_line, shown_metrics
 
+RANK_WIDTH = "2.9rem"  # the sticky rank column's fixed width: the algorithm column sticks right after it
+
 _CSS = """
 body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; margin: 1.5rem; color: #222; }
-table.leaderboard { border-collapse: collapse; margin: 0.5rem 0 1rem; font-size: 0.9rem; }
-table.leaderboard th, table.leaderboard td { border-bottom: 1px solid #ddd; padding: 0.25rem 0.6rem; text-align: right; white-space: nowrap; }
-table.leaderboard th { cursor: pointer; user-select: none; background: #f4f4f4; }
+table.leaderboard { border-collapse: separate; border-spacing: 0; margin: 0.5rem 0 1rem; font-size: 0.85rem; }
+table.leaderboard th, table.leaderboard td { border-bottom: 1px solid #ddd; padding: 0.25rem 0.45rem; text-align: right; white-space: nowrap; }
+table.leaderboard th { cursor: pointer; user-select: none; background: #f4f4f4; white-space: normal; vertical-align: bottom; line-height: 1.2; min-width: 3.5em; }
 table.leaderboard th[aria-sort=ascending]::after { content: " \\25B2"; }
 table.leaderboard th[aria-sort=descending]::after { content: " \\25BC"; }
 table.leaderboard td.label, table.leaderboard th.label { text-align: left; }
-table.groups { border-collapse: collapse; margin: 0.3rem 0 1rem; font-size: 0.9rem; }
+table.leaderboard .rank, table.leaderboard .label { position: sticky; z-index: 1; background: #fff; }
+table.leaderboard .rank { left: 0; box-sizing: border-box; width: RANKW; min-width: RANKW; max-width: RANKW; }
+table.leaderboard .label { left: RANKW; max-width: 15rem; white-space: normal; box-shadow: inset -1px 0 #ccc; }
+table.leaderboard th.rank, table.leaderboard th.label { z-index: 2; background: #f4f4f4; }
+table.leaderboard .sd { color: #666; font-size: 0.88em; }
+table.groups { border-collapse: collapse; margin: 0.3rem 0 1rem; font-size: 0.85rem; }
 table.groups th, table.groups td { border-bottom: 1px solid #ddd; padding: 0.2rem 0.6rem; text-align: right; }
 table.groups th { background: #f4f4f4; }
 table.groups td:first-child, table.groups th:first-child { text-align: left; }
-.scroll { overflow-x: auto; }
+.scroll { overflow-x: auto; max-width: 100%; }
 .meta, .note { color: #555; font-size: 0.9rem; }
-.figures svg { margin-right: 1rem; }
-""".strip()
+.figures svg { margin-right: 1rem; max-width: 100%; height: auto; }
+""".strip().replace("RANKW", RANK_WIDTH)
 
 _JS = """
 (function () {
@@ -63,11 +70,36 @@ _JS = """
 """.strip()
 
 
-def _td(value: Any, text: str, cls: str = "") -> str:
+def _td(value: Any, text: str, cls: str = "", title: str = "") -> str:
     """A cell whose ``data-value`` (what the sorter compares) is ``value`` in full."""
     dv = "" if value is None else (repr(float(value)) if isinstance(value, float) else str(value))
     c = f' class="{cls}"' if cls else ""
-    return f'<td{c} data-value="{html.escape(dv)}">{text}</td>'
+    t = f' title="{html.escape(title)}"' if title else ""
+    return f'<td{c} data-value="{html.escape(dv)}"{t}>{text}</td>'
+
+
+def metric_cell(m: Metric, s: Stat, best: bool) -> str:
+    """A metric's ``<td>``: the compact ``mean ± std`` (:meth:`Metric.compact`), the best mean in bold, the std
+    in a smaller ``sd`` span; the full-precision text (:func:`~hetbench.leaderboard.text.cell_text`) is its
+    tooltip and the mean in full its sort value.
+
+    Examples
+    --------
+    >>> from hetbench.leaderboard.aggregate import Stat
+    >>> from hetbench.leaderboard.html import metric_cell
+    >>> from hetbench.leaderboard.metrics import METRIC_BY_NAME
+    >>> metric_cell(METRIC_BY_NAME["accuracy"], Stat(78.234, 0.4321, 2), True)
+    '<td data-value="78.234" title="78.23 ± 0.43"><b>78.2</b><span class="sd"> ± 0.4</span></td>'
+    >>> metric_cell(METRIC_BY_NAME["accuracy"], Stat(None, None, 0), False)
+    '<td data-value="">—</td>'
+    """
+    if s.mean is None:
+        return _td(None, DASH)
+    mean, std = m.compact(s.mean, s.std)
+    text = f"<b>{html.escape(mean)}</b>" if best else html.escape(mean)
+    if std is not None:
+        text += f'<span class="sd"> ± {html.escape(std)}</span>'
+    return _td(s.mean, text, title=cell_text(m, s, None))
 
 
 def render_html(tables: list[SplitTable], skipped: list[Skipped] | None = None) -> str:
@@ -93,7 +125,7 @@ def render_html(tables: list[SplitTable], skipped: list[Skipped] | None = None) 
     >>> from hetbench.leaderboard.rank import rank
     >>> tables = rank(aggregate([parse_result(example_result(algorithm=a, accuracy=acc)) for a, acc in [("a", 70.0), ("b", 90.0)]]))
     >>> page = render_html(tables, [Skipped("x.json", "missing 'final'")])
-    >>> page.startswith("<!DOCTYPE html>"), page.count("<tr data-algorithm="), "<b>90.00</b>" in page
+    >>> page.startswith("<!DOCTYPE html>"), page.count("<tr data-algorithm="), "<b>90.0</b>" in page
     (True, 2, True)
     """
     e = html.escape
@@ -101,7 +133,7 @@ def render_html(tables: list[SplitTable], skipped: list[Skipped] | None = None) 
            '<meta name="viewport" content="width=device-width, initial-scale=1">',
            "<title>hetbench leaderboard</title>", f"<style>\n{_CSS}\n</style>", "</head>", "<body>",
            "<h1>hetbench leaderboard</h1>",
-           '<p class="note">Mean ± sample std over seeds; best mean per column in bold. Click a column header to sort.</p>']
+           '<p class="note">Mean ± sample std over seeds (hover a cell for more digits, a header for the metric); best mean per column in bold. Click a column header to sort.</p>']
     for t in tables:
         best = best_means(t)
         shown = shown_metrics(t)
@@ -111,22 +143,22 @@ def render_html(tables: list[SplitTable], skipped: list[Skipped] | None = None) 
         out.append(f'<p class="meta">{e(meta_line(t))}<br>{e(rank_line(t))}</p>')
         out.append('<div class="scroll">')
         out.append(f'<table class="leaderboard" data-split="{e(t.title)}">')
-        heads = ['<th data-type="num" data-dir="down" title="rank">rank</th>',
+        heads = ['<th class="rank" data-type="num" data-dir="down" title="rank">rank</th>',
                  '<th class="label" data-type="text" data-dir="down">algorithm</th>',
                  '<th data-type="num" data-dir="up" title="number of seeds">seeds</th>']
         for m in shown:
             of = f"; each seed's {stat}" if m.per_evaluation else ""
             heads.append(f'<th data-type="num" data-dir="{"up" if m.higher_is_better else "down"}" data-metric="{m.name}" '
                          f'title="{e(m.description)}{e(of)}; {"higher" if m.higher_is_better else "lower"} is better">'
-                         f"{e(m.header)} {m.arrow}</th>")
+                         f"{e(m.header).replace('/', '/<wbr>')}&nbsp;{m.arrow}</th>")
         out.append("<thead><tr>" + "".join(heads) + "</tr></thead>")
         out.append("<tbody>")
         for r in t.rows:
-            cells = [_td(r.rank, str(r.rank) if r.rank is not None else DASH),
+            cells = [_td(r.rank, str(r.rank) if r.rank is not None else DASH, "rank"),
                      _td(r.label, e(r.label), "label"), _td(len(r.results), str(len(r.results)))]
             for m in shown:
                 s = r.stats[m.name]
-                cells.append(_td(s.mean, cell_text(m, s, (lambda x: f"<b>{e(x)}</b>") if is_best(best, m.name, s.mean) else None)))
+                cells.append(metric_cell(m, s, is_best(best, m.name, s.mean)))
             out.append(f'<tr data-algorithm="{e(r.label)}">' + "".join(cells) + "</tr>")
         out.append("</tbody></table></div>")
         for gt in group_tables(t):

@@ -136,6 +136,9 @@ class Metric:
         One line for the HTML header's tooltip.
     std_fmt : Callable[[float, float], str] or None
         The format of a std given ``(mean, std)``; None formats the std with ``fmt``.
+    compact_digits : Callable[[float], int] or None
+        The decimals of the HTML table's compact cells given the mean (the std gets the same); None
+        shows ``fmt`` and the std's own format there too.
     per_evaluation : bool
         Measured at every evaluation: the cell shows the chosen statistic (:data:`STATISTICS`) of the
         seed's curve; else the value the result gives once.
@@ -147,8 +150,8 @@ class Metric:
     --------
     >>> from hetbench.leaderboard.metrics import METRIC_BY_NAME
     >>> m = METRIC_BY_NAME["wall_time_s"]
-    >>> m.arrow, m.fmt(12.345), m.format_std(12.345, 0.25)
-    ('↓', '12.3', '0.2')
+    >>> m.arrow, m.fmt(12.345), m.format_std(12.345, 0.25), m.compact(12.345, 0.25)
+    ('↓', '12.3', '0.2', ('12', '0'))
     """
 
     name: str
@@ -159,6 +162,36 @@ class Metric:
     std_fmt: Callable[[float, float], str] | None = None
     per_evaluation: bool = False
     protocol: bool = False
+    compact_digits: Callable[[float], int] | None = None
+
+    def compact(self, mean: float, std: float | None = None) -> tuple[str, str | None]:
+        """The mean and std as the HTML table's compact cells show them (fewer decimals than ``fmt``).
+
+        Parameters
+        ----------
+        mean : float
+            The mean.
+        std : float, optional
+            Its std; None for one seed.
+
+        Returns
+        -------
+        tuple[str, str or None]
+            The mean's text and the std's (None without a std).
+
+        Examples
+        --------
+        >>> from hetbench.leaderboard.metrics import METRIC_BY_NAME
+        >>> acc, var = METRIC_BY_NAME["accuracy"], METRIC_BY_NAME["group_accuracy_variance"]
+        >>> acc.compact(78.234, 0.4321), var.compact(236.2, 67.1)
+        (('78.2', '0.4'), ('236', '67'))
+        >>> METRIC_BY_NAME["parameters"].compact(1234567.0), METRIC_BY_NAME["relative_accuracy"].compact(0.8123, 0.01)
+        (('1.23M', None), ('0.81', '0.01'))
+        """
+        if self.compact_digits is None:
+            return self.fmt(mean), None if std is None else self.format_std(mean, std)
+        d = self.compact_digits(mean)
+        return f"{mean:.{d}f}", None if std is None else f"{std:.{d}f}"
 
     @property
     def arrow(self) -> str:
@@ -189,25 +222,53 @@ class Metric:
         return self.std_fmt(mean, std) if self.std_fmt is not None else self.fmt(std)
 
 
+def _one(_mean: float) -> int:
+    return 1
+
+
+def _two(_mean: float) -> int:
+    return 2
+
+
+def _whole_from_100(mean: float) -> int:
+    return 0 if abs(mean) >= 100 else 1
+
+
+def _seconds(mean: float) -> int:
+    return 1 if abs(mean) < 10 else 0
+
+
+# The compact cells' decimals (Metric.compact_digits): percentages and rounds 1, a ratio 2, a variance (%^2)
+# whole from 100, seconds 1 below 10 s; the counts (parameters, MACs) keep their K/M/G form.
+
 METRICS: tuple[Metric, ...] = (
-    Metric("accuracy", "accuracy", True, fmt_fixed(2), "test accuracy (%)", per_evaluation=True),
-    Metric("client_accuracy", "client acc.", True, fmt_fixed(2), "mean per-client accuracy (%)", per_evaluation=True),
+    Metric("accuracy", "accuracy", True, fmt_fixed(2), "test accuracy (%)", per_evaluation=True,
+           compact_digits=_one),
+    Metric("client_accuracy", "client acc.", True, fmt_fixed(2), "mean per-client accuracy (%)", per_evaluation=True,
+           compact_digits=_one),
     Metric("worst_group_accuracy", "worst group", True, fmt_fixed(2), "accuracy of the worst group (%)",
-           per_evaluation=True),
+           per_evaluation=True, compact_digits=_one),
     Metric("group_accuracy_variance", "group var.", False, fmt_fixed(2), "variance of group accuracies (%^2)",
-           per_evaluation=True),
+           per_evaluation=True, compact_digits=_whole_from_100),
     Metric("trained_on_accuracy", "trained-on acc.", True, fmt_fixed(2),
-           "accuracy on the test rows of the groups trained on (%)", per_evaluation=True, protocol=True),
+           "accuracy on the test rows of the groups trained on (%)", per_evaluation=True, protocol=True,
+           compact_digits=_one),
     Metric("unseen_accuracy", "unseen acc.", True, fmt_fixed(2),
-           "accuracy on the test rows of the groups not trained on (%)", per_evaluation=True, protocol=True),
+           "accuracy on the test rows of the groups not trained on (%)", per_evaluation=True, protocol=True,
+           compact_digits=_one),
     Metric("mean_drop", "mean drop", False, fmt_fixed(2),
            "trained-on accuracy minus an unseen group's accuracy, mean over unseen groups (points)",
-           per_evaluation=True, protocol=True),
-    Metric("client_accuracy_p10", "client p10", True, fmt_fixed(2), "10th percentile of client accuracy (%)"),
-    Metric("client_accuracy_p90", "client p90", True, fmt_fixed(2), "90th percentile of client accuracy (%)"),
-    Metric("relative_accuracy", "rel. acc.", True, fmt_fixed(3), "accuracy / centralised accuracy (ratio)"),
-    Metric("rounds_to_target", "rounds to target", False, fmt_fixed(1), "rounds to reach the target accuracy"),
-    Metric("wall_time_s", "wall time (s)", False, fmt_seconds, "training wall time (s)", fmt_seconds_like),
+           per_evaluation=True, protocol=True, compact_digits=_one),
+    Metric("client_accuracy_p10", "client p10", True, fmt_fixed(2), "10th percentile of client accuracy (%)",
+           compact_digits=_one),
+    Metric("client_accuracy_p90", "client p90", True, fmt_fixed(2), "90th percentile of client accuracy (%)",
+           compact_digits=_one),
+    Metric("relative_accuracy", "rel. acc.", True, fmt_fixed(3), "accuracy / centralised accuracy (ratio)",
+           compact_digits=_two),
+    Metric("rounds_to_target", "rounds to target", False, fmt_fixed(1), "rounds to reach the target accuracy",
+           compact_digits=_one),
+    Metric("wall_time_s", "wall time (s)", False, fmt_seconds, "training wall time (s)", fmt_seconds_like,
+           compact_digits=_seconds),
     Metric("parameters", "params/client", False, fmt_count, "model parameters per client"),
     Metric("macs", "MACs/client", False, fmt_count, "multiply-accumulates per client"),
 )
