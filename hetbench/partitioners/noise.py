@@ -69,10 +69,12 @@ def noise_levels(sigma: float, num_clients: int) -> np.ndarray:
     """Noise standard deviation of every client: sigma_k = sigma * k / N for clients k = 1..N.
 
     hetbench's client i (0-based) is k = i + 1, so the first client gets sigma / N and the last
-    exactly sigma; every client is noised. NIID-Bench's paper writes the noise of party P_i as
-    Gau(sigma * i / N), i = 1..N, and uses it as a standard deviation on [0, 1] pixels, which is
-    the convention here. (Its released code instead uses sigma * i / (N - 1) for i = 0..N-1, which
-    leaves the first party clean.)
+    exactly sigma; every client is noised. NIID-Bench's paper (sec. 3.2) writes the noise of party
+    P_i, i = 1..N, as Gau(sigma * i / N), a zero-mean Gaussian (its text calls sigma * i / N the
+    variance); its released code (``experiments.py``) adds ``torch.randn(...) * std`` to the [0, 1]
+    tensors with std = sigma / (N - 1) * i for i = 0..N-1, so there the first party is clean and the
+    last gets sigma. hetbench takes the paper's k = 1..N and, as the code does, reads the level as a
+    standard deviation.
 
     Parameters
     ----------
