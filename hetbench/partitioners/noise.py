@@ -216,10 +216,10 @@ class _NoisePartitioner(Partitioner):
 
 
 class FeatureNoisePartitioner(_NoisePartitioner):
-    """Noise-based feature imbalance (NIID-Bench, [1]_ sec. 3.2): IID equal clients, client k of N
-    (k = 1..N) seeing its images with Gaussian noise N(0, (sigma * k / N)**2) on pixels in [0, 1].
+    """Noise-based feature imbalance (NIID-Bench sec. 3.2): IID clients, client k of N with pixel noise of std sigma*k/N.
 
-    The partition itself is the IID one (n // N rows each); the images are noised by
+    Following [1]_, the rows are split IID into N equal clients and client k (k = 1..N) sees its
+    images with Gaussian noise N(0, (sigma * k / N)**2) on pixels in [0, 1]. The partition itself is the IID one (n // N rows each); the images are noised by
     :func:`hetbench.builders.noise.prepare_feature_noise`, which makes the table this partitioner
     splits (it refuses a table without the builder's ``noise_std`` column). See
     :func:`noise_levels` for the convention for k.
@@ -261,10 +261,11 @@ class FeatureNoisePartitioner(_NoisePartitioner):
 
 
 class LabelNoisePartitioner(_NoisePartitioner):
-    """Label noise: IID equal clients whose training labels are flipped with probability ``rate``
-    (``uniform``: to a uniformly random other class; ``pair``: c -> c + 1 mod C), the two
-    transition matrices of Han et al. ([1]_ sec. 4); with ``per_client`` client k of N flips with
-    rate * k / N.
+    """Label noise: IID clients whose labels are flipped, to a random other class or the next (Han et al. 2018).
+
+    Each training label is flipped with probability ``rate`` (``uniform``: to a uniformly random
+    other class; ``pair``: c -> c + 1 mod C), the two transition matrices of [1]_ (sec. 4); with
+    ``per_client`` client k of N flips with rate * k / N.
 
     The partition itself is the IID one; the labels are flipped by
     :func:`hetbench.builders.noise.prepare_label_noise`, which keeps each row's clean label in a
