@@ -78,6 +78,8 @@ def embedding_extras(
             save_cached(out_dir, fs.table, p.last_embedding, p.embedder, p.layer)  # a later --overwrite reuses it
             plot_contingency(clusters, labels, fs.table.class_names, p.clusters, out_dir / PLOTS[0])
             plot_pca_scatter(p.last_embedding[train], clusters, client_of_row, out_dir / PLOTS[1])
+            rows = fs.outputs["train"]  # the report's label EMD is over the train output split
+            redraw_emd_histogram(out_dir, rows.client_ids, clusters[rows.rows], p.clusters)  # listed by write_report
             return list(PLOTS)
 
         return extra, plots
@@ -142,20 +144,78 @@ def plot_contingency(clusters: np.ndarray, labels: np.ndarray, class_names: list
     plt.close(fig)
 
 
+def cluster_emd_per_client(client_ids: np.ndarray, clusters: np.ndarray, num_clients: int, num_clusters: int) -> np.ndarray:
+    """Per-client EMD of the cluster distribution to the population's (rows with client -1 left out).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from hetbench.report.embedding import cluster_emd_per_client
+    >>> cluster_emd_per_client(np.array([0, 0, 1, 1, -1]), np.array([0, 0, 1, 1, 1]), 2, 2).tolist()
+    [1.0, 1.0]
+    """
+    kept = client_ids >= 0
+    return metrics.emd_per_client(metrics.label_matrix(client_ids[kept], clusters[kept], num_clients, num_clusters))
+
+
+def redraw_emd_histogram(out_dir: Path, client_ids: np.ndarray, clusters: np.ndarray, num_clusters: int, report=None,
+                         clients=None) -> None:
+    """Redraw ``plots/emd_histogram.png`` of an embedding split with the cluster EMD beside the label
+    EMD (the report and per-client statistics are read from ``out_dir`` unless given)."""
+    import json
+
+    from hetbench.report.metrics import CLIENTS_FILE, ClientStats
+    from hetbench.report.plots import PLOTS, plot_emd_hist
+
+    out_dir = Path(out_dir)
+    if report is None:
+        report = json.loads((out_dir / "report.json").read_text())
+    if clients is None:
+        import pyarrow.parquet as pq
+
+        clients = ClientStats.from_arrow(pq.read_table(out_dir / CLIENTS_FILE), report["num_classes"])
+    path = out_dir / "plots" / PLOTS["emd_hist"]
+    if not path.exists():  # a split drawn without the histogram (devices, domains) stays so
+        return
+    values = cluster_emd_per_client(np.asarray(client_ids), np.asarray(clusters), clients.num_clients, num_clusters)
+    weighted = float((values * clients.sizes).sum() / max(int(clients.sizes.sum()), 1))
+    plot_emd_hist(report, clients, path, beside=(f"cluster EMD ({num_clusters} clusters)", values, weighted))
+
+
+def _legend_or_bar(fig, ax, sc, values: np.ndarray, name: str, most: int = 20) -> None:
+    """A legend of the colours when there are at most ``most`` values, a colour bar otherwise."""
+    distinct = np.unique(values)
+    if distinct.size <= most:
+        handles = [ax.scatter([], [], color=sc.cmap(sc.norm(v)), s=16, label=str(int(v))) for v in distinct]
+        ax.legend(handles=handles, fontsize=6.5, ncol=2 if distinct.size > 10 else 1, loc="upper left",
+                  bbox_to_anchor=(1.01, 1.0), borderaxespad=0, title=name, title_fontsize=7, markerscale=1)
+    else:
+        fig.colorbar(sc, ax=ax, label=name)
+
+
 def plot_pca_scatter(embedding: np.ndarray, clusters: np.ndarray, client_ids: np.ndarray, path: Path, seed: int = 0) -> None:
-    """2-D PCA of the embeddings (at most 5,000 points), coloured by cluster and by client."""
+    """2-D PCA of the embeddings (at most 5,000 points), coloured by cluster and by client, each
+    panel with a legend (a colour bar past 20 clusters or clients)."""
     from sklearn.decomposition import PCA
 
     from hetbench.plotting import pyplot
 
     plt = pyplot()
     rng = np.random.default_rng(seed)
-    idx = rng.choice(len(embedding), size=min(5000, len(embedding)), replace=False)
+    idx = np.sort(rng.choice(len(embedding), size=min(5000, len(embedding)), replace=False))
     xy = PCA(n_components=2, random_state=seed).fit_transform(embedding[idx].astype(np.float64))
-    fig, axes = plt.subplots(1, 2, figsize=(11, 4.8), dpi=110)
-    for ax, colour, title in ((axes[0], clusters[idx], "by cluster"), (axes[1], client_ids[idx], "by client")):
-        ax.scatter(xy[:, 0], xy[:, 1], c=np.asarray(colour) % 20, cmap="tab20", s=4, alpha=0.7, linewidths=0)
-        ax.set_title(f"Embeddings (PCA) {title}")
+    fig, axes = plt.subplots(1, 2, figsize=(13, 5), dpi=110)
+    held = np.asarray(client_ids)[idx] >= 0
+    for ax, colour, name in ((axes[0], np.asarray(clusters)[idx], "cluster"), (axes[1], np.asarray(client_ids)[idx], "client_id")):
+        pts = held if name == "client_id" else np.ones(idx.size, bool)
+        n = int(colour[pts].max()) + 1 if pts.any() else 1
+        cmap, norm = (plt.get_cmap("tab10" if n <= 10 else "tab20"), None) if n <= 20 else (plt.get_cmap("turbo"), None)
+        vmax = (9 if n <= 10 else 19) if n <= 20 else n - 1
+        sc = ax.scatter(xy[pts, 0], xy[pts, 1], c=colour[pts], cmap=cmap, vmin=0, vmax=vmax, s=5, alpha=0.7, linewidths=0)
+        _legend_or_bar(fig, ax, sc, colour[pts], name)
+        what = "cluster" if name == "cluster" else "client"
+        extra = f" ({int((~held).sum()):,} rows held by no client left out)" if name == "client_id" and (~held).any() else ""
+        ax.set_title(f"Embeddings (PCA of {idx.size:,} training rows), by {what}{extra}", fontsize=9)
         ax.set_xlabel("PC 1")
         ax.set_ylabel("PC 2")
     fig.tight_layout()

@@ -1,11 +1,20 @@
-"""The plots every report has (label distribution per client, client sizes, per-client EMD), and
-writing a report (:func:`write_report`: ``report.json``, ``report/clients.parquet``, the plots).
+"""The plots every report has, and writing a report (:func:`write_report`: ``report.json``,
+``report/clients.parquet``, the plots).
 
-With thousands of clients the plots sample or aggregate: the heatmap shows at most
-:data:`MAX_HEATMAP_CLIENTS` clients picked evenly by size rank (its title says so) and, with more
-than :data:`MAX_HEATMAP_CLASSES` classes, sums adjacent classes into one column (its axis says
-how many), the size-rank curve is drawn through at most :data:`MAX_CURVE_POINTS` log-spaced
-ranks, and the histogram counts every client (on a log scale when bins differ a hundredfold).
+Every split gets the label distribution per client (:func:`plot_label_heatmap`, rows in
+``client_id`` order with integer ``client_id`` ticks). A split whose clients belong to devices or
+domains (:func:`hetbench.report.groups.client_groups`) gets per-device or per-domain plots
+(:mod:`hetbench.report.groups`) instead of the size-rank curve and the EMD histogram, which say
+little there. Any other split gets the size-rank curve (log-log when sizes span a factor of
+:data:`LOG_SIZE_RATIO` or more, linear axes from zero otherwise, no plot when every client holds
+the same number of rows) and the per-client EMD histogram.
+
+With thousands of clients the plots sample or aggregate, so the time and memory of a report are
+bounded by the client count (linear) and never by a picture of every client: the heatmap shows at
+most :data:`MAX_HEATMAP_CLIENTS` clients picked evenly by size rank (its axis says so) and, with
+more than :data:`MAX_HEATMAP_CLASSES` classes, sums adjacent classes into one column (its axis says
+how many), the size-rank curve is drawn through at most :data:`MAX_CURVE_POINTS` log-spaced ranks,
+and the histogram counts every client (on a log scale when bins differ a hundredfold).
 """
 
 from __future__ import annotations
@@ -18,6 +27,7 @@ import numpy as np
 
 from hetbench import metrics
 from hetbench.plotting import pyplot
+from hetbench.report.axes import MAX_HEATMAP_CLASSES, class_ticks, tick_rows
 from hetbench.report.metrics import CLIENTS_FILE, ClientStats
 
 PLOTS = {
@@ -26,8 +36,10 @@ PLOTS = {
     "emd_hist": "emd_histogram.png",
 }
 MAX_HEATMAP_CLIENTS = 200
-MAX_HEATMAP_CLASSES = 200
 MAX_CURVE_POINTS = 2000
+#: the size-rank plot is log-log when the largest client holds at least this many times the
+#: smallest one's rows; below it a one-row difference would look like a cliff on log axes
+LOG_SIZE_RATIO = 10.0
 
 
 def client_sort_order(counts: np.ndarray) -> np.ndarray:
@@ -86,35 +98,64 @@ def sample_by_size_rank(sizes: np.ndarray, limit: int = MAX_HEATMAP_CLIENTS) -> 
     return by_size[np.unique(np.linspace(0, sizes.size - 1, limit).round().astype(np.int64))]
 
 
-def plot_label_heatmap(report: Mapping[str, Any], clients: ClientStats, path: Path, title: str = "") -> None:
-    """Share of each class in each client's samples (a sample of clients when there are many)."""
+def size_scale(sizes: np.ndarray) -> str | None:
+    """How the size-rank plot draws ``sizes``: ``"log"`` when the largest non-empty client holds
+    at least :data:`LOG_SIZE_RATIO` times the smallest one's rows, ``"linear"`` when sizes vary
+    less, None (no plot) when every non-empty client holds the same number of rows.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from hetbench.report.plots import size_scale
+    >>> size_scale(np.array([71, 72, 72])), size_scale(np.array([9, 742])), size_scale(np.array([40, 40, 0]))
+    ('linear', 'log', None)
+    """
+    sizes = np.asarray(sizes)
+    sizes = sizes[sizes > 0]
+    if sizes.size == 0 or sizes.min() == sizes.max():
+        return None
+    return "log" if sizes.max() >= LOG_SIZE_RATIO * sizes.min() else "linear"
+
+
+def _client_axis(ax, rows: np.ndarray, ids: np.ndarray, sampled: bool) -> None:
+    """Integer ``client_id`` ticks on the y axis of a clients x something image."""
+    pick = tick_rows(rows.size, ids if sampled else None)
+    ax.set_yticks(pick)
+    ax.set_yticklabels([str(int(ids[i])) for i in pick], fontsize=7 if rows.size > 20 else 8)
+
+
+def plot_label_heatmap(report: Mapping[str, Any], clients: ClientStats, path: Path, title: str = "",
+                       groups=None) -> None:
+    """Share of each class in each client's samples, rows in ``client_id`` order (a sample of
+    clients, still in id order, when there are many); device or domain blocks are marked."""
+    from matplotlib.ticker import MaxNLocator
+
     plt = pyplot()
-    shown = sample_by_size_rank(clients.sizes)
+    shown = np.sort(sample_by_size_rank(clients.sizes))
     counts = clients.label_counts.to_dense(shown).astype(np.float64)
     n_classes = counts.shape[1]
     width = -(-n_classes // MAX_HEATMAP_CLASSES)  # classes per column: one-pixel cells would vanish
     if width > 1:
         counts = np.pad(counts, ((0, 0), (0, -n_classes % width))).reshape(counts.shape[0], -1, width).sum(axis=2)
     q, _, _ = metrics.client_distributions(counts)
-    order = client_sort_order(counts)
-    q = q[order]
     n_cl, n_c = q.shape
     total = clients.num_clients
     sampled = n_cl < total
-    fig, ax = plt.subplots(figsize=(min(2 + 0.35 * n_c, 14), min(2 + 0.18 * n_cl, 9)), dpi=110)
+    fig, ax = plt.subplots(figsize=(min(4.5 + 0.35 * n_c, 14), min(2.2 + 0.2 * n_cl, 9)), dpi=110)
     extent = (-0.5, n_c * width - 0.5, n_cl - 0.5, -0.5)  # x in class indices, also when binned
     im = ax.imshow(q, aspect="auto", interpolation="nearest", cmap="viridis", vmin=0, vmax=1, extent=extent)
     ax.set_xlabel(f"class index ({n_classes:,} classes, {width} per column)" if width > 1 else "class")
-    ax.set_ylabel(f"client (sorted by dominant class; {n_cl:,} shown)" if sampled else f"client (sorted by dominant class; {n_cl} clients)")
+    ax.set_ylabel(f"client_id ({n_cl:,} of {total:,} clients, sampled evenly by size rank)" if sampled
+                  else f"client_id ({n_cl} clients)")
     if n_c <= 40 and width == 1:
-        ax.set_xticks(range(n_c))
-        ax.set_xticklabels(report["class_names"], rotation=90 if n_c > 12 else 0, fontsize=8)
-    if n_cl <= 40:  # rows are sorted, so label them with the clients' names, not positions
-        ax.set_yticks(range(n_cl))
-        ax.set_yticklabels([str(clients.names[i]) for i in shown[order]], fontsize=7)
+        class_ticks(ax, report["class_names"])
     else:
-        ax.set_yticks([])
-    fig.colorbar(im, ax=ax, label="share of the client's samples")
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    _client_axis(ax, np.arange(n_cl), shown, sampled)
+    if groups is not None:
+        _mark_groups(ax, groups.of_client[shown], groups.names, n_c * width)
+    pad = 0.04 if groups is None else 0.05 + 0.013 * max(len(n) for n in groups.names)  # room for group names
+    fig.colorbar(im, ax=ax, label="share of the client's samples", pad=pad)
     default = f"Label distribution per client (EMD {report['emd']:.3f})"
     if sampled:
         default = (
@@ -127,8 +168,30 @@ def plot_label_heatmap(report: Mapping[str, Any], clients: ClientStats, path: Pa
     plt.close(fig)
 
 
-def plot_size_rank(report: Mapping[str, Any], clients: ClientStats, path: Path, title: str = "") -> None:
-    """Client sizes against rank on log-log axes (Hsu et al. 2020, Fig. 2b/2c)."""
+def _mark_groups(ax, group_of_row: np.ndarray, names: list[str], width: float) -> None:
+    """White lines between blocks of rows of one device/domain, and the group names on the right."""
+    change = np.flatnonzero(np.diff(group_of_row)) + 1
+    for r in change:
+        ax.axhline(r - 0.5, color="white", lw=1.2)
+    starts = np.concatenate([[0], change])
+    ends = np.concatenate([change, [group_of_row.size]])
+    if starts.size > 40:
+        return
+    right = ax.secondary_yaxis("right")
+    right.set_yticks((starts + ends - 1) / 2)
+    right.set_yticklabels([names[group_of_row[s]] for s in starts], fontsize=7)
+    right.tick_params(length=0)
+
+
+def plot_size_rank(report: Mapping[str, Any], clients: ClientStats, path: Path, title: str = "") -> bool:
+    """Client sizes against rank (Hsu et al. 2020, Fig. 2b/2c): log-log when sizes span a factor of
+    :data:`LOG_SIZE_RATIO`, linear axes from zero otherwise; nothing (returns False) when every
+    non-empty client holds the same number of rows."""
+    from matplotlib.ticker import FuncFormatter, MaxNLocator
+
+    scale = size_scale(clients.sizes)
+    if scale is None:
+        return False
     plt = pyplot()
     sizes = np.sort(clients.sizes[clients.sizes > 0])[::-1].astype(np.float64)
     ranks = np.arange(1, sizes.size + 1)
@@ -136,23 +199,32 @@ def plot_size_rank(report: Mapping[str, Any], clients: ClientStats, path: Path, 
         pick = np.unique(np.geomspace(1, sizes.size, MAX_CURVE_POINTS).round().astype(np.int64)) - 1
         ranks, sizes = ranks[pick], sizes[pick]
     fig, ax = plt.subplots(figsize=(6, 4), dpi=110)
-    ax.loglog(ranks, sizes, marker="." if sizes.size < 200 else None, lw=1.5)
-    ax.set_xlabel("client rank")
-    ax.set_ylabel("training samples")
-    if sizes.size and sizes[0] < 10 * sizes[-1]:  # at least a decade, or 71 vs 72 looks like a cliff
-        ax.set_ylim(max(min(sizes[-1] / 1.5, sizes[0] / 10), 0.7), sizes[0] * 1.5)  # no client holds < 1
-    _plain_log_ticks(ax.xaxis)
-    _plain_log_ticks(ax.yaxis)
+    marker = "." if sizes.size < 200 else None
+    if scale == "log":
+        ax.loglog(ranks, sizes, marker=marker, lw=1.5)
+        _plain_log_ticks(ax.xaxis)
+        _plain_log_ticks(ax.yaxis)
+    else:
+        ax.plot(ranks, sizes, marker=marker, lw=1.5)
+        ax.set_ylim(0, sizes[0] * 1.12)
+        ax.set_xlim(0.5 if sizes.size > 1 else 0, ranks[-1] + 0.5)
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+        ax.yaxis.set_major_locator(MaxNLocator(integer=True))
+        ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}"))
+    ax.set_xlabel("client rank (largest first)" + (", log scale" if scale == "log" else ""))
+    ax.set_ylabel("training samples" + (", log scale" if scale == "log" else ""))
     st = report["size_stats"]
     empty = int(report.get("empty_clients", 0))
-    default = f"Client sizes (median {st['median']:.0f}, Gini {st['gini']:.2f})"
+    default = f"Client sizes (min {st['min']:,.0f}, median {st['median']:,.0f}, max {st['max']:,.0f}; Gini {st['gini']:.2f})"
     if empty:
+        default = f"Client sizes (median {st['median']:,.0f}, max {st['max']:,.0f}; Gini {st['gini']:.2f})"
         default += f"\n{empty:,} empty clients not shown"
-    ax.set_title(title or default)
+    ax.set_title(title or default, fontsize=9)
     ax.grid(True, which="both", alpha=0.3)
     fig.tight_layout()
     fig.savefig(path)
     plt.close(fig)
+    return True
 
 
 def _plain_log_ticks(axis) -> None:
@@ -163,19 +235,35 @@ def _plain_log_ticks(axis) -> None:
     axis.set_minor_formatter(NullFormatter())
 
 
-def plot_emd_hist(report: Mapping[str, Any], clients: ClientStats, path: Path, title: str = "") -> None:
-    """Histogram of per-client EMD over [0, 2] (clients with training rows), weighted mean marked."""
+def plot_emd_hist(report: Mapping[str, Any], clients: ClientStats, path: Path, title: str = "",
+                  beside: tuple[str, np.ndarray, float] | None = None) -> None:
+    """Histogram of per-client EMD over [0, 2] (clients with training rows), weighted mean marked.
+
+    ``beside`` = (name, per-client values, weighted mean) draws a second EMD (e.g. over embedding
+    clusters) beside the label EMD, in its own colour, with its own mean.
+    """
     from matplotlib.ticker import FuncFormatter, MaxNLocator
 
     plt = pyplot()
-    values = clients.emd[clients.sizes > 0]
-    fig, ax = plt.subplots(figsize=(6, 4), dpi=110)
-    heights, _, _ = ax.hist(values, bins=np.linspace(0, 2, 41), color="#4c72b0", edgecolor="white")
+    keep = clients.sizes > 0
+    series = [("label EMD", clients.emd[keep], float(report["emd"]), "#4c72b0", "#c44e52")]
+    if beside is not None:
+        series.append((beside[0], np.asarray(beside[1])[keep], float(beside[2]), "#dd8452", "#8c3b00"))
+    fig, ax = plt.subplots(figsize=(6.4, 4), dpi=110)
+    bins = np.linspace(0, 2, 41)
+    heights = np.concatenate([np.histogram(v, bins)[0] for _, v, _, _, _ in series])
+    if len(series) == 1:
+        ax.hist(series[0][1], bins=bins, color=series[0][3], edgecolor="white", label=f"{series[0][1].size:,} clients")
+    else:
+        ax.hist([s[1] for s in series], bins=bins, color=[s[3] for s in series], edgecolor="white",
+                label=[s[0] for s in series])
+    for name, _, mean, _, line in series:
+        ax.axvline(mean, color=line, lw=2, ls="-" if name == "label EMD" else "--",
+                   label=f"{name}: weighted mean {mean:.3f}" if len(series) > 1 else f"weighted mean {mean:.3f}")
     nonzero = heights[heights > 0]
     log = nonzero.size > 0 and nonzero.max() > 100 * nonzero.min()  # else small bins look empty
-    ax.axvline(report["emd"], color="#c44e52", lw=2, label=f"weighted mean {report['emd']:.3f}")
     ax.set_xlim(0, 2)
-    ax.set_xlabel("EMD to the population, ||q_i - p||_1")
+    ax.set_xlabel("EMD to the population, ||q_i - p||_1" + (" (labels, clusters)" if len(series) > 1 else ""))
     if log:
         ax.set_yscale("log")
         ax.set_ylim(0.7, nonzero.max() * 2)
@@ -184,9 +272,11 @@ def plot_emd_hist(report: Mapping[str, Any], clients: ClientStats, path: Path, t
         ax.yaxis.set_major_locator(MaxNLocator(integer=True))
         ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}"))
     ax.set_ylabel("clients (log scale)" if log else "clients")
-    ax.legend()
+    ax.legend(fontsize=8)
     empty = int(report.get("empty_clients", 0))
-    ax.set_title(title or (f"Per-client EMD ({values.size:,} clients" + (f"; {empty:,} empty not shown)" if empty else ")")))
+    what = "Per-client EMD, labels and clusters" if len(series) > 1 else "Per-client EMD"
+    n = int(keep.sum())
+    ax.set_title(title or (f"{what} ({n:,} clients" + (f"; {empty:,} empty not shown)" if empty else ")")))
     fig.tight_layout()
     fig.savefig(path)
     plt.close(fig)
@@ -207,7 +297,9 @@ def write_report(report: Mapping[str, Any], out_dir: Path, clients: ClientStats 
     Returns
     -------
     list of str
-        The plot paths, relative to ``out_dir``.
+        The plot paths, relative to ``out_dir``: the label heatmap, then either the per-device or
+        per-domain plots (:mod:`hetbench.report.groups`) or the size-rank curve (unless every
+        client holds as many rows) and the EMD histogram.
 
     Examples
     --------
@@ -216,15 +308,29 @@ def write_report(report: Mapping[str, Any], out_dir: Path, clients: ClientStats 
     >>> rep = compute_report({"train": np.array([0, 1, 1])}, {"train": np.array([0, 1, 1])}, ["a", "b"], ["x", "y"])
     >>> write_report(rep, "report-example")
     ['plots/label_distribution_heatmap.png', 'plots/client_size_rank.png', 'plots/emd_histogram.png']
+    >>> rep = compute_report({"train": np.array([0, 1, 2, 2])}, {"train": np.array([0, 1, 1, 0])}, ["a", "b"],
+    ...                      ["mnist/0", "mnist/1", "usps/0"])
+    >>> write_report(rep, "report-example-domains")
+    ['plots/label_distribution_heatmap.png', 'plots/domain_client_samples.png', 'plots/domain_label_distribution.png']
     """
+    from hetbench.report.groups import client_groups, write_group_plots
+
     out_dir = Path(out_dir)
     clients = clients if clients is not None else getattr(report, "clients", None)
     if clients is None:
         raise TypeError("write_report needs the per-client statistics (compute_report(...).clients)")
-    (out_dir / "plots").mkdir(parents=True, exist_ok=True)
+    plots = out_dir / "plots"
+    plots.mkdir(parents=True, exist_ok=True)
     (out_dir / "report.json").write_text(json.dumps(report, indent=1, sort_keys=True) + "\n")
     clients.write(out_dir / CLIENTS_FILE)
-    plot_label_heatmap(report, clients, out_dir / "plots" / PLOTS["label_heatmap"])
-    plot_size_rank(report, clients, out_dir / "plots" / PLOTS["size_rank"])
-    plot_emd_hist(report, clients, out_dir / "plots" / PLOTS["emd_hist"])
-    return [f"plots/{name}" for name in PLOTS.values()]
+    groups = client_groups(report, clients.names)
+    plot_label_heatmap(report, clients, plots / PLOTS["label_heatmap"], groups=groups)
+    written = [PLOTS["label_heatmap"]]
+    if groups is not None:
+        written += write_group_plots(report, clients, groups, plots)
+    else:
+        if plot_size_rank(report, clients, plots / PLOTS["size_rank"]):
+            written.append(PLOTS["size_rank"])
+        plot_emd_hist(report, clients, plots / PLOTS["emd_hist"])
+        written.append(PLOTS["emd_hist"])
+    return [f"plots/{name}" for name in written]

@@ -30,6 +30,25 @@ def _read_columns(folder: str | os.PathLike) -> dict[str, dict[str, Any]]:
         raise HetbenchError(f"cannot read the parquet files of '{folder}': {_first_line(exc)}") from exc
 
 
+def _clusters(folder: str | os.PathLike, report: dict[str, Any]):
+    """(client ids, clusters) of the train rows of an embedding split; None for other splits."""
+    import pyarrow as pa
+
+    from hetbench.publish.parquet import read_built_columns
+
+    entry = report.get("embedding")
+    if not isinstance(entry, dict) or not isinstance(entry.get("clusters"), int):
+        return None
+    try:
+        cols = read_built_columns(folder, ("client_id", "cluster"))["train"]
+    except (pa.ArrowException, OSError, KeyError, ValueError, HetbenchError):
+        return None  # no cluster column: the histogram shows the label EMD only
+    cid, clusters = cols["client_id"], cols["cluster"]
+    if clusters.size and not (0 <= clusters.min() and clusters.max() < entry["clusters"]):
+        return None
+    return cid, clusters
+
+
 def refresh_report(folder: str | os.PathLike) -> Report:
     """Recompute a built folder's report from its parquet files and rewrite it with its plots.
 
@@ -84,8 +103,13 @@ def refresh_report(folder: str | os.PathLike) -> Report:
             old = {}
         if isinstance(old, dict):
             report.update({k: v for k, v in old.items() if k not in report and k not in PER_CLIENT_KEYS})
+    clusters = _clusters(folder, report)
     with temp_dir(folder, ".report-") as tmp:
         write_report(report, tmp)
+        if clusters is not None:  # an embedding split's EMD histogram shows the cluster EMD too
+            from hetbench.report.embedding import redraw_emd_histogram
+
+            redraw_emd_histogram(tmp, clusters[0], clusters[1], int(report["embedding"]["clusters"]), report, report.clients)
         (Path(folder) / "plots").mkdir(exist_ok=True)
         (Path(folder) / CLIENTS_FILE).parent.mkdir(exist_ok=True)
         for f in (tmp / "plots").iterdir():
