@@ -191,8 +191,46 @@ def _per_client(values: np.ndarray) -> list[float]:
     return [round(float(v), 12) for v in values]
 
 
-def feature_noise_extras(partitioner: FeatureNoisePartitioner):
-    """``extras``: ``report.json``'s ``feature_noise`` (sigma, the convention and sigma_k per client)."""
+def noise_sheet_writer(clean: SampleTable, split, levels: np.ndarray, max_clients: int = 10):
+    """A plot writer for ``publish_split``: ``plots/feature_noise.png``, the first training image of
+    up to ``max_clients`` clients (evenly spaced over the client ids) as the source holds it (top) and
+    as the split publishes it (bottom), each column titled with its client's sigma_k."""
+
+    def write(out_dir: Path) -> list[str]:
+        from hetbench.plotting import pyplot
+
+        plt = pyplot()
+        out = split.outputs["train"]
+        col = image_column(clean, "train")
+        ids = np.unique(out.client_ids)
+        ids = ids[np.unique(np.linspace(0, ids.size - 1, min(max_clients, ids.size)).round().astype(int))]
+        rows = [int(out.rows[np.flatnonzero(out.client_ids == k)[0]]) for k in ids]
+        images = [[_decode(t.splits["train"].with_format("arrow")[col][r].as_py()) for r in rows] for t in (clean, split.table)]
+        fig, axes = plt.subplots(2, len(ids), figsize=(1.2 * len(ids) + 0.8, 3.4), squeeze=False)
+        fig.subplots_adjust(left=0.7 / (1.2 * len(ids) + 0.8), right=0.99, bottom=0.03, top=0.74, wspace=0.08, hspace=0.08)
+        for j, k in enumerate(ids):
+            for i, label in enumerate(("source", "published")):
+                ax = axes[i][j]
+                img = images[i][j]
+                ax.imshow(img, cmap="gray" if img.ndim == 2 else None, vmin=0, vmax=255, interpolation="nearest")
+                ax.set_xticks([])
+                ax.set_yticks([])
+                if j == 0:
+                    ax.set_ylabel(label, fontsize=9)
+            axes[0][j].set_title(f"client {int(k)}\nσ = {levels[k]:.3g}", fontsize=8)
+        fig.suptitle("Gaussian pixel noise per client (std on [0, 1] pixels)", fontsize=10)
+        path = out_dir / "plots" / "feature_noise.png"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fig.savefig(path, dpi=110)
+        plt.close(fig)
+        return ["plots/feature_noise.png"]
+
+    return write
+
+
+def feature_noise_extras(partitioner: FeatureNoisePartitioner, clean: SampleTable | None = None):
+    """``extras``: ``report.json``'s ``feature_noise`` (sigma, the convention and sigma_k per client)
+    and, given the ``clean`` source table, the plot of :func:`noise_sheet_writer`."""
 
     def extras(split):
         levels = partitioner.levels()
@@ -204,7 +242,7 @@ def feature_noise_extras(partitioner: FeatureNoisePartitioner):
             "sigma_k": _per_client(levels),
             "noised_rows": "training rows and their clients' test rows" if per_client_test else
                            "training rows; the shared test rows are clean",
-        }}, None
+        }}, (None if clean is None or not len(split.outputs["train"]) else noise_sheet_writer(clean, split, levels))
 
     return extras
 
@@ -273,7 +311,8 @@ def prepare_feature_noise(
     table = _check_input("feature-noise", _load(dataset, label_col, id_col))
     assignment = partitioner.iid(table.num_rows("train"), make_rng(seed))
     noisy = feature_noise_table(table, assignment, partitioner.levels(), seed, quiet)
-    return PreparedSplit(noisy, partitioner, seed, test_split, test_fraction, feature_noise_extras(partitioner), allow_empty)
+    extras = feature_noise_extras(partitioner, table)
+    return PreparedSplit(noisy, partitioner, seed, test_split, test_fraction, extras, allow_empty)
 
 
 def prepare_label_noise(

@@ -167,6 +167,7 @@ def test_feature_noise_cli_builds_loads_and_verifies(tmp_path, run_cli, digits_t
     assert code == 0, err
     report = json.loads((out / "report.json").read_text())
     assert report["feature_noise"]["sigma_k"] == [0.1, 0.2, 0.3]
+    assert (out / "plots" / "feature_noise.png").stat().st_size > 0
     ds = datasets.load_dataset(str(out))
     src = {sid: i for i, sid in enumerate(digits_table.ids("train"))}
     for split in ("train", "test"):  # digits has no test split: the client test rows carry the noise too
