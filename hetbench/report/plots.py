@@ -229,8 +229,11 @@ def plot_size_rank(report: Mapping[str, Any], clients: ClientStats, path: Path, 
 
 def _plain_log_ticks(axis) -> None:
     """Log-axis ticks as plain numbers (1, 10, 1,000) rather than powers of ten."""
-    from matplotlib.ticker import FuncFormatter, NullFormatter
+    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
+    lo, hi = sorted(axis.get_view_interval())
+    if lo > 0 and hi / lo <= 1000:  # three decades or less: 1, 2, 5, 10, 20, 50, ... all labelled
+        axis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
     axis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}" if v >= 1 else f"{v:g}"))
     axis.set_minor_formatter(NullFormatter())
 
