@@ -310,7 +310,7 @@ def domains_cmd(clients, fraction, column):
     return DomainsPartitioner(clients, fraction, column), f"domains-f{_fmt(fraction)}-n{clients}", None, "builtin:digits-domains"
 
 
-@partition.command("quantity")
+@partition.command("quantity", short_help="Quantity skew: random client sizes, IID labels.")
 @_clients_option
 @click.option("--size-dist", type=click.Choice(["dirichlet", "power-law", "lognormal"]), default="dirichlet", show_default=True,
               help="Client-size law: dirichlet (NIID-Bench q ~ Dir(beta)), power-law (Pareto, tail index beta), "
@@ -360,7 +360,7 @@ def _noise_common(fn: Callable) -> Callable:
     return _source_options(wrapper)
 
 
-@partition.command("feature-noise")
+@partition.command("feature-noise", short_help="Per-client Gaussian pixel noise, std sigma*k/N.")
 @_clients_option
 @click.option("--sigma", default=0.1, show_default=True, type=float,
               help="Noise std of the last client on pixels in [0, 1]; client k of N (k = 1..N) gets sigma*k/N.")
@@ -377,7 +377,7 @@ def feature_noise_cmd(clients: int, sigma: float):
     return "feature-noise", {"num_clients": clients, "sigma": sigma}, f"feature-noise-sigma{_fmt(check_sigma(sigma))}-n{clients}"
 
 
-@partition.command("label-noise")
+@partition.command("label-noise", short_help="Labels flipped to another or the next class.")
 @_clients_option
 @click.option("--rate", default=0.2, show_default=True, type=float, help="Probability that a training label is flipped, in [0, 1].")
 @click.option("--kind", type=click.Choice(["uniform", "pair"]), default="uniform", show_default=True,
