@@ -103,6 +103,7 @@ def _register() -> None:
     from hetbench.cli.flower_app import flower_app
     from hetbench.cli.leaderboard import leaderboard
     from hetbench.cli.partition import partition
+    from hetbench.cli.reproduce import reproduce
     from hetbench.cli.list_cmd import list_cmd
     from hetbench.cli.tools import compare_clusterings, export, publish, report, verify
     from hetbench.cli.train import train
@@ -116,6 +117,7 @@ def _register() -> None:
     cli.add_command(train)
     cli.add_command(leaderboard)
     cli.add_command(flower_app)
+    cli.add_command(reproduce)
     cli.add_command(export)
     cli.add_command(list_cmd)
     _whole_short_help(cli)

@@ -34,7 +34,7 @@ except ImportError:  # pragma: no cover - Windows: no locking
     fcntl = None  # type: ignore[assignment]
 
 #: files that mark a folder a hetbench command wrote (a build's manifest, a leaderboard)
-MARKERS = ("hetbench.json", "leaderboard.md", "leaderboard.csv")
+MARKERS = ("hetbench.json", "leaderboard.md", "leaderboard.csv", "claims.json")
 
 
 @dataclass

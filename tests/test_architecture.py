@@ -16,7 +16,7 @@ ROOT = Path(__file__).resolve().parents[1]
 FOLDERS = {"hetbench": "hetbench", "isp": "hetbench.isp", "builders": "hetbench.builders", "cli": "hetbench.cli"}
 #: what the ISP pipeline may use of hetbench besides itself: infrastructure with no dependencies
 ISP_ALLOWED = {"hetbench.errors", "hetbench.progress", "hetbench.registry", "hetbench.seeding"}
-CONSUMERS = ("hetbench.train", "hetbench.leaderboard", "hetbench.flower")
+CONSUMERS = ("hetbench.train", "hetbench.leaderboard", "hetbench.flower", "hetbench.reproduce")
 
 
 def _modules() -> dict[str, Path]:

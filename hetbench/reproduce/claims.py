@@ -1,0 +1,194 @@
+"""Claim definitions: ``manifests/claims/<id>.yaml``, loaded and validated before anything runs.
+
+A definition states the paper, the figure or table, the claim in one sentence, the protocol, the runner
+that measures it with its ``quick`` and ``full`` settings, and one or more checks, each naming a
+measurement of the runner and the criterion (:mod:`hetbench.reproduce.criteria`) that decides its
+verdict. Everything a verdict depends on is in this file, written before any run.
+
+Keys (all required but ``notes``)::
+
+    id: hsu-label-skew                 # the file's stem; part of the command-line interface
+    paper: Hsu, Qi and Brown 2019 ...  # citation
+    where: Fig. 4                      # figure or table
+    claim: FedAvg accuracy falls ...   # one sentence
+    protocol: ...                      # how it is measured (the settings are shown beside it)
+    runner: label_skew                 # one of hetbench.reproduce.runners.RUNNERS
+    settings: {quick: {...}, full: {...}}
+    checks:
+      - {measure: accuracy_vs_alpha, statement: ..., criterion: {name: monotone_decreasing, ...}}
+    notes: ...                         # optional
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+from importlib import resources
+from typing import Any, Mapping
+
+import yaml
+
+from hetbench.errors import HetbenchError
+from hetbench.reproduce.criteria import check_criterion
+
+MODES = ("quick", "full")
+_TEXT_KEYS = ("paper", "where", "claim", "protocol")
+_KEYS = ("id", *_TEXT_KEYS, "runner", "settings", "checks", "notes")
+
+
+@dataclass(frozen=True)
+class Check:
+    """One check of a claim: the runner's measurement it reads, what it states, its declared criterion."""
+
+    measure: str
+    statement: str
+    criterion: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Claim:
+    """A validated claim definition (see the module docstring for the keys)."""
+
+    id: str
+    paper: str
+    where: str
+    claim: str
+    protocol: str
+    runner: str
+    settings: dict[str, dict[str, Any]]
+    checks: tuple[Check, ...]
+    notes: str = ""
+
+
+def _folder():
+    return resources.files("hetbench.manifests").joinpath("claims")
+
+
+def claim_ids() -> list[str]:
+    """The ids of the claims shipped in ``manifests/claims/``, sorted.
+
+    Examples
+    --------
+    >>> from hetbench.reproduce.claims import claim_ids
+    >>> claim_ids()
+    ['dapperfl-footprint', 'hsu-geo-clients', 'hsu-label-skew']
+    """
+    return sorted(p.name[:-5] for p in _folder().iterdir() if p.name.endswith(".yaml"))
+
+
+def parse_claim(data: Any, where: str) -> Claim:
+    """Validate a claim definition read from yaml; ``where`` names it in every error.
+
+    Raises
+    ------
+    HetbenchError
+        For a missing or unknown key, a text that is not a string, settings without both modes, a check
+        naming a measurement its runner does not make, or a bad criterion.
+
+    Examples
+    --------
+    >>> from hetbench.reproduce.claims import parse_claim
+    >>> parse_claim({"id": "x"}, "x.yaml")
+    Traceback (most recent call last):
+    hetbench.errors.HetbenchError: x.yaml: missing key 'paper'
+    """
+    from hetbench.reproduce.runners import RUNNERS
+
+    if not isinstance(data, Mapping):
+        raise HetbenchError(f"{where}: a claim definition is a mapping of {', '.join(_KEYS)}")
+    for key in _KEYS:
+        if key != "notes" and key not in data:
+            raise HetbenchError(f"{where}: missing key '{key}'")
+    unknown = sorted(set(data) - set(_KEYS))
+    if unknown:
+        raise HetbenchError(f"{where}: unknown key '{unknown[0]}' (keys: {', '.join(_KEYS)})")
+    for key in ("id", *_TEXT_KEYS):
+        if not isinstance(data[key], str) or not data[key].strip():
+            raise HetbenchError(f"{where}: '{key}' must be a non-empty string")
+    if data["runner"] not in RUNNERS:
+        raise HetbenchError(f"{where}: unknown runner '{data['runner']}'; choose one of: {', '.join(RUNNERS)}")
+    runner = RUNNERS[data["runner"]]
+    settings = data["settings"]
+    if not isinstance(settings, Mapping) or sorted(settings) != sorted(MODES):
+        raise HetbenchError(f"{where}: 'settings' must have exactly the modes {' and '.join(MODES)}")
+    checked = {}
+    for mode in MODES:
+        if not isinstance(settings[mode], Mapping):
+            raise HetbenchError(f"{where}: settings.{mode} must be a mapping")
+        checked[mode] = runner.check_settings(dict(settings[mode]), f"{where}: settings.{mode}")
+    checks = data["checks"]
+    if not isinstance(checks, list) or not checks:
+        raise HetbenchError(f"{where}: 'checks' must be a non-empty list")
+    out = []
+    for i, c in enumerate(checks):
+        at = f"{where}: checks[{i}]"
+        if not isinstance(c, Mapping) or sorted(c) != ["criterion", "measure", "statement"]:
+            raise HetbenchError(f"{at} must have exactly measure, statement and criterion")
+        if c["measure"] not in runner.measures:
+            raise HetbenchError(f"{at}: runner '{data['runner']}' makes no measurement '{c['measure']}' "
+                                f"(it makes: {', '.join(runner.measures)})")
+        if not isinstance(c["statement"], str) or not c["statement"].strip():
+            raise HetbenchError(f"{at}: 'statement' must be a non-empty string")
+        out.append(Check(c["measure"], " ".join(c["statement"].split()), check_criterion(c["criterion"], at)))
+    return Claim(
+        id=data["id"], paper=" ".join(data["paper"].split()), where=data["where"], claim=" ".join(data["claim"].split()),
+        protocol=" ".join(data["protocol"].split()), runner=data["runner"], settings=checked, checks=tuple(out),
+        notes=" ".join(str(data.get("notes") or "").split()),
+    )
+
+
+@lru_cache(maxsize=None)
+def load_claim(claim_id: str) -> Claim:
+    """The validated definition of ``claim_id``.
+
+    Raises
+    ------
+    HetbenchError
+        For an unknown id (listing the valid ones), a file that is not valid yaml, whose ``id`` is not its
+        name, or that :func:`parse_claim` refuses.
+
+    Examples
+    --------
+    >>> from hetbench.reproduce.claims import load_claim
+    >>> c = load_claim("dapperfl-footprint")
+    >>> c.where, [k.criterion["name"] for k in c.checks]
+    ('Table 5', ['within_relative', 'within_relative'])
+    """
+    ids = claim_ids()
+    if claim_id not in ids:
+        raise HetbenchError(f"unknown claim '{claim_id}'; valid claims: {', '.join(ids)}")
+    where = f"manifests/claims/{claim_id}.yaml"
+    try:
+        data = yaml.safe_load(_folder().joinpath(f"{claim_id}.yaml").read_text())
+    except yaml.YAMLError as exc:
+        raise HetbenchError(f"{where}: not valid yaml: {exc}") from None
+    claim = parse_claim(data, where)
+    if claim.id != claim_id:
+        raise HetbenchError(f"{where}: its id '{claim.id}' is not its file name")
+    return claim
+
+
+def select_claims(spec: str | None) -> list[str]:
+    """The claim ids of ``--claims``: ``all`` (or None) or a comma list, in the order given, each once.
+
+    Examples
+    --------
+    >>> from hetbench.reproduce.claims import select_claims
+    >>> select_claims("hsu-geo-clients, dapperfl-footprint")
+    ['hsu-geo-clients', 'dapperfl-footprint']
+    >>> select_claims("hsu-fedavgm")
+    Traceback (most recent call last):
+    hetbench.errors.HetbenchError: unknown claim 'hsu-fedavgm'; valid claims: dapperfl-footprint, hsu-geo-clients, hsu-label-skew
+    """
+    ids = claim_ids()
+    if spec is None or spec.strip().lower() == "all":
+        return ids
+    names = [s.strip() for s in spec.split(",") if s.strip()]
+    if not names:
+        raise HetbenchError(f"--claims is empty; valid claims: {', '.join(ids)} (or all)")
+    for n in names:
+        if n not in ids:
+            raise HetbenchError(f"unknown claim '{n}'; valid claims: {', '.join(ids)}")
+    if len(set(names)) != len(names):
+        raise HetbenchError(f"--claims names a claim twice ('{spec}')")
+    return names

@@ -1,0 +1,154 @@
+"""One PNG per claim: a panel per check that ran, drawn from the measurement and the declared criterion.
+
+- a measurement with published values: measured and published side by side over the grid;
+- a grid measurement: the mean and ± 1 standard error over seeds (each seed a small dot), with the fitted
+  power law for ``ratio_scaling``;
+- a single value: each seed, the mean ± 1 standard error, the criterion's threshold and the line the value
+  must clear (threshold -/+ min_effect).
+
+The panel title gives the check's verdict.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+
+from hetbench.reproduce.criteria import NOT_RUN, REPRODUCED, PARTIAL, CheckResult, Measurement, loglog_slope
+from hetbench.reproduce.runners.base import Axes
+
+#: verdict -> colour of the panel title
+VERDICT_COLOURS = {REPRODUCED: "#1a7f37", PARTIAL: "#b35900", "not reproduced": "#c62828", NOT_RUN: "#666666"}
+
+
+def _short(v: float) -> str:
+    return f"{v:,.0f}" if abs(v) >= 1000 else f"{v:.4g}"
+
+
+def _panel(ax, m: Measurement, axes: Axes, criterion: dict[str, Any], result: CheckResult, title: str) -> None:
+    s = axes.scale
+    means, ses = np.array(m.means()) / s, np.array(m.stderrs()) / s
+    x = np.array(m.x if m.x is not None else range(len(means)), dtype=float)
+    name = criterion["name"]
+    if m.published is not None:
+        # measured and published agree to within percent: their difference, not their values, is readable
+        pub = np.array(m.published, dtype=float)
+        rel = np.where(pub != 0, (np.array(m.means()) / np.where(pub != 0, pub, 1) - 1) * 100, np.nan)
+        tol = criterion.get("tolerance", 0.0) * 100
+        pos = np.arange(len(rel))
+        colours = ["#1a7f37" if abs(r) <= tol + 1e-9 else "#c62828" for r in rel]
+        ax.bar(pos, rel, color=colours, width=0.6, label="measured / published - 1")
+        if tol > 0:
+            ax.axhspan(-tol, tol, color="#1a7f37", alpha=0.08, label=f"declared tolerance ±{tol:g}%")
+            ax.axhline(tol, color="#1a7f37", lw=0.8, ls="--")
+            ax.axhline(-tol, color="#1a7f37", lw=0.8, ls="--")
+        ax.axhline(0, color="#444444", lw=0.8)
+        for i, (r, mi, pi) in enumerate(zip(rel, m.means(), pub)):
+            ax.annotate(f"{r:+.2f}%\n{_short(mi / s)} vs {_short(pi / s)}", (i, r), textcoords="offset points",
+                        xytext=(0, 4 if r >= 0 else -4), ha="center", va="bottom" if r >= 0 else "top", fontsize=7)
+        lim = max(tol * 1.6, float(np.nanmax(np.abs(rel))) * 1.5 if np.isfinite(rel).any() else 1.0, 0.5)
+        ax.set_ylim(-lim, lim)
+        ax.set_xticks(pos, m.point_labels())
+        ax.set_xlim(-0.6, len(rel) - 0.4)
+        ax.set_ylabel("measured / published - 1 (%)")
+        ax.set_xlabel(axes.xlabel + (f"; values in {axes.ylabel}" if axes.ylabel else ""))
+        ax.grid(True, axis="y", alpha=0.3)
+        ax.legend(fontsize=8, loc="lower left")
+        ax.set_title(title, fontsize=10, color=VERDICT_COLOURS.get(result.verdict, "#222222"))
+        return
+    elif len(means) == 1:
+        seeds = np.array(m.samples[0], dtype=float) / s
+        ax.plot(np.zeros(len(seeds)), seeds, "o", color="#1f5fa8", alpha=0.45, ms=6, label=f"seeds (n={len(seeds)})")
+        ax.errorbar([0], means, yerr=ses, fmt="D", color="#1f5fa8", capsize=6, ms=8, label="mean ± 1 s.e.")
+        if "threshold" in criterion:
+            t = criterion["threshold"] / s
+            sign = -1 if name == "less_than" else 1
+            ax.axhline(t, color="#444444", lw=1, label=f"threshold {t:g}")
+            edge = t + sign * criterion.get("min_effect", 0.0) / s
+            if edge != t:
+                ax.axhline(edge, color="#c62828", ls="--", lw=1,
+                           label=f"must be {'below' if sign < 0 else 'above'} {edge:g} (+ noise)")
+            lo = min(float(seeds.min()), edge, t)
+            hi = max(float(seeds.max()), edge, t)
+            pad = 0.15 * (hi - lo or 1.0)
+            ax.set_ylim(lo - pad, hi + pad)
+        ax.set_xticks([0], [m.point_labels()[0]])
+        ax.set_xlim(-1, 1)
+    else:
+        for i, row in enumerate(m.samples):
+            if len(row) > 1:
+                ax.plot([x[i]] * len(row), np.array(row) / s, "o", color="#1f5fa8", alpha=0.35, ms=4,
+                        label="each seed" if i == 0 else None)
+        n = max(len(r) for r in m.samples)
+        label = f"mean ± 1 s.e. ({n} seeds)" if n > 1 else "measured"
+        ax.errorbar(x, means, yerr=ses if n > 1 else None, fmt="o-", color="#1f5fa8", capsize=4, label=label)
+        if name == "ratio_scaling" and min(means) > 0:
+            slope, _, _ = loglog_slope(x, means)
+            b = np.mean(np.log(means) - slope * np.log(x))
+            xs = np.geomspace(x.min(), x.max(), 50)
+            ax.plot(xs, np.exp(b) * xs**slope, "--", color="#b35900", label=f"fit: slope {slope:.3f}")
+            mid = (criterion["slope_min"] + criterion["slope_max"]) / 2
+            b0 = np.mean(np.log(means) - mid * np.log(x))
+            ax.plot(xs, np.exp(b0) * xs**mid, ":", color="#444444",
+                    label=f"slope {mid:g} (declared: {criterion['slope_min']:g} to {criterion['slope_max']:g})")
+    if axes.log_x:
+        ax.set_xscale("log")
+    if axes.log_y:
+        ax.set_yscale("log")
+    if axes.reverse_x:
+        ax.invert_xaxis()
+    if m.x is not None and len(m.x) <= 8 and len(means) > 1:
+        ax.set_xticks(x, [f"{v:g}" for v in x])
+        ax.minorticks_off()
+    ax.set_xlabel(axes.xlabel)
+    ax.set_ylabel(axes.ylabel)
+    ax.grid(True, which="major", alpha=0.3)
+    ax.legend(fontsize=8, loc="best")
+    ax.set_title(title, fontsize=10, color=VERDICT_COLOURS.get(result.verdict, "#222222"))
+
+
+def plot_claim(claim_id: str, verdict: str, panels: Sequence[tuple[str, Measurement, Axes, dict, CheckResult]],
+               not_run: Sequence[tuple[str, str]], path: Path) -> bool:
+    """Draw a claim's panels (``(measure, measurement, axes, criterion, result)`` per check that ran) to
+    ``path``; checks not run are listed under the figure. Returns False when nothing ran (no file).
+
+    Examples
+    --------
+    >>> from pathlib import Path
+    >>> from hetbench.reproduce.criteria import Measurement, evaluate
+    >>> from hetbench.reproduce.plots import plot_claim
+    >>> from hetbench.reproduce.runners.base import Axes
+    >>> m = Measurement([[1000], [100], [10]], x=[1, 10, 100])
+    >>> c = {"name": "ratio_scaling", "slope_min": -1.1, "slope_max": -0.9}
+    >>> plot_claim("demo", "reproduced", [("counts", m, Axes(log_x=True, log_y=True), c, evaluate(m, c))], [],
+    ...            Path("demo_claim.png")), Path("demo_claim.png").stat().st_size > 1000
+    (True, True)
+    """
+    from hetbench.plotting import pyplot
+
+    if not panels:
+        return False
+    plt = pyplot()
+    n = len(panels)
+    import textwrap
+
+    width = max(5.4 * n, 7.5)
+    notes = [textwrap.fill(f"not run: {measure}: {why}", width=int(width * 15), subsequent_indent="    ")
+             for measure, why in not_run]
+    lines = sum(t.count("\n") + 1 for t in notes)
+    fig, axs = plt.subplots(1, n, figsize=(width, 4.4 + 0.2 * lines), squeeze=False)
+    for ax, (measure, m, axes, criterion, result) in zip(axs[0], panels):
+        _panel(ax, m, axes, criterion, result, f"{measure}: {result.verdict}")
+    fig.suptitle(f"{claim_id}: {verdict}", fontsize=12, color=VERDICT_COLOURS.get(verdict, "#222222"))
+    bottom = 0.0
+    if notes:
+        fig.text(0.01, 0.01, "\n".join(notes), fontsize=8, color="#555555", ha="left", va="bottom")
+        bottom = (0.2 * lines + 0.1) / (4.4 + 0.2 * lines)
+    fig.tight_layout(rect=(0, bottom, 1, 0.95))
+    try:
+        fig.savefig(path, dpi=100)
+    finally:
+        plt.close(fig)
+    return True

@@ -1,0 +1,237 @@
+"""``hetbench reproduce``: run the chosen claims and write their verdicts.
+
+Every claim definition is loaded and validated, the seeds and the device checked, and the output folder
+checked and locked before anything runs. Each claim's runner measures (building the splits it needs in a
+scratch folder and training through :func:`hetbench.train.sweep`); each check's declared criterion turns
+its measurement into a verdict; the claim's verdict combines its checks'
+(:func:`hetbench.reproduce.criteria.combine`). The folder is written atomically:
+
+    <out>/claims.json, claims.md, claims.html   the verdicts (claims.html is self-contained)
+    <out>/plots/<id>.png                        one plot per claim that measured something
+    <out>/runs/<id>/<split>/<algo>-s<seed>.json the training results behind the numbers
+
+A runner that meets missing data (iNaturalist files, a ``--metadata`` table that cannot be read) reports
+the check or the claim as ``not run`` with the reason; it is never counted as passed or failed.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Sequence
+
+from hetbench.errors import HetbenchError
+from hetbench.reproduce.claims import MODES, Claim, load_claim, select_claims
+from hetbench.reproduce.criteria import NOT_RUN, combine, evaluate
+from hetbench.reproduce.runners import RUNNERS, Context
+
+DEFAULT_OUT = "hetbench_claims"
+FULL_SEEDS = (0, 1, 2)
+"""The seeds of ``--full`` when ``--seeds`` is not given (``--quick`` uses each claim's quick seeds)."""
+
+
+@dataclass
+class Reproduced:
+    """What :func:`reproduce` wrote: the folder, the claims.json document and each claim's wall time."""
+
+    out: Path
+    doc: dict[str, Any]
+    seconds: dict[str, float] = field(default_factory=dict)
+
+    def summary(self) -> list[str]:
+        """One line per claim (id, verdict, seconds) and the folder."""
+        width = max(len(c["id"]) for c in self.doc["claims"])
+        lines = [f"{c['id']:<{width}}  {c['verdict']:<20}  {self.seconds.get(c['id'], 0):.1f} s"
+                 for c in self.doc["claims"]]
+        return lines + [f"wrote {self.out}/claims.md, claims.html, claims.json"]
+
+
+def parse_seeds(seeds: str | Sequence[int] | None) -> list[int] | None:
+    """``--seeds``: a comma list of distinct non-negative integers (None: the mode's default).
+
+    Examples
+    --------
+    >>> from hetbench.reproduce.run import parse_seeds
+    >>> parse_seeds("0, 1,2"), parse_seeds(None)
+    ([0, 1, 2], None)
+    >>> parse_seeds("0,x")
+    Traceback (most recent call last):
+    hetbench.errors.HetbenchError: --seeds must be a comma list of non-negative integers (got '0,x')
+    """
+    if seeds is None:
+        return None
+    if isinstance(seeds, str):
+        try:
+            out = [int(s) for s in seeds.split(",") if s.strip()]
+        except ValueError:
+            raise HetbenchError(f"--seeds must be a comma list of non-negative integers (got '{seeds}')") from None
+    else:
+        out = [int(s) for s in seeds]
+    if not out or any(s < 0 for s in out):
+        raise HetbenchError(f"--seeds must be a comma list of non-negative integers (got '{seeds}')")
+    if len(set(out)) != len(out):
+        raise HetbenchError(f"--seeds names a seed twice ('{seeds}')")
+    return out
+
+
+def _short(paper: str) -> str:
+    """``Jia, Zhang, ... NeurIPS 2024.`` -> ``Jia et al. 2024``."""
+    first = re.split(r"[ ,.]", paper.strip(), maxsplit=1)[0]
+    years = re.findall(r"\b(19\d\d|20\d\d)\b", paper)
+    return f"{first} et al. {years[0]}" if years else first
+
+
+def _run_claim(claim: Claim, mode: str, seeds: list[int], ctx: Context, plots: Path) -> dict[str, Any]:
+    from hetbench.reproduce.plots import plot_claim
+
+    settings = claim.settings[mode]
+    record: dict[str, Any] = {
+        "id": claim.id, "paper": claim.paper, "paper_short": _short(claim.paper), "where": claim.where,
+        "claim": claim.claim, "protocol": claim.protocol, "notes": claim.notes, "runner": claim.runner,
+        "settings": settings, "seeds": seeds,
+    }
+    try:
+        output = RUNNERS[claim.runner].run(settings, ctx)
+    except HetbenchError as exc:  # missing or unreadable data: the claim is not run, with the reason
+        record.update(verdict=NOT_RUN, error=str(exc), facts={}, plot=None,
+                      checks=[{"measure": k.measure, "statement": k.statement, "criterion": k.criterion,
+                               "verdict": NOT_RUN, "reason": str(exc), "numbers": {}, "measurement": {}}
+                              for k in claim.checks])
+        return record
+    checks, panels, not_run = [], [], []
+    for k in claim.checks:
+        m = output.measurements[k.measure]
+        result = evaluate(m, k.criterion)
+        checks.append({"measure": k.measure, "statement": k.statement, "criterion": k.criterion,
+                       "verdict": result.verdict, "reason": result.reason, "numbers": result.numbers,
+                       "measurement": m.as_dict()})
+        if result.verdict == NOT_RUN:
+            not_run.append((k.measure, result.reason))
+        else:
+            panels.append((k.measure, m, output.axes.get(k.measure) or _default_axes(), k.criterion, result))
+    verdict = combine([c["verdict"] for c in checks])
+    plot = plots / f"{claim.id}.png"
+    drawn = plot_claim(claim.id, verdict, panels, not_run, plot)
+    record.update(verdict=verdict, facts=output.facts, checks=checks,
+                  plot=f"plots/{claim.id}.png" if drawn else None)
+    return record
+
+
+def _default_axes():
+    from hetbench.reproduce.runners.base import Axes
+
+    return Axes()
+
+
+def reproduce(
+    claims: str | None = "all",
+    mode: str = "quick",
+    seeds: str | Sequence[int] | None = None,
+    out: str | os.PathLike = DEFAULT_OUT,
+    *,
+    overwrite: bool = False,
+    quiet: bool = False,
+    device: str = "auto",
+    metadata: str | None = None,
+    threads: int | None = None,
+) -> Reproduced:
+    """Run ``claims`` and write ``claims.json``, ``claims.md``, ``claims.html`` and the plots to ``out``.
+
+    Parameters
+    ----------
+    claims : str, optional
+        ``all`` (None) or a comma list of claim ids (:func:`hetbench.reproduce.claims.claim_ids`).
+    mode : str
+        ``quick`` (small models, few rounds: minutes on a laptop) or ``full`` (the papers' settings where
+        the data allow; meant for a GPU), each claim's ``settings`` of that name.
+    seeds : str or sequence of int, optional
+        Seeds of every claim; None: each claim's quick seeds in quick mode, 0,1,2 in full mode.
+    out : path
+        The output folder, written atomically; refused if it exists unless ``overwrite``.
+    overwrite : bool
+        Replace an existing output of a hetbench command.
+    quiet : bool
+        No progress lines and no training progress bars.
+    device : str
+        Where training runs (``auto``, ``cpu``, ``cuda``, ``cuda:N``, ``mps``), as ``hetbench train --device``.
+    metadata : str, optional
+        A real geo-tagged table for ``hsu-geo-clients`` (``inat2017:ANNOTATIONS.json+LOCATIONS.json`` gives
+        TFF's exact counts); without it those checks are ``not run``.
+    threads : int, optional
+        Torch threads for training and evaluation; None: torch's setting.
+
+    Returns
+    -------
+    Reproduced
+        The folder, the claims.json document and each claim's wall time.
+
+    Raises
+    ------
+    HetbenchError
+        Before anything runs: an unknown claim id (listing the valid ones), a mode or seeds out of range, a
+        definition that does not validate, a device this machine lacks, an output folder that exists.
+
+    Examples
+    --------
+    >>> from hetbench.reproduce import reproduce
+    >>> done = reproduce("dapperfl-footprint", out="claims_example", quiet=True)
+    >>> [(c["id"], c["verdict"]) for c in done.doc["claims"]]
+    [('dapperfl-footprint', 'reproduced')]
+    >>> sorted(p.name for p in done.out.iterdir())
+    ['claims.html', 'claims.json', 'claims.md', 'plots']
+    """
+    from hetbench.atomic import atomic_dir, check_out_dir
+    from hetbench.version import __version__
+
+    ids = select_claims(claims)
+    if mode not in MODES:
+        raise HetbenchError(f"mode '{mode}' is not one of {', '.join(MODES)}")
+    seed_list = parse_seeds(seeds)
+    loaded = [load_claim(i) for i in ids]  # every definition validates before anything runs
+    if threads is not None and not threads > 0:
+        raise HetbenchError(f"--threads must be a positive number (got {threads})")
+    if any(RUNNERS[c.runner].trains for c in loaded):
+        from hetbench.train.device import resolve_device
+
+        resolve_device(device)  # a device this machine lacks is refused here
+    check_out_dir(out, overwrite)
+    records, seconds = [], {}
+    with atomic_dir(out, overwrite) as tmp:
+        work = tmp / ".work"
+        plots = tmp / "plots"
+        plots.mkdir()
+        try:
+            for claim in loaded:
+                claim_seeds = seed_list or (list(claim.settings["quick"].get("seeds", [0])) if mode == "quick"
+                                            else list(FULL_SEEDS))
+                runs = tmp / "runs" / claim.id
+                ctx = Context(work=work / claim.id, runs=runs, seeds=claim_seeds, mode=mode, quiet=quiet,
+                              device=device, metadata=metadata, threads=threads)
+                ctx.work.mkdir(parents=True)
+                if not quiet:
+                    print(f"{claim.id}: running ({mode} mode, seeds {','.join(map(str, claim_seeds))})", file=sys.stderr)
+                start = time.perf_counter()
+                record = _run_claim(claim, mode, claim_seeds, ctx, plots)
+                seconds[claim.id] = time.perf_counter() - start
+                if runs.is_dir():
+                    record["runs"] = f"runs/{claim.id}"
+                records.append(record)
+                if not quiet:
+                    print(f"{claim.id}: {record['verdict']} ({seconds[claim.id]:.1f} s)", file=sys.stderr)
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+        from hetbench.reproduce.write import summary_counts, write_html, write_json, write_markdown
+
+        doc = {"format": "hetbench-claims/1", "hetbench_version": __version__, "mode": mode,
+               "claims_requested": ids, "summary": summary_counts(records), "claims": records}
+        write_json(doc, tmp / "claims.json")
+        write_markdown(doc, tmp / "claims.md")
+        write_html(doc, tmp / "claims.html", tmp)
+        if not any(plots.iterdir()):
+            plots.rmdir()
+    return Reproduced(Path(out), doc, seconds)

@@ -1,0 +1,121 @@
+"""What every claim runner is: declared settings and measurements, and ``run(settings, context)``.
+
+A runner measures; it never decides. It turns a claim's settings (``quick`` or ``full``, from the claim's
+yaml) into :class:`~hetbench.reproduce.criteria.Measurement` objects by calling the library (builders,
+partitioners, :func:`hetbench.train.sweep`), and says how to plot each one. The verdicts come from the
+claim's declared criteria (:mod:`hetbench.reproduce.criteria`).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping
+
+from hetbench.errors import HetbenchError
+from hetbench.reproduce.criteria import Measurement
+
+
+@dataclass
+class Context:
+    """Where and how a runner works.
+
+    ``work`` is a scratch folder (splits, caches) removed when the command ends; ``runs`` is kept in the
+    output (the training results each number comes from). ``seeds`` are the seeds of this run (``--seeds``
+    or the mode's default); ``metadata`` is ``--metadata``; ``device`` is ``--device``.
+    """
+
+    work: Path
+    runs: Path
+    seeds: list[int]
+    mode: str
+    quiet: bool = True
+    device: str = "auto"
+    metadata: str | None = None
+    threads: int | None = None
+
+
+@dataclass
+class Axes:
+    """How a measurement is plotted: axis labels and log scales."""
+
+    xlabel: str = ""
+    ylabel: str = ""
+    log_x: bool = False
+    log_y: bool = False
+    reverse_x: bool = False  # the grid runs from high to low (alpha 100 -> 0.05)
+    scale: float = 1.0  # values are divided by this before plotting (1e6: millions)
+
+
+@dataclass
+class RunOutput:
+    """A runner's measurements (by measurement name), how to plot them, and facts about the protocol as
+    run (models, rounds, the number of test examples each number rests on, ...)."""
+
+    measurements: dict[str, Measurement]
+    axes: dict[str, Axes] = field(default_factory=dict)
+    facts: dict[str, Any] = field(default_factory=dict)
+
+
+#: a setting's kind -> (python types accepted, description for messages)
+_KINDS: dict[str, tuple[tuple[type, ...], str]] = {
+    "int": ((int,), "a positive integer"),
+    "number": ((int, float), "a finite number"),
+    "str": ((str,), "a string"),
+    "numbers": ((list,), "a non-empty list of positive numbers"),
+    "ints": ((list,), "a non-empty list of non-negative integers"),
+    "mapping": ((dict,), "a mapping"),
+}
+
+
+def check_schema(settings: dict[str, Any], schema: Mapping[str, tuple[str, bool]], where: str) -> dict[str, Any]:
+    """Check ``settings`` against ``schema`` (name -> (kind, required)); returns them.
+
+    Examples
+    --------
+    >>> from hetbench.reproduce.runners.base import check_schema
+    >>> check_schema({"rounds": 5}, {"rounds": ("int", True)}, "x")
+    {'rounds': 5}
+    >>> check_schema({"rounds": 0}, {"rounds": ("int", True)}, "x.yaml: settings.quick")
+    Traceback (most recent call last):
+    hetbench.errors.HetbenchError: x.yaml: settings.quick: 'rounds' must be a positive integer (got 0)
+    """
+    for key in settings:
+        if key not in schema:
+            raise HetbenchError(f"{where}: unknown setting '{key}' (settings: {', '.join(schema)})")
+    for key, (kind, required) in schema.items():
+        if key not in settings:
+            if required:
+                raise HetbenchError(f"{where}: missing setting '{key}'")
+            continue
+        v = settings[key]
+        types, text = _KINDS[kind]
+        ok = isinstance(v, types) and not isinstance(v, bool)
+        if ok and kind == "int":
+            ok = v > 0
+        elif ok and kind == "number":
+            ok = math.isfinite(v)
+        elif ok and kind == "numbers":
+            ok = bool(v) and all(isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) and x > 0
+                                 for x in v)
+        elif ok and kind == "ints":
+            ok = bool(v) and all(isinstance(x, int) and not isinstance(x, bool) and x >= 0 for x in v)
+        if not ok:
+            raise HetbenchError(f"{where}: '{key}' must be {text} (got {v!r})")
+    return settings
+
+
+class Runner:
+    """A claim runner: ``measures`` (name -> what it is), ``schema`` (its settings), :meth:`run`."""
+
+    measures: dict[str, str] = {}
+    schema: dict[str, tuple[str, bool]] = {}
+    trains: bool = False  # whether it trains models (then --device is checked before anything runs)
+
+    def check_settings(self, settings: dict[str, Any], where: str) -> dict[str, Any]:
+        """Validate one mode's settings (``where`` names them in errors); returns them."""
+        return check_schema(settings, self.schema, where)
+
+    def run(self, settings: dict[str, Any], ctx: Context) -> RunOutput:  # pragma: no cover - interface
+        raise NotImplementedError

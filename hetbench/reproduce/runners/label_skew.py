@@ -1,0 +1,149 @@
+"""FedAvg accuracy against label skew (Hsu, Qi and Brown 2019, "Measuring the effects of non-identical
+data distribution for federated visual classification", Fig. 4).
+
+For every Dirichlet concentration alpha of the grid, a split of the source is made with the client
+scheme (:class:`hetbench.partitioners.DirichletPartitioner`: every client has the same size and its own
+class proportions drawn from Dir(alpha x prior)) through :func:`hetbench.pipeline.make_split`, and FedAvg
+is trained on it with every seed by :func:`hetbench.train.sweep`; the centralised run (``central``) trains
+on the lowest-alpha split's pooled training rows. Every number is the trainer's stable metric: the mean of
+the last k evaluations (``final.last_k.accuracy``). Relative accuracy is FedAvg's over the centralised
+run's, seed by seed.
+
+With ``split_seed`` every seed trains on the same split (the spread is the training's); without it each
+seed draws its own split (the spread covers the partition too).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from hetbench.errors import HetbenchError
+from hetbench.reproduce.criteria import Measurement
+from hetbench.reproduce.runners.base import Axes, Context, Runner, RunOutput
+
+#: TrainConfig fields a claim may set (the rest are runtime options or set by the runner)
+TRAIN_KEYS = ("rounds", "clients_per_round", "local_epochs", "batch_size", "lr", "momentum", "weight_decay", "model",
+              "norm", "eval_every", "image_size", "last_k")
+
+
+def train_config(options: dict[str, Any], where: str):
+    """A checked :class:`~hetbench.train.algorithms.TrainConfig` from a claim's ``train`` mapping.
+
+    Examples
+    --------
+    >>> from hetbench.reproduce.runners.label_skew import train_config
+    >>> train_config({"rounds": 3, "model": "digits-cnn"}, "x").rounds
+    3
+    >>> train_config({"device": "cpu"}, "x.yaml: settings.quick.train")
+    Traceback (most recent call last):
+    hetbench.errors.HetbenchError: x.yaml: settings.quick.train: unknown option 'device' (options: rounds, clients_per_round, local_epochs, batch_size, lr, momentum, weight_decay, model, norm, eval_every, image_size, last_k)
+    """
+    from hetbench.train.algorithms import TrainConfig
+
+    for key in options:
+        if key not in TRAIN_KEYS:
+            raise HetbenchError(f"{where}: unknown option '{key}' (options: {', '.join(TRAIN_KEYS)})")
+    try:
+        return TrainConfig(**options).check()
+    except HetbenchError as exc:
+        raise HetbenchError(f"{where}: {exc}") from None
+
+
+def _last_k(doc: dict[str, Any]) -> float:
+    return float(doc["final"]["last_k"]["accuracy"])
+
+
+def _note(ctx: Context, text: str) -> None:
+    if not ctx.quiet:
+        print(f"  {text}", file=sys.stderr, flush=True)
+
+
+class LabelSkewRunner(Runner):
+    trains = True
+    measures = {
+        "accuracy_vs_alpha": "FedAvg test accuracy (%, mean of the last k evaluations) at each alpha, per seed",
+        "relative_accuracy": "FedAvg accuracy at the lowest alpha over the centralised run's, per seed",
+    }
+    schema = {
+        "source": ("str", True), "clients": ("int", True), "alphas": ("numbers", True),
+        "test_fraction": ("number", True), "split_seed": ("ints", False), "seeds": ("ints", False),
+        "train": ("mapping", True), "central": ("mapping", False),
+    }
+
+    def check_settings(self, settings: dict[str, Any], where: str) -> dict[str, Any]:
+        if isinstance(settings.get("split_seed"), int) and not isinstance(settings["split_seed"], bool):
+            settings = {**settings, "split_seed": [settings["split_seed"]]}  # one seed, checked as a list
+        super().check_settings(settings, where)
+        if "split_seed" in settings and len(settings["split_seed"]) != 1:
+            raise HetbenchError(f"{where}: 'split_seed' must be one non-negative integer")
+        if not 0 < settings["test_fraction"] < 1:
+            raise HetbenchError(f"{where}: 'test_fraction' must be in (0, 1)")
+        if len(settings["alphas"]) < 2:
+            raise HetbenchError(f"{where}: 'alphas' must list at least two values")
+        train_config(dict(settings["train"]), f"{where}.train")
+        train_config({**settings["train"], **settings.get("central", {})}, f"{where}.central")
+        return settings
+
+    def run(self, settings: dict[str, Any], ctx: Context) -> RunOutput:
+        from hetbench.partitioners import DirichletPartitioner
+        from hetbench.pipeline import make_split
+        from hetbench.sources import load_table
+        from hetbench.train import sweep
+
+        config = dataclasses.replace(train_config(dict(settings["train"]), "train"), device=ctx.device)
+        central = dataclasses.replace(config, **settings.get("central", {}))
+        alphas = [float(a) for a in settings["alphas"]]
+        fixed = settings.get("split_seed")
+        table = load_table(settings["source"])
+        name = settings["source"].split(":")[-1].replace("/", "-")
+        splits: dict[tuple[float, int], Path] = {}
+        acc: list[list[float]] = []
+        test_rows: set[int] = set()
+        for alpha in alphas:
+            row = []
+            for seed in ctx.seeds:
+                split_seed = fixed[0] if fixed else seed
+                key = (alpha, split_seed)
+                if key not in splits:
+                    folder = ctx.work / f"{name}-a{alpha:g}-n{settings['clients']}-s{split_seed}"
+                    partitioner = DirichletPartitioner(settings["clients"], alpha, "client", None, 0)
+                    make_split(table, partitioner, folder, seed=split_seed, test_fraction=settings["test_fraction"],
+                               quiet=True)
+                    splits[key] = folder
+                    manifest = json.loads((folder / "hetbench.json").read_text())
+                    test_rows.add(int(manifest["splits"]["test"]["num_rows"]))
+                run = sweep(splits[key], "fedavg", seeds=[seed], config=config, out=ctx.runs, quiet=True,
+                            threads=ctx.threads)[0]
+                row.append(_last_k(run.doc))
+                _note(ctx, f"fedavg alpha={alpha:g} seed {seed}: {row[-1]:.2f}% ({run.path.name})")
+            acc.append(row)
+        relative = []
+        for seed, fed in zip(ctx.seeds, acc[-1]):
+            key = (alphas[-1], fixed[0] if fixed else seed)
+            run = sweep(splits[key], "central", seeds=[seed], config=central, out=ctx.runs, quiet=True,
+                        threads=ctx.threads)[0]
+            _note(ctx, f"central seed {seed}: {_last_k(run.doc):.2f}%")
+            relative.append(fed / _last_k(run.doc) if _last_k(run.doc) > 0 else 0.0)
+        labels = [f"alpha={a:g}" for a in alphas]
+        return RunOutput(
+            measurements={
+                "accuracy_vs_alpha": Measurement(acc, x=alphas, unit="accuracy (%)", labels=labels),
+                "relative_accuracy": Measurement([relative], x=[alphas[-1]], unit="FedAvg / centralised accuracy",
+                                                 labels=[labels[-1]]),
+            },
+            axes={"accuracy_vs_alpha": Axes("Dirichlet alpha (label skew grows to the right)", "FedAvg accuracy (%)",
+                                            log_x=True, reverse_x=True),
+                  "relative_accuracy": Axes("Dirichlet alpha", "FedAvg / centralised accuracy", log_x=True,
+                                            reverse_x=True)},
+            facts={"source": settings["source"], "clients": settings["clients"], "seeds": list(ctx.seeds),
+                   "split_seed": fixed[0] if fixed else "the run's seed",
+                   "test_examples": sorted(test_rows)[0] if len(test_rows) == 1 else sorted(test_rows),
+                   "train": {k: getattr(config, k) for k in TRAIN_KEYS},
+                   "central_rounds": central.rounds,
+                   "uncertainty": f"mean ± standard error over {len(ctx.seeds)} seed(s)",
+                   "metric": f"mean of the last {config.last_k} evaluations (final.last_k.accuracy)"},
+        )

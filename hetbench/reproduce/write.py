@@ -1,0 +1,197 @@
+"""``claims.json``, ``claims.md`` and the self-contained ``claims.html`` of ``hetbench reproduce``.
+
+All three are written from the same claim records (:func:`hetbench.reproduce.run.reproduce` makes them):
+the paper, the figure or table, the claim, the protocol and settings, every check's measurement with
+its spread, the declared criterion, the verdict and why. Nothing in them depends on the clock, so the
+same inputs and seeds give the same files.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import json
+from pathlib import Path
+from typing import Any, Sequence
+
+from hetbench.reproduce.criteria import VERDICTS
+
+_CSS = """
+body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; margin: 1.5rem auto; max-width: 68rem;
+       color: #222; line-height: 1.45; padding: 0 1rem; }
+table { border-collapse: collapse; margin: 0.4rem 0 1rem; font-size: 0.9rem; }
+th, td { border-bottom: 1px solid #ddd; padding: 0.25rem 0.6rem; text-align: left; vertical-align: top; }
+th { background: #f4f4f4; }
+td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
+.verdict { font-weight: 600; padding: 0.05rem 0.45rem; border-radius: 0.3rem; color: white; white-space: nowrap; }
+.v-reproduced { background: #1a7f37; } .v-partially-reproduced { background: #b35900; }
+.v-not-reproduced { background: #c62828; } .v-not-run { background: #777; }
+section.claim { border-top: 2px solid #ccc; margin-top: 2rem; padding-top: 0.5rem; }
+.meta { color: #555; font-size: 0.9rem; }
+.reason { color: #333; }
+img { max-width: 100%; border: 1px solid #eee; }
+code { background: #f6f6f6; padding: 0 0.2rem; }
+""".strip()
+
+
+def fmt(v: Any) -> str:
+    """A number as the reports show it: integers with thousands separators, floats to 4 significant digits.
+
+    Examples
+    --------
+    >>> from hetbench.reproduce.write import fmt
+    >>> fmt(3929234), fmt(0.456789), fmt(93.3333), fmt(None)
+    ('3,929,234', '0.4568', '93.33', '-')
+    """
+    if v is None:
+        return "-"
+    if isinstance(v, bool):
+        return str(v).lower()
+    if isinstance(v, int):
+        return f"{v:,}"
+    if isinstance(v, float):
+        return f"{v:,.0f}" if v.is_integer() and abs(v) >= 1e4 else f"{v:.4g}"
+    return str(v)
+
+
+def _settings_text(settings: dict[str, Any]) -> str:
+    return ", ".join(f"{k}: {json.dumps(v, separators=(', ', ': '))}" for k, v in settings.items())
+
+
+def _criterion_text(c: dict[str, Any]) -> str:
+    return c["name"] + "(" + ", ".join(f"{k}={v:g}" for k, v in c.items() if k != "name") + ")"
+
+
+def _rows(measurement: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
+    points = measurement.get("points", [])
+    has_pub = any("published" in p for p in points)
+    multi = any(p["n"] > 1 for p in points)
+    head = ["point", "measured" + (" (mean)" if multi else "")]
+    if multi:
+        head += ["± s.e.", "n", "per seed"]
+    if has_pub:
+        head += ["published", "relative error"]
+    rows = []
+    for p in points:
+        r = [p["label"], fmt(p["mean"])]
+        if multi:
+            r += [fmt(p["stderr"]), str(p["n"]), ", ".join(fmt(v) for v in p["samples"])]
+        if has_pub:
+            pub = p.get("published")
+            r += [fmt(pub), f"{(p['mean'] / pub - 1) * 100:+.2f}%" if pub else "-"]
+        rows.append(r)
+    return head, rows
+
+
+def summary_counts(claims: Sequence[dict[str, Any]]) -> dict[str, int]:
+    """How many claims got each verdict (every verdict listed, zeros included)."""
+    return {v: sum(c["verdict"] == v for c in claims) for v in VERDICTS}
+
+
+def write_json(doc: dict[str, Any], path: Path) -> None:
+    path.write_text(json.dumps(doc, indent=2, sort_keys=False, ensure_ascii=False) + "\n")
+
+
+def _md_table(head: list[str], rows: list[list[str]]) -> list[str]:
+    esc = lambda s: str(s).replace("|", "\\|")  # noqa: E731
+    out = ["| " + " | ".join(head) + " |", "|" + "|".join(" --- " for _ in head) + "|"]
+    out += ["| " + " | ".join(esc(c) for c in r) + " |" for r in rows]
+    return out
+
+
+def write_markdown(doc: dict[str, Any], path: Path) -> None:
+    """``claims.md``: the verdict table, then one section per claim."""
+    lines = [f"# hetbench reproduce: {len(doc['claims'])} claim(s), {doc['mode']} mode", "",
+             f"hetbench {doc['hetbench_version']}. Each verdict follows from the measurement by the criterion declared in "
+             "the claim's definition (`manifests/claims/<id>.yaml`) before any run.", ""]
+    lines += _md_table(["claim", "paper, where", "verdict", "checks"],
+                       [[c["id"], f"{c['paper_short']}, {c['where']}", f"**{c['verdict']}**",
+                         "; ".join(f"{k['measure']}: {k['verdict']}" for k in c["checks"])] for c in doc["claims"]])
+    for c in doc["claims"]:
+        lines += ["", f"## {c['id']}: {c['verdict']}", "",
+                  f"**Paper.** {c['paper']} **Where:** {c['where']}.", "",
+                  f"**Claim.** {c['claim']}", "",
+                  f"**Protocol.** {c['protocol']}", "",
+                  f"**Settings ({doc['mode']}; seeds {', '.join(map(str, c['seeds']))}).** {_settings_text(c['settings'])}", ""]
+        if c.get("error"):
+            lines += [f"**Not run:** {c['error']}", ""]
+        if c.get("facts"):
+            lines += ["**As run.** " + "; ".join(f"{k}: {_fact(v)}" for k, v in c["facts"].items()), ""]
+        for k in c["checks"]:
+            lines += [f"### {k['measure']}: {k['verdict']}", "", f"*Declared:* {k['statement']} "
+                      f"Criterion `{_criterion_text(k['criterion'])}`.", "", f"*Result:* {k['reason']}.", ""]
+            if k["measurement"].get("points"):
+                head, rows = _rows(k["measurement"])
+                lines += [f"Unit: {k['measurement']['unit']}.", ""] + _md_table(head, rows) + [""]
+        if c.get("plot"):
+            lines += [f"![{c['id']}]({c['plot']})", ""]
+        if c.get("notes"):
+            lines += [f"*Notes.* {c['notes']}", ""]
+    path.write_text("\n".join(lines).rstrip() + "\n")
+
+
+def _fact(v: Any) -> str:
+    if isinstance(v, dict):
+        return ", ".join(f"{k}={_fact(x)}" for k, x in v.items())
+    if isinstance(v, list):
+        return ", ".join(_fact(x) for x in v)
+    return fmt(v)
+
+
+def _badge(verdict: str) -> str:
+    return f'<span class="verdict v-{verdict.replace(" ", "-")}">{html.escape(verdict)}</span>'
+
+
+def _html_table(head: list[str], rows: list[list[str]], numeric_from: int = 1) -> str:
+    e = html.escape
+    out = ["<table><thead><tr>" + "".join(f"<th>{e(h)}</th>" for h in head) + "</tr></thead><tbody>"]
+    for r in rows:
+        out.append("<tr>" + "".join(f'<td{" class=num" if i >= numeric_from else ""}>{e(str(c))}</td>'
+                                    for i, c in enumerate(r)) + "</tr>")
+    out.append("</tbody></table>")
+    return "".join(out)
+
+
+def write_html(doc: dict[str, Any], path: Path, root: Path) -> None:
+    """``claims.html``: one self-contained page (plots inlined as base64 PNG); ``root`` is the folder the
+    records' plot paths are relative to."""
+    e = html.escape
+    parts = ["<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
+             f"<title>hetbench reproduce: {len(doc['claims'])} claim(s), {e(doc['mode'])} mode</title>",
+             f"<style>{_CSS}</style></head><body>",
+             f"<h1>hetbench reproduce: {len(doc['claims'])} claim(s), {e(doc['mode'])} mode</h1>",
+             f"<p class=meta>hetbench {e(doc['hetbench_version'])}. Each verdict follows from the measurement by the "
+             "criterion declared in the claim's definition (<code>manifests/claims/&lt;id&gt;.yaml</code>) before any "
+             "run.</p>", "<table><thead><tr><th>claim</th><th>paper, where</th><th>verdict</th><th>checks</th></tr>"
+             "</thead><tbody>"]
+    for c in doc["claims"]:
+        checks = "<br>".join(f"{e(k['measure'])}: {e(k['verdict'])}" for k in c["checks"])
+        parts.append(f'<tr><td><a href="#{e(c["id"])}">{e(c["id"])}</a></td><td>{e(c["paper_short"])}, '
+                     f"{e(c['where'])}</td><td>{_badge(c['verdict'])}</td><td>{checks}</td></tr>")
+    parts.append("</tbody></table>")
+    for c in doc["claims"]:
+        parts += [f'<section class=claim id="{e(c["id"])}">', f"<h2>{e(c['id'])} {_badge(c['verdict'])}</h2>",
+                  f"<p><b>Paper.</b> {e(c['paper'])} <b>Where:</b> {e(c['where'])}.</p>",
+                  f"<p><b>Claim.</b> {e(c['claim'])}</p>", f"<p><b>Protocol.</b> {e(c['protocol'])}</p>",
+                  f"<p class=meta><b>Settings ({e(doc['mode'])}; seeds {e(', '.join(map(str, c['seeds'])))}).</b> "
+                  f"{e(_settings_text(c['settings']))}</p>"]
+        if c.get("error"):
+            parts.append(f"<p><b>Not run:</b> {e(c['error'])}</p>")
+        if c.get("facts"):
+            parts.append("<p class=meta><b>As run.</b> " + e("; ".join(f"{k}: {_fact(v)}" for k, v in c["facts"].items()))
+                         + "</p>")
+        for k in c["checks"]:
+            parts += [f"<h3>{e(k['measure'])} {_badge(k['verdict'])}</h3>",
+                      f"<p><i>Declared:</i> {e(k['statement'])} Criterion <code>{e(_criterion_text(k['criterion']))}</code>.</p>",
+                      f"<p class=reason><i>Result:</i> {e(k['reason'])}.</p>"]
+            if k["measurement"].get("points"):
+                head, rows = _rows(k["measurement"])
+                parts += [f"<p class=meta>Unit: {e(k['measurement']['unit'])}.</p>", _html_table(head, rows)]
+        if c.get("plot"):
+            data = base64.b64encode((root / c["plot"]).read_bytes()).decode("ascii")
+            parts.append(f'<p><img alt="{e(c["id"])} plot" src="data:image/png;base64,{data}"></p>')
+        if c.get("notes"):
+            parts.append(f"<p class=meta><i>Notes.</i> {e(c['notes'])}</p>")
+        parts.append("</section>")
+    parts.append("</body></html>")
+    path.write_text("\n".join(parts) + "\n")

@@ -1,0 +1,73 @@
+"""Claim definitions: the shipped ones validate; a bad definition is one clear error naming the file."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+import yaml
+
+from hetbench.errors import HetbenchError
+from hetbench.reproduce.claims import claim_ids, load_claim, parse_claim, select_claims
+
+#: ids of the issue that are not implemented yet: they must not be valid until they are (no stubs)
+LATER = ("hsu-fedavgm", "hsu-fedvc-fedir", "heteroswitch-stage-drop", "heteroswitch-table4", "borazjani-zeta",
+         "dapperfl-domains")
+
+
+def _raw(claim_id: str) -> dict:
+    from importlib import resources
+
+    return yaml.safe_load(resources.files("hetbench.manifests").joinpath("claims", f"{claim_id}.yaml").read_text())
+
+
+def test_shipped_claims_validate_and_only_implemented_ids_exist():
+    assert claim_ids() == ["dapperfl-footprint", "hsu-geo-clients", "hsu-label-skew"]
+    for cid in claim_ids():
+        claim = load_claim(cid)
+        assert claim.id == cid and claim.checks and set(claim.settings) == {"quick", "full"}
+    assert not set(LATER) & set(claim_ids())
+
+
+@pytest.mark.parametrize("edit, message", [
+    (lambda d: d["checks"][0]["criterion"].update(name="roughly_equal"),
+     "checks[0]: unknown criterion 'roughly_equal'; choose one of: monotone_decreasing"),
+    (lambda d: d["checks"][0]["criterion"].pop("tolerance"), "checks[0]: criterion 'within_relative' needs tolerance"),
+    (lambda d: d["checks"][0].update(measure="accuracy"), "runner 'dapperfl_footprint' makes no measurement 'accuracy'"),
+    (lambda d: d.pop("claim"), "missing key 'claim'"),
+    (lambda d: d.update(verdict="reproduced"), "unknown key 'verdict'"),
+    (lambda d: d.update(runner="train_everything"), "unknown runner 'train_everything'"),
+    (lambda d: d["settings"].pop("full"), "'settings' must have exactly the modes quick and full"),
+    (lambda d: d["settings"]["quick"].update(ratios=[]), "settings.quick: 'ratios' must be a non-empty list"),
+    (lambda d: d["settings"]["quick"].update(published_flops=[1.0]), "'published_flops' needs one value per ratio"),
+    (lambda d: d["settings"]["quick"].update(epochs=3), "settings.quick: unknown setting 'epochs'"),
+    (lambda d: d.update(checks=[]), "'checks' must be a non-empty list"),
+])
+def test_bad_definitions_are_refused_naming_the_file(edit, message):
+    data = copy.deepcopy(_raw("dapperfl-footprint"))
+    data["settings"]["quick"] = dict(data["settings"]["quick"])  # the yaml anchor shares one mapping
+    edit(data)
+    with pytest.raises(HetbenchError) as exc:
+        parse_claim(data, "manifests/claims/bad.yaml")
+    assert str(exc.value).startswith("manifests/claims/bad.yaml: ") and message in str(exc.value)
+
+
+def test_label_skew_train_options_are_checked():
+    data = copy.deepcopy(_raw("hsu-label-skew"))
+    data["settings"]["quick"]["train"]["rounds"] = 0
+    with pytest.raises(HetbenchError, match=r"settings.quick.train: --rounds must be a positive number"):
+        parse_claim(data, "x.yaml")
+    data = copy.deepcopy(_raw("hsu-label-skew"))
+    data["settings"]["full"]["train"]["model"] = "vgg"
+    with pytest.raises(HetbenchError, match=r"settings.full.train: unknown model 'vgg'"):
+        parse_claim(data, "x.yaml")
+
+
+def test_select_claims():
+    assert select_claims("all") == claim_ids() == select_claims(None)
+    assert select_claims("hsu-label-skew,dapperfl-footprint") == ["hsu-label-skew", "dapperfl-footprint"]
+    for bad, message in (("hsu-fedavgm", "unknown claim 'hsu-fedavgm'; valid claims: dapperfl-footprint, "
+                                         "hsu-geo-clients, hsu-label-skew"),
+                         (" , ", "--claims is empty"), ("hsu-geo-clients,hsu-geo-clients", "names a claim twice")):
+        with pytest.raises(HetbenchError, match=message):
+            select_claims(bad)

@@ -1,0 +1,146 @@
+"""``hetbench reproduce``: bad input, missing data, the folder it writes and verdicts that follow from numbers."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from hetbench.reproduce.criteria import Measurement, evaluate
+
+
+def test_unknown_claim_lists_the_valid_ones_exit_2(run_cli, tmp_path):
+    code, out, err = run_cli("reproduce", "--claims", "hsu-label-skew,heteroswitch-table4", "--out", tmp_path / "o")
+    assert code == 2
+    assert err.strip() == ("hetbench: error: unknown claim 'heteroswitch-table4'; valid claims: dapperfl-footprint, "
+                           "hsu-geo-clients, hsu-label-skew")
+    assert not (tmp_path / "o").exists()
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--seeds", "0,-1"], "--seeds must be a comma list of non-negative integers"),
+    (["--seeds", "1,1"], "--seeds names a seed twice"),
+    (["--device", "cuda:7", "--claims", "hsu-label-skew"], "cuda"),
+    (["--threads", "0"], "--threads must be a positive number"),
+])
+def test_bad_options_exit_2_before_anything_runs(run_cli, tmp_path, args, message):
+    code, _, err = run_cli("reproduce", *args, "--out", tmp_path / "o")
+    assert code == 2 and message in err and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "o").exists()
+
+
+def _check(doc, claim_id):
+    return next(c for c in doc["claims"] if c["id"] == claim_id)
+
+
+def test_quick_footprint_and_geo_end_to_end(run_cli, tmp_path):
+    out = tmp_path / "claims"
+    code, stdout, err = run_cli("reproduce", "--quick", "--claims", "dapperfl-footprint,hsu-geo-clients",
+                                "--out", out)
+    assert code == 0, err
+    assert "dapperfl-footprint  reproduced" in stdout and "hsu-geo-clients" in stdout
+    assert sorted(p.name for p in out.iterdir()) == ["claims.html", "claims.json", "claims.md", "plots"]
+    assert sorted(p.name for p in (out / "plots").iterdir()) == ["dapperfl-footprint.png", "hsu-geo-clients.png"]
+    doc = json.loads((out / "claims.json").read_text())
+    assert doc["mode"] == "quick" and [c["id"] for c in doc["claims"]] == ["dapperfl-footprint", "hsu-geo-clients"]
+
+    # every verdict is what its declared criterion gives on the recorded numbers
+    for claim in doc["claims"]:
+        for check in claim["checks"]:
+            points = check["measurement"].get("points")
+            if not points:
+                assert check["verdict"] == "not run" and check["reason"]
+                continue
+            m = Measurement([p["samples"] for p in points], x=[p.get("x") for p in points] if "x" in points[0] else None,
+                            published=[p["published"] for p in points] if "published" in points[0] else None)
+            assert evaluate(m, check["criterion"]).verdict == check["verdict"]
+
+    fp = _check(doc, "dapperfl-footprint")
+    assert fp["verdict"] == "reproduced"
+    params = fp["checks"][0]["measurement"]["points"]
+    assert [round(p["mean"] / 1e6, 2) for p in params] == [3.93, 2.95, 1.97, 0.99]
+    assert fp["checks"][0]["numbers"]["worst_relative_error"] < 0.02
+
+    geo = _check(doc, "hsu-geo-clients")
+    verdicts = {c["measure"]: c["verdict"] for c in geo["checks"]}
+    assert verdicts["metadata"] == verdicts["inaturalist"] == "not run"
+    assert "needs --metadata inat2017:train2017.json+train2017_locations.json" in geo["checks"][2]["reason"]
+    slope = geo["checks"][0]["numbers"]["slope"]
+    assert verdicts["observations"] == ("reproduced" if -1.15 <= slope <= -0.85 else verdicts["observations"])
+    assert geo["verdict"] == verdicts["observations"]  # checks not run do not count
+
+    md = (out / "claims.md").read_text()
+    assert "| dapperfl-footprint | Jia et al. 2024, Table 5 | **reproduced** |" in md
+    assert "![hsu-geo-clients](plots/hsu-geo-clients.png)" in md
+    html = (out / "claims.html").read_text()
+    assert html.count("data:image/png;base64,") == 2 and "<script src" not in html and "href=\"http" not in html
+
+    # the same command again: refused without --overwrite, identical files with it
+    code, _, err = run_cli("reproduce", "--claims", "dapperfl-footprint,hsu-geo-clients", "--out", out, "-q")
+    assert code == 2 and "already exists; pass --overwrite" in err
+    before = {p.name: p.read_bytes() for p in out.iterdir() if p.is_file()}
+    code, stdout, _ = run_cli("reproduce", "--claims", "dapperfl-footprint,hsu-geo-clients", "--out", out, "-q",
+                              "--overwrite")
+    assert code == 0 and stdout == ""
+    assert {p.name: p.read_bytes() for p in out.iterdir() if p.is_file()} == before
+
+
+def test_missing_inaturalist_files_are_not_run_with_the_reason(run_cli, tmp_path):
+    out = tmp_path / "o"
+    code, _, err = run_cli("reproduce", "--claims", "hsu-geo-clients", "--out", out, "-q",
+                           "--metadata", f"inat2017:{tmp_path}/train2017.json+{tmp_path}/train2017_locations.json")
+    assert code == 0, err
+    claim = json.loads((out / "claims.json").read_text())["claims"][0]
+    checks = {c["measure"]: c for c in claim["checks"]}
+    assert checks["observations"]["verdict"] != "not run"
+    for measure in ("metadata", "inaturalist"):
+        assert checks[measure]["verdict"] == "not run"
+        assert "train2017.json not found" in checks[measure]["reason"] or "not found" in checks[measure]["reason"]
+    assert "not run" in (out / "claims.md").read_text()
+
+
+def test_a_real_metadata_table_is_measured(run_cli, tmp_path):
+    """A geo-tagged CSV through --metadata: its slope is fitted; the iNaturalist check stays not run."""
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    n = 40000
+    lat, lon = rng.uniform(-60, 70, n), rng.uniform(-180, 180, n)
+    table = tmp_path / "obs.csv"
+    table.write_text("latitude,longitude,label\n" + "\n".join(f"{a:.5f},{b:.5f},{i % 7}" for i, (a, b)
+                                                             in enumerate(zip(lat, lon))) + "\n")
+    out = tmp_path / "o"
+    code, _, err = run_cli("reproduce", "--claims", "hsu-geo-clients", "--out", out, "-q", "--metadata", table)
+    assert code == 0, err
+    checks = {c["measure"]: c for c in json.loads((out / "claims.json").read_text())["claims"][0]["checks"]}
+    assert checks["metadata"]["verdict"] != "not run" and "slope" in checks["metadata"]["numbers"]
+    assert checks["inaturalist"]["verdict"] == "not run"
+    assert "is not an inat2017: source" in checks["inaturalist"]["reason"]
+
+
+def test_a_claim_whose_data_cannot_be_read_is_not_run(tmp_path):
+    from hetbench.reproduce import reproduce
+
+    done = reproduce("hsu-geo-clients", out=tmp_path / "o", quiet=True, metadata=str(tmp_path / "missing.parquet"))
+    checks = {c["measure"]: c for c in done.doc["claims"][0]["checks"]}
+    assert checks["metadata"]["verdict"] == "not run" and "missing.parquet" in checks["metadata"]["reason"]
+
+
+@pytest.mark.slow
+def test_label_skew_quick(tmp_path):
+    """hsu-label-skew --quick end to end: whatever the verdict, it is the declared criterion's on the numbers."""
+    from hetbench.reproduce import reproduce
+
+    done = reproduce("hsu-label-skew", out=tmp_path / "o", quiet=True, threads=2)
+    claim = done.doc["claims"][0]
+    acc = claim["checks"][0]
+    assert [p["x"] for p in acc["measurement"]["points"]] == [100, 1, 0.5, 0.1, 0.05]
+    assert all(p["n"] == 3 for p in acc["measurement"]["points"])
+    for check in claim["checks"]:
+        points = check["measurement"]["points"]
+        m = Measurement([p["samples"] for p in points], x=[p["x"] for p in points])
+        assert evaluate(m, check["criterion"]).verdict == check["verdict"]
+    runs = sorted(p.name for p in (done.out / "runs" / "hsu-label-skew").rglob("*.json"))
+    assert runs.count("fedavg-s0.json") == 5 and runs.count("central-s0.json") == 1
+    assert claim["facts"]["test_examples"] == 1000
