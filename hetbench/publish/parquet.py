@@ -3,6 +3,14 @@
 Rows are streamed from the source in Arrow batches and written shard by shard; images are embedded
 as bytes (``embed_table_storage``), never left as file paths. Shard names carry the first 12 hex
 digits of the split fingerprint (see :mod:`hetbench.publish`).
+
+Output rows are sorted by ``client_id`` (:func:`hetbench.splits.build_split`), and every parquet row
+group holds whole clients (:func:`row_group_bounds`): consecutive small clients share a group until
+it reaches a minimum size, a client larger than the maximum gets groups of its own, and no group
+crosses a shard. Each group's ``client_id`` min/max statistics then bound the clients it holds, so
+``pyarrow.parquet.read_table(..., filters=[("client_id", "==", k)])`` (and a reader of a hub
+dataset's shards over HTTP) reads only the one or few row groups of client ``k``. The files declare
+``client_id`` as their sorting column.
 """
 
 from __future__ import annotations
@@ -21,6 +29,13 @@ from hetbench.splits import FederatedSplit
 
 TARGET_SHARD_BYTES = 256 * 1024 * 1024
 BATCH_ROWS = 10_000
+#: bounds of a row group (:func:`row_group_bounds`): a group grows by whole clients until it holds
+#: ``MIN_GROUP_ROWS`` rows or ``MIN_GROUP_BYTES`` bytes, whichever comes first, and holds at most
+#: ``MAX_GROUP_ROWS`` rows and ``MAX_GROUP_BYTES`` bytes (a larger client is cut into equal groups)
+MIN_GROUP_ROWS = 4096
+MIN_GROUP_BYTES = 1024 * 1024
+MAX_GROUP_ROWS = 65_536
+MAX_GROUP_BYTES = 64 * 1024 * 1024
 
 
 def output_features(fs: FederatedSplit):
@@ -63,14 +78,137 @@ class WrittenSplit:
     columns: dict[str, str]
 
 
+def _row_bytes(fs: FederatedSplit, split: str) -> float:
+    """Estimated bytes of an output row (the source split's Arrow bytes per row)."""
+    ds = fs.table.splits[fs.outputs[split].source_split]
+    return max(ds.data.nbytes / max(len(ds), 1), 1.0)
+
+
 def _shard_rows(fs: FederatedSplit, split: str, shard_bytes: int) -> int:
-    rows = fs.outputs[split]
-    ds = fs.table.splits[rows.source_split]
-    n = len(rows)
-    per_row = max(ds.data.nbytes / max(len(ds), 1), 1.0)
-    rows_per_shard = max(1, int(shard_bytes // per_row))
+    n = len(fs.outputs[split])
+    rows_per_shard = max(1, int(shard_bytes // _row_bytes(fs, split)))
     num_shards = max(1, math.ceil(n / rows_per_shard))
     return max(1, math.ceil(n / num_shards))
+
+
+def group_row_limits(row_bytes: float) -> tuple[int, int]:
+    """(minimum, maximum) rows of a row group for rows of about ``row_bytes`` bytes each.
+
+    The minimum is ``MIN_GROUP_ROWS`` rows or ``MIN_GROUP_BYTES`` bytes, whichever is fewer rows;
+    the maximum is ``MAX_GROUP_ROWS`` rows or ``MAX_GROUP_BYTES`` bytes, whichever is fewer rows,
+    and never below the minimum.
+
+    Examples
+    --------
+    >>> from hetbench.publish.parquet import group_row_limits
+    >>> group_row_limits(24.0)        # small tabular rows
+    (4096, 65536)
+    >>> group_row_limits(20_000.0)    # 20 kB images
+    (53, 3355)
+    """
+    per_row = max(float(row_bytes), 1.0)
+    lo = max(1, min(MIN_GROUP_ROWS, math.ceil(MIN_GROUP_BYTES / per_row)))
+    hi = max(lo, min(MAX_GROUP_ROWS, int(MAX_GROUP_BYTES // per_row)))
+    return lo, hi
+
+
+def row_group_bounds(client_ids: np.ndarray, min_rows: int, max_rows: int) -> np.ndarray:
+    """Row-group boundaries of rows sorted by client: whole clients per group, sizes bounded.
+
+    Walking the clients in order, a group takes whole clients until it holds at least ``min_rows``
+    rows, provided it stays within ``max_rows``; a client of more than ``max_rows`` rows is cut into
+    ``ceil(size / max_rows)`` groups of equal size (within one row), holding no other client. A group
+    is smaller than ``min_rows`` only at the end of the split or before such a large client. The walk
+    jumps from boundary to boundary with ``numpy.searchsorted``: its cost grows with the number of
+    groups, not of clients.
+
+    Parameters
+    ----------
+    client_ids : numpy.ndarray
+        Client id of every row, non-decreasing (the order of :func:`hetbench.splits.build_split`).
+    min_rows, max_rows : int
+        The bounds, ``1 <= min_rows <= max_rows``.
+
+    Returns
+    -------
+    numpy.ndarray
+        int64 ``[0, b1, ..., n]``: group ``g`` is rows ``bounds[g]:bounds[g + 1]`` (``[0, 0]`` for no
+        rows).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from hetbench.publish.parquet import row_group_bounds
+    >>> cids = np.repeat([0, 1, 2, 3, 4], [3, 3, 10, 2, 1])
+    >>> row_group_bounds(cids, min_rows=4, max_rows=6).tolist()   # clients 0+1, 2 cut in two, 3+4
+    [0, 6, 11, 16, 19]
+    """
+    cids = np.asarray(client_ids)
+    n = int(cids.size)
+    if n == 0:
+        return np.zeros(2, dtype=np.int64)
+    if not 1 <= min_rows <= max_rows:
+        raise ValueError(f"row group bounds must satisfy 1 <= min_rows <= max_rows (got {min_rows}, {max_rows})")
+    starts = np.flatnonzero(np.r_[True, cids[1:] != cids[:-1]]).astype(np.int64)
+    starts = np.append(starts, n)  # client boundaries, with the end
+    cuts = [0]
+    p = 0
+    while p < n:
+        i = int(np.searchsorted(starts, p + min_rows, "left"))  # first boundary >= p + min_rows
+        b = int(starts[min(i, starts.size - 1)])
+        if b - p <= max_rows:
+            p = b
+            cuts.append(p)
+            continue
+        prev = int(starts[i - 1])  # the last boundary before p + min_rows
+        if prev > p:  # whole clients short of min_rows, then a client too large to join them
+            p = prev
+            cuts.append(p)
+            continue
+        # the client starting at p is larger than max_rows: equal groups of its own
+        end = int(starts[np.searchsorted(starts, p, "right")])
+        pieces = math.ceil((end - p) / max_rows)
+        cuts += [p + ((end - p) * j) // pieces for j in range(1, pieces + 1)]
+        p = end
+    return np.asarray(cuts, dtype=np.int64)
+
+
+def shard_bounds(group_bounds: np.ndarray, rows_per_shard: int) -> np.ndarray:
+    """Shard boundaries on row-group boundaries: shard ``s`` ends at the first group boundary at or
+    after ``(s + 1) * rows_per_shard`` (so no row group crosses a shard).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from hetbench.publish.parquet import shard_bounds
+    >>> shard_bounds(np.array([0, 6, 11, 16, 19]), rows_per_shard=10).tolist()
+    [0, 11, 19]
+    """
+    n = int(group_bounds[-1])
+    if n == 0:
+        return np.zeros(2, dtype=np.int64)
+    targets = np.arange(rows_per_shard, n, rows_per_shard, dtype=np.int64)
+    ends = group_bounds[np.searchsorted(group_bounds, targets, "left")]
+    return np.unique(np.concatenate([[0], ends, [n]])).astype(np.int64)
+
+
+def _regroup(batches: Iterator[Any], cuts: np.ndarray) -> Iterator[Any]:
+    """Re-cut a stream of Arrow tables at ``cuts`` (row offsets ``[0, ..., total]``): one table per
+    ``cuts[g]:cuts[g + 1]``, made of zero-copy slices."""
+    import pyarrow as pa
+
+    pending: list = []
+    pos, g = 0, 1
+    for batch in batches:
+        off = 0
+        while off < batch.num_rows:
+            take = min(int(cuts[g]) - pos, batch.num_rows - off)
+            pending.append(batch.slice(off, take))
+            off += take
+            pos += take
+            if pos == cuts[g]:
+                yield pa.concat_tables(pending) if len(pending) > 1 else pending[0]
+                pending, g = [], g + 1
 
 
 def output_batches(fs: FederatedSplit, split: str, features, lo: int = 0, hi: int | None = None) -> Iterator[Any]:
@@ -110,27 +248,42 @@ def split_content(fs: FederatedSplit, split: str, features, keep_blocks: bool = 
 
 def write_split(fs: FederatedSplit, split: str, features, data_dir: Path, bar, shard_bytes: int) -> WrittenSplit:
     """Stream an output split into parquet shards under ``data_dir``, hashing each shard file and
-    every column while writing (no second read)."""
+    every column while writing (no second read). Row groups hold whole clients
+    (:func:`row_group_bounds`) and never cross a shard (:func:`shard_bounds`)."""
     import pyarrow.parquet as pq
 
-    n = len(fs.outputs[split])
+    rows = fs.outputs[split]
     rows_per_shard = _shard_rows(fs, split, shard_bytes)
-    num_shards = max(1, math.ceil(n / rows_per_shard))
+    lo_rows, hi_rows = group_row_limits(_row_bytes(fs, split))
+    hi_rows = min(hi_rows, rows_per_shard)  # a row group never outgrows a shard
+    groups = row_group_bounds(rows.client_ids, min(lo_rows, hi_rows), hi_rows)
+    shards = shard_bounds(groups, rows_per_shard)
+    num_shards = len(shards) - 1
     schema = features.arrow_schema
+    sorting = [pq.SortingColumn(schema.get_field_index("client_id"))]
     digest = SplitDigest(schema)
     files, shas = [], {}
     for shard in range(num_shards):
         name = f"{split}-{fs.fingerprint[:12]}-{shard:05d}-of-{num_shards:05d}.parquet"
-        lo, hi = shard * rows_per_shard, min(n, (shard + 1) * rows_per_shard)
+        lo, hi = int(shards[shard]), int(shards[shard + 1])
+        cuts = groups[(groups >= lo) & (groups <= hi)] - lo
         with HashingSink(data_dir / name) as sink:
-            with pq.ParquetWriter(sink, schema) as writer:
-                for out in output_batches(fs, split, features, lo, hi):
-                    digest.update(out)
-                    writer.write_table(out)
-                    bar.update(advance=out.num_rows)
+            with pq.ParquetWriter(sink, schema, sorting_columns=sorting) as writer:
+                batches = _digested(output_batches(fs, split, features, lo, hi), digest, bar)
+                if hi == lo:  # a split with no rows: one empty table
+                    writer.write_table(next(batches))
+                for group in _regroup(batches, cuts):
+                    writer.write_table(group, row_group_size=max(1, group.num_rows))
         files.append(f"data/{name}")
         shas[f"data/{name}"] = sink.hexdigest()
     return WrittenSplit(files, shas, digest.columns())
+
+
+def _digested(batches: Iterator[Any], digest: SplitDigest, bar) -> Iterator[Any]:
+    for out in batches:
+        digest.update(out)
+        bar.update(advance=out.num_rows)
+        yield out
 
 
 def read_built_columns(folder: str | os.PathLike, columns: tuple[str, ...] = ("client_id", "label")) -> dict[str, dict[str, np.ndarray]]:
