@@ -70,3 +70,82 @@ def test_html_rows_in_rank_order_in_headless_chromium(tmp_path, run_lb):
     assert len(parser.tables) == len(expected) == 2
     assert dict(parser.tables) == expected
     assert proc.stdout.count("<svg") == 4  # the inline curves were parsed as SVG elements
+
+
+ALGOS = ("central", "fedavg", "fedavgm", "fedprox", "scaffold", "qfedavg", "fedir", "fedvc", "heteroswitch", "dapperfl")
+
+
+def _typical_results(folder):
+    """10 algorithms x 2 seeds with full-precision numbers, as a real sweep gives them (every default column)."""
+    for i, algo in enumerate(ALGOS):
+        for seed in (0, 1):
+            acc = 91.2345 - 3.1 * i + 1.7 * seed
+            final = {"accuracy": acc, "client_accuracy": acc - 0.61, "worst_group_accuracy": acc - 12.345,
+                     "group_accuracy_variance": 236.789 + 11.1 * i, "client_accuracy_p10": acc - 20.5,
+                     "client_accuracy_p90": min(acc + 6.25, 100.0), "relative_accuracy": acc / 93.1,
+                     "rounds_to_target": 12.0 + i + seed}
+            curves = {"round": [1, 2, 3], "accuracy": [acc - 30.0 + seed, acc - 8.0 - seed, acc],
+                      "client_accuracy": [acc - 31.0, acc - 9.0, acc - 0.61],
+                      "worst_group_accuracy": [acc - 40.0, acc - 20.0 + seed, acc - 12.345],
+                      "group_accuracy_variance": [236.789 + 11.1 * i] * 3}
+            write(folder, f"{algo}-s{seed}.json",
+                  result(algorithm=algo, params={"mu": 0.01} if algo == "fedprox" else None, seed=seed, final=final,
+                         curves=curves, wall_time_s=123.456 + 7 * i, parameters=151234, macs=1334567))
+
+
+def test_html_compact_cells_sticky_columns_and_seed_bands(tmp_path):
+    _typical_results(tmp_path)
+    page = lb.render_html(tables_of(tmp_path))
+    css = page.split("<style>")[1].split("</style>")[0]
+    assert re.search(r"\.rank, table\.leaderboard \.label \{[^}]*position: sticky", css)
+    assert re.search(r"\.rank \{ left: 0;", css) and re.search(r"\.label \{ left: 2\.9rem;", css)  # label right after rank
+    assert "white-space: normal" in css.split("table.leaderboard th {")[1].split("}")[0]  # headers wrap
+    assert '<td class="rank" data-value="1">1</td>' in page and '<td class="label" data-value="central">' in page
+    # compact: one decimal for percentages, the std in a smaller span; the full digits in the tooltip and sort value
+    central = page.split('<tr data-algorithm="central">')[1].split("</tr>")[0]
+    assert '<td data-value="79.417833" title="79.42 ± 1.20"><b>79.4</b><span class="sd"> ± 1.2</span></td>' in central
+    assert 'title="236.79 ± 0.00"><b>237</b><span class="sd"> ± 0</span>' in central  # a variance from 100 %^2: whole
+    assert 'title="1.000 ± 0.000"><b>1.00</b><span class="sd"> ± 0.00</span>' in central  # a ratio: two decimals
+    assert 'title="123.5 ± 0.0"><b>123</b><span class="sd"> ± 0</span>' in central  # seconds from 10 s: whole
+    assert '<b>151K</b><span class="sd"> ± 0</span>' in central
+    shown = re.sub(r'title="[^"]*"|data-value="[^"]*"', "", page.split("<tbody>")[1].split("</tbody>")[0])
+    assert not re.search(r"\b\d{2}\.\d{2}\b", shown)  # no percentage with two decimals on screen
+    assert 'title="test accuracy (%); each seed' in page and "accuracy&nbsp;↑" in page and "params/<wbr>client" in page
+    # the inline curves: a min-max band per algorithm (two seeds each), under the mean lines, in both figures
+    for svg in page.split("<svg ")[1:]:
+        assert svg.count('<polygon class="band"') == len(ALGOS) and svg.count("<polyline") == len(ALGOS)
+        assert "band: min–max over seeds" in svg
+
+
+def _layout(chromium, page, tmp_path, width):
+    """(scrollWidth, clientWidth) of every table's scroll box in headless Chromium at ``width`` px."""
+    probe = ('<script>document.querySelectorAll(".scroll").forEach(function (d) {'
+             'd.setAttribute("data-sw", d.scrollWidth); d.setAttribute("data-cw", d.clientWidth); });</script>')
+    html_path = tmp_path / f"probe-{width}.html"
+    html_path.write_text(page.read_text().replace("</body>", probe + "</body>"))
+    proc = subprocess.run(
+        [chromium, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+         "--disable-background-networking", "--disable-component-update", "--disable-sync", "--hide-scrollbars",
+         f"--window-size={width},900", f"--user-data-dir={tmp_path / 'chromium-profile'}", "--dump-dom",
+         html_path.resolve().as_uri()],
+        capture_output=True, text=True, timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    boxes = re.findall(r'class="scroll" data-sw="(\d+)" data-cw="(\d+)"', proc.stdout)
+    assert boxes, proc.stdout[:2000]
+    return [(int(sw), int(cw)) for sw, cw in boxes]
+
+
+def test_html_table_fits_1400_px_in_headless_chromium(tmp_path, run_lb):
+    chromium = shutil.which("chromium")
+    if chromium is None:
+        pytest.skip("chromium not installed (make test installs it)")
+    res = tmp_path / "results"
+    _typical_results(res)
+    out = tmp_path / "lb"
+    assert run_lb(res, "--out", out, "--quiet")[0] == 0
+    page = out / "leaderboard.html"
+    ((sw, cw),) = _layout(chromium, page, tmp_path, 1400)
+    assert sw <= cw, f"the table needs {sw} px, the page gives it {cw} px at 1400 px"
+    ((sw, cw),) = _layout(chromium, page, tmp_path, 800)  # a narrow window scrolls (the probe measures)
+    assert sw > cw
