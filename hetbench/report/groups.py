@@ -140,7 +140,7 @@ def plot_group_samples(clients: ClientStats, groups: ClientGroups, path: Path) -
     colours = _colours(g)
     per_group = np.bincount(of, weights=sizes, minlength=g).astype(np.int64)
     members = np.bincount(of, minlength=g)
-    handles = [Patch(color=colours[i], label=f"{name}: {members[i]} client{'s' if members[i] != 1 else ''}, "
+    handles = [Patch(color=colours[i], label=f"{name}: {members[i]:,} client{'s' if members[i] != 1 else ''}, "
                      f"{per_group[i]:,} samples") for i, name in enumerate(groups.names)]
     legend_w = 0.8 + 0.065 * max(len(h.get_label()) for h in handles) if g <= 12 else 0.0  # inches
     plot_w = min(max(5.0, 1.5 + 0.2 * (k if k <= MAX_BAR_CLIENTS else 3 * g)), 12.0)
@@ -218,7 +218,7 @@ def plot_group_labels(report: Mapping[str, Any], clients: ClientStats, groups: C
             ax.text(c * width, r, f"{100 * v:.0f}%", ha="center", va="center", fontsize=7,
                     color="white" if v < 0.6 * share.max() else "black")
     ax.set_yticks(range(g))
-    ax.set_yticklabels([f"{name} ({members[i]} cl., {int(totals[i]):,} samples, EMD {emd[i]:.2f})"
+    ax.set_yticklabels([f"{name} ({members[i]:,} cl., {int(totals[i]):,} samples, EMD {emd[i]:.2f})"
                         for i, name in enumerate(groups.names)], fontsize=7 if g > 8 else 8)
     ax.set_ylabel(groups.kind)
     fig.colorbar(im, ax=ax, label=f"share of the {groups.kind}'s training samples", format=PercentFormatter(1.0))

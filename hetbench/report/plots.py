@@ -154,7 +154,7 @@ def plot_label_heatmap(report: Mapping[str, Any], clients: ClientStats, path: Pa
     _client_axis(ax, np.arange(n_cl), shown, sampled)
     if groups is not None:
         _mark_groups(ax, groups.of_client[shown], groups.names, n_c * width)
-    pad = 0.04 if groups is None else 0.05 + 0.013 * max(len(n) for n in groups.names)  # room for group names
+    pad = 0.04 if groups is None else 0.03 + 0.01 * max(len(n) for n in groups.names)  # room for group names
     fig.colorbar(im, ax=ax, label="share of the client's samples", pad=pad)
     default = f"Label distribution per client (EMD {report['emd']:.3f})"
     if sampled:
