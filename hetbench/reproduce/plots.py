@@ -74,8 +74,10 @@ def _panel(ax, m: Measurement, axes: Axes, criterion: dict[str, Any], result: Ch
             hi = max(float(seeds.max()), edge, t)
             pad = 0.15 * (hi - lo or 1.0)
             ax.set_ylim(lo - pad, hi + pad)
+        ax.annotate(f"{means[0]:.3g} ± {ses[0]:.2g}", (0, means[0]), textcoords="offset points", xytext=(10, 0),
+                    va="center", fontsize=8, color="#1f5fa8")
         ax.set_xticks([0], [m.point_labels()[0]])
-        ax.set_xlim(-1, 1)
+        ax.set_xlim(-0.6, 2.0)  # the legend sits to the right of the points
     else:
         for i, row in enumerate(m.samples):
             if len(row) > 1:
@@ -84,6 +86,10 @@ def _panel(ax, m: Measurement, axes: Axes, criterion: dict[str, Any], result: Ch
         n = max(len(r) for r in m.samples)
         label = f"mean ± 1 s.e. ({n} seeds)" if n > 1 else "measured"
         ax.errorbar(x, means, yerr=ses if n > 1 else None, fmt="o-", color="#1f5fa8", capsize=4, label=label)
+        if len(means) <= 8:  # the numbers beside their points
+            for xi, mi in zip(x, means):
+                ax.annotate(_short(mi) if n == 1 else f"{mi:.3g}", (xi, mi), textcoords="offset points",
+                            xytext=(5, 5), fontsize=8, color="#1f5fa8")
         if name == "ratio_scaling" and min(means) > 0:
             slope, _, _ = loglog_slope(x, means)
             b = np.mean(np.log(means) - slope * np.log(x))
@@ -93,11 +99,11 @@ def _panel(ax, m: Measurement, axes: Axes, criterion: dict[str, Any], result: Ch
             b0 = np.mean(np.log(means) - mid * np.log(x))
             ax.plot(xs, np.exp(b0) * xs**mid, ":", color="#444444",
                     label=f"slope {mid:g} (declared: {criterion['slope_min']:g} to {criterion['slope_max']:g})")
-    if axes.log_x:
+    if axes.log_x and len(means) > 1:
         ax.set_xscale("log")
     if axes.log_y:
         ax.set_yscale("log")
-    if axes.reverse_x:
+    if axes.reverse_x and len(means) > 1:
         ax.invert_xaxis()
     if m.x is not None and len(m.x) <= 8 and len(means) > 1:
         ax.set_xticks(x, [f"{v:g}" for v in x])
@@ -105,7 +111,7 @@ def _panel(ax, m: Measurement, axes: Axes, criterion: dict[str, Any], result: Ch
     ax.set_xlabel(axes.xlabel)
     ax.set_ylabel(axes.ylabel)
     ax.grid(True, which="major", alpha=0.3)
-    ax.legend(fontsize=8, loc="best")
+    ax.legend(fontsize=8, loc="center right" if len(means) == 1 else "best")
     ax.set_title(title, fontsize=10, color=VERDICT_COLOURS.get(result.verdict, "#222222"))
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import base64
 import html
 import json
+import re
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -54,12 +55,44 @@ def fmt(v: Any) -> str:
     return str(v)
 
 
+def coverage(claim: dict[str, Any]) -> str:
+    """`` (1 of 3 checks run)`` when some checks of a claim did not run, else empty.
+
+    Examples
+    --------
+    >>> from hetbench.reproduce.write import coverage
+    >>> coverage({"verdict": "reproduced", "checks": [{"verdict": "reproduced"}, {"verdict": "not run"}]})
+    ' (1 of 2 checks run)'
+    """
+    ran = sum(k["verdict"] != "not run" for k in claim["checks"])
+    return "" if ran in (0, len(claim["checks"])) else f" ({ran} of {len(claim['checks'])} checks run)"
+
+
 def _settings_text(settings: dict[str, Any]) -> str:
     return ", ".join(f"{k}: {json.dumps(v, separators=(', ', ': '))}" for k, v in settings.items())
 
 
 def _criterion_text(c: dict[str, Any]) -> str:
     return c["name"] + "(" + ", ".join(f"{k}={v:g}" for k, v in c.items() if k != "name") + ")"
+
+
+def numbers_text(check: dict[str, Any]) -> str:
+    """The criterion's intermediate numbers a reader needs to redo the decision (the steps of a monotone
+    criterion; the others say theirs in the result sentence).
+
+    Examples
+    --------
+    >>> from hetbench.reproduce.write import numbers_text
+    >>> numbers_text({"numbers": {"steps": [{"from": "a=1", "to": "a=0.1", "change": 1.5, "allowed_wrong_way": 8.1,
+    ...                                      "ok": True}]}, "criterion": {"name": "monotone_decreasing"}})
+    'Steps: a=1 -> a=0.1: +1.5 (may rise by 8.1; ok).'
+    """
+    steps = check.get("numbers", {}).get("steps")
+    if not steps:
+        return ""
+    word = "rise" if check["criterion"]["name"] == "monotone_decreasing" else "fall"
+    return "Steps: " + "; ".join(f"{s['from']} -> {s['to']}: {s['change']:+.4g} (may {word} by "
+                                 f"{s['allowed_wrong_way']:.3g}; {'ok' if s['ok'] else 'too far'})" for s in steps) + "."
 
 
 def _rows(measurement: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
@@ -105,10 +138,10 @@ def write_markdown(doc: dict[str, Any], path: Path) -> None:
              f"hetbench {doc['hetbench_version']}. Each verdict follows from the measurement by the criterion declared in "
              "the claim's definition (`manifests/claims/<id>.yaml`) before any run.", ""]
     lines += _md_table(["claim", "paper, where", "verdict", "checks"],
-                       [[c["id"], f"{c['paper_short']}, {c['where']}", f"**{c['verdict']}**",
+                       [[c["id"], f"{c['paper_short']}, {c['where']}", f"**{c['verdict']}**{coverage(c)}",
                          "; ".join(f"{k['measure']}: {k['verdict']}" for k in c["checks"])] for c in doc["claims"]])
     for c in doc["claims"]:
-        lines += ["", f"## {c['id']}: {c['verdict']}", "",
+        lines += ["", f"## {c['id']}: {c['verdict']}{coverage(c)}", "",
                   f"**Paper.** {c['paper']} **Where:** {c['where']}.", "",
                   f"**Claim.** {c['claim']}", "",
                   f"**Protocol.** {c['protocol']}", "",
@@ -123,6 +156,8 @@ def write_markdown(doc: dict[str, Any], path: Path) -> None:
             if k["measurement"].get("points"):
                 head, rows = _rows(k["measurement"])
                 lines += [f"Unit: {k['measurement']['unit']}.", ""] + _md_table(head, rows) + [""]
+            if numbers_text(k):
+                lines += [numbers_text(k), ""]
         if c.get("plot"):
             lines += [f"![{c['id']}]({c['plot']})", ""]
         if c.get("notes"):
@@ -136,6 +171,11 @@ def _fact(v: Any) -> str:
     if isinstance(v, list):
         return ", ".join(_fact(x) for x in v)
     return fmt(v)
+
+
+def _prose(text: str) -> str:
+    """Escaped text with `code` spans as <code>."""
+    return re.sub(r"`([^`]+)`", r"<code>\1</code>", html.escape(text))
 
 
 def _badge(verdict: str) -> str:
@@ -167,12 +207,12 @@ def write_html(doc: dict[str, Any], path: Path, root: Path) -> None:
     for c in doc["claims"]:
         checks = "<br>".join(f"{e(k['measure'])}: {e(k['verdict'])}" for k in c["checks"])
         parts.append(f'<tr><td><a href="#{e(c["id"])}">{e(c["id"])}</a></td><td>{e(c["paper_short"])}, '
-                     f"{e(c['where'])}</td><td>{_badge(c['verdict'])}</td><td>{checks}</td></tr>")
+                     f"{e(c['where'])}</td><td>{_badge(c['verdict'])}{e(coverage(c))}</td><td>{checks}</td></tr>")
     parts.append("</tbody></table>")
     for c in doc["claims"]:
-        parts += [f'<section class=claim id="{e(c["id"])}">', f"<h2>{e(c['id'])} {_badge(c['verdict'])}</h2>",
+        parts += [f'<section class=claim id="{e(c["id"])}">', f"<h2>{e(c['id'])} {_badge(c['verdict'])}<small>{e(coverage(c))}</small></h2>",
                   f"<p><b>Paper.</b> {e(c['paper'])} <b>Where:</b> {e(c['where'])}.</p>",
-                  f"<p><b>Claim.</b> {e(c['claim'])}</p>", f"<p><b>Protocol.</b> {e(c['protocol'])}</p>",
+                  f"<p><b>Claim.</b> {_prose(c['claim'])}</p>", f"<p><b>Protocol.</b> {_prose(c['protocol'])}</p>",
                   f"<p class=meta><b>Settings ({e(doc['mode'])}; seeds {e(', '.join(map(str, c['seeds'])))}).</b> "
                   f"{e(_settings_text(c['settings']))}</p>"]
         if c.get("error"):
@@ -182,16 +222,18 @@ def write_html(doc: dict[str, Any], path: Path, root: Path) -> None:
                          + "</p>")
         for k in c["checks"]:
             parts += [f"<h3>{e(k['measure'])} {_badge(k['verdict'])}</h3>",
-                      f"<p><i>Declared:</i> {e(k['statement'])} Criterion <code>{e(_criterion_text(k['criterion']))}</code>.</p>",
+                      f"<p><i>Declared:</i> {_prose(k['statement'])} Criterion <code>{e(_criterion_text(k['criterion']))}</code>.</p>",
                       f"<p class=reason><i>Result:</i> {e(k['reason'])}.</p>"]
             if k["measurement"].get("points"):
                 head, rows = _rows(k["measurement"])
                 parts += [f"<p class=meta>Unit: {e(k['measurement']['unit'])}.</p>", _html_table(head, rows)]
+            if numbers_text(k):
+                parts.append(f"<p class=meta>{e(numbers_text(k))}</p>")
         if c.get("plot"):
             data = base64.b64encode((root / c["plot"]).read_bytes()).decode("ascii")
             parts.append(f'<p><img alt="{e(c["id"])} plot" src="data:image/png;base64,{data}"></p>')
         if c.get("notes"):
-            parts.append(f"<p class=meta><i>Notes.</i> {e(c['notes'])}</p>")
+            parts.append(f"<p class=meta><i>Notes.</i> {_prose(c['notes'])}</p>")
         parts.append("</section>")
     parts.append("</body></html>")
     path.write_text("\n".join(parts) + "\n")

@@ -71,3 +71,11 @@ def test_select_claims():
                          (" , ", "--claims is empty"), ("hsu-geo-clients,hsu-geo-clients", "names a claim twice")):
         with pytest.raises(HetbenchError, match=message):
             select_claims(bad)
+
+
+@pytest.mark.parametrize("value", [-1, "0", True, [0]])
+def test_label_skew_split_seed_is_one_non_negative_integer(value):
+    data = copy.deepcopy(_raw("hsu-label-skew"))
+    data["settings"]["quick"]["split_seed"] = value
+    with pytest.raises(HetbenchError, match=r"settings.quick: 'split_seed' must be a non-negative integer"):
+        parse_claim(data, "x.yaml")

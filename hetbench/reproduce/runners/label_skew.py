@@ -70,16 +70,15 @@ class LabelSkewRunner(Runner):
     }
     schema = {
         "source": ("str", True), "clients": ("int", True), "alphas": ("numbers", True),
-        "test_fraction": ("number", True), "split_seed": ("ints", False), "seeds": ("ints", False),
+        "test_fraction": ("number", True), "seeds": ("ints", False),
         "train": ("mapping", True), "central": ("mapping", False),
     }
 
     def check_settings(self, settings: dict[str, Any], where: str) -> dict[str, Any]:
-        if isinstance(settings.get("split_seed"), int) and not isinstance(settings["split_seed"], bool):
-            settings = {**settings, "split_seed": [settings["split_seed"]]}  # one seed, checked as a list
-        super().check_settings(settings, where)
-        if "split_seed" in settings and len(settings["split_seed"]) != 1:
-            raise HetbenchError(f"{where}: 'split_seed' must be one non-negative integer")
+        split_seed = settings.get("split_seed", 0)
+        if isinstance(split_seed, bool) or not isinstance(split_seed, int) or split_seed < 0:
+            raise HetbenchError(f"{where}: 'split_seed' must be a non-negative integer (got {split_seed!r})")
+        super().check_settings({k: v for k, v in settings.items() if k != "split_seed"}, where)
         if not 0 < settings["test_fraction"] < 1:
             raise HetbenchError(f"{where}: 'test_fraction' must be in (0, 1)")
         if len(settings["alphas"]) < 2:
@@ -97,7 +96,7 @@ class LabelSkewRunner(Runner):
         config = dataclasses.replace(train_config(dict(settings["train"]), "train"), device=ctx.device)
         central = dataclasses.replace(config, **settings.get("central", {}))
         alphas = [float(a) for a in settings["alphas"]]
-        fixed = settings.get("split_seed")
+        fixed = [settings["split_seed"]] if "split_seed" in settings else None
         table = load_table(settings["source"])
         name = settings["source"].split(":")[-1].replace("/", "-")
         splits: dict[tuple[float, int], Path] = {}
@@ -137,8 +136,7 @@ class LabelSkewRunner(Runner):
             },
             axes={"accuracy_vs_alpha": Axes("Dirichlet alpha (label skew grows to the right)", "FedAvg accuracy (%)",
                                             log_x=True, reverse_x=True),
-                  "relative_accuracy": Axes("Dirichlet alpha", "FedAvg / centralised accuracy", log_x=True,
-                                            reverse_x=True)},
+                  "relative_accuracy": Axes("", "FedAvg / centralised accuracy")},
             facts={"source": settings["source"], "clients": settings["clients"], "seeds": list(ctx.seeds),
                    "split_seed": fixed[0] if fixed else "the run's seed",
                    "test_examples": sorted(test_rows)[0] if len(test_rows) == 1 else sorted(test_rows),
