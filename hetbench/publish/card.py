@@ -1,30 +1,138 @@
-"""The dataset card (``README.md``) of a built split: Hugging Face YAML front matter + summary."""
+"""The dataset card (``README.md``) of a built split, made with ``huggingface_hub``'s ``DatasetCard``.
+
+The YAML front matter is a :class:`huggingface_hub.DatasetCardData`: ``pretty_name``, ``license``
+(with ``license_name`` and ``license_link`` when it is ``other``; :mod:`hetbench.publish.attribution`),
+``task_categories``, ``size_categories`` (the Hub's bucket of the row count, :func:`size_category`),
+``tags`` (``federated-learning``, ``hetbench`` and the heterogeneity the method makes,
+:mod:`hetbench.publish.citations`), the ``configs`` whose ``data_files`` tell ``load_dataset`` which
+shards make each split, and ``dataset_info.features``. :func:`check_card_metadata` applies the Hub's
+rules for these fields offline. The body summarises the recipe and the heterogeneity, shows how to
+load one client (``datasets``, hetbench, Flower Datasets), credits the data and cites the papers.
+"""
 
 from __future__ import annotations
 
+import re
 from typing import Any, Mapping
 
-import yaml
+from hetbench.publish.attribution import HUB_LICENSES, LICENCE_LINK, card_licence
+from hetbench.publish.citations import citations, method_info
+
+#: the Hub's ``size_categories`` buckets: (upper bound of the row count, exclusive; bucket)
+SIZE_BUCKETS = (
+    (1_000, "n<1K"), (10_000, "1K<n<10K"), (100_000, "10K<n<100K"), (1_000_000, "100K<n<1M"),
+    (10_000_000, "1M<n<10M"), (100_000_000, "10M<n<100M"), (1_000_000_000, "100M<n<1B"),
+    (10_000_000_000, "1B<n<10B"), (100_000_000_000, "10B<n<100B"), (1_000_000_000_000, "100B<n<1T"),
+)
+#: Hub task categories a hetbench card may declare
+TASK_CATEGORIES = frozenset({"image-classification", "tabular-classification", "text-classification",
+                             "audio-classification", "tabular-regression", "other"})
+_LICENSE_NAME = re.compile(r"^[a-z0-9][a-z0-9.-]*$")
 
 
-def front_matter(
-    splits: list[str], features_yaml: list[dict], license: str, task: str, pretty_name: str, file_tag: str
-) -> str:
-    meta = {
-        "pretty_name": pretty_name,
-        "license": license,
-        "task_categories": [task],
-        "tags": ["federated-learning", "hetbench", "non-iid"],
-        "configs": [
+def size_category(num_rows: int) -> str:
+    """The Hub's ``size_categories`` bucket of a data set of ``num_rows`` rows.
+
+    Examples
+    --------
+    >>> from hetbench.publish.card import size_category
+    >>> size_category(999), size_category(1_797), size_category(1_000_000)
+    ('n<1K', '1K<n<10K', '1M<n<10M')
+    """
+    for bound, name in SIZE_BUCKETS:
+        if num_rows < bound:
+            return name
+    return "n>1T"
+
+
+def check_card_metadata(meta: Mapping[str, Any]) -> list[str]:
+    """What a card's metadata breaks of the Hub's rules for the fields hetbench writes (offline;
+    ``DatasetCard.validate`` asks the Hub over the network): one message per problem.
+
+    Examples
+    --------
+    >>> from hetbench.publish.card import check_card_metadata
+    >>> configs = [{"config_name": "default", "data_files": [{"split": "train", "path": "data/*.parquet"}]}]
+    >>> check_card_metadata({"license": "other", "size_categories": ["1K<n<10K"], "configs": configs})
+    ['license is other but license_name is missing', 'license is other but license_link is missing']
+    """
+    problems = []
+    licenses = meta.get("license")
+    for lic in [licenses] if isinstance(licenses, str) else list(licenses or []):
+        if lic not in HUB_LICENSES:
+            problems.append(f"license '{lic}' is not a Hub licence id")
+    if licenses == "other" or (isinstance(licenses, list) and "other" in licenses):
+        for key in ("license_name", "license_link"):
+            if not meta.get(key):
+                problems.append(f"license is other but {key} is missing")
+        name = meta.get("license_name")
+        if name and not _LICENSE_NAME.match(str(name)):
+            problems.append(f"license_name '{name}' is not lowercase [a-z0-9.-]")
+    buckets = {b for _, b in SIZE_BUCKETS} | {"n>1T", "other"}
+    for b in meta.get("size_categories") or []:
+        if b not in buckets:
+            problems.append(f"size_categories '{b}' is not a Hub bucket")
+    for t in meta.get("task_categories") or []:
+        if t not in TASK_CATEGORIES:
+            problems.append(f"task_categories '{t}' is not a Hub task category")
+    configs = meta.get("configs")
+    if not isinstance(configs, list) or not configs or not configs[0].get("data_files"):
+        problems.append("configs with data_files are missing")
+    return problems
+
+
+def card_data(
+    splits: list[str], features_yaml: list[dict], license: str | None, task: str, pretty_name: str,
+    file_tag: str, *, source: str | None = None, method: str | None = None, num_rows: int = 0,
+):
+    """The card's metadata as a :class:`huggingface_hub.DatasetCardData`.
+
+    Parameters
+    ----------
+    splits : list of str
+        Output splits, each loaded from ``data/<split>-<file_tag>-*.parquet``.
+    features_yaml : list of dict
+        ``datasets.Features._to_yaml_list()`` of the output features.
+    license : str
+        The source table's licence (a source hetbench ships uses its own, see
+        :func:`hetbench.publish.attribution.card_licence`).
+    task, pretty_name, file_tag : str
+        Hub task category, display name, first 12 hex digits of the split fingerprint.
+    source, method : str, optional
+        The source data set and the recipe's partition method.
+    num_rows : int
+        Rows over all splits (``size_categories``).
+
+    Examples
+    --------
+    >>> from hetbench.publish.card import card_data
+    >>> d = card_data(["train"], [], "cc-by-4.0", "image-classification", "demo", "0123456789ab",
+    ...               source="builtin:digits", method="dirichlet", num_rows=1797)
+    >>> d.license, d.size_categories, d.tags
+    ('cc-by-4.0', ['1K<n<10K'], ['federated-learning', 'hetbench', 'non-iid', 'label-skew'])
+    """
+    from huggingface_hub import DatasetCardData
+
+    lic = card_licence(source, license)
+    kind = method_info(method or "").kind
+    tags = ["federated-learning", "hetbench"] + (["non-iid"] if kind != "iid" else []) + ([kind] if kind else [])
+    other = {"license_name": lic.license_name, "license_link": LICENCE_LINK} if lic.license == "other" else {}
+    return DatasetCardData(
+        pretty_name=pretty_name,
+        license=lic.license,
+        **other,
+        task_categories=[task],
+        size_categories=[size_category(num_rows)],
+        tags=tags,
+        configs=[
             {
                 "config_name": "default",
                 "default": True,
                 "data_files": [{"split": s, "path": f"data/{s}-{file_tag}-*.parquet"} for s in splits],
             }
         ],
-        "dataset_info": {"features": features_yaml},
-    }
-    return "---\n" + yaml.safe_dump(meta, sort_keys=False, allow_unicode=True) + "---\n"
+        dataset_info={"features": features_yaml},
+    )
 
 
 def _recipe_lines(recipe: Mapping[str, Any]) -> list[str]:
@@ -54,7 +162,105 @@ def render_card(
     task: str,
     file_tag: str,
 ) -> str:
+    """The whole ``README.md``: :func:`card_data` as YAML front matter, then the Markdown body.
+
+    Raises :class:`ValueError` if the metadata breaks a Hub rule (:func:`check_card_metadata`).
+    """
+    from huggingface_hub import DatasetCard
+
     splits = list(manifest["splits"])
+    method = str(recipe["partition"]["method"])
+    lic = card_licence(source.get("dataset"), license)
+    data = card_data(
+        splits, features_yaml, license, task, name, file_tag, source=source.get("dataset"), method=method,
+        num_rows=sum(int(v["num_rows"]) for v in manifest["splits"].values()),
+    )
+    problems = check_card_metadata(data.to_dict())
+    if problems:
+        raise ValueError("dataset card metadata: " + "; ".join(problems))
+    body = _body(name, description, source, recipe, report, manifest, plots, lic, method)
+    card = DatasetCard("---\n" + data.to_yaml() + "\n---\n" + body)
+    return str(card)
+
+
+def _use_section(manifest: Mapping[str, Any], recipe: Mapping[str, Any]) -> str:
+    has_test = "test" in manifest["splits"]
+    shared_test = recipe.get("test_split") in ("global", "heldout")
+    if has_test and shared_test:
+        test_line = '\ntest = fds.load_split("test")       # the shared test rows (client_id = -1)'
+    elif has_test:
+        test_line = ('\n# test rows carry their client\'s id here: add "test": HetbenchPartitioner() to partitioners,'
+                     '\n# then fds.load_partition(3, "test")')
+    else:
+        test_line = ""
+    return f"""## Use
+
+```python
+from datasets import load_dataset
+
+ds = load_dataset("<this folder or hub id>")
+
+# rows are sorted by client_id (ascending), so a client is one contiguous range
+import numpy as np
+cids = np.asarray(ds["train"].with_format("arrow")["client_id"])
+lo, hi = np.searchsorted(cids, [7, 8])
+client_7 = ds["train"].select(range(lo, hi))
+
+# or, with hetbench installed: every client at once, zero-copy
+from hetbench.clients import ClientPartitions
+clients = ClientPartitions.from_dataset(ds["train"])
+client_7 = clients.load_partition(7)      # client_id 7, a datasets.Dataset; clients.table(7) gives Arrow
+```
+
+With [Flower Datasets](https://flower.ai/docs/datasets/) (`pip install hetbench[flower]`):
+
+```python
+from flwr_datasets import FederatedDataset
+from hetbench.flower import HetbenchPartitioner
+fds = FederatedDataset(dataset="<this folder or hub id>", partitioners={{"train": HetbenchPartitioner()}})
+client_3 = fds.load_partition(3)    # hetbench client_id 3{test_line}
+```
+
+Reading one client straight from the parquet shards (a local copy or the hub's files) reads only
+its row groups: every row group holds whole clients (a very large client is cut into row groups of
+its own), and the `client_id` statistics of each row group tell the reader which clients it holds:
+
+```python
+import glob
+import pyarrow.parquet as pq
+client_7 = pq.read_table(sorted(glob.glob("data/train-*.parquet")), filters=[("client_id", "==", 7)])
+```
+"""
+
+
+def _licence_section(lic, name: str) -> str:
+    lines = [f"## Licence and attribution", ""]
+    shown = f"`{lic.license}`" + (f" (`{lic.license_name}`)" if lic.license_name else "")
+    lines.append(f"Licence of the data of {name}: {shown}. {lic.note}".rstrip())
+    if lic.credits:
+        lines += ["", "The data comes from:", ""]
+        lines += [c if c.startswith("  - ") else f"- {c}" for c in lic.credits]
+    lines += ["", "The split itself (the assignment of rows to clients, the manifest and the report) is made "
+              "by hetbench: cite it and the papers below."]
+    return "\n".join(lines) + "\n"
+
+
+_WORDS = {2: "two", 3: "three", 4: "four"}
+
+
+def _citation_section(method: str, lic) -> str:
+    entries = citations(method)
+    papers = entries[:-1]
+    intro = ("The partition method (`" + method + "`) comes from the first "
+             + ("entry" if len(papers) == 1 else f"{_WORDS.get(len(papers), len(papers))} entries") + " below; "
+             if papers else f"hetbench registers no paper for the method `{method}`; ")
+    intro += "the data's own papers follow, then hetbench." if lic.bibtex else "hetbench is last."
+    bib = "\n\n".join(papers + list(lic.bibtex) + entries[-1:])
+    return f"## Citation\n\n{intro}\n\n```bibtex\n{bib}\n```\n"
+
+
+
+def _body(name, description, source, recipe, report, manifest, plots, lic, method) -> str:
     st = report["size_stats"]
     cpc = report["classes_per_client_stats"]
     rows = "\n".join(
@@ -68,7 +274,7 @@ def render_card(
         else "none"
     )
     plot_md = "\n\n".join(f"![{p.split('/')[-1][:-4].replace('_', ' ')}]({p})" for p in plots)
-    body = f"""
+    return f"""
 # {name}
 
 A federated split built by hetbench from {description}
@@ -107,27 +313,6 @@ counts, rows per split) are in `{report.get('clients_file', 'report/clients.parq
 
 {plot_md}
 
-## Use
-
-```python
-from datasets import load_dataset
-
-ds = load_dataset("path/or/hub-id/of/this/dataset")
-
-# rows are grouped by client_id (ascending), so a client is one contiguous range
-import numpy as np
-cids = np.asarray(ds["train"].with_format("arrow")["client_id"])
-lo, hi = np.searchsorted(cids, [7, 8])
-client_7 = ds["train"].select(range(lo, hi))
-
-# or, with hetbench installed: every client at once, zero-copy
-from hetbench.clients import ClientPartitions
-clients = ClientPartitions.from_dataset(ds["train"])
-client_7 = clients.load_partition(7)      # the rows with client_id 7 (a Dataset); clients.table(7) gives Arrow
-```
-
-With Flower Datasets: `NaturalIdPartitioner(partition_by="client_id")`.
-
-Licence of the data: `{license}` (that of the source data set).
-"""
-    return front_matter(splits, features_yaml, license, task, name, file_tag) + body
+{_use_section(manifest, recipe)}
+{_licence_section(lic, name)}
+{_citation_section(method, lic)}"""
