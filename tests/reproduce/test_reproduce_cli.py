@@ -144,3 +144,10 @@ def test_label_skew_quick(tmp_path):
     runs = sorted(p.name for p in (done.out / "runs" / "hsu-label-skew").rglob("*.json"))
     assert runs.count("fedavg-s0.json") == 5 and runs.count("central-s0.json") == 1
     assert claim["facts"]["test_examples"] == 1000
+
+
+def test_seeds_option_replaces_the_quick_seeds(run_cli, tmp_path):
+    code, _, err = run_cli("reproduce", "--claims", "dapperfl-footprint", "--seeds", "3", "--out", tmp_path / "o", "-q")
+    assert code == 0, err
+    doc = json.loads((tmp_path / "o" / "claims.json").read_text())
+    assert doc["claims"][0]["seeds"] == [3] and doc["claims"][0]["facts"]["seed"] == 3
