@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from hetbench.reproduce.criteria import Measurement, evaluate
+from hetbench.reproduce.criteria import Measurement, combine, evaluate
 
 
 def test_unknown_claim_lists_the_valid_ones_exit_2(run_cli, tmp_path):
@@ -151,3 +151,29 @@ def test_seeds_option_replaces_the_quick_seeds(run_cli, tmp_path):
     assert code == 0, err
     doc = json.loads((tmp_path / "o" / "claims.json").read_text())
     assert doc["claims"][0]["seeds"] == [3] and doc["claims"][0]["facts"]["seed"] == 3
+
+
+def test_inaturalist_files_present_are_compared_with_tff(run_cli, tmp_path):
+    """Small stand-ins for the iNaturalist 2017 files: the exact-count check runs (and cannot match TFF's
+    counts), the slope check on a table this small is not run, with the reason."""
+    import numpy as np
+
+    rng = np.random.default_rng(1)
+    n = 3000
+    images = [{"id": i, "file_name": f"train_val_images/x/{i}.jpg"} for i in range(n)]
+    ann = {"images": images, "annotations": [{"image_id": i, "category_id": int(i % 5)} for i in range(n)]}
+    loc = [{"id": i, "lat": float(a), "lon": float(b), "user_id": i % 40}
+           for i, (a, b) in enumerate(zip(rng.uniform(-50, 60, n), rng.uniform(-170, 170, n)))]
+    (tmp_path / "train2017.json").write_text(json.dumps(ann))
+    (tmp_path / "train2017_locations.json").write_text(json.dumps(loc))
+    out = tmp_path / "o"
+    code, _, err = run_cli("reproduce", "--claims", "hsu-geo-clients", "--out", out, "-q", "--metadata",
+                           f"inat2017:{tmp_path}/train2017.json+{tmp_path}/train2017_locations.json")
+    assert code == 0, err
+    claim = json.loads((out / "claims.json").read_text())["claims"][0]
+    checks = {c["measure"]: c for c in claim["checks"]}
+    inat = checks["inaturalist"]
+    assert [p["published"] for p in inat["measurement"]["points"]] == [3607, 1209, 369, 136, 39, 12]
+    assert inat["verdict"] in ("not reproduced", "partially reproduced") and inat["numbers"]["within"] < 6
+    assert checks["metadata"]["verdict"] == "not run" and "3,000 rows" in checks["metadata"]["reason"]
+    assert claim["verdict"] == combine([c["verdict"] for c in claim["checks"]])
