@@ -9,6 +9,8 @@
 
 from __future__ import annotations
 
+import io
+
 import numpy as np
 
 from hetbench.errors import HetbenchError
@@ -139,8 +141,52 @@ def relabel_by_size(labels: np.ndarray, k: int) -> np.ndarray:
     return perm
 
 
+class _VerboseLines(io.TextIOBase):
+    """A stdout for scikit-learn's verbose Lloyd fit: each ``Iteration i, inertia v.`` line advances ``bar``;
+    every other line is dropped."""
+
+    def __init__(self, bar) -> None:
+        self._bar, self._buf = bar, ""
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, text: str) -> int:
+        self._buf += text
+        *lines, self._buf = self._buf.split("\n")
+        for line in lines:
+            if line.startswith("Iteration "):
+                inertia = line.rpartition("inertia ")[2].rstrip(".")
+                self._bar.update(advance=1, status=f"inertia {float(inertia):.4g}" if _is_float(inertia) else None)
+        return len(text)
+
+
+def _is_float(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+def _reporting_minibatch():
+    """``MiniBatchKMeans`` that calls ``self._on_step(batch inertia)`` after every step (the same fit)."""
+    from sklearn.cluster import MiniBatchKMeans
+
+    class ReportingMiniBatchKMeans(MiniBatchKMeans):
+        _on_step = None
+
+        def _mini_batch_convergence(self, step, n_steps, n_samples, centers_squared_diff, batch_inertia):
+            stop = super()._mini_batch_convergence(step, n_steps, n_samples, centers_squared_diff, batch_inertia)
+            if self._on_step is not None:
+                self._on_step(float(batch_inertia) / self._batch_size)
+            return stop
+
+    return ReportingMiniBatchKMeans
+
+
 def kmeans(
-    x: np.ndarray, k: int, seed: int, method: str = "auto"
+    x: np.ndarray, k: int, seed: int, method: str = "auto", quiet: bool | None = None
 ) -> tuple[np.ndarray, np.ndarray, float]:
     """Seeded K-means: (labels int64, centers float32 (k, d), inertia float).
 
@@ -149,6 +195,21 @@ def kmeans(
     20,000 points. Either way the result ends with one exact assignment pass over all points, so
     labels and inertia are exact for the returned centres, and clusters are renumbered by size
     (largest first, ties by smallest member index). No standardisation is done here.
+
+    Unless ``quiet`` (None: as :func:`hetbench.progress.show_progress` says), a progress bar counts
+    Lloyd iterations or mini-batch steps up to scikit-learn's cap (300 iterations; 100 epochs of
+    mini-batches) and shows the latest inertia; it completes when the fit converges earlier. The bar
+    only reads what the fit reports (Lloyd's verbose lines, the mini-batch convergence check), so
+    the clustering is the same with or without it.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from hetbench.clustering import kmeans
+    >>> x = np.array([[0.0], [0.1], [5.0], [5.2], [5.1]], np.float32)
+    >>> labels, centers, inertia = kmeans(x, 2, seed=0)
+    >>> labels.tolist(), [round(float(c), 2) for c in centers.ravel()]
+    ([1, 1, 0, 0, 0], [5.1, 0.05])
     """
     from sklearn.cluster import KMeans, MiniBatchKMeans
 
@@ -170,20 +231,38 @@ def kmeans(
         method = "minibatch" if n > MINIBATCH_THRESHOLD else "lloyd"
     import warnings
 
+    from hetbench.progress import is_quiet, progress_bar
+
+    shown = not is_quiet(quiet)
     with warnings.catch_warnings():
         # fewer distinct points than k: sklearn warns and returns duplicate centres; that is fine
         warnings.simplefilter("ignore")
         if method == "minibatch":
-            model = MiniBatchKMeans(
+            batch = min(MINIBATCH_BATCH_SIZE, n)
+            model = (_reporting_minibatch() if shown else MiniBatchKMeans)(
                 n_clusters=k,
                 init="k-means++",
                 n_init=MINIBATCH_N_INIT,
-                batch_size=min(MINIBATCH_BATCH_SIZE, n),
+                batch_size=batch,
                 random_state=seed,
             )
+            cap, unit = (model.max_iter * n) // batch, "step"
         else:
-            model = KMeans(n_clusters=k, init="k-means++", n_init=1, algorithm="lloyd", random_state=seed)
-        model.fit(x)
+            model = KMeans(n_clusters=k, init="k-means++", n_init=1, algorithm="lloyd", random_state=seed,
+                           verbose=int(shown))
+            cap, unit = model.max_iter, "iteration"
+        with progress_bar(f"k-means: {k} clusters ({method})", cap, quiet=not shown, unit=unit) as bar:
+            if shown and method == "minibatch":
+                model._on_step = lambda inertia: bar.update(advance=1, status=f"batch inertia {inertia:.4g}")
+                model.fit(x)
+            elif shown:
+                import contextlib
+
+                with contextlib.redirect_stdout(_VerboseLines(bar)):  # Lloyd reports each iteration in print()
+                    model.fit(x)
+            else:
+                model.fit(x)
+            bar.finish()  # converged before the cap: the bar ends full
     centers = np.asarray(model.cluster_centers_, dtype=np.float32)
     labels, inertia = assign_to_centers(x, centers)
     perm = relabel_by_size(labels, k)

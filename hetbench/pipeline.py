@@ -94,7 +94,10 @@ def make_split(
 
         table = load_table(source, label_col, id_col)  # the input first: a bad input is reported as such
     out = check_out_dir(out, overwrite)
-    split = build_split(table, partitioner, seed, test_split, test_fraction, allow_empty=allow_empty)
+    from hetbench.progress import show_progress
+
+    with show_progress(not quiet):  # a partitioner's long steps (embedding, K-means) show their bars
+        split = build_split(table, partitioner, seed, test_split, test_fraction, allow_empty=allow_empty)
     extra_report, extra_plots = extras(split) if extras is not None else (None, None)
     report = publish_split(
         split, out, name=name or out.name, overwrite=overwrite, quiet=quiet,

@@ -44,7 +44,7 @@ def onnx_runner(path: str, output: str | None = None):
     return run
 
 
-def embed_onnx(table, split: str, arg: str, layer: str | None = None, quiet: bool = True) -> np.ndarray:
+def embed_onnx(table, split: str, arg: str, layer: str | None = None, quiet: bool | None = True) -> np.ndarray:
     """``onnx:PATH``: the ONNX model's (n, d) embedding of ``split``.
 
     Parameters
@@ -57,8 +57,9 @@ def embed_onnx(table, split: str, arg: str, layer: str | None = None, quiet: boo
         ``PATH``, the ``.onnx`` file.
     layer : str, optional
         The model output that is the embedding (default: the first output).
-    quiet : bool
-        No progress bar.
+    quiet : bool or None
+        No progress bar (one over the images, with an ETA); None: as the enclosing
+        :func:`hetbench.progress.show_progress` says.
 
     Examples
     --------

@@ -100,15 +100,19 @@ def _deterministic(seed: int) -> Iterator[None]:
         torch.set_rng_state(rng_state)
 
 
-def _decode(ds) -> np.ndarray:
-    """Every image of ``ds`` as a (n, 3, 32, 32) float32 array in [0, 1]."""
+def _decode(ds, quiet: bool | None = True) -> np.ndarray:
+    """Every image of ``ds`` as a (n, 3, 32, 32) float32 array in [0, 1] (a progress bar unless ``quiet``)."""
+    from hetbench.progress import progress_bar
+
     out = np.empty((len(ds), 3, SIDE, SIDE), dtype=np.float32)
     i = 0
-    for batch in iter_images(ds):
-        for im in batch:
-            small = resize(im, SIDE)
-            out[i] = small.transpose(2, 0, 1).astype(np.float32) / 255.0
-            i += 1
+    with progress_bar(f"task embedder: decoding {len(ds):,} images", len(ds), quiet) as bar:
+        for batch in iter_images(ds):
+            for im in batch:
+                small = resize(im, SIDE)
+                out[i] = small.transpose(2, 0, 1).astype(np.float32) / 255.0
+                i += 1
+            bar.update(advance=len(batch))
     if i != len(ds):  # pragma: no cover - iter_images yields every row
         raise HetbenchError(f"decoded {i} images for {len(ds)} rows")
     return out
@@ -120,7 +124,7 @@ def task_embeddings(
     epochs: int = 3,
     seed: int = 0,
     batch_size: int = 64,
-    quiet: bool = True,
+    quiet: bool | None = True,
 ) -> np.ndarray:
     """The (n, 128) float32 penultimate-layer embedding of a SmallCNN trained on ``split``'s labels.
 
@@ -136,8 +140,9 @@ def task_embeddings(
         Seed of the weights and the shuffling; the result is deterministic on CPU.
     batch_size : int
         Training batch size.
-    quiet : bool
-        No progress bars.
+    quiet : bool or None
+        No progress bars (decoding, training with the epoch's loss, embedding); None: as the enclosing
+        :func:`hetbench.progress.show_progress` says.
 
     Raises
     ------
@@ -182,19 +187,21 @@ def task_embeddings(
 
     from hetbench.progress import progress_bar
 
-    x_all = torch.from_numpy(_decode(ds))
+    x_all = torch.from_numpy(_decode(ds, quiet))
     y_all = torch.from_numpy(labels)
     rng = np.random.default_rng(seed)
     n_batches = -(-train_idx.size // batch_size)
+    step = max(batch_size, 256)
 
     with _deterministic(seed):
         model = SmallCNN(num_classes)
         optimiser = torch.optim.Adam(model.parameters(), lr=LR)
         loss_fn = nn.CrossEntropyLoss()
         model.train()
-        for epoch in range(epochs):
-            order = train_idx[rng.permutation(train_idx.size)]
-            with progress_bar(f"task embedder: epoch {epoch + 1}/{epochs}", n_batches, quiet) as bar:
+        with progress_bar("task embedder: training", epochs * n_batches, quiet, unit="batch") as bar:
+            for epoch in range(epochs):
+                order = train_idx[rng.permutation(train_idx.size)]
+                seen = loss_sum = 0.0  # the epoch's mean training loss so far, for the bar
                 for start in range(0, order.size, batch_size):
                     idx = torch.from_numpy(order[start : start + batch_size])
                     if idx.numel() < 2 and order.size >= 2:
@@ -207,18 +214,21 @@ def task_embeddings(
                     loss.backward()
                     optimiser.step()
                     model.train()
-                    bar.update(advance=1)
+                    seen, loss_sum = seen + idx.numel(), loss_sum + float(loss.detach()) * idx.numel()
+                    bar.update(advance=1, status=f"epoch {epoch + 1}/{epochs}  loss {loss_sum / seen:.3f}")
 
         model.eval()
         chunks = []
-        with torch.no_grad():
-            for start in range(0, x_all.shape[0], max(batch_size, 256)):
-                chunks.append(model.features(x_all[start : start + max(batch_size, 256)]))
+        with torch.no_grad(), progress_bar(f"task embedder: embedding {x_all.shape[0]:,} images",
+                                           int(x_all.shape[0]), quiet) as bar:
+            for start in range(0, x_all.shape[0], step):
+                chunks.append(model.features(x_all[start : start + step]))
+                bar.update(advance=int(chunks[-1].shape[0]))
     emb = torch.cat(chunks).numpy().astype(np.float32, copy=False)
     return np.ascontiguousarray(emb)
 
 
-def embed_task(table, split: str, arg: str = "", quiet: bool = True) -> np.ndarray:
+def embed_task(table, split: str, arg: str = "", quiet: bool | None = True) -> np.ndarray:
     """``task`` / ``task:EPOCHS``: :func:`task_embeddings` with ``EPOCHS`` training epochs (default 3).
 
     Parameters

@@ -75,7 +75,7 @@ def load_torch(spec: str, layer: str | None = None):
     return model, captured
 
 
-def embed_torch(table, split: str, spec: str, layer: str | None = None, quiet: bool = True) -> np.ndarray:
+def embed_torch(table, split: str, spec: str, layer: str | None = None, quiet: bool | None = True) -> np.ndarray:
     """``torchscript:PATH`` or ``torch:MODULE:FACTORY``: the model's (n, d) embedding of ``split``.
 
     Parameters
@@ -89,8 +89,9 @@ def embed_torch(table, split: str, spec: str, layer: str | None = None, quiet: b
     layer : str, optional
         With ``torch:MODULE:FACTORY``: the named module whose output is the embedding (default: the
         input of the last ``nn.Linear``).
-    quiet : bool
-        No progress bar.
+    quiet : bool or None
+        No progress bar (one over the images, with an ETA); None: as the enclosing
+        :func:`hetbench.progress.show_progress` says.
 
     References
     ----------

@@ -36,7 +36,8 @@ from hetbench.partitioners.dirichlet import SCHEMES, DirichletPartitioner
 
 
 def embed_rows(table, split: str, spec: str, layer: str | None = None, cache_dir=None, engine=None) -> np.ndarray:
-    """One embedding row per row of ``split`` (:func:`hetbench.embed.embed_table`, no progress bar).
+    """One embedding row per row of ``split`` (:func:`hetbench.embed.embed_table`; its progress bars show inside
+    :func:`hetbench.progress.show_progress`).
 
     Parameters
     ----------
@@ -65,7 +66,8 @@ def embed_rows(table, split: str, spec: str, layer: str | None = None, cache_dir
     n = table.num_rows(split)
     x = load_cached(cache_dir, table, split, spec, layer)
     if x is None:
-        x = np.asarray(embed_table(table, split, spec, layer=layer, engine=engine), dtype=np.float32)
+        # quiet=None: the embedder's bars show when the command's do (hetbench.progress.show_progress)
+        x = np.asarray(embed_table(table, split, spec, layer=layer, engine=engine, quiet=None), dtype=np.float32)
     if x.ndim != 2 or x.shape[0] != n:
         raise HetbenchError(f"embedder '{spec}' gave an array of shape {x.shape} for {n} rows of split '{split}'")
     return x

@@ -408,17 +408,19 @@ class _Plan:
                 print(f"{head}: {shown}", file=sys.stderr)
 
     def _train(self, job: _Job, algorithm, central_acc: float | None) -> dict:
-        from hetbench.progress import progress_bar
+        from hetbench.progress import progress_bar, train_status
         from hetbench.train.simulation import run_training
 
         label = " ".join(x for x in (algorithm.name, job.groups.tag, f"s{job.seed}") if x)
         done = [0]
+        latest: dict = {}  # the last training loss and the last evaluation's accuracy, for the bar's text
 
         def advance(r: int, summary: dict) -> None:
-            bar.update(advance=r - done[0])  # a resumed run starts past round 1
+            latest.update((k, summary[k]) for k in ("train_loss", "accuracy") if summary.get(k) is not None)
+            bar.update(advance=r - done[0], status=train_status(latest))  # a resumed run starts past round 1
             done[0] = r
 
-        with progress_bar(label, job.config.rounds, quiet=self.quiet) as bar:
+        with progress_bar(label, job.config.rounds, quiet=self.quiet, unit="round") as bar:
             if self.engine == "flower":
                 from hetbench.flower.job import FlowerJob
                 from hetbench.flower.simulation import run_flower_simulation

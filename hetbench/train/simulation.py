@@ -61,7 +61,8 @@ def run_training(
     central_accuracy : float, optional
         The centralised run's final accuracy, for ``relative_accuracy``.
     on_round : callable, optional
-        ``on_round(round, summary)`` after every round (summary empty when the round was not evaluated).
+        ``on_round(round, summary)`` after every round: the evaluation's summary (empty when the round was not
+        evaluated) with ``train_loss``, the round's mean client training loss.
     return_state : bool
         Also return the final :class:`RunState`.
     checkpoint : Path, optional
@@ -129,8 +130,8 @@ def run_training(
             if every and r % int(every) == 0:
                 save_checkpoint(checkpoint, identity, r, run, algorithm, history,
                                 {"train_s": t_train, "eval_s": t_eval, "wall_s": spent["wall_s"] + elapsed(t_start)})
-            if on_round is not None:
-                on_round(r, summary)
+            if on_round is not None:  # the round's mean client loss too, for the progress bar (not the history's dict)
+                on_round(r, {**summary, "train_loss": history.train_loss[-1]})
     finally:
         pool.close()
     ws.flat.load(run.global_params, run.global_buffers)
