@@ -178,7 +178,7 @@ class _Bar:
 def _progress():
     """A rich Progress with hetbench's columns, drawing on stderr."""
     from rich.console import Console
-    from rich.progress import BarColumn, Progress, ProgressColumn, TextColumn, TimeElapsedColumn
+    from rich.progress import BarColumn, Progress, ProgressColumn, TextColumn
     from rich.table import Column
     from rich.text import Text
 
@@ -188,9 +188,24 @@ def _progress():
     def shrinks() -> Column:
         return Column(no_wrap=True, overflow="ellipsis")
 
+    console = Console(stderr=True)
+    if not console.is_terminal:  # a log file or a pipe gets each bar's final line, whole
+        console = Console(stderr=True, width=LOG_WIDTH)
+    gap = "" if console.width < 100 else " "  # with the table's own space: two spaces between the texts when room
+
     class Count(ProgressColumn):
         def render(self, task) -> Text:
-            return Text(count_text(task.completed, task.total, task.fields.get("unit", "")), style="progress.download")
+            return Text(gap + count_text(task.completed, task.total, task.fields.get("unit", "")),
+                        style="progress.download")
+
+    class Status(ProgressColumn):
+        def render(self, task) -> Text:
+            status = task.fields.get("status", "")
+            return Text(gap + status if status else "")
+
+    class Elapsed(ProgressColumn):
+        def render(self, task) -> Text:
+            return Text(gap + format_duration(int(task.elapsed or 0)), style="progress.elapsed")
 
     class Eta(ProgressColumn):
         max_refresh = 0.5  # a steady ETA, not one that flickers with every step
@@ -199,17 +214,14 @@ def _progress():
             if task.finished:
                 return Text("")
             left = eta_seconds(task.total, task.completed, task.elapsed, task.speed)
-            return Text(f"eta {format_duration(left)}", style="progress.remaining")
+            return Text(f"{gap}eta {format_duration(left)}", style="progress.remaining")
 
-    console = Console(stderr=True)
-    if not console.is_terminal:  # a log file or a pipe gets each bar's final line, whole
-        console = Console(stderr=True, width=LOG_WIDTH)
     return Progress(
         TextColumn("[bold]{task.description}", table_column=shrinks()),
         BarColumn(bar_width=max(8, min(BAR_WIDTH, console.width - 80))),
         Count(table_column=fixed()),
-        TextColumn("{task.fields[status]}", table_column=shrinks()),
-        TimeElapsedColumn(table_column=fixed()),
+        Status(table_column=shrinks()),
+        Elapsed(table_column=fixed()),
         Eta(table_column=fixed()),
         console=console,
         transient=False,
