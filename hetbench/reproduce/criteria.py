@@ -145,8 +145,8 @@ def _monotone(m: Measurement, p: Mapping[str, Any], sign: int) -> CheckResult:
         return CheckResult(PARTIAL, f"the {word} over {span} is {effect:.4g} (>= {min_effect:g}) but "
                                     f"{len(violations)} of {len(steps)} steps go the wrong way beyond the allowed noise "
                                     f"({', '.join(violations)})", numbers)
-    return CheckResult(REPRODUCED, f"every step is a {word} within tolerance and the {word} over {span} is "
-                                   f"{effect:.4g} (>= {min_effect:g})", numbers)
+    return CheckResult(REPRODUCED, f"no step goes the wrong way beyond its allowance (tolerance + noise) and the "
+                                   f"{word} over {span} is {effect:.4g} (>= {min_effect:g})", numbers)
 
 
 def monotone_decreasing(m: Measurement, p: Mapping[str, Any]) -> CheckResult:
@@ -201,13 +201,14 @@ def _beyond(m: Measurement, p: Mapping[str, Any], sign: int) -> CheckResult:
     numbers = {"value": _num(mean), "stderr": _num(se), "threshold": _num(threshold), "margin": _num(margin),
                "margin_minus_noise": _num(guarded), "min_effect": _num(min_effect)}
     side = "above" if sign > 0 else "below"
-    said = f"{mean:.4g} ± {se:.2g} (threshold {threshold:g}, margin {margin:+.4g} on the {side} side)"
+    where = side if margin >= 0 else ("below" if sign > 0 else "above")
+    said = (f"{mean:.4g} ± {se:.2g} (s.e.) is {abs(margin):.4g} {where} the threshold {threshold:g}; "
+            f"less {sigmas:g} s.e. the margin is {guarded:.4g}")
     if guarded >= min_effect and guarded > 0:
-        return CheckResult(REPRODUCED, f"{said}: beyond {sigmas:g} standard errors by at least {min_effect:g}", numbers)
+        return CheckResult(REPRODUCED, f"{said}, at least the minimum effect {min_effect:g}", numbers)
     if margin > 0:
-        return CheckResult(PARTIAL, f"{said}: on the expected side, but not by {min_effect:g} beyond {sigmas:g} "
-                                    "standard errors", numbers)
-    return CheckResult(NOT_REPRODUCED, f"{said}: not {side} it", numbers)
+        return CheckResult(PARTIAL, f"{said}, short of the minimum effect {min_effect:g}", numbers)
+    return CheckResult(NOT_REPRODUCED, f"{said}: the value is not {side} the threshold", numbers)
 
 
 def greater_than(m: Measurement, p: Mapping[str, Any]) -> CheckResult:

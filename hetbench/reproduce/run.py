@@ -80,9 +80,16 @@ def parse_seeds(seeds: str | Sequence[int] | None) -> list[int] | None:
 
 
 def _short(paper: str) -> str:
-    """``Jia, Zhang, ... NeurIPS 2024.`` -> ``Jia et al. 2024``."""
+    """``Jia, Zhang, ... NeurIPS 2024.`` -> ``Jia et al. 2024``.
+
+    Examples
+    --------
+    >>> from hetbench.reproduce.run import _short
+    >>> _short("Hsu, Qi and Brown. Measuring ... arXiv:1909.06335, 2019."), _short("Jia, Zhang. DapperFL. NeurIPS 2024.")
+    ('Hsu et al. 2019', 'Jia et al. 2024')
+    """
     first = re.split(r"[ ,.]", paper.strip(), maxsplit=1)[0]
-    years = re.findall(r"\b(19\d\d|20\d\d)\b", paper)
+    years = re.findall(r"(?<![\d.:])(19\d\d|20\d\d)(?![\d.]\d)", paper)  # not arXiv:1909.06335
     return f"{first} et al. {years[0]}" if years else first
 
 

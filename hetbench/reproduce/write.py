@@ -23,6 +23,7 @@ body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; margin: 1.
 table { border-collapse: collapse; margin: 0.4rem 0 1rem; font-size: 0.9rem; }
 th, td { border-bottom: 1px solid #ddd; padding: 0.25rem 0.6rem; text-align: left; vertical-align: top; }
 th { background: #f4f4f4; }
+td:first-child a { white-space: nowrap; }
 td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
 .verdict { font-weight: 600; padding: 0.05rem 0.45rem; border-radius: 0.3rem; color: white; white-space: nowrap; }
 .v-reproduced { background: #1a7f37; } .v-partially-reproduced { background: #b35900; }
