@@ -120,12 +120,13 @@ class LabelSkewRunner(Runner):
                 row.append(_last_k(run.doc))
                 _note(ctx, f"fedavg alpha={alpha:g} seed {seed}: {row[-1]:.2f}% ({run.path.name})")
             acc.append(row)
-        relative = []
+        relative, central_acc = [], []
         for seed, fed in zip(ctx.seeds, acc[-1]):
             key = (alphas[-1], fixed[0] if fixed else seed)
             run = sweep(splits[key], "central", seeds=[seed], config=central, out=ctx.runs, quiet=True,
                         threads=ctx.threads)[0]
-            _note(ctx, f"central seed {seed}: {_last_k(run.doc):.2f}%")
+            central_acc.append(_last_k(run.doc))
+            _note(ctx, f"central seed {seed}: {central_acc[-1]:.2f}%")
             relative.append(fed / _last_k(run.doc) if _last_k(run.doc) > 0 else 0.0)
         labels = [f"alpha={a:g}" for a in alphas]
         return RunOutput(
@@ -141,7 +142,7 @@ class LabelSkewRunner(Runner):
                    "split_seed": fixed[0] if fixed else "the run's seed",
                    "test_examples": sorted(test_rows)[0] if len(test_rows) == 1 else sorted(test_rows),
                    "train": {k: getattr(config, k) for k in TRAIN_KEYS},
-                   "central_rounds": central.rounds,
+                   "central_rounds": central.rounds, "central_accuracy": central_acc,
                    "uncertainty": f"mean ± standard error over {len(ctx.seeds)} seed(s)",
                    "metric": f"mean of the last {config.last_k} evaluations (final.last_k.accuracy)"},
         )
