@@ -15,6 +15,7 @@ from __future__ import annotations
 import re
 from typing import Any, Mapping
 
+from hetbench.errors import HetbenchError
 from hetbench.publish.attribution import HUB_LICENSES, LICENCE_LINK, card_licence
 from hetbench.publish.citations import citations, method_info
 
@@ -164,7 +165,8 @@ def render_card(
 ) -> str:
     """The whole ``README.md``: :func:`card_data` as YAML front matter, then the Markdown body.
 
-    Raises :class:`ValueError` if the metadata breaks a Hub rule (:func:`check_card_metadata`).
+    Raises :class:`~hetbench.errors.HetbenchError` if the metadata breaks a Hub rule
+    (:func:`check_card_metadata`), before anything is written.
     """
     from huggingface_hub import DatasetCard
 
@@ -177,7 +179,7 @@ def render_card(
     )
     problems = check_card_metadata(data.to_dict())
     if problems:
-        raise ValueError("dataset card metadata: " + "; ".join(problems))
+        raise HetbenchError("dataset card metadata: " + "; ".join(problems))
     body = _body(name, description, source, recipe, report, manifest, plots, lic, method)
     card = DatasetCard("---\n" + data.to_yaml() + "\n---\n" + body)
     return str(card)

@@ -261,6 +261,7 @@ def write_split(fs: FederatedSplit, split: str, features, data_dir: Path, bar, s
     num_shards = len(shards) - 1
     schema = features.arrow_schema
     sorting = [pq.SortingColumn(schema.get_field_index("client_id"))]
+    dictionary = dictionary_columns(schema)
     digest = SplitDigest(schema)
     files, shas = [], {}
     for shard in range(num_shards):
@@ -268,7 +269,7 @@ def write_split(fs: FederatedSplit, split: str, features, data_dir: Path, bar, s
         lo, hi = int(shards[shard]), int(shards[shard + 1])
         cuts = groups[(groups >= lo) & (groups <= hi)] - lo
         with HashingSink(data_dir / name) as sink:
-            with pq.ParquetWriter(sink, schema, sorting_columns=sorting) as writer:
+            with pq.ParquetWriter(sink, schema, sorting_columns=sorting, use_dictionary=dictionary) as writer:
                 batches = _digested(output_batches(fs, split, features, lo, hi), digest, bar)
                 if hi == lo:  # a split with no rows: one empty table
                     writer.write_table(next(batches))
@@ -277,6 +278,31 @@ def write_split(fs: FederatedSplit, split: str, features, data_dir: Path, bar, s
         files.append(f"data/{name}")
         shas[f"data/{name}"] = sink.hexdigest()
     return WrittenSplit(files, shas, digest.columns())
+
+
+def dictionary_columns(schema) -> list[str]:
+    """Parquet column paths worth dictionary-encoding: all but raw binary (image or audio bytes).
+
+    A dictionary of unique multi-kilobyte values is abandoned after its first megabyte, in every
+    row group: with client-sized row groups that attempt would be most of the work of writing them.
+
+    Examples
+    --------
+    >>> import pyarrow as pa
+    >>> from hetbench.publish.parquet import dictionary_columns
+    >>> image = pa.struct([("bytes", pa.binary()), ("path", pa.string())])
+    >>> dictionary_columns(pa.schema([("image", image), ("label", pa.int64()), ("client_id", pa.int32())]))
+    ['image.path', 'label', 'client_id']
+    """
+    import io
+
+    import pyarrow.parquet as pq
+
+    buf = io.BytesIO()
+    pq.write_table(schema.empty_table(), buf)
+    leaves = pq.ParquetFile(io.BytesIO(buf.getvalue())).schema
+    return [c.path for c in (leaves.column(i) for i in range(len(leaves)))
+            if not (c.physical_type == "BYTE_ARRAY" and str(c.logical_type) == "None")]
 
 
 def _digested(batches: Iterator[Any], digest: SplitDigest, bar) -> Iterator[Any]:
