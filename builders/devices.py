@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from hetbench.builders.captures import check_size, read_device_weights, rebuild_from_recipe
 from hetbench.builders.iso_isp import render_device_split
@@ -39,6 +39,7 @@ def prepare_devices(
     quiet: bool = False,
     title: str | None = None,
     engine: EngineSpec | None = None,
+    on_checked: Callable[[], None] | None = None,
 ) -> PreparedSplit:
     """Capture every scene with every emulated phone of ``profiles``; the split, not yet published.
 
@@ -82,6 +83,7 @@ def prepare_devices(
         "devices", {"profiles": profiles}, isp_of, weights, [Render(d, isp_of[d], profile=d) for d in devices],
         raw_dir, labels, size, clients, device_weights, test_fraction, seed, num_proc, crops_per_photo, crop_size,
         quiet, description, f"capturing {{n}} scenes x {len(devices)} devices", profile_set=profiles, title=title, engine=engine,
+        on_checked=on_checked,
     )
 
 
@@ -90,16 +92,12 @@ def build_devices(
 ) -> tuple[Path, dict[str, Any]]:
     """Capture (``params`` as :func:`prepare_devices`) and publish to ``out``; returns the folder and
     the report. Default folder: ``hetbench_splits/devices-<profiles>-n<clients>-s<seed>``."""
-    from hetbench.atomic import locked_out
+    from hetbench.builders.iso_isp import publish_checked
 
     if params.get("clients") is None:
         params["clients"] = 50
     tag = f"devices-{params.get('profiles', 'heteroswitch9')}-n{params['clients']}-s{params.get('seed', 0)}"
-    with locked_out(Path(out) if out else SPLITS_ROOT / tag, overwrite) as out_path:  # before any rendering
-        name = name or tag
-        prepared = prepare_devices(**params, title=name)
-        _, report = prepared.publish(out_path, name=name, overwrite=overwrite, quiet=params.get("quiet", False))
-    return out_path, report
+    return publish_checked(prepare_devices, Path(out) if out else SPLITS_ROOT / tag, name or tag, overwrite, params)
 
 
 def rebuild(manifest: dict, num_proc: int = 1):

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from hetbench.builders.captures import (
     capture_jobs,
@@ -53,6 +53,7 @@ def prepare_iso_isp(
     quiet: bool = False,
     title: str | None = None,
     engine: EngineSpec | None = None,
+    on_checked: Callable[[], None] | None = None,
 ) -> PreparedSplit:
     """Render every capture under every Table 3 variant of ``stages``; the split, not yet published.
 
@@ -80,6 +81,9 @@ def prepare_iso_isp(
     engine : EngineSpec, optional
         What renders the captures (:mod:`hetbench.engines`; None: the local worker pool). Not part
         of the recipe: the split is the same bytes whatever renders it.
+    on_checked : callable, optional
+        Called once every input is checked, before any rendering (the build checks its output
+        folder there, so a bad input is reported before an existing folder).
 
     References
     ----------
@@ -106,6 +110,7 @@ def prepare_iso_isp(
         "iso-isp", {"stages": stages}, isp_of, weights, [Render(d, isp_of[d]) for d in devices],
         raw_dir, labels, size, clients, device_weights, test_fraction, seed, num_proc, crops_per_photo, crop_size,
         quiet, description, f"rendering {{n}} captures x {len(devices)} ISP variants", title=title, engine=engine,
+        on_checked=on_checked,
     )
 
 
@@ -113,7 +118,7 @@ def render_device_split(
     method: str, family_params: dict[str, Any], isp_of: dict[str, str], weights: dict[str, float],
     renders: list[Render], raw_dir, labels, size, clients, device_weights, test_fraction, seed, num_proc,
     crops_per_photo, crop_size, quiet, description: str, progress: str, profile_set: str = "heteroswitch9",
-    title: str | None = None, engine: EngineSpec | None = None,
+    title: str | None = None, engine: EngineSpec | None = None, on_checked: Callable[[], None] | None = None,
 ) -> PreparedSplit:
     """What every device builder shares: check, render every capture for every device, record the
     build's recipe, and hand the table to the :class:`DevicePartitioner` (``deal`` allocation)."""
@@ -121,6 +126,8 @@ def render_device_split(
     check_clients(clients, devices)
     jobs = capture_jobs(raw_dir, labels, renders, size, seed, crops_per_photo, crop_size, profile_set=profile_set)
     check_clients_fit(clients, weights, len(jobs), training=False)
+    if on_checked is not None:  # the inputs are checked: the output folder next, before any rendering
+        on_checked()
     results = run_jobs(jobs, num_proc, quiet, progress.format(n=len(jobs)), engine)
     params: dict[str, Any] = dict(family_params)
     params.update({
@@ -145,14 +152,25 @@ def build_iso_isp(
     The default folder is ``hetbench_splits/iso-isp-<stages>-s<seed>``; it is checked before any
     rendering.
     """
+    tag = f"iso-isp-{params.get('stages', 'wb,tone').replace(',', '+')}-s{params.get('seed', 0)}"
+    return publish_checked(prepare_iso_isp, Path(out) if out else SPLITS_ROOT / tag, name or tag, overwrite, params)
+
+
+def publish_checked(prepare: Callable[..., PreparedSplit], out: Path, name: str, overwrite: bool,
+                    params: dict[str, Any]) -> tuple[Path, dict[str, Any]]:
+    """``prepare(**params)`` then publish to ``out``; the output folder is checked (and locked) once the
+    inputs are, before any rendering (``on_checked``), so a bad input is reported before an existing folder."""
+    from contextlib import ExitStack
+
     from hetbench.atomic import locked_out
 
-    tag = f"iso-isp-{params.get('stages', 'wb,tone').replace(',', '+')}-s{params.get('seed', 0)}"
-    with locked_out(Path(out) if out else SPLITS_ROOT / tag, overwrite) as out_path:  # before any rendering
-        name = name or tag
-        prepared = prepare_iso_isp(**params, title=name)
-        _, report = prepared.publish(out_path, name=name, overwrite=overwrite, quiet=params.get("quiet", False))
-    return out_path, report
+    with ExitStack() as stack:
+        locked: list[Path] = []
+        prepared = prepare(**params, title=name, on_checked=lambda: locked.append(stack.enter_context(locked_out(out, overwrite))))
+        if not locked:  # a prepare that never reached its renders
+            locked.append(stack.enter_context(locked_out(out, overwrite)))
+        _, report = prepared.publish(locked[0], name=name, overwrite=overwrite, quiet=params.get("quiet", False))
+    return locked[0], report
 
 
 def rebuild(manifest: dict, num_proc: int = 1):

@@ -79,6 +79,7 @@ def build() -> None:
     Examples:
       hetbench build iso-isp --stages wb,tone
       hetbench build iso-isp --stages all --raw-dir my_raws --labels labels.csv --num-proc 2
+      hetbench build devices --synthetic-color 10 --dataset builtin:mnist5k
       hetbench build iso-isp --stages all --raw-dir /nfs/raws --engine ray --ray-address auto
       hetbench build devices --profiles heteroswitch9 --clients 50
     """
@@ -220,7 +221,8 @@ def users_cmd(recipe, mode, user_col, filters, min_samples, test_fraction, metad
     \b
     Examples:
       hetbench build users
-      hetbench build users --metadata obs.csv --user-col author --label-col primary_label --filters landmarks
+      hetbench export builtin:observations --out obs.csv
+      hetbench build users --metadata obs.csv --user-col observer --label-col species --filters landmarks
     """
     from hetbench.builders.geo import build_users
 

@@ -321,13 +321,16 @@ INPUT_BEFORE_OUT = {
     "build geo, unknown label column": (["build", "geo", "--label-col", "nope"], "nope"),
     "build geo, missing metadata": (["build", "geo", "--metadata", "no/such.csv"], "not a local path"),
     "build users, unknown user column": (["build", "users", "--user-col", "nope"], "nope"),
+    "build iso-isp, unknown stage": (["build", "iso-isp", "--stages", "nope"], "nope"),
+    "build iso-isp, missing raw folder": (["build", "iso-isp", "--raw-dir", "nope", "--labels", "nope"], "nope"),
+    "build devices, unknown profile set": (["build", "devices", "--profiles", "nope"], "nope"),
     "build devices --synthetic-color, unknown label column": (
         ["build", "devices", "--synthetic-color", "3", "--label-col", "nope"], "nope"),
 }
 
 
 @pytest.mark.parametrize("case", sorted(INPUT_BEFORE_OUT))
-def test_bad_input_reported_before_an_existing_output(case, tmp_path, run_cli):
+def test_bad_input_reported_before_an_existing_output(case, tmp_path, run_cli, no_rendering):
     """An existing --out with a bad input: the input problem is reported, not 'already exists'."""
     args, needle = INPUT_BEFORE_OUT[case]
     out = tmp_path / "out"
@@ -340,13 +343,11 @@ def test_bad_input_reported_before_an_existing_output(case, tmp_path, run_cli):
     assert needle.lower() in lines[0].lower() and "already exists" not in lines[0], lines[0]
     assert (out / "keep.txt").read_text() == "mine"
     # and with a good input the existing folder is still refused
-    good = [a for a in args]
-    if "nope" in good:
-        i = good.index("nope")
-        del good[i - 1: i + 1]
-    if "no/such.csv" in good:
-        i = good.index("no/such.csv")
-        del good[i - 1: i + 1]
+    good = list(args)
+    for bad in ("nope", "no/such.csv"):
+        while bad in good:
+            i = good.index(bad)
+            del good[i - 1: i + 1]
     code, _, err = run_cli(*good, "--out", out)
     assert code == 2 and "already exists" in err, err
 
