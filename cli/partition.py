@@ -148,7 +148,8 @@ def partition() -> None:
       hetbench partition dirichlet --alpha 0.1 --clients 20
       hetbench partition dirichlet --scheme class --alpha 0.5 --min-size 20
       hetbench partition shards --clients 50 --shards-per-client 2
-      hetbench partition natural-id --dataset users.csv --column user_id --min-samples 5
+      hetbench export builtin:observations --out obs.csv
+      hetbench partition natural-id --dataset obs.csv --label-col species --column observer --min-samples 5
     """
 
 

@@ -30,7 +30,7 @@ from hetbench.flower import HetbenchPartitioner  # noqa: E402
 #: build name -> CLI arguments (without --out); the smallest settings of tests/cli and tests/builders
 BUILDS: dict[str, tuple[str, ...]] = {
     "dirichlet": ("partition", "dirichlet", "--alpha", "0.3", "--clients", "8"),
-    "iid-empty-clients": ("partition", "iid", "--clients", "5", "--sizes", "0,900,0,897,0", "--allow-empty"),
+    "iid-empty-clients": ("partition", "iid", "--clients", "5", "--sizes", "0,720,0,718,0", "--allow-empty"),
     "iid-no-id-column": ("partition", "iid", "--dataset", "{plain}", "--clients", "4"),
     "shards": ("partition", "shards", "--clients", "10"),
     "classes-per-client": ("partition", "classes-per-client", "--clients", "10"),
@@ -144,7 +144,7 @@ def test_empty_clients_are_partitions_with_the_split_features(built):
     fds = _fds(folder, ["train", "test"])
     assert fds.partitioners["train"].num_partitions == 5
     sizes = [len(fds.load_partition(k, "train")) for k in range(5)]
-    assert sizes == [0, 720, 0, 718, 0]  # 900 and 897 rows, 20% of each held out as its test rows
+    assert sizes == [0, 720, 0, 718, 0]  # --sizes count training rows: 900 and 897 rows, 20% of each held out as test
     last = fds.load_partition(4, "test")
     assert len(last) == 0 and last.column_names == fds.load_split("train").column_names
 
