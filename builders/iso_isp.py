@@ -137,7 +137,9 @@ def render_device_split(
         "crop_size": crop_size if raw_dir is None else None,
     })
     source = {"dataset": raw_dir or EMBEDDED, "label_col": "label", "id_col": "sample_id", "labels": labels}
-    license = "other" if raw_dir else "bsd-3-clause"
+    # the embedded photographs carry mixed licences (CC BY 2.0 among them), credited on the card
+    # (hetbench.publish.attribution); a RAW folder's licence is the user's
+    license = "other"
     rendered = rendered_table(jobs, results, devices, isp_of, test_fraction, seed, source, description, license)
     check_clients_fit(clients, weights, rendered.captures["train"], training=True)
     partitioner = DevicePartitioner(clients, weights, "device", "deal", build={"method": method, "params": params})
