@@ -268,10 +268,17 @@ def progress_bar(description: str, total: int | None, quiet: bool | None = None,
             prog.remove_task(task)
         return
     prog = _progress()
-    with prog:
-        _ACTIVE.append(prog)
-        try:
-            task = prog.add_task(escape(description), total=total, unit=unit, status=status)
-            yield _Bar(prog, task)
-        finally:
-            _ACTIVE.pop()
+    prog.start()
+    _ACTIVE.append(prog)
+    try:
+        task = prog.add_task(escape(description), total=total, unit=unit, status=status)
+        yield _Bar(prog, task)
+    except BaseException:
+        # a failed step leaves no bar behind (nor rich's closing newline on a log): the error is
+        # the one line the user reads
+        _ACTIVE.pop()
+        prog.live.transient = True
+        prog.live.stop()
+        raise
+    _ACTIVE.pop()
+    prog.stop()
