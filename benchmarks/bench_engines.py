@@ -28,6 +28,8 @@ import time
 from pathlib import Path
 from typing import Callable
 
+# the local Ray instance binds 127.0.0.1 only (Ray treats the machine as a single node)
+os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
 HERE = Path(__file__).resolve().parent
 if str(HERE) not in sys.path:  # the sibling module engines_flower
     sys.path.insert(0, str(HERE))

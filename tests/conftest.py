@@ -11,6 +11,11 @@ os.environ["HF_HOME"] = _HF_HOME
 os.environ["HF_DATASETS_OFFLINE"] = "1"
 os.environ["HF_HUB_OFFLINE"] = "1"
 os.environ.setdefault("MPLBACKEND", "Agg")
+# Ray on Linux puts its nodes on the machine's own address and its servers on every interface, even
+# with --node-ip-address=127.0.0.1, unless it treats this machine as a single-node one: then the head
+# started by the Ray tests, every local instance (hetbench's --engine ray, Flower's simulation) and
+# every worker bind 127.0.0.1 only. Inherited by every subprocess the tests start.
+os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"
 
 from pathlib import Path  # noqa: E402
 
