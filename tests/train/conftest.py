@@ -18,6 +18,19 @@ from hetbench.train.data import FederatedData
 from hetbench.train.simulation import run_training
 
 
+@pytest.fixture(scope="module")
+def digits_split(tmp_path_factory):
+    """A six-client Dirichlet split of the built-in digits, built by the CLI (one per test module)."""
+    from hetbench.cli.main import main
+
+    out = tmp_path_factory.mktemp("split") / "digits"
+    try:
+        main(["partition", "dirichlet", "--clients", "6", "--alpha", "0.5", "--out", str(out), "-q"])
+    except SystemExit as exc:
+        assert not exc.code
+    return out
+
+
 @pytest.fixture
 def one_thread():
     """One intra-op torch thread: the tiny problems here run as fast and do not spin against a busy machine."""

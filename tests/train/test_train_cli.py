@@ -13,17 +13,6 @@ import pytest
 FAST = ("--rounds", "2", "--clients-per-round", "3", "--batch-size", "16", "--threads", "1", "-q")
 
 
-@pytest.fixture(scope="module")
-def digits_split(tmp_path_factory):
-    from hetbench.cli.main import main
-
-    out = tmp_path_factory.mktemp("split") / "digits"
-    try:
-        main(["partition", "dirichlet", "--clients", "6", "--alpha", "0.5", "--out", str(out), "-q"])
-    except SystemExit as exc:
-        assert not exc.code
-    return out
-
 
 def _results(folder: Path) -> list[Path]:
     return sorted(folder.rglob("*.json"))

@@ -70,17 +70,6 @@ def test_nested_bar_is_a_line_of_the_open_display(capsys):
     assert "outer" in err and "2/2" in err and "inner" not in err  # the inner line is gone when it closes
 
 
-@pytest.fixture(scope="module")
-def digits_split(tmp_path_factory):
-    from hetbench.cli.main import main
-
-    out = tmp_path_factory.mktemp("split") / "digits"
-    try:
-        main(["partition", "dirichlet", "--clients", "6", "--alpha", "0.5", "--out", str(out), "-q"])
-    except SystemExit as exc:
-        assert not exc.code
-    return out
-
 
 def _docs(folder: Path) -> dict[str, dict]:
     docs = {}
