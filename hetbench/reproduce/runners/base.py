@@ -8,6 +8,8 @@ claim's declared criteria (:mod:`hetbench.reproduce.criteria`).
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
+
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -106,7 +108,7 @@ def check_schema(settings: dict[str, Any], schema: Mapping[str, tuple[str, bool]
     return settings
 
 
-class Runner:
+class Runner(ABC):
     """A claim runner: ``measures`` (name -> what it is), ``schema`` (its settings), :meth:`run`."""
 
     measures: dict[str, str] = {}
@@ -117,5 +119,6 @@ class Runner:
         """Validate one mode's settings (``where`` names them in errors); returns them."""
         return check_schema(settings, self.schema, where)
 
-    def run(self, settings: dict[str, Any], ctx: Context) -> RunOutput:  # pragma: no cover - interface
-        raise NotImplementedError
+    @abstractmethod
+    def run(self, settings: dict[str, Any], ctx: Context) -> RunOutput:
+        """Build, train or measure what the claim needs; the measurements by name."""
