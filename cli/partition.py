@@ -62,6 +62,14 @@ def _with_engine(partitioner, engine: str, ray_address: str | None):
     return partitioner
 
 
+def _summary(out, report: dict) -> str:
+    """The one line a partition command prints about the split it wrote."""
+    st = report["size_stats"]
+    return (f"wrote {out}: {report['num_clients']} clients, {report['num_samples']:,} training samples, "
+            f"EMD {report['emd']:.3f}, sizes {st['min']:.0f}/{st['median']:.0f}/{st['max']:.0f} (min/median/max); "
+            + dropped_summary(report.get("dropped") or {}))
+
+
 def _clients_option(fn: Callable) -> Callable:
     return click.option("--clients", "-n", default=10, show_default=True, type=int, help="Number of clients.")(fn)
 
@@ -82,12 +90,7 @@ def _run(partitioner, tag: str, opts: dict[str, Any], extras: Callable | None = 
         overwrite=opts["overwrite"], quiet=opts["quiet"], extras=extras, allow_empty=opts["allow_empty"],
     )
     if not opts["quiet"]:
-        st = report["size_stats"]
-        click.echo(
-            f"wrote {out}: {report['num_clients']} clients, {report['num_samples']:,} training samples, "
-            f"EMD {report['emd']:.3f}, sizes {st['min']:.0f}/{st['median']:.0f}/{st['max']:.0f} (min/median/max); "
-            + dropped_summary(report.get("dropped") or {})
-        )
+        click.echo(_summary(out, report))
 
 
 def dropped_summary(dropped: dict[str, dict[str, int]]) -> str:
@@ -351,12 +354,7 @@ def _noise_common(fn: Callable) -> Callable:
             allow_empty=opts["allow_empty"], **params,
         )
         if not opts["quiet"]:
-            st = report["size_stats"]
-            click.echo(
-                f"wrote {out}: {report['num_clients']} clients, {report['num_samples']:,} training samples, "
-                f"EMD {report['emd']:.3f}, sizes {st['min']:.0f}/{st['median']:.0f}/{st['max']:.0f} (min/median/max); "
-                + dropped_summary(report.get("dropped") or {})
-            )
+            click.echo(_summary(out, report))
 
     return _source_options(wrapper)
 

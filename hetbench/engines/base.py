@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator, Sequence
 
@@ -37,11 +38,12 @@ class EngineSpec:
     max_retries: int = 3
 
 
-class Engine:
+class Engine(ABC):
     """What every engine offers: ``workers`` and an ordered, streaming :meth:`map`."""
 
     workers: int = 1
 
+    @abstractmethod
     def map(
         self,
         fn: Callable[[Any], Any],
@@ -67,4 +69,3 @@ class Engine:
             ``on_failure(item, reason)``: the result of an item whose worker died on every try (the
             engine raises a :class:`HetbenchError` without it).
         """
-        raise NotImplementedError  # pragma: no cover - each engine defines it
