@@ -72,6 +72,22 @@ class RenderedCaptures:
     skipped: list[dict[str, str]] = field(default_factory=list)
 
 
+def held_out_captures(labels: Sequence[str], test_fraction: float, seed: int) -> np.ndarray:
+    """Which captures are held out for testing (a boolean mask): ``round(test_fraction x captures)``
+    of them, stratified by label. Every device renders every capture, so the held-out captures are
+    also each device's test images; counting them needs the labels only, not the renders.
+
+    Examples
+    --------
+    >>> from hetbench.builders.device_split import held_out_captures
+    >>> int(held_out_captures(["a"] * 6 + ["b"] * 4, 0.2, seed=0).sum())
+    2
+    """
+    class_names = sorted(set(labels))
+    cap_labels = np.array([class_names.index(x) for x in labels], dtype=np.int64)
+    return stratified_holdout(np.zeros(len(labels), np.int32), cap_labels, 1, len(class_names), test_fraction, make_rng(seed, 1))
+
+
 def rendered_table(
     jobs: Sequence[CaptureJob],
     results: Sequence[JobResult],
@@ -92,8 +108,7 @@ def rendered_table(
     if not 0.0 < test_fraction < 1.0:
         raise HetbenchError(f"--test-fraction must be between 0 and 1 (got {test_fraction})")
     class_names = sorted({r.label for r in kept})
-    cap_labels = np.array([class_names.index(r.label) for r in kept], dtype=np.int64)
-    held = stratified_holdout(np.zeros(len(kept), np.int32), cap_labels, 1, len(class_names), test_fraction, make_rng(seed, 1))
+    held = held_out_captures([r.label for r in kept], test_fraction, seed)
     if held.all() or len(kept) < 2:
         raise HetbenchError(f"need at least 2 usable captures to split train/test by capture (have {len(kept)})")
     rows = empty_rows()

@@ -13,7 +13,7 @@ import os
 from pathlib import Path
 from typing import Any, Callable
 
-from hetbench.builders.captures import check_size, read_device_weights, rebuild_from_recipe
+from hetbench.builders.captures import CROP_SIZE, CROPS_PER_PHOTO, check_size, read_device_weights, rebuild_from_recipe
 from hetbench.builders.iso_isp import render_device_split
 from hetbench.engines import EngineSpec
 from hetbench.isp.jobs import Render
@@ -34,8 +34,8 @@ def prepare_devices(
     test_fraction: float = 0.2,
     seed: int = 0,
     num_proc: int = 1,
-    crops_per_photo: int = 8,
-    crop_size: int = 384,
+    crops_per_photo: int = CROPS_PER_PHOTO,
+    crop_size: int = CROP_SIZE,
     quiet: bool = False,
     title: str | None = None,
     engine: EngineSpec | None = None,

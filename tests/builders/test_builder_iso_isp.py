@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -17,7 +18,7 @@ def test_iso_isp_embedded_default_loads_and_verifies(tmp_path, run_cli):
     import datasets
 
     out = tmp_path / "iso"
-    code, _, err = run_cli("build", "iso-isp", "--stages", "wb,tone", *SMALL, "--out", out)
+    code, stdout, err = run_cli("build", "iso-isp", "--stages", "wb,tone", *SMALL[:-1], "--out", out)  # not -q: the summary
     assert code == 0, err
     ds = datasets.load_dataset(str(out))
     train, test = ds["train"], ds["test"]
@@ -30,6 +31,10 @@ def test_iso_isp_embedded_default_loads_and_verifies(tmp_path, run_cli):
     assert train[0]["image"].size == (48, 48)
     report = json.loads((out / "report.json").read_text())
     assert set(report["devices"]) == devices
+    # every device is tested on every held-out capture: round(0.2 x 14) = 3, and the summary says so
+    assert report["captures"] == {"used": 14, "train": 11, "test": 3}
+    assert Counter(test["device"]) == dict.fromkeys(devices, 3)
+    assert "15 test images; test images per device: 3" in stdout
     assert len(report["device_distance"]["matrix"]) == 5
     assert report["devices"]["wb=none"]["image_stats"]["cast_a"] < report["devices"]["baseline"]["image_stats"]["cast_a"]
     for plot in ("contact_sheet.png", "device_distance.png", "device_image_stats.png", "label_distribution_heatmap.png"):
@@ -153,6 +158,60 @@ def test_too_many_clients_for_the_training_captures_fails_after_rendering():
     # captures are held out for testing
     with pytest.raises(HetbenchError, match=r"--clients 21 is too many: .* only \d of the captures are for training"):
         prepare_iso_isp("wb", size=16, clients=21, crops_per_photo=1, crop_size=64, quiet=True)
+
+
+class _Rendered(Exception):
+    """Raised in place of the table: the test has what it needs before any rendering."""
+
+
+@pytest.mark.parametrize("family", ["iso-isp", "devices"])
+def test_the_embedded_default_tests_every_device_on_at_least_100_images(family, tmp_path, run_cli, monkeypatch):
+    """Issue 15: with the CLI's defaults every device is tested on >= 100 images of the 7 scenes.
+    The captures the build would render and its own hold-out are counted; nothing is rendered."""
+    import hetbench.builders.iso_isp as iso_isp
+    from hetbench.builders.device_split import held_out_captures
+    from hetbench.isp.jobs import JobResult
+
+    seen = {}
+
+    def no_rendering(jobs, *args, **kwargs):
+        seen["jobs"] = jobs
+        return [JobResult(j.index, j.capture_id, j.label, [], []) for j in jobs]
+
+    def count(jobs, results, devices, isp_of, test_fraction, seed, *args):
+        seen.update(devices=devices, held=held_out_captures([r.label for r in results], test_fraction, seed))
+        raise _Rendered
+
+    monkeypatch.setattr(iso_isp, "run_jobs", no_rendering)
+    monkeypatch.setattr(iso_isp, "rendered_table", count)
+    with pytest.raises(_Rendered):
+        run_cli("build", family, "--out", tmp_path / "out", "-q")
+    jobs, held = seen["jobs"], seen["held"]
+    assert len({j.label for j in jobs}) == 7  # the seven scenes
+    assert {j.source.image.shape for j in jobs} == {(256, 256, 3)}
+    assert len(jobs) == 525 and int(held.sum()) >= 100  # 105: every device renders every held-out capture
+    assert {j.label for j, h in zip(jobs, held) if h} == {j.label for j in jobs}  # every scene is tested
+    assert len(seen["devices"]) == (5 if family == "iso-isp" else 9)
+
+
+def test_a_recipe_keeps_its_crops_and_one_that_records_none_means_the_old_default():
+    """``hetbench verify`` re-runs a recipe as it was made: a new default never changes an old build."""
+    from hetbench.builders.captures import rebuild_from_recipe
+
+    seen = []
+
+    class Prepared:
+        def build(self):
+            return "split"
+
+    def prepare(**params):
+        seen.append((params["crops_per_photo"], params["crop_size"]))
+        return Prepared()
+
+    for params in ({"stages": "wb", "crops_per_photo": 1, "crop_size": 96}, {"stages": "wb"},
+                   {"stages": "wb", "raw_dir": "raws", "crops_per_photo": None, "crop_size": None}):
+        assert rebuild_from_recipe(prepare, {"recipe": {"partition": {"seed": 0, "params": params}}}) == "split"
+    assert seen == [(1, 96), (8, 384), (8, 384)]
 
 
 def test_num_proc_is_capped_at_the_cores_with_a_note(monkeypatch, capsys):
