@@ -1,0 +1,92 @@
+"""hsu-fedavgm's runner: the tuned step is chosen on the tuning split only, the measurement is the paired
+FedAvgM - FedAvg difference at the chosen steps, the facts say what each number rests on, and bad settings
+are one clear error naming the file."""
+
+from __future__ import annotations
+
+import copy
+import json
+
+import pytest
+import yaml
+
+from hetbench.errors import HetbenchError
+from hetbench.reproduce.claims import parse_claim
+from hetbench.reproduce.criteria import Measurement, evaluate
+from hetbench.reproduce.runners.base import Context
+from hetbench.reproduce.runners.server_momentum import ServerMomentumRunner, choose_step, momentum_hyper
+
+TINY = {
+    "source": "builtin:digits", "clients": 6, "alpha": 0.1, "test_fraction": 0.2, "split_seed": 0,
+    "tune_split_seed": 5, "tune_seeds": [9], "server_momentum": 0.9, "effective_steps": [0.5, 2.0],
+    "train": {"model": "digits-cnn", "rounds": 2, "clients_per_round": 2, "batch_size": 32, "lr": 0.05,
+              "eval_every": 1, "last_k": 1},
+}
+
+
+def _raw() -> dict:
+    from importlib import resources
+
+    return yaml.safe_load(resources.files("hetbench.manifests").joinpath("claims", "hsu-fedavgm.yaml").read_text())
+
+
+def test_tiny_run_measures_the_paired_difference_at_the_steps_chosen_on_the_tuning_split(tmp_path):
+    (tmp_path / "work").mkdir()
+    ctx = Context(work=tmp_path / "work", runs=tmp_path / "runs", seeds=[0, 1], mode="quick", threads=1)
+    out = ServerMomentumRunner().run(ServerMomentumRunner().check_settings(copy.deepcopy(TINY), "t"), ctx)
+    m, facts = out.measurements["fedavgm_gain"], out.facts
+    assert len(m.samples) == 1 and len(m.samples[0]) == 2 and m.x == [0.1]
+    assert m.samples[0] == pytest.approx([b - a for a, b in zip(facts["fedavg_accuracy"], facts["fedavgm_accuracy"])])
+    # the chosen step is the tuning split's best (mean over the tuning seeds), for each algorithm
+    for algo in ("fedavg", "fedavgm"):
+        tuned = facts["tuning_accuracy"][algo]
+        assert set(tuned) == {"0.5", "2"}
+        assert facts["chosen_step"][algo] == choose_step([0.5, 2.0], [tuned["0.5"], tuned["2"]])
+    assert facts["server_lr"]["fedavgm"] == pytest.approx(facts["chosen_step"]["fedavgm"] * 0.1)
+    assert facts["server_lr"]["fedavg"] == facts["chosen_step"]["fedavg"]
+    assert facts["test_examples"] > 0 and facts["tune_test_examples"] > 0 and facts["seeds"] == [0, 1]
+    assert facts["tune_seeds"] == [9] and "standard error" in facts["uncertainty"] and "last 1" in facts["metric"]
+    # the runs: every grid step on the tuning split (seed 9 only), the chosen steps only on the evaluation split
+    folders = {p.name: sorted(q.name for q in p.glob("*.json")) for p in (tmp_path / "runs").iterdir()}
+    tune = next(v for k, v in folders.items() if k.endswith("-s5"))
+    evaluation = next(v for k, v in folders.items() if k.endswith("-s0"))
+    assert len(tune) == 4 and all(name.endswith("-s9.json") for name in tune)
+    assert len(evaluation) == 4 and {n[-8:] for n in evaluation} == {"-s0.json", "-s1.json"}
+    docs = [json.loads(p.read_text()) for p in (tmp_path / "runs").rglob("*.json")]
+    momentum = {d["algorithm"]["params"].get("server_momentum", 0.0) for d in docs}
+    assert momentum == {0.0, 0.9}
+    # the verdict is the declared criterion's on these numbers
+    criterion = _raw()["checks"][0]["criterion"]
+    assert evaluate(m, criterion).verdict == evaluate(Measurement([list(m.samples[0])]), criterion).verdict
+
+
+@pytest.mark.parametrize("edit, message", [
+    (lambda q: q.update(tune_split_seed=0), "settings.quick: 'tune_split_seed' must differ from 'split_seed'"),
+    (lambda q: q.pop("tune_split_seed"), "settings.quick: missing setting 'tune_split_seed'"),
+    (lambda q: q.update(server_momentum=1.0), "settings.quick: 'server_momentum' must be in (0, 1)"),
+    (lambda q: q.update(effective_steps=[1, 0.3162]), "'effective_steps' must be distinct and increasing"),
+    (lambda q: q.update(effective_steps=[0, 1]), "'effective_steps' must be a non-empty list of positive numbers"),
+    (lambda q: q.update(alpha=0), "settings.quick: 'alpha' must be a positive number"),
+    (lambda q: q["train"].update(server_lr=1.0), "settings.quick.train: unknown option 'server_lr'"),
+])
+def test_bad_settings_are_one_clear_error(edit, message):
+    data = copy.deepcopy(_raw())
+    edit(data["settings"]["quick"])
+    with pytest.raises(HetbenchError) as exc:
+        parse_claim(data, "manifests/claims/x.yaml")
+    assert str(exc.value).startswith("manifests/claims/x.yaml: ") and message in str(exc.value)
+
+
+def test_effective_step_is_the_same_for_both_algorithms():
+    for step in (0.3162, 1.0, 3.162):
+        avg, avgm = momentum_hyper("fedavg", step, 0.9), momentum_hyper("fedavgm", step, 0.9)
+        assert avg["server_lr"] == step
+        assert avgm["server_lr"] / (1 - avgm["server_momentum"]) == pytest.approx(step)
+    assert choose_step([1.0, 2.0, 3.0], [10.0, 30.0, 20.0]) == 2.0
+
+
+def test_the_declared_criterion_decides_from_the_numbers():
+    criterion = _raw()["checks"][0]["criterion"]
+    assert evaluate(Measurement([[5.0, 6.0, 7.0]]), criterion).verdict == "reproduced"
+    assert evaluate(Measurement([[0.5, 1.0, 1.5]]), criterion).verdict == "partially reproduced"
+    assert evaluate(Measurement([[-2.0, 0.5, -1.0]]), criterion).verdict == "not reproduced"
