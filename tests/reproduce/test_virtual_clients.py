@@ -45,7 +45,8 @@ def test_tiny_run_measures_paired_differences_over_the_imbalance_grid(tmp_path):
                                                                      facts["fedir_accuracy"])])
     # equal sizes at sigma 0, unequal at sigma 2; the labels give the imbalance
     splits = facts["splits"]
-    assert splits[0]["size_cv"] < 0.05 < splits[1]["size_cv"] and splits[1]["train_rows_max"] > splits[0]["train_rows_max"]
+    assert splits[0]["size_cv"] < 0.05 < splits[1]["size_cv"]
+    assert splits[1]["train_rows_max"] > splits[0]["train_rows_max"]
     assert gain.labels[1].startswith("sigma=2 (cv ")
     assert facts["test_examples"] and facts["seeds"] == [0, 1] and "standard error" in facts["uncertainty"]
     assert "last 1" in facts["metric"] and facts["vc_size"] == 100

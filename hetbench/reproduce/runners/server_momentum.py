@@ -78,11 +78,11 @@ def dirichlet_split(table, work: Path, name: str, clients: int, alpha: float, sp
 
     Examples
     --------
-    >>> import tempfile
     >>> from pathlib import Path
     >>> from hetbench.sources import load_table
     >>> from hetbench.reproduce.runners.server_momentum import dirichlet_split
-    >>> folder, info = dirichlet_split(load_table("builtin:digits"), Path(tempfile.mkdtemp()), "digits", 10, 0.5, 0, 0.2)
+    >>> work = Path("claim-splits")
+    >>> folder, info = dirichlet_split(load_table("builtin:digits"), work, "digits", 10, 0.5, 0, 0.2)
     >>> info["test_examples"], info["size_stats"]["max"] - info["size_stats"]["min"] <= 1, 0 < info["emd"] < 2
     (360, True, True)
     """
