@@ -80,7 +80,7 @@ def test_runner_trains_both_algorithms_and_reports_every_domain(tmp_path):
     assert set(out.measurements) == {"mean_gap", "domain_wins"}
     gap, wins = out.measurements["mean_gap"], out.measurements["domain_wins"]
     assert len(gap.samples[0]) == 1 and 0 <= wins.samples[0][0] <= 4
-    assert "Table 1: +1.88" in gap.labels[0] and "Table 1: 3" in wins.labels[0]
+    assert "Table 1: +1.88" in gap.labels[0] and wins.labels == ["domains won (Table 1: 3)"]
     assert facts_table1(out.facts) == (pytest.approx(1.8775), 3.0)
     facts = out.facts
     assert facts["domains"] == ["mnist", "mnistm", "syn", "usps"] and facts["seeds"] == [0]

@@ -137,10 +137,10 @@ class DomainsRunner(Runner):
                 "mean_gap": Measurement([gaps], unit="accuracy points (DapperFL - FedAvg)",
                                         labels=[f"mean over {len(domains)} domains (Table 1: {pub_gap:+.2f})"]),
                 "domain_wins": Measurement([wins], unit="domains (of 4)",
-                                           labels=[f"domains where DapperFL > FedAvg (Table 1: {pub_wins:g})"]),
+                                           labels=[f"domains won (Table 1: {pub_wins:g})"]),
             },
             axes={"mean_gap": Axes("paired by seed, each seed a dot", "DapperFL - FedAvg, mean over domains (points)"),
-                  "domain_wins": Axes("paired by seed, each seed a dot", "domains where DapperFL beats FedAvg (of 4)")},
+                  "domain_wins": Axes("paired by seed, each seed a dot", "domains DapperFL wins (of 4)")},
             facts={
                 "split": f"digits-domains, {settings['clients']} clients, fraction {settings['fraction']:g}, "
                          f"split seed {split_seed}",

@@ -171,7 +171,7 @@ class EmbeddingZetaRunner(Runner):
             },
             axes={"zeta": Axes("", "zeta(K-means clusters, labels)"), "emd_clusters": emd_axes,
                   "emd_labels": emd_axes,
-                  "table1": Axes("Table I pair", f"zeta: nearest Eq. 4 permits (K <= {g}) vs published")},
+                  "table1": Axes("Table I pair", f"zeta: Eq. 4 floor (K <= {g}) vs Table I")},
             facts={
                 "source": settings["source"], "embedder": embedder, "clusters": k, "classes": classes,
                 "clients": clients, "seeds": list(ctx.seeds),
