@@ -28,7 +28,7 @@ from hetbench.reproduce import DEFAULT_OUT, claim_ids, reproduce as run_claims
 @click.option("--quiet", "-q", is_flag=True, help="No progress lines and no summary.")
 def reproduce(claims: str, quick: bool, seeds: str | None, out: str, metadata: str | None, device: str,
               threads: int | None, overwrite: bool, quiet: bool) -> None:
-    """Check published claims (Hsu et al. 2019/2020, DapperFL) with declared criteria: verdict per claim.
+    """Check published claims (Hsu et al., HeteroSwitch, Borazjani et al., DapperFL) against declared criteria.
 
     Each claim's definition (manifests/claims/<id>.yaml) declares its protocol and the criterion that
     decides reproduced / partially reproduced / not reproduced before anything runs; a claim whose data

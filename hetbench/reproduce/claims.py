@@ -71,7 +71,8 @@ def claim_ids() -> list[str]:
     --------
     >>> from hetbench.reproduce.claims import claim_ids
     >>> claim_ids()
-    ['dapperfl-footprint', 'hsu-geo-clients', 'hsu-label-skew']
+    ['borazjani-zeta', 'dapperfl-domains', 'dapperfl-footprint', 'heteroswitch-stage-drop', 'heteroswitch-table4',
+     'hsu-fedavgm', 'hsu-fedvc-fedir', 'hsu-geo-clients', 'hsu-label-skew']
     """
     return sorted(p.name[:-5] for p in _folder().iterdir() if p.name.endswith(".yaml"))
 
@@ -176,9 +177,9 @@ def select_claims(spec: str | None) -> list[str]:
     >>> from hetbench.reproduce.claims import select_claims
     >>> select_claims("hsu-geo-clients, dapperfl-footprint")
     ['hsu-geo-clients', 'dapperfl-footprint']
-    >>> select_claims("hsu-fedavgm")
+    >>> select_claims("hsu-fedmagic")
     Traceback (most recent call last):
-    hetbench.errors.HetbenchError: unknown claim 'hsu-fedavgm'; valid claims: dapperfl-footprint, hsu-geo-clients, hsu-label-skew
+    hetbench.errors.HetbenchError: unknown claim 'hsu-fedmagic'; valid claims: borazjani-zeta, dapperfl-domains, ...
     """
     ids = claim_ids()
     if spec is None or spec.strip().lower() == "all":

@@ -4,16 +4,28 @@ from __future__ import annotations
 
 from hetbench.registry import Registry
 from hetbench.reproduce.runners.base import Axes, Context, Runner, RunOutput
+from hetbench.reproduce.runners.device_fairness import DeviceFairnessRunner
+from hetbench.reproduce.runners.domains import DomainsRunner
+from hetbench.reproduce.runners.embedding_zeta import EmbeddingZetaRunner
 from hetbench.reproduce.runners.footprint import FootprintRunner
 from hetbench.reproduce.runners.geo import GeoClientsRunner
+from hetbench.reproduce.runners.isp_stage_drop import IspStageDropRunner
 from hetbench.reproduce.runners.label_skew import LabelSkewRunner
+from hetbench.reproduce.runners.server_momentum import ServerMomentumRunner
+from hetbench.reproduce.runners.virtual_clients import VirtualClientsRunner
 
 RUNNERS: Registry[Runner] = Registry(
     "claim runner",
     {
+        "dapperfl_domains": DomainsRunner(),
         "dapperfl_footprint": FootprintRunner(),
+        "device_fairness": DeviceFairnessRunner(),
+        "embedding_zeta": EmbeddingZetaRunner(),
         "geo_clients": GeoClientsRunner(),
+        "isp_stage_drop": IspStageDropRunner(),
         "label_skew": LabelSkewRunner(),
+        "server_momentum": ServerMomentumRunner(),
+        "virtual_clients": VirtualClientsRunner(),
     },
 )
 """Every runner a claim definition may name."""

@@ -11,6 +11,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 
 import math
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
@@ -36,6 +37,24 @@ class Context:
     device: str = "auto"
     metadata: str | None = None
     threads: int | None = None
+
+    def note(self, text: str) -> None:
+        """One indented progress line on stderr (nothing when ``quiet``)."""
+        if not self.quiet:
+            print(f"  {text}", file=sys.stderr, flush=True)
+
+
+def last_k_accuracy(doc: Mapping[str, Any]) -> float:
+    """The trainer's stable metric of a results document: the mean test accuracy (%) of the last k
+    evaluations (``final.last_k.accuracy``).
+
+    Examples
+    --------
+    >>> from hetbench.reproduce.runners.base import last_k_accuracy
+    >>> last_k_accuracy({"final": {"last_k": {"k": 3, "accuracy": 71.5}}})
+    71.5
+    """
+    return float(doc["final"]["last_k"]["accuracy"])
 
 
 @dataclass

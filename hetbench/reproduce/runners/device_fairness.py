@@ -30,7 +30,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -83,10 +82,6 @@ def expected_test_images(crops_per_photo: int, test_fraction: float) -> int:
     n = SCENES * crops_per_photo
     return int(min(max(np.rint(test_fraction * n), 1), n - 1))
 
-
-def _note(ctx: Context, text: str) -> None:
-    if not ctx.quiet:
-        print(f"  {text}", file=sys.stderr, flush=True)
 
 
 def _mean_se(values: list[float]) -> list[float]:
@@ -155,7 +150,7 @@ class DeviceFairnessRunner(Runner):
         split_seed = settings.get("split_seed", 0)
         name = f"devices-{settings['profiles']}-n{settings['clients']}-s{split_seed}"
         folder = ctx.work / name
-        _note(ctx, f"building {name}: {settings['crops_per_photo']} crops of {SCENES} photographs x every device")
+        ctx.note(f"building {name}: {settings['crops_per_photo']} crops of {SCENES} photographs x every device")
         _, report = build_devices(folder, name=name, profiles=settings["profiles"], size=settings["size"],
                                   clients=settings["clients"], test_fraction=settings["test_fraction"],
                                   seed=split_seed, num_proc=max(1, min(8, os.cpu_count() or 1)),
@@ -193,7 +188,7 @@ class DeviceFairnessRunner(Runner):
                     for key in switches:
                         switches[key].append(float(np.mean(doc["curves"]["algorithm"][key])))
                 var, worst = fairness(acc)
-                _note(ctx, f"{algo} seed {seed}: accuracy {overall[algo][-1]:.1f}%, variance {var:.2f}, "
+                ctx.note(f"{algo} seed {seed}: accuracy {overall[algo][-1]:.1f}%, variance {var:.2f}, "
                            f"worst {worst:.1f}% ({run.path.name})")
 
         per = {a: [fairness(acc) for acc in accuracy[a]] for a in ALGORITHMS}

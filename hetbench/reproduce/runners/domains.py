@@ -17,7 +17,6 @@ The split is built once (seed ``split_seed``), so the spread over seeds is the t
 from __future__ import annotations
 
 import dataclasses
-import sys
 from typing import Any
 
 from hetbench.errors import HetbenchError
@@ -58,10 +57,6 @@ def compare(fedavg: dict[str, float], dapperfl: dict[str, float]) -> tuple[float
     gaps = [dapperfl[g] - fedavg[g] for g in fedavg]
     return sum(gaps) / len(gaps), sum(1 for v in gaps if v > 0)
 
-
-def _note(ctx: Context, text: str) -> None:
-    if not ctx.quiet:
-        print(f"  {text}", file=sys.stderr, flush=True)
 
 
 class DomainsRunner(Runner):
@@ -116,7 +111,7 @@ class DomainsRunner(Runner):
                             threads=ctx.threads)[0]
                 acc[algo].append(domain_accuracy(run.doc))
                 test_rows = {g: int(v["num_test"]) for g, v in sorted(run.doc["groups"].items())}
-                _note(ctx, f"{algo} seed {seed}: " + ", ".join(f"{g} {v:.1f}%" for g, v in acc[algo][-1].items()))
+                ctx.note(f"{algo} seed {seed}: " + ", ".join(f"{g} {v:.1f}%" for g, v in acc[algo][-1].items()))
         gaps, wins = [], []
         for fed, dap in zip(acc["fedavg"], acc["dapperfl"]):
             gap, won = compare(fed, dap)

@@ -25,8 +25,6 @@ published value only where Table I could follow from Eq. 4.
 
 from __future__ import annotations
 
-import math
-import sys
 from typing import Any
 
 import numpy as np
@@ -84,10 +82,6 @@ def equal_groups_floor(groups: int) -> float:
     k = float(groups)
     return 1.0 - 2.0 / k + 2.0 / k**2
 
-
-def _note(ctx: Context, text: str) -> None:
-    if not ctx.quiet:
-        print(f"  {text}", file=sys.stderr, flush=True)
 
 
 class EmbeddingZetaRunner(Runner):
@@ -151,8 +145,8 @@ class EmbeddingZetaRunner(Runner):
                     sizes[seed] = s["cluster_sizes"]
                 emd_c[i].append(float(s["emd_clusters"]))
                 emd_l[i].append(float(s["emd_labels"]))
-                _note(ctx, f"seed {seed} alpha={alpha:g}: EMD clusters {emd_c[i][-1]:.3f}, labels {emd_l[i][-1]:.3f}")
-            _note(ctx, f"seed {seed}: zeta(clusters, labels) = {zetas[-1]:.4f}")
+                ctx.note(f"seed {seed} alpha={alpha:g}: EMD clusters {emd_c[i][-1]:.3f}, labels {emd_l[i][-1]:.3f}")
+            ctx.note(f"seed {seed}: zeta(clusters, labels) = {zetas[-1]:.4f}")
         g = settings["table1_groups"]
         floor = eq4_floor(g)
         published = [float(v) for v in settings["table1_published"]]

@@ -30,7 +30,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -127,10 +126,6 @@ def _build_processes(crops_per_photo: int) -> int:
     crops, where starting workers costs more than it saves, else one per core up to 8."""
     return 1 if crops_per_photo < 15 else max(1, min(8, os.cpu_count() or 1))
 
-
-def _note(ctx: Context, text: str) -> None:
-    if not ctx.quiet:
-        print(f"  {text}", file=sys.stderr, flush=True)
 
 
 def _test_rows_per_device(folder: Path) -> dict[str, int]:
@@ -248,7 +243,7 @@ class IspStageDropRunner(Runner):
         split_seed = settings.get("split_seed", 0)
         name = f"iso-isp-{'+'.join(stages)}-s{split_seed}"
         folder = ctx.work / name
-        _note(ctx, f"building {name}: {len(devices)} devices x {settings['crops_per_photo']} crops of 7 photographs")
+        ctx.note(f"building {name}: {len(devices)} devices x {settings['crops_per_photo']} crops of 7 photographs")
         build_iso_isp(folder, name=name, stages=",".join(stages), size=settings["size"],
                       clients=settings["clients_per_device"] * len(devices), test_fraction=settings["test_fraction"],
                       seed=split_seed, num_proc=_build_processes(settings["crops_per_photo"]),
@@ -272,7 +267,7 @@ class IspStageDropRunner(Runner):
             trained_clients.add(int(doc["split"]["num_clients"]))
             acc = {g: float(a) for g, a in doc["final"]["last_k"]["group_accuracy"].items()}
             accuracy.append(acc)
-            _note(ctx, f"fedavg seed {seed}: baseline {acc[BASELINE]:.1f}%, "
+            ctx.note(f"fedavg seed {seed}: baseline {acc[BASELINE]:.1f}%, "
                        + ", ".join(f"{v} {acc[BASELINE] - acc[v]:+.1f}" for v in devices[1:]) + f" ({run.path.name})")
         pairs = [contrasts(a) for a in accuracy]
         per_seed = [stage_drops(a) for a in accuracy]

@@ -17,13 +17,12 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
 from hetbench.errors import HetbenchError
 from hetbench.reproduce.criteria import Measurement
-from hetbench.reproduce.runners.base import Axes, Context, Runner, RunOutput
+from hetbench.reproduce.runners.base import Axes, Context, Runner, RunOutput, last_k_accuracy
 
 #: TrainConfig fields a claim may set (the rest are runtime options or set by the runner)
 TRAIN_KEYS = ("rounds", "clients_per_round", "local_epochs", "batch_size", "lr", "momentum", "weight_decay", "model",
@@ -53,13 +52,6 @@ def train_config(options: dict[str, Any], where: str):
         raise HetbenchError(f"{where}: {exc}") from None
 
 
-def _last_k(doc: dict[str, Any]) -> float:
-    return float(doc["final"]["last_k"]["accuracy"])
-
-
-def _note(ctx: Context, text: str) -> None:
-    if not ctx.quiet:
-        print(f"  {text}", file=sys.stderr, flush=True)
 
 
 class LabelSkewRunner(Runner):
@@ -117,17 +109,17 @@ class LabelSkewRunner(Runner):
                     test_rows.add(int(manifest["splits"]["test"]["num_rows"]))
                 run = sweep(splits[key], "fedavg", seeds=[seed], config=config, out=ctx.runs, quiet=True,
                             threads=ctx.threads)[0]
-                row.append(_last_k(run.doc))
-                _note(ctx, f"fedavg alpha={alpha:g} seed {seed}: {row[-1]:.2f}% ({run.path.name})")
+                row.append(last_k_accuracy(run.doc))
+                ctx.note(f"fedavg alpha={alpha:g} seed {seed}: {row[-1]:.2f}% ({run.path.name})")
             acc.append(row)
         relative, central_acc = [], []
         for seed, fed in zip(ctx.seeds, acc[-1]):
             key = (alphas[-1], fixed[0] if fixed else seed)
             run = sweep(splits[key], "central", seeds=[seed], config=central, out=ctx.runs, quiet=True,
                         threads=ctx.threads)[0]
-            central_acc.append(_last_k(run.doc))
-            _note(ctx, f"central seed {seed}: {central_acc[-1]:.2f}%")
-            relative.append(fed / _last_k(run.doc) if _last_k(run.doc) > 0 else 0.0)
+            central_acc.append(last_k_accuracy(run.doc))
+            ctx.note(f"central seed {seed}: {central_acc[-1]:.2f}%")
+            relative.append(fed / last_k_accuracy(run.doc) if last_k_accuracy(run.doc) > 0 else 0.0)
         labels = [f"alpha={a:g}" for a in alphas]
         return RunOutput(
             measurements={

@@ -25,8 +25,8 @@ from typing import Any
 
 from hetbench.errors import HetbenchError
 from hetbench.reproduce.criteria import Measurement
-from hetbench.reproduce.runners.base import Axes, Context, Runner, RunOutput
-from hetbench.reproduce.runners.label_skew import TRAIN_KEYS, _last_k, _note, train_config
+from hetbench.reproduce.runners.base import Axes, Context, Runner, RunOutput, last_k_accuracy
+from hetbench.reproduce.runners.label_skew import TRAIN_KEYS, train_config
 
 #: the two algorithms compared, in the order of the facts
 ALGOS = ("fedavg", "fedavgm")
@@ -178,7 +178,7 @@ class ServerMomentumRunner(Runner):
         def train(folder: Path, algo: str, step: float, seeds: list[int]) -> list[float]:
             runs = sweep(folder, algo, seeds=seeds, config=config, hyper=momentum_hyper(algo, step, beta),
                          out=ctx.runs, quiet=True, threads=ctx.threads)
-            return [_last_k(r.doc) for r in runs]
+            return [last_k_accuracy(r.doc) for r in runs]
 
         tuning: dict[str, dict[str, float]] = {}
         chosen: dict[str, float] = {}
@@ -187,12 +187,12 @@ class ServerMomentumRunner(Runner):
             for step in grid:
                 acc = train(tune_folder, algo, step, tune_seeds)
                 means.append(sum(acc) / len(acc))
-                _note(ctx, f"tuning {algo} step {step:g}: {means[-1]:.2f}%")
+                ctx.note(f"tuning {algo} step {step:g}: {means[-1]:.2f}%")
             tuning[algo] = {f"{s:g}": round(m, 4) for s, m in zip(grid, means)}
             chosen[algo] = choose_step(grid, means)
         accuracy = {algo: train(eval_folder, algo, chosen[algo], list(ctx.seeds)) for algo in ALGOS}
         for algo in ALGOS:
-            _note(ctx, f"{algo} at step {chosen[algo]:g}: {accuracy[algo]}")
+            ctx.note(f"{algo} at step {chosen[algo]:g}: {accuracy[algo]}")
         gain = [m - a for a, m in zip(accuracy["fedavg"], accuracy["fedavgm"])]
         label = f"alpha={alpha:g} (EMD {eval_info['emd']:.2f})"
         return RunOutput(

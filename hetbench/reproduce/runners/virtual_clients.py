@@ -23,8 +23,8 @@ from typing import Any
 
 from hetbench.errors import HetbenchError
 from hetbench.reproduce.criteria import Measurement
-from hetbench.reproduce.runners.base import Axes, Context, Runner, RunOutput
-from hetbench.reproduce.runners.label_skew import TRAIN_KEYS, _last_k, _note, train_config
+from hetbench.reproduce.runners.base import Axes, Context, Runner, RunOutput, last_k_accuracy
+from hetbench.reproduce.runners.label_skew import TRAIN_KEYS, train_config
 from hetbench.reproduce.runners.server_momentum import check_seed_setting, dirichlet_split
 
 #: every client's smallest size (rows before the per-client test hold-out), so that each keeps training rows
@@ -109,7 +109,7 @@ class VirtualClientsRunner(Runner):
         def train(folder, algo: str, hyper: dict[str, Any] | None = None) -> list[float]:
             runs = sweep(folder, algo, seeds=seeds, config=config, hyper=hyper, out=ctx.runs, quiet=True,
                          threads=ctx.threads)
-            return [_last_k(r.doc) for r in runs]
+            return [last_k_accuracy(r.doc) for r in runs]
 
         gains, labels, splits = [], [], []
         accuracy: dict[str, list[list[float]]] = {"fedavg": [], "fedvc": []}
@@ -128,9 +128,9 @@ class VirtualClientsRunner(Runner):
             accuracy["fedavg"].append(fedavg)
             accuracy["fedvc"].append(fedvc)
             gains.append([v - a for a, v in zip(fedavg, fedvc)])
-            _note(ctx, f"sigma={sigma:g}: fedavg {fedavg}, fedvc {fedvc}")
+            ctx.note(f"sigma={sigma:g}: fedavg {fedavg}, fedvc {fedvc}")
         fedir = train(folder, "fedir")
-        _note(ctx, f"sigma={sigmas[-1]:g}: fedir {fedir}")
+        ctx.note(f"sigma={sigmas[-1]:g}: fedir {fedir}")
         fedir_diff = [v - a for a, v in zip(accuracy["fedavg"][-1], fedir)]
         unit = "accuracy points (method - FedAvg)"
         test_rows = sorted({s["test_examples"] for s in splits})
