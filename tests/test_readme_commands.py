@@ -60,7 +60,7 @@ ADJUSTED: list[tuple[str, object, str]] = [
     ("publish ", None, "uploads to the Hugging Face Hub: needs the network and a token"),
     ("build iso-isp --stages all --raw-dir /nfs/raws", None, "reads RAW files from a cluster's NFS share"),
     ("build iso-isp", lambda a: _cheap(_local(a), **ISP_CHEAP),
-     "renders 384 px crops of every photograph under every variant (minutes); the Ray lines need `ray start` "
+     "renders 75 crops of 256 px per photograph under every variant (minutes); the Ray lines need `ray start` "
      "(tests/engines runs them on a real cluster): run locally on one small crop per photograph"),
     ("build devices --profiles", lambda a: _cheap(a, clients="9", **ISP_CHEAP),
      "renders every capture on nine phones (minutes): one small crop per photograph, one client per phone"),
@@ -70,6 +70,10 @@ ADJUSTED: list[tuple[str, object, str]] = [
     ("train", lambda a: _cheap(_local(a), **TRAIN_CHEAP, **({} if "--image-size" in a else {"image_size": "16"})),
      "trains for 20-50 rounds of 10 clients over several seeds (and --device cuda needs a GPU; --engine flower "
      "starts Ray actors, run by tests/flower): one round of 2 clients, one seed, images at most 32 px (16 where the line does not say), on this machine's CPU"),
+    ("reproduce", lambda a: _cheap(a, claims="dapperfl-footprint", seeds="0"),
+     "trains for every claim (about 12 minutes on 2 cores; --full is for a GPU): the same options with the claim "
+     "that trains nothing, one seed, on this machine's CPU (tests/reproduce runs every claim's runner on small "
+     "settings)"),
 ]
 
 

@@ -11,6 +11,8 @@ The panel title gives the check's verdict.
 
 from __future__ import annotations
 
+import math
+
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -140,19 +142,24 @@ def plot_claim(claim_id: str, verdict: str, panels: Sequence[tuple[str, Measurem
     n = len(panels)
     import textwrap
 
-    width = max(5.4 * n, 7.5)
+    cols = n if n <= 3 else math.ceil(n / 2)  # four panels or more: two rows, so each stays readable
+    rows = math.ceil(n / cols)
+    width = max(5.4 * cols, 7.5)
     notes = [textwrap.fill(f"not run: {measure}: {why}", width=int(width * 15), subsequent_indent="    ")
              for measure, why in not_run]
     lines = sum(t.count("\n") + 1 for t in notes)
-    fig, axs = plt.subplots(1, n, figsize=(width, 4.4 + 0.2 * lines), squeeze=False)
-    for ax, (measure, m, axes, criterion, result) in zip(axs[0], panels):
+    height = 4.4 * rows + 0.2 * lines
+    fig, axs = plt.subplots(rows, cols, figsize=(width, height), squeeze=False)
+    for ax, (measure, m, axes, criterion, result) in zip(axs.ravel(), panels):
         _panel(ax, m, axes, criterion, result, f"{measure}: {result.verdict}")
+    for ax in axs.ravel()[n:]:
+        ax.set_visible(False)
     fig.suptitle(f"{claim_id}: {verdict}", fontsize=12, color=VERDICT_COLOURS.get(verdict, "#222222"))
     bottom = 0.0
     if notes:
         fig.text(0.01, 0.01, "\n".join(notes), fontsize=8, color="#555555", ha="left", va="bottom")
-        bottom = (0.2 * lines + 0.1) / (4.4 + 0.2 * lines)
-    fig.tight_layout(rect=(0, bottom, 1, 0.95))
+        bottom = (0.2 * lines + 0.1) / height
+    fig.tight_layout(rect=(0, bottom, 1, 1 - 0.22 / height))
     try:
         fig.savefig(path, dpi=100)
     finally:

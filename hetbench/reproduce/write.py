@@ -166,11 +166,23 @@ def write_markdown(doc: dict[str, Any], path: Path) -> None:
     path.write_text("\n".join(lines).rstrip() + "\n")
 
 
-def _fact(v: Any) -> str:
+def _fact(v: Any, nested: bool = False) -> str:
+    """A fact as text; a list or mapping inside another is bracketed so its items stay together.
+
+    Examples
+    --------
+    >>> from hetbench.reproduce.write import _fact
+    >>> _fact({"sizes": {"0": [3, 2], "1": [4, 1]}, "seeds": [0, 1]})
+    'sizes={0=[3, 2], 1=[4, 1]}, seeds=[0, 1]'
+    >>> _fact([0, 1])
+    '0, 1'
+    """
     if isinstance(v, dict):
-        return ", ".join(f"{k}={_fact(x)}" for k, x in v.items())
+        text = ", ".join(f"{k}={_fact(x, True)}" for k, x in v.items())
+        return f"{{{text}}}" if nested else text
     if isinstance(v, list):
-        return ", ".join(_fact(x) for x in v)
+        text = ", ".join(_fact(x, True) for x in v)
+        return f"[{text}]" if nested else text
     return fmt(v)
 
 
