@@ -82,6 +82,8 @@ class RunOutput:
 #: a setting's kind -> (python types accepted, description for messages)
 _KINDS: dict[str, tuple[tuple[type, ...], str]] = {
     "int": ((int,), "a positive integer"),
+    "seed": ((int,), "a non-negative integer"),
+    "fraction": ((int, float), "in (0, 1)"),
     "number": ((int, float), "a finite number"),
     "str": ((str,), "a string"),
     "numbers": ((list,), "a non-empty list of positive numbers"),
@@ -115,6 +117,10 @@ def check_schema(settings: dict[str, Any], schema: Mapping[str, tuple[str, bool]
         ok = isinstance(v, types) and not isinstance(v, bool)
         if ok and kind == "int":
             ok = v > 0
+        elif ok and kind == "seed":
+            ok = v >= 0
+        elif ok and kind == "fraction":
+            ok = 0 < v < 1
         elif ok and kind == "number":
             ok = math.isfinite(v)
         elif ok and kind == "numbers":
@@ -125,6 +131,36 @@ def check_schema(settings: dict[str, Any], schema: Mapping[str, tuple[str, bool]
         if not ok:
             raise HetbenchError(f"{where}: '{key}' must be {text} (got {v!r})")
     return settings
+
+
+def test_rows_per_group(folder: Path, column: str = "device") -> dict[str, int]:
+    """Test rows per value of ``column`` in a built split (its manifest's test files), sorted by value.
+
+    Parameters
+    ----------
+    folder : Path
+        A split folder written by a hetbench command (``hetbench.json`` lists its test files).
+    column : str
+        The group column (``device``, ``domain``, ...).
+
+    Examples
+    --------
+    >>> from hetbench.reproduce.runners.base import test_rows_per_group
+    >>> from hetbench.builders.iso_isp import build_iso_isp
+    >>> folder, _ = build_iso_isp("rows_example", stages="wb", size=16, crops_per_photo=2, crop_size=64, quiet=True)
+    >>> test_rows_per_group(folder)
+    {'baseline': 3, 'wb=none': 3, 'wb=white-patch': 3}
+    """
+    import json
+
+    import pyarrow.parquet as pq
+
+    manifest = json.loads((Path(folder) / "hetbench.json").read_text())
+    counts: dict[str, int] = {}
+    for f in manifest["splits"]["test"]["files"]:
+        for d in pq.read_table(Path(folder) / f, columns=[column]).column(column).to_pylist():
+            counts[d] = counts.get(d, 0) + 1
+    return dict(sorted(counts.items()))
 
 
 class Runner(ABC):

@@ -28,16 +28,14 @@ fairness setting of sec. 4.1).
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from hetbench.errors import HetbenchError
 from hetbench.reproduce.criteria import Measurement
-from hetbench.reproduce.runners.base import Axes, Context, Runner, RunOutput
+from hetbench.reproduce.runners.base import Axes, Context, Runner, RunOutput, test_rows_per_group
 from hetbench.reproduce.runners.label_skew import TRAIN_KEYS, train_config
 
 #: the baseline and the method of Table 4, in the order they are trained
@@ -83,7 +81,6 @@ def expected_test_images(crops_per_photo: int, test_fraction: float) -> int:
     return int(min(max(np.rint(test_fraction * n), 1), n - 1))
 
 
-
 def _mean_se(values: list[float]) -> list[float]:
     """[mean, standard error] over seeds, rounded for the facts."""
     se = float(np.std(values, ddof=1) / np.sqrt(len(values))) if len(values) > 1 else 0.0
@@ -98,8 +95,9 @@ class DeviceFairnessRunner(Runner):
         "worst_device_change": "HeteroSwitch minus FedAvg: the worst device's test accuracy (points), per seed",
     }
     schema = {
+        "split_seed": ("seed", False),
         "profiles": ("str", True), "clients": ("int", True), "crops_per_photo": ("int", True),
-        "crop_size": ("int", True), "size": ("int", True), "test_fraction": ("number", True),
+        "crop_size": ("int", True), "size": ("int", True), "test_fraction": ("fraction", True),
         "min_test_examples": ("int", True), "seeds": ("ints", False), "train": ("mapping", True),
     }
 
@@ -107,12 +105,7 @@ class DeviceFairnessRunner(Runner):
         from hetbench.builders.captures import check_size
         from hetbench.isp.profiles import load_profiles
 
-        split_seed = settings.get("split_seed", 0)
-        if isinstance(split_seed, bool) or not isinstance(split_seed, int) or split_seed < 0:
-            raise HetbenchError(f"{where}: 'split_seed' must be a non-negative integer (got {split_seed!r})")
-        super().check_settings({k: v for k, v in settings.items() if k != "split_seed"}, where)
-        if not 0 < settings["test_fraction"] < 1:
-            raise HetbenchError(f"{where}: 'test_fraction' must be in (0, 1)")
+        super().check_settings(settings, where)
         try:
             check_size(settings["size"])
         except HetbenchError as exc:
@@ -157,7 +150,7 @@ class DeviceFairnessRunner(Runner):
                                   crops_per_photo=settings["crops_per_photo"], crop_size=settings["crop_size"],
                                   quiet=True)
         devices = list(report["devices"])
-        test_rows = _test_rows_per_device(folder)
+        test_rows = test_rows_per_group(folder)
         small = {d: n for d, n in test_rows.items() if n < settings["min_test_examples"]}
         if sorted(test_rows) != sorted(devices) or small:
             raise HetbenchError(
@@ -227,14 +220,3 @@ class DeviceFairnessRunner(Runner):
                              "(population), worst = the lowest device"},
         )
 
-
-def _test_rows_per_device(folder: Path) -> dict[str, int]:
-    """Test rows per device of a built split (its manifest's test files, ``device`` column)."""
-    import pyarrow.parquet as pq
-
-    manifest = json.loads((folder / "hetbench.json").read_text())
-    counts: dict[str, int] = {}
-    for f in manifest["splits"]["test"]["files"]:
-        for d in pq.read_table(folder / f, columns=["device"]).column("device").to_pylist():
-            counts[d] = counts.get(d, 0) + 1
-    return dict(sorted(counts.items()))

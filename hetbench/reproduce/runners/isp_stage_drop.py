@@ -28,16 +28,14 @@ Gamut variants (``stages: all``, Fig. 3's sixth stage) are tested and reported b
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from hetbench.errors import HetbenchError
 from hetbench.reproduce.criteria import Measurement
-from hetbench.reproduce.runners.base import Axes, Context, Runner, RunOutput
+from hetbench.reproduce.runners.base import Axes, Context, Runner, RunOutput, test_rows_per_group
 from hetbench.reproduce.runners.label_skew import TRAIN_KEYS, train_config
 
 #: the stages the claim says hurt most, and those it compares them with (hetbench.isp stage names)
@@ -127,19 +125,6 @@ def _build_processes(crops_per_photo: int) -> int:
     return 1 if crops_per_photo < 15 else max(1, min(8, os.cpu_count() or 1))
 
 
-
-def _test_rows_per_device(folder: Path) -> dict[str, int]:
-    """Test rows per device of a built split (its manifest's test files, ``device`` column)."""
-    import pyarrow.parquet as pq
-
-    manifest = json.loads((folder / "hetbench.json").read_text())
-    counts: dict[str, int] = {}
-    for f in manifest["splits"]["test"]["files"]:
-        for d in pq.read_table(folder / f, columns=["device"]).column("device").to_pylist():
-            counts[d] = counts.get(d, 0) + 1
-    return counts
-
-
 def _mean_se(values: list[float]) -> str:
     """``mean ± standard error`` over seeds, as the facts show it.
 
@@ -197,21 +182,17 @@ class IspStageDropRunner(Runner):
                                                  "largest variant drop), per seed",
     }
     schema = {
+        "split_seed": ("seed", False),
         "stages": ("str", True), "crops_per_photo": ("int", True), "crop_size": ("int", True), "size": ("int", True),
-        "clients_per_device": ("int", True), "test_fraction": ("number", True),
+        "clients_per_device": ("int", True), "test_fraction": ("fraction", True),
         "min_test_examples": ("int", True), "seeds": ("ints", False), "train": ("mapping", True),
     }
 
     def check_settings(self, settings: dict[str, Any], where: str) -> dict[str, Any]:
         from hetbench.builders.captures import check_size
 
-        split_seed = settings.get("split_seed", 0)
-        if isinstance(split_seed, bool) or not isinstance(split_seed, int) or split_seed < 0:
-            raise HetbenchError(f"{where}: 'split_seed' must be a non-negative integer (got {split_seed!r})")
-        super().check_settings({k: v for k, v in settings.items() if k != "split_seed"}, where)
+        super().check_settings(settings, where)
         _stage_list(settings["stages"], where)
-        if not 0 < settings["test_fraction"] < 1:
-            raise HetbenchError(f"{where}: 'test_fraction' must be in (0, 1)")
         try:
             check_size(settings["size"])
         except HetbenchError as exc:
@@ -248,7 +229,7 @@ class IspStageDropRunner(Runner):
                       clients=settings["clients_per_device"] * len(devices), test_fraction=settings["test_fraction"],
                       seed=split_seed, num_proc=_build_processes(settings["crops_per_photo"]),
                       crops_per_photo=settings["crops_per_photo"], crop_size=settings["crop_size"], quiet=True)
-        test_rows = _test_rows_per_device(folder)
+        test_rows = test_rows_per_group(folder)
         small = {d: n for d, n in test_rows.items() if n < settings["min_test_examples"]}
         if sorted(test_rows) != sorted(devices) or small:
             raise HetbenchError(

@@ -61,18 +61,14 @@ class LabelSkewRunner(Runner):
         "relative_accuracy": "FedAvg accuracy at the lowest alpha over the centralised run's, per seed",
     }
     schema = {
+        "split_seed": ("seed", False),
         "source": ("str", True), "clients": ("int", True), "alphas": ("numbers", True),
-        "test_fraction": ("number", True), "seeds": ("ints", False),
+        "test_fraction": ("fraction", True), "seeds": ("ints", False),
         "train": ("mapping", True), "central": ("mapping", False),
     }
 
     def check_settings(self, settings: dict[str, Any], where: str) -> dict[str, Any]:
-        split_seed = settings.get("split_seed", 0)
-        if isinstance(split_seed, bool) or not isinstance(split_seed, int) or split_seed < 0:
-            raise HetbenchError(f"{where}: 'split_seed' must be a non-negative integer (got {split_seed!r})")
-        super().check_settings({k: v for k, v in settings.items() if k != "split_seed"}, where)
-        if not 0 < settings["test_fraction"] < 1:
-            raise HetbenchError(f"{where}: 'test_fraction' must be in (0, 1)")
+        super().check_settings(settings, where)
         if len(settings["alphas"]) < 2:
             raise HetbenchError(f"{where}: 'alphas' must list at least two values")
         train_config(dict(settings["train"]), f"{where}.train")

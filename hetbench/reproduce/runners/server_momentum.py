@@ -134,7 +134,7 @@ class ServerMomentumRunner(Runner):
     }
     schema = {
         "source": ("str", True), "clients": ("int", True), "alpha": ("number", True),
-        "test_fraction": ("number", True), "seeds": ("ints", False), "tune_seeds": ("ints", True),
+        "test_fraction": ("fraction", True), "seeds": ("ints", False), "tune_seeds": ("ints", True),
         "server_momentum": ("number", True), "effective_steps": ("numbers", True), "train": ("mapping", True),
     }
 
@@ -146,8 +146,6 @@ class ServerMomentumRunner(Runner):
         if split == tune:
             raise HetbenchError(f"{where}: 'tune_split_seed' must differ from 'split_seed' (the step is chosen on "
                                 "another split than the one it is measured on)")
-        if not 0 < settings["test_fraction"] < 1:
-            raise HetbenchError(f"{where}: 'test_fraction' must be in (0, 1)")
         if settings["alpha"] <= 0:
             raise HetbenchError(f"{where}: 'alpha' must be a positive number (got {settings['alpha']!r})")
         if not 0 < settings["server_momentum"] < 1:

@@ -74,7 +74,7 @@ class VirtualClientsRunner(Runner):
     }
     schema = {
         "source": ("str", True), "clients": ("int", True), "alpha": ("number", True),
-        "test_fraction": ("number", True), "vc_size": ("int", True),
+        "test_fraction": ("fraction", True), "vc_size": ("int", True),
         "seeds": ("ints", False), "train": ("mapping", True),
     }
 
@@ -87,8 +87,6 @@ class VirtualClientsRunner(Runner):
             raise HetbenchError(f"{where}: 'size_sigmas' must list at least two distinct increasing numbers in "
                                 f"[0, 10) (got {sigmas!r})")
         super().check_settings({k: v for k, v in settings.items() if k not in ("split_seed", "size_sigmas")}, where)
-        if not 0 < settings["test_fraction"] < 1:
-            raise HetbenchError(f"{where}: 'test_fraction' must be in (0, 1)")
         if settings["alpha"] <= 0:
             raise HetbenchError(f"{where}: 'alpha' must be a positive number (got {settings['alpha']!r})")
         train_config(dict(settings["train"]), f"{where}.train")
