@@ -5,20 +5,14 @@ from __future__ import annotations
 import copy
 
 import pytest
-import yaml
 
 from hetbench.errors import HetbenchError
 from hetbench.reproduce.claims import claim_ids, load_claim, parse_claim, select_claims
+from claim_definitions import raw_claim
 
 #: every claim id the issue names (part of the command-line interface)
 ISSUE_IDS = ["borazjani-zeta", "dapperfl-domains", "dapperfl-footprint", "heteroswitch-stage-drop", "heteroswitch-table4",
              "hsu-fedavgm", "hsu-fedvc-fedir", "hsu-geo-clients", "hsu-label-skew"]
-
-
-def _raw(claim_id: str) -> dict:
-    from importlib import resources
-
-    return yaml.safe_load(resources.files("hetbench.manifests").joinpath("claims", f"{claim_id}.yaml").read_text())
 
 
 def test_every_claim_of_the_issue_ships_and_validates():
@@ -43,7 +37,7 @@ def test_every_claim_of_the_issue_ships_and_validates():
     (lambda d: d.update(checks=[]), "'checks' must be a non-empty list"),
 ])
 def test_bad_definitions_are_refused_naming_the_file(edit, message):
-    data = copy.deepcopy(_raw("dapperfl-footprint"))
+    data = copy.deepcopy(raw_claim("dapperfl-footprint"))
     data["settings"]["quick"] = dict(data["settings"]["quick"])  # the yaml anchor shares one mapping
     edit(data)
     with pytest.raises(HetbenchError) as exc:
@@ -52,11 +46,11 @@ def test_bad_definitions_are_refused_naming_the_file(edit, message):
 
 
 def test_label_skew_train_options_are_checked():
-    data = copy.deepcopy(_raw("hsu-label-skew"))
+    data = copy.deepcopy(raw_claim("hsu-label-skew"))
     data["settings"]["quick"]["train"]["rounds"] = 0
     with pytest.raises(HetbenchError, match=r"settings.quick.train: --rounds must be a positive number"):
         parse_claim(data, "x.yaml")
-    data = copy.deepcopy(_raw("hsu-label-skew"))
+    data = copy.deepcopy(raw_claim("hsu-label-skew"))
     data["settings"]["full"]["train"]["model"] = "vgg"
     with pytest.raises(HetbenchError, match=r"settings.full.train: unknown model 'vgg'"):
         parse_claim(data, "x.yaml")
@@ -73,7 +67,7 @@ def test_select_claims():
 
 @pytest.mark.parametrize("value", [-1, "0", True, [0]])
 def test_label_skew_split_seed_is_one_non_negative_integer(value):
-    data = copy.deepcopy(_raw("hsu-label-skew"))
+    data = copy.deepcopy(raw_claim("hsu-label-skew"))
     data["settings"]["quick"]["split_seed"] = value
     with pytest.raises(HetbenchError, match=r"settings.quick: 'split_seed' must be a non-negative integer"):
         parse_claim(data, "x.yaml")

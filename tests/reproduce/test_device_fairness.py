@@ -9,13 +9,13 @@ import json
 
 import numpy as np
 import pytest
-import yaml
 
 from hetbench.errors import HetbenchError
 from hetbench.reproduce.claims import parse_claim
 from hetbench.reproduce.criteria import Measurement, evaluate
 from hetbench.reproduce.runners import RUNNERS, Context
 from hetbench.reproduce.runners.device_fairness import ALGORITHMS, expected_test_images, fairness
+from claim_definitions import raw_claim
 
 CLAIM = "heteroswitch-table4"
 
@@ -31,12 +31,6 @@ TINY = {
 }
 
 
-def _raw() -> dict:
-    from importlib import resources
-
-    return yaml.safe_load(resources.files("hetbench.manifests").joinpath("claims", f"{CLAIM}.yaml").read_text())
-
-
 @pytest.fixture(scope="module")
 def tiny_run(tmp_path_factory):
     root = tmp_path_factory.mktemp("table4")
@@ -48,7 +42,7 @@ def tiny_run(tmp_path_factory):
 
 
 def test_the_shipped_claim_validates_with_the_declared_criteria():
-    claim = parse_claim(_raw(), f"manifests/claims/{CLAIM}.yaml")
+    claim = parse_claim(raw_claim(CLAIM), f"manifests/claims/{CLAIM}.yaml")
     assert claim.runner == "device_fairness"
     assert [(k.measure, k.criterion["name"], k.criterion["threshold"]) for k in claim.checks] == [
         ("variance_change", "less_than", 0), ("worst_device_change", "greater_than", 0)]
@@ -121,7 +115,7 @@ def test_bad_settings_are_one_clear_message(edit, message):
 
 
 def test_the_declared_criteria_decide_from_the_paired_differences():
-    claim = parse_claim(_raw(), f"manifests/claims/{CLAIM}.yaml")
+    claim = parse_claim(raw_claim(CLAIM), f"manifests/claims/{CLAIM}.yaml")
     variance, worst = (k.criterion for k in claim.checks)
     # Table 4's own differences (-6.86 and +3.54) with a small spread: reproduced
     assert evaluate(Measurement([[-6.9, -6.5, -7.2]]), variance).verdict == "reproduced"

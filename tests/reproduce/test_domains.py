@@ -12,19 +12,12 @@ from hetbench.reproduce.claims import load_claim, parse_claim
 from hetbench.reproduce.criteria import Measurement, evaluate
 from hetbench.reproduce.runners import RUNNERS, Context
 from hetbench.reproduce.runners.domains import compare, domain_accuracy
+from claim_definitions import raw_claim
 
 TINY = {"clients": 4, "fraction": 0.1, "seeds": [0],
         "train": {"model": "digits-cnn", "image_size": 8, "rounds": 1, "clients_per_round": 4, "local_epochs": 1,
                   "batch_size": 32, "lr": 0.05, "eval_every": 1, "last_k": 1},
         "published_fedavg": [95.89, 86.84, 78.39, 33.63], "published_dapperfl": [96.25, 86.30, 82.45, 37.26]}
-
-
-def _raw() -> dict:
-    from importlib import resources
-
-    import yaml
-
-    return yaml.safe_load(resources.files("hetbench.manifests").joinpath("claims", "dapperfl-domains.yaml").read_text())
 
 
 def test_definition_validates():
@@ -42,7 +35,7 @@ def test_definition_validates():
     (lambda s: s.update(split_seed=[0, 1]), "'split_seed' must list one seed"),
 ])
 def test_bad_settings_are_one_clear_error(edit, message):
-    data = copy.deepcopy(_raw())
+    data = copy.deepcopy(raw_claim("dapperfl-domains"))
     edit(data["settings"]["quick"])
     with pytest.raises(HetbenchError) as exc:
         parse_claim(data, "x.yaml")

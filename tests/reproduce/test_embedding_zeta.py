@@ -14,17 +14,10 @@ from hetbench.reproduce.claims import load_claim, parse_claim
 from hetbench.reproduce.criteria import evaluate
 from hetbench.reproduce.runners import RUNNERS, Context
 from hetbench.reproduce.runners.embedding_zeta import eq4_floor, equal_groups_floor
+from claim_definitions import raw_claim
 
 TINY = {"source": "builtin:digits", "clients": 5, "clusters": 4, "embedder": "pixels:4", "alphas": [100, 0.05],
         "table1_groups": 16, "table1_published": [0.02, 0.109], "table1_pairs": ["low", "high"]}
-
-
-def _raw() -> dict:
-    from importlib import resources
-
-    import yaml
-
-    return yaml.safe_load(resources.files("hetbench.manifests").joinpath("claims", "borazjani-zeta.yaml").read_text())
 
 
 def test_definition_validates():
@@ -41,7 +34,7 @@ def test_definition_validates():
     (lambda s: s.update(rounds=3), "unknown setting 'rounds'"),
 ])
 def test_bad_settings_are_one_clear_error(edit, message):
-    data = copy.deepcopy(_raw())
+    data = copy.deepcopy(raw_claim("borazjani-zeta"))
     edit(data["settings"]["quick"])
     with pytest.raises(HetbenchError) as exc:
         parse_claim(data, "x.yaml")

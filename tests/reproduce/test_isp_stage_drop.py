@@ -7,13 +7,13 @@ import copy
 import json
 
 import pytest
-import yaml
 
 from hetbench.errors import HetbenchError
 from hetbench.reproduce.claims import parse_claim
 from hetbench.reproduce.criteria import Measurement, evaluate
 from hetbench.reproduce.runners import RUNNERS, Context
 from hetbench.reproduce.runners.isp_stage_drop import contrasts, stage_drops
+from claim_definitions import raw_claim
 
 CLAIM = "heteroswitch-stage-drop"
 
@@ -24,12 +24,6 @@ TINY = {
     "train": {"model": "digits-cnn", "rounds": 2, "clients_per_round": 2, "local_epochs": 1, "batch_size": 8,
               "lr": 0.05, "eval_every": 1, "last_k": 1},
 }
-
-
-def _raw() -> dict:
-    from importlib import resources
-
-    return yaml.safe_load(resources.files("hetbench.manifests").joinpath("claims", f"{CLAIM}.yaml").read_text())
 
 
 @pytest.fixture(scope="module")
@@ -43,7 +37,7 @@ def tiny_run(tmp_path_factory):
 
 
 def test_the_shipped_claim_validates_with_the_declared_criteria():
-    claim = parse_claim(_raw(), f"manifests/claims/{CLAIM}.yaml")
+    claim = parse_claim(raw_claim(CLAIM), f"manifests/claims/{CLAIM}.yaml")
     assert claim.runner == "isp_stage_drop"
     assert [(k.measure, k.criterion["name"]) for k in claim.checks] == [
         ("wb_tone_minus_others", "greater_than"), ("weakest_wb_tone_minus_strongest_other", "greater_than")]
@@ -90,7 +84,7 @@ def test_contrasts_group_the_variants_by_stage_and_the_criterion_decides():
     mean_gap, strict_gap = contrasts(acc)
     assert mean_gap == pytest.approx((50 + 10 + 40 + 5) / 4 - (2 + 1 + 0 + 3 - 1 + 4) / 6)
     assert strict_gap == 36.0  # min(50, 40) - max(2, 3, 4)
-    declared = {c["measure"]: c["criterion"] for c in _raw()["checks"]}
+    declared = {c["measure"]: c["criterion"] for c in raw_claim(CLAIM)["checks"]}
     ok = evaluate(Measurement([[mean_gap, mean_gap + 1]]), declared["wb_tone_minus_others"])
     assert ok.verdict == "reproduced"
     # a denoise option hurting more than the tone stage: the stage-by-stage check fails
@@ -116,7 +110,7 @@ def test_contrasts_group_the_variants_by_stage_and_the_criterion_decides():
     ({"train": {"clients_per_round": 2, "device": "cpu"}}, "settings.quick.train: unknown option 'device'"),
 ])
 def test_bad_settings_are_one_clear_error(edit, message):
-    data = _raw()
+    data = raw_claim(CLAIM)
     data["settings"]["quick"].update(edit)
     with pytest.raises(HetbenchError) as exc:
         parse_claim(data, "x.yaml")

@@ -8,13 +8,13 @@ import copy
 import json
 
 import pytest
-import yaml
 
 from hetbench.errors import HetbenchError
 from hetbench.reproduce.claims import parse_claim
 from hetbench.reproduce.criteria import Measurement, evaluate
 from hetbench.reproduce.runners.base import Context
 from hetbench.reproduce.runners.server_momentum import ServerMomentumRunner, choose_step, momentum_hyper
+from claim_definitions import raw_claim
 
 TINY = {
     "source": "builtin:digits", "clients": 6, "alpha": 0.1, "test_fraction": 0.2, "split_seed": 0,
@@ -22,12 +22,6 @@ TINY = {
     "train": {"model": "digits-cnn", "rounds": 2, "clients_per_round": 2, "batch_size": 32, "lr": 0.05,
               "eval_every": 1, "last_k": 1},
 }
-
-
-def _raw() -> dict:
-    from importlib import resources
-
-    return yaml.safe_load(resources.files("hetbench.manifests").joinpath("claims", "hsu-fedavgm.yaml").read_text())
 
 
 def test_tiny_run_measures_the_paired_difference_at_the_steps_chosen_on_the_tuning_split(tmp_path):
@@ -56,7 +50,7 @@ def test_tiny_run_measures_the_paired_difference_at_the_steps_chosen_on_the_tuni
     momentum = {d["algorithm"]["params"].get("server_momentum", 0.0) for d in docs}
     assert momentum == {0.0, 0.9}
     # the verdict is the declared criterion's on these numbers
-    criterion = _raw()["checks"][0]["criterion"]
+    criterion = raw_claim("hsu-fedavgm")["checks"][0]["criterion"]
     assert evaluate(m, criterion).verdict == evaluate(Measurement([list(m.samples[0])]), criterion).verdict
 
 
@@ -70,7 +64,7 @@ def test_tiny_run_measures_the_paired_difference_at_the_steps_chosen_on_the_tuni
     (lambda q: q["train"].update(server_lr=1.0), "settings.quick.train: unknown option 'server_lr'"),
 ])
 def test_bad_settings_are_one_clear_error(edit, message):
-    data = copy.deepcopy(_raw())
+    data = copy.deepcopy(raw_claim("hsu-fedavgm"))
     edit(data["settings"]["quick"])
     with pytest.raises(HetbenchError) as exc:
         parse_claim(data, "manifests/claims/x.yaml")
@@ -86,7 +80,7 @@ def test_effective_step_is_the_same_for_both_algorithms():
 
 
 def test_the_declared_criterion_decides_from_the_numbers():
-    criterion = _raw()["checks"][0]["criterion"]
+    criterion = raw_claim("hsu-fedavgm")["checks"][0]["criterion"]
     assert evaluate(Measurement([[5.0, 6.0, 7.0]]), criterion).verdict == "reproduced"
     assert evaluate(Measurement([[0.5, 1.0, 1.5]]), criterion).verdict == "partially reproduced"
     assert evaluate(Measurement([[-2.0, 0.5, -1.0]]), criterion).verdict == "not reproduced"

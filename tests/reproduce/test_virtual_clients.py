@@ -7,13 +7,13 @@ from __future__ import annotations
 import copy
 
 import pytest
-import yaml
 
 from hetbench.errors import HetbenchError
 from hetbench.reproduce.claims import parse_claim
 from hetbench.reproduce.criteria import Measurement, evaluate
 from hetbench.reproduce.runners.base import Context
 from hetbench.reproduce.runners.virtual_clients import MIN_CLIENT_ROWS, VirtualClientsRunner, imbalanced_sizes
+from claim_definitions import raw_claim
 
 TINY = {
     "source": "builtin:digits", "clients": 6, "alpha": 0.5, "size_sigmas": [0, 2], "test_fraction": 0.2,
@@ -21,12 +21,6 @@ TINY = {
     "train": {"model": "digits-cnn", "rounds": 2, "clients_per_round": 2, "batch_size": 32, "lr": 0.05,
               "eval_every": 1, "last_k": 1},
 }
-
-
-def _raw() -> dict:
-    from importlib import resources
-
-    return yaml.safe_load(resources.files("hetbench.manifests").joinpath("claims", "hsu-fedvc-fedir.yaml").read_text())
 
 
 def test_tiny_run_measures_paired_differences_over_the_imbalance_grid(tmp_path):
@@ -74,7 +68,7 @@ def test_imbalanced_sizes_keep_the_clients_and_grow_with_sigma():
     (lambda q: q["train"].update(rounds=0), "settings.quick.train: --rounds must be a positive number"),
 ])
 def test_bad_settings_are_one_clear_error(edit, message):
-    data = copy.deepcopy(_raw())
+    data = copy.deepcopy(raw_claim("hsu-fedvc-fedir"))
     edit(data["settings"]["quick"])
     with pytest.raises(HetbenchError) as exc:
         parse_claim(data, "manifests/claims/x.yaml")
@@ -82,7 +76,7 @@ def test_bad_settings_are_one_clear_error(edit, message):
 
 
 def test_the_declared_criteria_decide_from_the_numbers():
-    checks = {c["measure"]: c["criterion"] for c in _raw()["checks"]}
+    checks = {c["measure"]: c["criterion"] for c in raw_claim("hsu-fedvc-fedir")["checks"]}
     grows = checks["fedvc_gain_vs_imbalance"]
     assert evaluate(Measurement([[0.1, -0.2], [1.5, 2.5], [4.0, 5.0]], x=[0, 1, 2]), grows).verdict == "reproduced"
     assert evaluate(Measurement([[0.0, 0.2], [0.5, 0.4], [0.6, 0.9]], x=[0, 1, 2]), grows).verdict == "not reproduced"

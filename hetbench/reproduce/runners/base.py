@@ -163,6 +163,28 @@ def test_rows_per_group(folder: Path, column: str = "device") -> dict[str, int]:
     return dict(sorted(counts.items()))
 
 
+def require_test_rows(folder: Path, groups: list[str], minimum: int, column: str = "device",
+                      named: str = "its devices") -> dict[str, int]:
+    """Test rows per group of a built split (:func:`test_rows_per_group`), checked before any training:
+    the groups must be exactly ``groups`` and each must have at least ``minimum`` test rows.
+
+    Raises
+    ------
+    HetbenchError
+        Naming the groups below ``minimum`` and their counts (the claim is then ``not run``), or the groups
+        that differ from ``groups`` (``named`` says what those are, e.g. "the Table 3 variants").
+    """
+    test_rows = test_rows_per_group(folder, column)
+    small = {d: n for d, n in test_rows.items() if n < minimum}
+    if small:
+        counts = ", ".join(f"{d} {n}" for d, n in sorted(small.items()))
+        raise HetbenchError(f"the split's test sets are too small: {counts} test images (min_test_examples {minimum}); "
+                            "raise crops_per_photo")
+    if sorted(test_rows) != sorted(groups):
+        raise HetbenchError(f"the split's test {column}s {sorted(test_rows)} are not {named} {sorted(groups)}")
+    return test_rows
+
+
 class Runner(ABC):
     """A claim runner: ``measures`` (name -> what it is), ``schema`` (its settings), :meth:`run`."""
 

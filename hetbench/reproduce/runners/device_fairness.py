@@ -35,7 +35,7 @@ import numpy as np
 
 from hetbench.errors import HetbenchError
 from hetbench.reproduce.criteria import Measurement
-from hetbench.reproduce.runners.base import Axes, Context, Runner, RunOutput, test_rows_per_group
+from hetbench.reproduce.runners.base import Axes, Context, Runner, RunOutput, require_test_rows
 from hetbench.reproduce.runners.label_skew import TRAIN_KEYS, train_config
 
 #: the baseline and the method of Table 4, in the order they are trained
@@ -150,13 +150,7 @@ class DeviceFairnessRunner(Runner):
                                   crops_per_photo=settings["crops_per_photo"], crop_size=settings["crop_size"],
                                   quiet=True)
         devices = list(report["devices"])
-        test_rows = test_rows_per_group(folder)
-        small = {d: n for d, n in test_rows.items() if n < settings["min_test_examples"]}
-        if sorted(test_rows) != sorted(devices) or small:
-            raise HetbenchError(
-                f"the split's test sets are too small: {', '.join(f'{d} {n}' for d, n in sorted(small.items()))} "
-                f"test images (min_test_examples {settings['min_test_examples']}); raise crops_per_photo"
-                if small else f"the split's test devices {sorted(test_rows)} are not its devices {sorted(devices)}")
+        test_rows = require_test_rows(folder, devices, settings["min_test_examples"], named="its devices")
 
         # per algorithm: one dict of per-device accuracies per seed
         accuracy: dict[str, list[dict[str, float]]] = {a: [] for a in ALGORITHMS}

@@ -35,7 +35,7 @@ import numpy as np
 
 from hetbench.errors import HetbenchError
 from hetbench.reproduce.criteria import Measurement
-from hetbench.reproduce.runners.base import Axes, Context, Runner, RunOutput, test_rows_per_group
+from hetbench.reproduce.runners.base import Axes, Context, Runner, RunOutput, require_test_rows
 from hetbench.reproduce.runners.label_skew import TRAIN_KEYS, train_config
 
 #: the stages the claim says hurt most, and those it compares them with (hetbench.isp stage names)
@@ -229,13 +229,7 @@ class IspStageDropRunner(Runner):
                       clients=settings["clients_per_device"] * len(devices), test_fraction=settings["test_fraction"],
                       seed=split_seed, num_proc=_build_processes(settings["crops_per_photo"]),
                       crops_per_photo=settings["crops_per_photo"], crop_size=settings["crop_size"], quiet=True)
-        test_rows = test_rows_per_group(folder)
-        small = {d: n for d, n in test_rows.items() if n < settings["min_test_examples"]}
-        if sorted(test_rows) != sorted(devices) or small:
-            raise HetbenchError(
-                f"the split's test sets are too small: {', '.join(f'{d} {n}' for d, n in sorted(small.items()))} "
-                f"test images (min_test_examples {settings['min_test_examples']}); raise crops_per_photo"
-                if small else f"the split's devices {sorted(test_rows)} are not the Table 3 variants {devices}")
+        test_rows = require_test_rows(folder, devices, settings["min_test_examples"], named="the Table 3 variants")
         accuracy: list[dict[str, float]] = []
         trained_clients: set[int] = set()
         for seed in ctx.seeds:
