@@ -185,6 +185,19 @@ def require_test_rows(folder: Path, groups: list[str], minimum: int, column: str
     return test_rows
 
 
+def check_render_settings(settings: Mapping[str, Any], where: str) -> None:
+    """The render settings of a claim that builds from the embedded photographs: ``size`` (the builders'
+    own output-size check) and ``crop_size`` (at least 32 pixels, as ``--crop-size``)."""
+    from hetbench.builders.captures import check_size
+
+    try:
+        check_size(settings["size"])
+    except HetbenchError as exc:
+        raise HetbenchError(f"{where}: 'size': {exc}") from None
+    if settings["crop_size"] < 32:
+        raise HetbenchError(f"{where}: 'crop_size' must be at least 32 pixels (got {settings['crop_size']})")
+
+
 class Runner(ABC):
     """A claim runner: ``measures`` (name -> what it is), ``schema`` (its settings), :meth:`run`."""
 

@@ -35,7 +35,7 @@ import numpy as np
 
 from hetbench.errors import HetbenchError
 from hetbench.reproduce.criteria import Measurement
-from hetbench.reproduce.runners.base import Axes, Context, Runner, RunOutput, require_test_rows
+from hetbench.reproduce.runners.base import Axes, Context, Runner, RunOutput, check_render_settings, require_test_rows
 from hetbench.reproduce.runners.label_skew import TRAIN_KEYS, train_config
 
 #: the baseline and the method of Table 4, in the order they are trained
@@ -102,16 +102,10 @@ class DeviceFairnessRunner(Runner):
     }
 
     def check_settings(self, settings: dict[str, Any], where: str) -> dict[str, Any]:
-        from hetbench.builders.captures import check_size
         from hetbench.isp.profiles import load_profiles
 
         super().check_settings(settings, where)
-        try:
-            check_size(settings["size"])
-        except HetbenchError as exc:
-            raise HetbenchError(f"{where}: 'size': {exc}") from None
-        if settings["crop_size"] < 32:
-            raise HetbenchError(f"{where}: 'crop_size' must be at least 32 pixels (got {settings['crop_size']})")
+        check_render_settings(settings, where)
         try:
             devices = load_profiles(settings["profiles"])
         except HetbenchError as exc:

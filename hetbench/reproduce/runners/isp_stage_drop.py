@@ -35,7 +35,7 @@ import numpy as np
 
 from hetbench.errors import HetbenchError
 from hetbench.reproduce.criteria import Measurement
-from hetbench.reproduce.runners.base import Axes, Context, Runner, RunOutput, require_test_rows
+from hetbench.reproduce.runners.base import Axes, Context, Runner, RunOutput, check_render_settings, require_test_rows
 from hetbench.reproduce.runners.label_skew import TRAIN_KEYS, train_config
 
 #: the stages the claim says hurt most, and those it compares them with (hetbench.isp stage names)
@@ -189,16 +189,9 @@ class IspStageDropRunner(Runner):
     }
 
     def check_settings(self, settings: dict[str, Any], where: str) -> dict[str, Any]:
-        from hetbench.builders.captures import check_size
-
         super().check_settings(settings, where)
         _stage_list(settings["stages"], where)
-        try:
-            check_size(settings["size"])
-        except HetbenchError as exc:
-            raise HetbenchError(f"{where}: 'size': {exc}") from None
-        if settings["crop_size"] < 32:
-            raise HetbenchError(f"{where}: 'crop_size' must be at least 32 pixels (got {settings['crop_size']})")
+        check_render_settings(settings, where)
         if settings["clients_per_device"] < 2:
             raise HetbenchError(f"{where}: 'clients_per_device' must be at least 2, so that training on the "
                                 f"baseline device is federated (got {settings['clients_per_device']})")
