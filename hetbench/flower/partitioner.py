@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from hetbench.errors import HetbenchError
-from hetbench.publish.manifest import MANIFEST_NAME, read_manifest
+from hetbench.publish.manifest import MANIFEST_NAME, SAMPLE_IDS_NAME, read_manifest, read_sample_ids
 
 if TYPE_CHECKING:  # pragma: no cover
     import datasets
@@ -77,21 +77,20 @@ def _federated_dataset_origin(max_depth: int = 6) -> _Origin | None:
         del frame
 
 
-def _manifest_from_hub(repo_id: str, revision: str | None) -> dict[str, Any]:
-    """``hetbench.json`` of a dataset repo on the Hugging Face Hub, through huggingface_hub's cache
-    (offline, ``HF_HUB_OFFLINE=1``, works once the file is cached)."""
+def _hub_file(repo_id: str, revision: str | None, filename: str) -> Path:
+    """One file of a dataset repo on the Hugging Face Hub, through huggingface_hub's cache (offline,
+    ``HF_HUB_OFFLINE=1``, works once the file is cached)."""
     try:
         from huggingface_hub import hf_hub_download
 
-        path = hf_hub_download(repo_id, MANIFEST_NAME, repo_type="dataset", revision=revision)
+        return Path(hf_hub_download(repo_id, filename, repo_type="dataset", revision=revision))
     except Exception as exc:  # noqa: BLE001 - any hub failure is one line for the user
         reason = " ".join(str(exc).split())[:200]
         raise HetbenchError(
-            f"cannot fetch {MANIFEST_NAME} of the hub dataset '{repo_id}' ({type(exc).__name__}: {reason}); "
-            f"download it (huggingface-cli download {repo_id} {MANIFEST_NAME} --repo-type dataset) and pass "
-            "HetbenchPartitioner(split_dir=<its folder>)"
+            f"cannot fetch {filename} of the hub dataset '{repo_id}' ({type(exc).__name__}: {reason}); "
+            f"download it (huggingface-cli download {repo_id} {MANIFEST_NAME} {SAMPLE_IDS_NAME} --repo-type dataset) "
+            "and pass HetbenchPartitioner(split_dir=<its folder>)"
         ) from exc
-    return read_manifest(Path(path).parent)
 
 
 def _as_ids(values: Any) -> np.ndarray:
@@ -165,6 +164,7 @@ class HetbenchPartitioner(Partitioner):
         self._split_dir = None if split_dir is None else Path(split_dir)
         self._split = split
         self._verify = verify
+        self._folder: Path | None = None  # the folder holding the manifest (a hub download: its cache folder)
         self._origin: _Origin | None = None
         self._ready = False
         self._name = ""
@@ -245,6 +245,7 @@ class HetbenchPartitioner(Partitioner):
         if self._split_dir is not None:
             folder = self._split_dir.parent if self._split_dir.name == MANIFEST_NAME else self._split_dir
             self._name = str(self._split_dir)
+            self._folder = folder
             return read_manifest(folder)
         origin = self._origin
         if origin is None:
@@ -255,13 +256,19 @@ class HetbenchPartitioner(Partitioner):
         self._name = origin.dataset
         local = Path(origin.dataset).expanduser()
         if local.is_dir():
+            self._folder = local
             return read_manifest(local)
         if origin.dataset.count("/") != 1 or origin.dataset.startswith(("/", ".", "~")):
             raise HetbenchError(
                 f"'{origin.dataset}' is neither a hetbench build folder nor a hub dataset id (owner/name); "
                 "pass HetbenchPartitioner(split_dir=<the build folder>)"
             )
-        return _manifest_from_hub(origin.dataset, origin.revision)
+        self._folder = _hub_file(origin.dataset, origin.revision, MANIFEST_NAME).parent
+        manifest = read_manifest(self._folder)
+        entry = manifest.get("sample_ids")
+        if self._verify and manifest.get("format", 2) >= 3 and isinstance(entry, dict) and isinstance(entry.get("file"), str):
+            _hub_file(origin.dataset, origin.revision, entry["file"])  # beside the manifest in the hub cache
+        return manifest
 
     def _split_of(self, manifest: dict[str, Any]) -> str:
         split = self._split or (self._origin.split if self._origin else None)
@@ -320,31 +327,30 @@ class HetbenchPartitioner(Partitioner):
     def _verify_ids(self, manifest: dict[str, Any], table: Any, positions: np.ndarray | None) -> None:
         """Every client's (and the shared) sample ids, in order, against ``hetbench.json``."""
         split, names = self._split_name, self._client_names
-        listed = manifest["sample_ids"].get(split)
-        if not isinstance(listed, dict) or not isinstance(listed.get("clients"), dict):
+        if manifest.get("format", 2) < 3 and not isinstance((manifest["sample_ids"].get(split) or {}).get("clients"), dict):
             raise HetbenchError(f"{MANIFEST_NAME} of {self._name} lists no sample ids for split '{split}'")
-        index = {n: k for k, n in enumerate(names)}
-        expected: list[Any] = [None] * (len(names) + 1)
-        expected[0] = listed.get("shared", [])
-        for name, ids in listed["clients"].items():
-            if name not in index:
-                raise HetbenchError(f"{MANIFEST_NAME} of {self._name} lists sample ids of an unknown client {name!r}")
-            expected[index[name] + 1] = ids
+        try:
+            listed = read_sample_ids(self._folder, manifest)[split]
+        except HetbenchError as exc:
+            raise HetbenchError(f"{self._name}: {exc}") from exc
+        cids = listed.client_id
+        if cids.size and (cids.min() < -1 or cids.max() >= len(names) or np.any(np.diff(cids) < 0)):
+            raise HetbenchError(f"{MANIFEST_NAME} of {self._name} lists sample ids of unknown clients or out of client order")
+        want_sizes = np.bincount(cids + 1, minlength=len(names) + 1)
         sizes = np.diff(self._bounds)
-        for k, ids in enumerate(expected):
-            if len(ids or []) != sizes[k]:
-                who = "the shared rows" if k == 0 else f"client {names[k - 1]!r} (partition {k - 1})"
-                raise HetbenchError(
-                    f"split '{split}' of {self._name}: {who} has {sizes[k]} rows but {MANIFEST_NAME} lists "
-                    f"{len(ids or [])}; the rows are not those of the build (a preprocessor, or another folder?)"
-                )
+        for k in np.flatnonzero(want_sizes != sizes)[:1]:
+            who = "the shared rows" if k == 0 else f"client {names[k - 1]!r} (partition {k - 1})"
+            raise HetbenchError(
+                f"split '{split}' of {self._name}: {who} has {sizes[k]} rows but {MANIFEST_NAME} lists "
+                f"{want_sizes[k]}; the rows are not those of the build (a preprocessor, or another folder?)"
+            )
         id_col = manifest["source"].get("id_col") if isinstance(manifest["source"], dict) else None
         if id_col is None or id_col not in table.column_names:
             return  # ids are source row indices, not a column: the counts above are the check
         rows = np.arange(len(self._source)) if self._order is None else self._order
         take = rows if positions is None else positions[rows]
         actual = _as_ids(table.column(id_col).take(take).to_numpy(zero_copy_only=False))
-        want = _as_ids([v for ids in expected for v in (ids or [])])
+        want = _as_ids(listed.sample_id)
         if actual.dtype.kind != want.dtype.kind:
             actual, want = actual.astype(str), want.astype(str)
         if actual.shape != want.shape or not np.array_equal(actual, want):

@@ -3,7 +3,8 @@
 ```
 <out>/README.md            dataset card (YAML configs + features, heterogeneity summary, plots)
 <out>/data/<split>-<fingerprint>-NNNNN-of-NNNNN.parquet
-<out>/hetbench.json        manifest (recipe, fingerprints, per-client sample ids, shard and content digests)
+<out>/hetbench.json        manifest (recipe, fingerprints, shard and content digests)
+<out>/sample_ids.parquet   every row's split, client_id and sample id (digested in the manifest)
 <out>/report.json          heterogeneity report
 <out>/plots/*.png
 ```
@@ -21,16 +22,50 @@ Rows are streamed into parquet shards (:mod:`hetbench.publish.parquet`); the man
 from __future__ import annotations
 
 import os
+import threading
 from pathlib import Path
 from typing import Any, Callable
 
 from hetbench.atomic import atomic_dir
 from hetbench.progress import progress_bar
 from hetbench.publish.card import render_card
-from hetbench.publish.manifest import build_manifest, write_manifest
+from hetbench.publish.manifest import build_manifest, write_manifest, write_sample_ids
 from hetbench.publish.parquet import TARGET_SHARD_BYTES, output_features, read_built_columns, write_split
 from hetbench.report import compute_report, write_report
 from hetbench.splits import FederatedSplit
+
+
+class Background:
+    """``fn(*args)`` on a daemon thread; :meth:`result` waits for it and returns its value or raises
+    its exception.
+
+    A daemon thread, unlike a ``concurrent.futures`` worker, does not hold the process open: when a
+    build is stopped (Ctrl-C, SIGTERM) its temporary folder is removed and the process exits without
+    waiting for a plot that is still drawing.
+
+    Examples
+    --------
+    >>> Background(sum, [1, 2, 3]).result()
+    6
+    """
+
+    def __init__(self, fn: Callable[..., Any], *args: Any) -> None:
+        self._value: Any = None
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, args=(fn, args), name="hetbench-report", daemon=True)
+        self._thread.start()
+
+    def _run(self, fn: Callable[..., Any], args: tuple) -> None:
+        try:
+            self._value = fn(*args)
+        except BaseException as exc:  # noqa: BLE001 - handed to the caller by result()
+            self._error = exc
+
+    def result(self) -> Any:
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
+        return self._value
 
 
 def publish_split(
@@ -84,25 +119,29 @@ def publish_split(
     name = name or out.name
     features = output_features(fs)
     total = sum(len(r) for r in fs.outputs.values())
+    report = compute_report(
+        {s: r.client_ids for s, r in fs.outputs.items()},
+        {s: fs.labels(s) for s in fs.outputs},
+        fs.class_names,
+        fs.client_names,
+        fs.dropped,
+    )
+    report.update(extra_report or {})
     with atomic_dir(out, overwrite) as tmp:
         data_dir = tmp / "data"
         data_dir.mkdir()
         written = {}
+        # the report's plots draw on a second thread while the shards are written: writing is Arrow
+        # and sha256 work that releases the GIL, drawing is Python (matplotlib's Agg, one thread)
+        drawn = Background(write_report, report, tmp)
         with progress_bar(f"writing {name}", total, quiet) as bar:
             for split in fs.outputs:
                 written[split] = write_split(fs, split, features, data_dir, bar, shard_bytes)
-        report = compute_report(
-            {s: r.client_ids for s, r in fs.outputs.items()},
-            {s: fs.labels(s) for s in fs.outputs},
-            fs.class_names,
-            fs.client_names,
-            fs.dropped,
-        )
-        report.update(extra_report or {})
-        plots = write_report(report, tmp)
+        sample_ids = write_sample_ids(fs, tmp)
+        plots = drawn.result()
         if extra_plots is not None:
             plots += extra_plots(tmp)
-        manifest = build_manifest(fs, written, name)
+        manifest = build_manifest(fs, written, name, sample_ids)
         write_manifest(manifest, tmp)
         task = "image-classification" if "image" in features else "tabular-classification"
         card = render_card(

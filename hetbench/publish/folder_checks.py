@@ -1,7 +1,8 @@
 """The checks ``hetbench verify`` runs on a built folder alone, before it re-runs the recipe.
 
 In order (:func:`check_folder`): the manifest is well formed, every path it names stays inside the
-folder, the per-client sample ids hash to ``assignment_sha256``, the folder and its card hold
+folder, the per-client sample ids (``sample_ids.parquet``, or the lists of a format 2 manifest) hash
+to ``assignment_sha256``, the folder and its card hold
 exactly the listed shards, every shard has its recorded sha256, every column of every split its
 recorded content digest, and ``num_clients``, ``client_names`` and ``class_names`` agree with the
 rows. A malformed manifest is :class:`~hetbench.errors.HetbenchError` (cannot check); a folder that
@@ -18,7 +19,10 @@ import numpy as np
 
 from hetbench.errors import HetbenchError
 from hetbench.publish.digest import DIGEST_VERSION, SplitDigest, file_sha256, split_digest
-from hetbench.publish.manifest import MANIFEST_NAME, assignment_digest, safe_path
+from hetbench.publish.manifest import (
+    MANIFEST_NAME, SampleIds, assignment_digest, read_sample_id_table, read_sample_ids, safe_path, sample_ids_digest,
+    sample_ids_of,
+)
 
 
 class Mismatch(Exception):
@@ -79,10 +83,17 @@ def check_well_formed(manifest: dict) -> None:
         for key, typ in _SPLIT_KEYS.items():
             if not _typed(info.get(key), typ):
                 raise HetbenchError(f"{MANIFEST_NAME} is malformed: 'splits.{split}.{key}' is missing or not a {typ.__name__}")
+        if manifest.get("format", 2) >= 3:
+            continue
         if split not in manifest["sample_ids"] or not isinstance(manifest["sample_ids"][split], dict):
             raise HetbenchError(f"{MANIFEST_NAME} is malformed: 'sample_ids.{split}' is missing")
         if not isinstance(manifest["sample_ids"][split].get("clients"), dict):
             raise HetbenchError(f"{MANIFEST_NAME} is malformed: 'sample_ids.{split}.clients' is missing")
+    if manifest.get("format", 2) >= 3:
+        entry = manifest["sample_ids"]
+        for key, typ in (("file", str), ("sha256", str), ("num_rows", int)):
+            if not _typed(entry.get(key), typ):
+                raise HetbenchError(f"{MANIFEST_NAME} is malformed: 'sample_ids.{key}' is missing or not a {typ.__name__}")
 
 
 def _card_data_files(folder: Path) -> dict[str, list[str]]:
@@ -211,9 +222,39 @@ def check_shards(folder: Path, manifest: dict) -> dict[str, SplitData]:
     return data
 
 
-def check_names(folder: Path, manifest: dict, data: dict[str, SplitData]) -> None:
+def _ids_name(manifest: dict) -> str:
+    return MANIFEST_NAME if manifest.get("format", 2) < 3 else manifest["sample_ids"]["file"]
+
+
+def check_sample_ids(folder: Path, manifest: dict) -> dict[str, SampleIds]:
+    """The sample ids are the ones the manifest digested: ``sample_ids.parquet`` has its recorded
+    sha256 and content digest (format 3), or the JSON lists hash to ``assignment_sha256`` (format 2)."""
+    if manifest.get("format", 2) < 3:
+        if assignment_digest(manifest["sample_ids"]) != manifest["assignment_sha256"]:
+            raise Mismatch("the per-client sample ids in hetbench.json were changed after the build (assignment_sha256 differs)")
+        try:
+            return read_sample_ids(folder, manifest)
+        except HetbenchError as exc:  # a client name client_names does not hold
+            raise Mismatch(str(exc)) from exc
+    entry = manifest["sample_ids"]
+    path = safe_path(folder, entry["file"])
+    if not path.is_file():
+        raise Mismatch(f"{entry['file']} (the per-client sample ids) is missing")
+    if file_sha256(path) != entry["sha256"]:
+        raise Mismatch(f"{entry['file']}: its bytes differ from hetbench.json (sha256); the per-client sample ids were changed after the build")
+    try:
+        table = read_sample_id_table(folder, manifest)
+    except HetbenchError as exc:
+        raise Mismatch(str(exc)) from exc
+    if sample_ids_digest(table) != manifest["assignment_sha256"]:
+        raise Mismatch(f"{entry['file']}: the per-client sample ids differ from hetbench.json (assignment_sha256)")
+    return sample_ids_of(table, list(manifest["splits"]))
+
+
+def check_names(folder: Path, manifest: dict, data: dict[str, SplitData], ids: dict[str, SampleIds]) -> None:
     """``num_clients``, ``client_names`` and ``class_names`` agree with the rows, the shards' label
-    feature and the card."""
+    feature and the card; every row's ``client_id`` (and sample id, when the id column is in the
+    shards) is the one ``ids`` lists."""
     names, classes, n = manifest["client_names"], manifest["class_names"], manifest["num_clients"]
     if n != len(names):
         raise Mismatch(f"num_clients is {n} in hetbench.json but client_names lists {len(names)} clients")
@@ -232,24 +273,22 @@ def check_names(folder: Path, manifest: dict, data: dict[str, SplitData]) -> Non
             raise Mismatch(f"split '{split}', column 'client_id', row {bad[0]}: client {cid[bad[0]]} but num_clients is {n}")
         if cid.size and np.any(np.diff(cid) < 0):
             raise Mismatch(f"split '{split}', column 'client_id', row {int(np.flatnonzero(np.diff(cid) < 0)[0]) + 1}: rows are not in client order")
-        listed = manifest["sample_ids"][split]["clients"]
-        bounds = np.searchsorted(cid, np.arange(-1, n + 1))
-        present = [k for k in range(n) if bounds[k + 2] > bounds[k + 1]]
-        if set(listed) != {names[k] for k in present}:
-            raise Mismatch(f"split '{split}': client_names in hetbench.json do not name the clients whose rows the shards hold")
-        sizes = np.array([len(listed[names[k]]) for k in present], np.int64)
-        runs = np.diff(bounds)[1:][present] if present else np.zeros(0, np.int64)
-        wrong = np.flatnonzero(sizes != runs)
-        if not wrong.size and d.ids is not None and present:
-            expected = np.array([str(v) for k in present for v in listed[names[k]]], dtype=object)
-            got = d.ids[int(bounds[present[0] + 1]):].astype(str).astype(object)
-            bad_rows = np.flatnonzero(expected != got)
-            if bad_rows.size:
-                wrong = np.array([int(np.searchsorted(np.cumsum(runs), bad_rows[0], side="right"))])
+        listed = ids[split]
+        if listed.client_id.size != cid.size:
+            raise Mismatch(f"split '{split}': {cid.size:,} rows in the shards, {listed.client_id.size:,} sample ids in "
+                           f"{_ids_name(manifest)}")
+        wrong = np.flatnonzero(listed.client_id != cid)
+        if not wrong.size and d.ids is not None and cid.size:
+            want, got = listed.sample_id, d.ids
+            if want.dtype.kind != got.dtype.kind or want.dtype.kind == "O":
+                want, got = want.astype(str), got.astype(str)
+            wrong = np.flatnonzero(want != got)
         if wrong.size:
-            k = present[int(wrong[0])]
-            raise Mismatch(f"split '{split}', column 'client_id', row {int(bounds[k + 1])}: client {k} is '{names[k]}' in "
-                           f"client_names, but its rows are not the sample ids hetbench.json lists for '{names[k]}'")
+            row = int(wrong[0])
+            k = int(cid[row])
+            who = "the shared rows" if k < 0 else f"client {k} is '{names[k]}' in client_names, but its rows"
+            raise Mismatch(f"split '{split}', column 'client_id', row {row}: {who} are not the sample ids "
+                           f"{_ids_name(manifest)} lists for " + ("them" if k < 0 else f"'{names[k]}'"))
     try:
         card = _card_features(folder)
     except Exception as exc:  # the card's YAML was read by check_shard_list; a broken features list
@@ -276,12 +315,12 @@ def check_folder(folder: Path, manifest: dict) -> dict[str, SplitData]:
     for split in manifest["splits"]:
         for f in manifest["splits"][split]["files"]:
             safe_path(folder, f)
-    if assignment_digest(manifest["sample_ids"]) != manifest["assignment_sha256"]:
-        raise Mismatch("the per-client sample ids in hetbench.json were changed after the build (assignment_sha256 differs)")
+    ids = check_sample_ids(folder, manifest)
     check_shard_list(folder, manifest)
     data = check_shards(folder, manifest)
-    check_names(folder, manifest, data)
+    check_names(folder, manifest, data, ids)
     return data
 
 
-__all__ = ["Mismatch", "SplitData", "check_folder", "check_well_formed", "check_shard_list", "check_shards", "check_names"]
+__all__ = ["Mismatch", "SplitData", "check_folder", "check_well_formed", "check_sample_ids", "check_shard_list",
+           "check_shards", "check_names"]

@@ -26,7 +26,7 @@ from typing import Any, Callable, Mapping
 from hetbench.errors import HetbenchError
 from hetbench.publish.digest import BLOCK_ROWS, first_differing_block
 from hetbench.publish.folder_checks import Mismatch, SplitData, check_folder
-from hetbench.publish.manifest import client_sample_ids, read_manifest, shard_paths
+from hetbench.publish.manifest import client_sample_ids, read_manifest, sample_id_table, sample_ids_digest, shard_paths
 
 
 @dataclass(frozen=True)
@@ -146,7 +146,11 @@ def _check_rebuilt(folder: Path, manifest: dict, fs, data: dict[str, SplitData])
         raise Mismatch("re-running the recipe gives a different partition (partition fingerprint mismatch)")
     if fs.fingerprint != manifest["split_fingerprint"]:
         raise Mismatch("re-running the recipe gives different splits (split fingerprint mismatch)")
-    if client_sample_ids(fs) != manifest["sample_ids"]:
+    if manifest.get("format", 2) < 3:
+        same_ids = client_sample_ids(fs) == manifest["sample_ids"]
+    else:
+        same_ids = sample_ids_digest(sample_id_table(fs)) == manifest["assignment_sha256"]
+    if not same_ids:
         raise Mismatch("the manifest's per-client sample ids differ from the recomputed ones")
     for key, now in (("num_clients", fs.num_clients), ("client_names", list(fs.client_names)),
                      ("class_names", list(fs.class_names))):

@@ -11,8 +11,6 @@ from __future__ import annotations
 import os
 from typing import Any
 
-import numpy as np
-
 from hetbench.errors import HetbenchError
 from hetbench.table import SampleTable, arrow_column, column_to_numpy, encode_labels
 
@@ -68,6 +66,28 @@ def guess_label_column(ds) -> str:
     )
 
 
+def has_duplicates(column) -> bool:
+    """Whether an Arrow column repeats a value (nulls count as one value).
+
+    Integers are sorted with numpy (the copy is freed at once); other types are counted by Arrow's
+    hash kernel.
+
+    Examples
+    --------
+    >>> import pyarrow as pa
+    >>> has_duplicates(pa.chunked_array([[3, 1], [2, 1]])), has_duplicates(pa.array(["a", "b", None]))
+    (True, False)
+    """
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if pa.types.is_integer(column.type) and column.null_count == 0:
+        values = np.sort(column.to_numpy())
+        return bool(np.any(values[1:] == values[:-1]))
+    return pc.count_distinct(column, mode="all").as_py() != len(column)
+
+
 def to_table(splits: dict, dataset: str, label_col: str | None, id_col: str | None, meta: dict[str, Any]) -> SampleTable:
     """The SampleTable of ``splits`` (``{split: datasets.Dataset}``) read from ``dataset``.
 
@@ -117,8 +137,7 @@ def to_table(splits: dict, dataset: str, label_col: str | None, id_col: str | No
         license=meta.get("license", "other"),
     )
     if id_col is not None:
-        for split in splits:
-            ids = table.ids(split)
-            if len(np.unique(ids.astype(str) if ids.dtype == object else ids)) != ids.size:
+        for split, ds in splits.items():
+            if has_duplicates(arrow_column(ds, id_col)):
                 raise HetbenchError(f"id column '{id_col}' has duplicate values in split '{split}'")
     return table

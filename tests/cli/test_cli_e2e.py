@@ -77,16 +77,19 @@ def test_verify_detects_tampering(tmp_path, run_cli):
     manifest = out / "hetbench.json"
     original = manifest.read_text()
 
-    def move_one_sample(m):
-        clients = m["sample_ids"]["train"]["clients"]
-        names = sorted(clients)
-        clients[names[1]].append(clients[names[0]].pop())
+    import pyarrow as pa
+    import pyarrow.parquet as pq
 
-    _tamper(manifest, move_one_sample)
+    ids_file = out / "sample_ids.parquet"
+    original_ids = ids_file.read_bytes()
+    table = pq.read_table(ids_file)
+    cids = table.column("client_id").to_numpy().copy()
+    cids[np.flatnonzero(cids == 1)[0]] = 0  # move one sample to another client
+    pq.write_table(table.set_column(1, "client_id", pa.array(cids, pa.int32())), ids_file)
     code, stdout, _ = run_cli("verify", out)
     assert code == 1 and "FAILED" in stdout and "sample ids" in stdout
 
-    manifest.write_text(original)
+    ids_file.write_bytes(original_ids)
     _tamper(manifest, lambda m: m["recipe"]["partition"].__setitem__("seed", 7))
     code, stdout, _ = run_cli("verify", out)
     assert code == 1 and "FAILED" in stdout

@@ -26,6 +26,7 @@ from flwr_datasets import FederatedDataset  # noqa: E402
 from hetbench.clients import ClientPartitions  # noqa: E402
 from hetbench.errors import HetbenchError  # noqa: E402
 from hetbench.flower import HetbenchPartitioner  # noqa: E402
+from hetbench.publish.manifest import read_sample_ids  # noqa: E402
 
 #: build name -> CLI arguments (without --out); the smallest settings of tests/cli and tests/builders
 BUILDS: dict[str, tuple[str, ...]] = {
@@ -107,7 +108,8 @@ def _check_split(fds: FederatedDataset, folder: Path, split: str) -> None:
     n = manifest["num_clients"]
     assert partitioner.num_partitions == n
     assert partitioner.client_names == manifest["client_names"]
-    listed = manifest["sample_ids"][split]
+    listed = read_sample_ids(folder)[split]
+    clients, shared_ids = listed.by_name(manifest["client_names"]), listed.shared.tolist()
     id_col = manifest["source"]["id_col"]
     assert reference.num_clients == n
     empty = 0
@@ -117,16 +119,16 @@ def _check_split(fds: FederatedDataset, folder: Path, split: str) -> None:
         assert part._indices is None  # a slice of the loaded rows, even behind FederatedDataset's shuffle
         assert _rows(part).equals(reference.table(k)), f"{split} partition {k}"  # both keyed by client_id
         empty += len(part) == 0
-        ids = listed["clients"].get(manifest["client_names"][k], [])
+        ids = clients.get(manifest["client_names"][k], [])
         assert len(part) == len(ids)
         if id_col is not None:
             assert [v if isinstance(v, int) else str(v) for v in part[id_col]] == ids
     assert empty == int((reference.sizes() == 0).sum())
     shared = partitioner.load_shared()
     assert _rows(shared).equals(reference.shared())
-    assert len(shared) == len(listed["shared"])
+    assert len(shared) == len(shared_ids)
     whole = fds.load_split(split)  # the split as FederatedDataset holds it (shuffled by default)
-    assert len(whole) == sum(len(v) for v in listed["clients"].values()) + len(listed["shared"])
+    assert len(whole) == sum(len(v) for v in clients.values()) + len(shared_ids)
 
 
 @pytest.mark.parametrize("name", BUILD_PARAMS)
@@ -155,7 +157,7 @@ def test_shared_test_split_is_reachable_whole(built):
     fds = _fds(folder, ["train", "test"])
     test = fds.load_split("test")
     assert set(test["client_id"]) == {-1}
-    assert sorted(test["obs_id"]) == sorted(manifest["sample_ids"]["test"]["shared"])
+    assert sorted(test["obs_id"]) == sorted(read_sample_ids(folder)["test"].shared.tolist())
     assert all(len(fds.load_partition(k, "test")) == 0 for k in range(fds.partitioners["test"].num_partitions))
 
 
@@ -186,7 +188,7 @@ def test_any_partition_id_is_that_client_or_an_error(geo_train, partition_id, sh
         return
     part = partitioner.load_partition(partition_id)
     assert set(part["client_id"]) <= {partition_id}
-    assert part["obs_id"] == manifest["sample_ids"]["train"]["clients"].get(manifest["client_names"][partition_id], [])
+    assert part["obs_id"] == read_sample_ids(folder)["train"].of_client(partition_id).tolist()
 
 
 @pytest.mark.slow
@@ -207,11 +209,10 @@ def test_random_client_sizes_with_empty_clients(tmp_path_factory, weights, seed)
     for split in ("train", "test"):
         assert fds.partitioners[split].num_partitions == len(sizes)
         got = [fds.load_partition(k, split)["sample_id"] for k in range(len(sizes))]
-        want = [manifest["sample_ids"][split]["clients"].get(n, []) for n in manifest["client_names"]]
+        listed = read_sample_ids(out)[split]
+        want = [listed.of_client(k).tolist() for k in range(len(manifest["client_names"]))]
         assert got == want
-        assert [len(fds.load_partition(k, split)) == 0 for k in range(len(sizes))] == [
-            n not in manifest["sample_ids"][split]["clients"] for n in manifest["client_names"]
-        ]
+        assert [len(fds.load_partition(k, split)) == 0 for k in range(len(sizes))] == [not w for w in want]
     assert [k for k, s in enumerate(sizes) if s == 0] == [
         k for k in range(len(sizes)) if len(fds.load_partition(k, "train")) == 0
     ]
@@ -288,7 +289,8 @@ def test_an_edited_sample_id_is_named(built):
 
 
 def test_a_hub_id_reads_the_manifest_of_that_repo(built, monkeypatch):
-    """A hub id: the rows come from load_dataset(<id>), the manifest from the same repo's hetbench.json."""
+    """A hub id: the rows come from load_dataset(<id>), the manifest and the sample ids it checks them
+    against from the same repo's hetbench.json and sample_ids.parquet."""
     import flwr_datasets.federated_dataset as fd_module
     import huggingface_hub
 
@@ -305,7 +307,8 @@ def test_a_hub_id_reads_the_manifest_of_that_repo(built, monkeypatch):
     fds = FederatedDataset(dataset="someone/digits-v1.0", partitioners={"train": HetbenchPartitioner()}, revision="v1")
     reference = ClientPartitions.from_dataset(local["train"])
     assert _rows(fds.load_partition(4)).equals(reference.table(4))
-    assert calls == [("someone/digits-v1.0", "hetbench.json", "dataset", "v1")]
+    assert calls == [("someone/digits-v1.0", "hetbench.json", "dataset", "v1"),
+                     ("someone/digits-v1.0", "sample_ids.parquet", "dataset", "v1")]
 
 
 def test_an_unreachable_hub_manifest_is_one_clear_error(built, monkeypatch):

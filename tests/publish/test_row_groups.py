@@ -109,8 +109,10 @@ def test_one_client_is_read_from_its_own_row_groups_only(many_clients):
         assert pf.metadata.row_group(0).sorting_columns[0].column_index == pf.schema_arrow.get_field_index("client_id")
         for g in range(pf.metadata.num_row_groups):
             assert pf.metadata.row_group(g).num_rows <= 500
-    ids = manifest["sample_ids"]["train"]["clients"]
+    from hetbench.publish.manifest import read_sample_ids
+
     names = manifest["client_names"]
+    ids = read_sample_ids(many_clients)["train"].by_name(names)
     counts = []
     for k, name in enumerate(names):
         if name not in ids:

@@ -55,7 +55,9 @@ def test_save_to_disk_with_test_split_defaults_to_global(tmp_path, run_cli):
     assert ds["train"].features["label"].names == ["heron", "owl", "wren"]
     manifest = json.loads((out / "hetbench.json").read_text())
     assert manifest["recipe"]["test_split"] == "global"
-    ids = [i for v in manifest["sample_ids"]["train"]["clients"].values() for i in v]
+    from hetbench.publish.manifest import read_sample_ids
+
+    ids = read_sample_ids(out)["train"].sample_id.tolist()
     assert sorted(ids) == sorted(ds["train"]["obs_id"])
     assert run_cli("verify", out)[0] == 0
 
