@@ -1,7 +1,11 @@
 """Parquet shards of a split: output features, streaming rows into shards, reading columns back.
 
-Rows are streamed from the source in Arrow batches and written shard by shard; images are embedded
-as bytes (``embed_table_storage``), never left as file paths. Shard names carry the first 12 hex
+One Arrow pass: :class:`OutputRows` gathers runs of row groups from the source split's Arrow table
+in client order (:class:`SourceRows`: one ``take`` per chunk touched) and :func:`write_split` writes
+each group with ``ParquetWriter.write_table``; no row passes through Python and no ``datasets``
+formatter runs. Images that hold their bytes pass through as they are, images given as file paths
+are embedded (``embed_table_storage``); none is ever decoded. The column digests are computed on a
+second thread, the shard's sha256 as its bytes are written. Shard names carry the first 12 hex
 digits of the split fingerprint (see :mod:`hetbench.publish`).
 
 Output rows are sorted by ``client_id`` (:func:`hetbench.splits.build_split`), and every parquet row

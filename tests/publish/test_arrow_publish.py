@@ -1,6 +1,7 @@
-"""Sample ids stored columnar (manifest format 3, issue 16): ``sample_ids.parquet`` beside the manifest,
-digested in it, read by verify and the Flower partitioner; format 2 folders (ids as JSON lists) still
-verify and load; the one-pass Arrow write gives the same shards whatever the source's chunking."""
+"""Publishing in one Arrow pass (issue 16): sample ids in ``sample_ids.parquet`` beside the manifest
+(format 3), digested in it and read by verify and the Flower partitioner; format 2 folders (ids as
+JSON lists) still verify and load; the same shards whatever the source's chunking; images published
+as the source's bytes."""
 
 from __future__ import annotations
 
@@ -186,3 +187,33 @@ def test_images_with_bytes_pass_through_as_datasets_would_embed_them():
     rows = OutputRows.__new__(OutputRows)
     rows._media, rows._features = ["image"], features
     assert rows._embedded(table).equals(embed_table_storage(table))
+
+
+def test_published_images_are_the_source_bytes(tmp_path):
+    """A parquet source of encoded images is published byte for byte: no decode, no re-encode."""
+    import io
+
+    import datasets
+    from PIL import Image
+
+    from hetbench.partitioners import DirichletPartitioner
+    from hetbench.pipeline import make_split
+
+    rng = np.random.default_rng(1)
+    blobs = []
+    for _ in range(60):
+        buf = io.BytesIO()
+        Image.fromarray(rng.integers(0, 255, (8, 8, 3), dtype=np.uint8)).save(buf, format="PNG", compress_level=1)
+        blobs.append(buf.getvalue())
+    features = datasets.Features({"id": datasets.Value("int64"), "image": datasets.Image(), "label": datasets.Value("int64")})
+    image = pa.StructArray.from_arrays([pa.array(blobs, pa.binary()), pa.array([f"dir/{k}.png" for k in range(60)])],
+                                       ["bytes", "path"])
+    src = tmp_path / "images.parquet"
+    pq.write_table(pa.Table.from_arrays([pa.array(np.arange(60)), image, pa.array(rng.integers(0, 3, 60))],
+                                        schema=features.arrow_schema), src)
+    make_split(str(src), DirichletPartitioner(4, alpha=1.0), tmp_path / "out", id_col="id", quiet=True)
+    published = pq.read_table(sorted((tmp_path / "out" / "data").glob("*.parquet")))
+    rows = published.column("image").to_pylist()
+    assert len(rows) == 60
+    for k, row in zip(published.column("id").to_pylist(), rows):
+        assert row["bytes"] == blobs[k] and row["path"] == f"{k}.png"
