@@ -28,10 +28,10 @@ def rebuilders():
     --------
     >>> from hetbench.builders import rebuilders
     >>> rebuilders().names()
-    ('iso-isp', 'devices', 'synthetic-color', 'feature-noise', 'label-noise')
+    ('iso-isp', 'devices', 'synthetic-color', 'real-devices', 'feature-noise', 'label-noise')
     """
     from hetbench.registry import Registry
 
     return Registry("builder", {"iso-isp": _rebuild("iso_isp"), "devices": _rebuild("devices"),
-                                "synthetic-color": _rebuild("synthetic_color"),
+                                "synthetic-color": _rebuild("synthetic_color"), "real-devices": _rebuild("real_devices"),
                                 "feature-noise": _rebuild("noise"), "label-noise": _rebuild("noise")})

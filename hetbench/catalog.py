@@ -18,7 +18,7 @@ Examples
 >>> listing = catalog(["built-ins", "recipes"])
 >>> [e.name for e in listing["built-ins"]][:2]
 ['builtin:digits', 'builtin:mnist5k']
->>> print(format_catalog({"recipes": listing["recipes"][:1]}))
+>>> print(format_catalog({"recipes": [e for e in listing["recipes"] if e.name == "inaturalist-geo-100"]}))
 recipes:
   inaturalist-geo-100  iNaturalist-Geo-100 (Hsu, Qi & Brown, ECCV 2020, sec. 4.1): iNaturalist 2017 training images with locations, clients = adaptive S2 cells split until none holds more than Nmax = 100 images; cells with fewer than 0.01 x Nmax images are dropped. [build geo]
 """

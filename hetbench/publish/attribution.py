@@ -153,6 +153,37 @@ SOURCES: dict[str, SourceLicence] = {
     "builtin:photos": _PHOTOS,
 }
 
+#: real-device corpora read from a local copy (``hetbench build real-devices``): the manifest's
+#: ``source.dataset`` is ``<recipe>:<folder>``
+CORPORA: dict[str, SourceLicence] = {
+    "imagenet-es": SourceLicence(
+        "cc-by-4.0", None,
+        ("**ImageNet-ES** (Baek, Park, Kim and Kim, CVPR 2024; https://github.com/Edw2n/ImageNet-ES, "
+         "https://huggingface.co/datasets/edw2n/ImageNet-ES): Tiny-ImageNet validation images shown on a "
+         "screen and photographed by a camera under 2 lights and a grid of ISO, shutter and aperture "
+         "settings; released under CC BY 4.0 (its Hugging Face card).",
+         "The photographed images are ImageNet validation images: the ImageNet terms of access "
+         "(non-commercial research) apply to them."),
+        ("""@inproceedings{baek2024unexplored,
+  title     = {Unexplored Faces of Robustness and Out-of-Distribution: Covariate Shifts in Environment and Sensor Domains},
+  author    = {Baek, Eunsu and Park, Keondo and Kim, Jiyoon and Kim, Hyung-Sin},
+  booktitle = {Proceedings of the IEEE/CVF Conference on Computer Vision and Pattern Recognition (CVPR)},
+  pages     = {22294--22303},
+  year      = {2024}
+}""",),
+    ),
+    "heteroswitch-phones": SourceLicence(
+        "other", "heteroswitch-dataset",
+        ("**HeteroSwitch dataset** (Kim et al., MLSys 2024; https://github.com/CASL-KU/HeteroSwitch, "
+         "downloads on Kaggle under `kimgyudong/heteroswitch-*`): 12 ImageNet classes shown on a monitor "
+         "and photographed by 9 phones.",),
+        (),
+        "The project's repository is under the MIT licence; the licence its Kaggle downloads state was "
+        "not confirmed by hetbench, and the photographed images are ImageNet images, whose terms of "
+        "access (non-commercial research) apply. Check both before redistributing.",
+    ),
+}
+
 _INAT = SourceLicence(
     "other", "inaturalist-image-licences",
     ("**iNaturalist 2017** images: each under the licence its photographer chose on iNaturalist "
@@ -196,6 +227,8 @@ def card_licence(dataset: str | None, table_license: str | None) -> SourceLicenc
         return SOURCES[dataset]
     if dataset.startswith("inat2017:"):
         return _INAT
+    if dataset.split(":", 1)[0] in CORPORA:
+        return CORPORA[dataset.split(":", 1)[0]]
     lic = str(table_license or "").strip()
     if lic.lower() in HUB_LICENSES - {"other"}:
         return SourceLicence(lic.lower(), None, (f"The source data set `{dataset}`: licence `{lic.lower()}` (as its metadata states).",))
@@ -208,4 +241,4 @@ def card_licence(dataset: str | None, table_license: str | None) -> SourceLicenc
     return SourceLicence("other", license_slug(lic), (f"The source data set `{dataset}`: licence \"{lic}\" (as its metadata states).",))
 
 
-__all__ = ["SOURCES", "SourceLicence", "HUB_LICENSES", "LICENCE_LINK", "PHOTOGRAPHS", "card_licence", "license_slug"]
+__all__ = ["CORPORA", "SOURCES", "SourceLicence", "HUB_LICENSES", "LICENCE_LINK", "PHOTOGRAPHS", "card_licence", "license_slug"]

@@ -113,6 +113,7 @@ METHODS: dict[str, MethodInfo] = {
     "iso-isp": _DEVICES,
     "devices": _DEVICES,
     "synthetic-color": _DEVICES,
+    "real-devices": _DEVICES,
     "quantity": MethodInfo("quantity-skew", _NIID_BENCH),
     "feature-noise": MethodInfo("feature-skew", _NIID_BENCH),
     "label-noise": MethodInfo("label-noise", _NIID_BENCH),

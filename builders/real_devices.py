@@ -1,0 +1,192 @@
+"""``hetbench build real-devices``: federated splits of public corpora photographed by real devices.
+
+The corpus's recipe (``manifests/recipes/<name>.yaml``, builder ``real-devices``) names its layout
+reader (:mod:`hetbench.sources.device_corpora`). Every photograph becomes one row (``image``,
+``label``, ``device``, ``capture_id``, ``sample_id``); train and test are split *by capture*,
+stratified by label, so no test scene is seen in training under any device (HeteroSwitch sec. 3.1
+displays the same ImageNet images to every phone); the test rows are a shared test set that keeps
+the ``device`` column, for per-device accuracy. Clients are allocated to devices by the
+:class:`~hetbench.partitioners.devices.DevicePartitioner` (``deal``): ``--clients N`` by the
+corpus's device weights (market shares where it has them, uniform otherwise) or
+``--clients-per-device K``. Unreadable images are skipped and listed in the report.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+
+from hetbench.builders.captures import check_clients, check_clients_fit, check_size
+from hetbench.builders.device_split import device_table, empty_rows, held_out_captures
+from hetbench.engines import EngineSpec
+from hetbench.errors import HetbenchError
+from hetbench.naming import SPLITS_ROOT
+from hetbench.partitioners.devices import DevicePartitioner
+from hetbench.pipeline import PreparedSplit
+from hetbench.seeding import check_seed
+
+#: the ``isp`` column of a real device: the photographs as the device's own camera app made them
+AS_CAPTURED = "as-captured"
+
+
+def prepare_real_devices(
+    recipe: str,
+    data_dir: str,
+    clients: int | None = None,
+    clients_per_device: int | None = None,
+    size: int | None = None,
+    test_fraction: float = 0.2,
+    seed: int = 0,
+    num_proc: int = 1,
+    quiet: bool = False,
+    title: str | None = None,
+    engine: EngineSpec | None = None,
+    on_checked: Callable[[], None] | None = None,
+) -> PreparedSplit:
+    """Read a real-device corpus in its public layout; the split, not yet published.
+
+    Parameters
+    ----------
+    recipe : str
+        A recipe whose builder is ``real-devices`` (``heteroswitch-phones``, ...).
+    data_dir : str
+        The local copy of the corpus, in the layout the recipe documents.
+    clients, clients_per_device : int, optional
+        N clients allocated by the corpus's device weights, or K clients for every device (not
+        both; default: one client per device).
+    size : int, optional
+        Resize every image (shorter side to ``size``, centre square); default: publish the files'
+        own bytes, never decoded.
+    test_fraction : float
+        Share of captures (scenes) held out for testing, stratified by label.
+    seed, num_proc, quiet, title, engine, on_checked
+        As for the other device builders.
+
+    References
+    ----------
+    Kim et al., HeteroSwitch, MLSys 2024, sec. 3.1 and Table 1 (nine phones, market shares).
+
+    Examples
+    --------
+    See ``tests/builders/test_real_devices.py``, which writes a corpus in each documented layout.
+    """
+    from hetbench.publish.recipes import recipe_mode
+    from hetbench.sources.device_corpora import check_folder, corpus, read_images
+
+    seed = check_seed(seed)
+    spec, settings = recipe_mode(recipe, "real-devices", "import")
+    layout = corpus(settings["reader"])
+    root = check_folder(data_dir, layout.layout)
+    images = layout.scan(root)
+    devices = [d for d in layout.devices if any(im.device == d for im in images)]
+    if clients is not None and clients_per_device is not None:
+        raise HetbenchError("give --clients or --clients-per-device, not both")
+    asked = clients  # recorded as given: --clients-per-device sets the count
+    if clients_per_device is not None:
+        if clients_per_device < 1:
+            raise HetbenchError(f"--clients-per-device must be at least 1 (got {clients_per_device})")
+        weights = {d: 1.0 for d in devices}
+        clients = clients_per_device * len(devices)
+    else:
+        # the corpus's device weights (HeteroSwitch Table 1 market shares), or uniform
+        weights = {d: float(layout.weights.get(d, 1.0)) if layout.weights else 1.0 for d in devices}
+    check_clients(clients, devices)
+    if size is not None:
+        size = check_size(size)
+    if not 0.0 < test_fraction < 1.0:
+        raise HetbenchError(f"--test-fraction must be between 0 and 1 (got {test_fraction})")
+    captures = sorted({im.capture for im in images})
+    check_clients_fit(clients, weights, len(captures), training=False)
+    if on_checked is not None:  # the inputs are checked: the output folder next, before reading the images
+        on_checked()
+    read = read_images(root, images, size, num_proc, quiet, engine)
+    kept = [(im, r.data) for im, r in zip(images, read) if r.data is not None]
+    skipped = [{"file": im.file, "reason": r.skipped} for im, r in zip(images, read) if r.data is None]
+    if not kept:
+        raise HetbenchError(f"no image of '{data_dir}' could be read ({len(skipped)} skipped: {skipped[0]['reason']})")
+    rows, counts = _split_by_capture(kept, test_fraction, seed)
+    class_names = sorted({im.label for im, _ in kept})
+    for split in rows.values():
+        split["label"] = [class_names.index(x) for x in split["label"]]
+    params: dict[str, Any] = {"recipe": recipe, "data_dir": str(data_dir), "clients": asked,
+                              "clients_per_device": clients_per_device, "size": size, "test_fraction": test_fraction}
+    source = {"dataset": f"{recipe}:{data_dir}", "label_col": "label", "id_col": "sample_id"}
+    table = device_table(rows, class_names, source, f"{layout.description} (local copy '{data_dir}')", spec.get("license", "other"))
+    check_clients_fit(clients, weights, counts["train"], training=True)
+    partitioner = DevicePartitioner(clients, weights, "device", "deal", build={"method": "real-devices", "params": params})
+    extras = _extras(spec, layout, devices, weights, counts, skipped, len(images))
+    return PreparedSplit(table, partitioner, seed, "global", extras=extras)
+
+
+def _split_by_capture(kept, test_fraction: float, seed: int) -> tuple[dict, dict[str, int]]:
+    """Rows of every kept image, train/test by capture (stratified by the capture's label)."""
+    first_label: dict[str, str] = {}
+    for im, _ in kept:
+        first_label.setdefault(im.capture, im.label)
+    captures = sorted(first_label)
+    held = held_out_captures([first_label[c] for c in captures], test_fraction, seed)
+    if held.all() or not held.any():
+        raise HetbenchError(f"need captures in both train and test to split by capture (have {len(captures)})")
+    is_test = dict(zip(captures, held.tolist()))
+    rows = empty_rows()
+    for im, data in kept:
+        r = rows["test" if is_test[im.capture] else "train"]
+        r["image"].append(data)
+        r["label"].append(im.label)
+        r["device"].append(im.device)
+        r["isp"].append(AS_CAPTURED)
+        r["capture_id"].append(im.capture)
+        r["sample_id"].append(im.file)
+    counts = {"captures": len(captures), "train": int((~held).sum()), "test": int(held.sum())}
+    return rows, counts
+
+
+def _extras(spec: dict[str, Any], layout, devices: list[str], weights: dict[str, float], counts: dict[str, int],
+            skipped: list[dict[str, str]], scanned: int):
+    """Report entries: per device its clients, weight and images; the captures; the skipped files;
+    the corpus's published statistics beside ours."""
+    from hetbench.builders.device_split import clients_per_device
+
+    def extras(split):
+        per_device = clients_per_device(split, devices)
+        train_dev = np.asarray(split.table.column("train", "device"))
+        test_dev = np.asarray(split.table.column("test", "device"))
+        entries = {}
+        for d in devices:
+            entry: dict[str, Any] = {"isp": AS_CAPTURED}
+            if layout.setting_of is not None:
+                entry["setting"] = layout.setting_of(d)
+            entry.update({"clients": per_device[d], "weight": weights[d],
+                          "train_images": int((train_dev == d).sum()), "test_images": int((test_dev == d).sum())})
+            entries[d] = entry
+        report: dict[str, Any] = {
+            "devices": entries,
+            "captures": counts,
+            "corpus": {"recipe": spec["name"], "images": scanned - len(skipped), "classes": len(split.class_names),
+                       "devices": len(devices), "published": spec.get("published", {})},
+            "skipped": skipped, "num_skipped": len(skipped),
+        }
+        return report, None
+
+    return extras
+
+
+def build_real_devices(
+    out: str | os.PathLike | None = None, *, name: str | None = None, overwrite: bool = False, **params: Any
+) -> tuple[Path, dict[str, Any]]:
+    """Read (``params`` as :func:`prepare_real_devices`) and publish to ``out``; returns the folder and
+    the report. Default folder: ``hetbench_splits/<recipe>-n<clients>-s<seed>``."""
+    from hetbench.builders.iso_isp import publish_checked
+
+    n = params.get("clients") or (f"{params['clients_per_device']}x" if params.get("clients_per_device") else "dev")
+    tag = f"{params['recipe']}-n{n}-s{params.get('seed', 0)}"
+    return publish_checked(prepare_real_devices, Path(out) if out else SPLITS_ROOT / tag, name or tag, overwrite, params)
+
+
+def rebuild(manifest: dict, num_proc: int = 1):
+    """Re-read the recorded corpus folder with the recorded parameters (for ``hetbench verify``)."""
+    part = manifest["recipe"]["partition"]
+    return prepare_real_devices(seed=part["seed"], num_proc=num_proc, quiet=True, **part["params"]).build()

@@ -1,0 +1,176 @@
+"""Real-device image corpora: public folders of photographs of the same scenes taken by several
+devices (phones, or one camera under several sensor settings).
+
+A :class:`Corpus` knows one public layout: :meth:`Corpus.scan` walks a local copy and returns one
+:class:`CorpusImage` per photograph (its file, label, device and capture), and refuses a folder
+that does not match the layout with one line naming the first missing or unexpected path.
+:func:`read_images` then reads the files on every core (``--num-proc``), passing the encoded bytes
+through untouched (or resizing them when asked), and sets the unreadable ones aside with the reason.
+The corpora are registered in :data:`CORPORA` (one module each); their recipes are
+``manifests/recipes/<name>.yaml`` and the builder is :mod:`hetbench.builders.real_devices`.
+"""
+
+from __future__ import annotations
+
+import io
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Sequence
+
+from hetbench.errors import HetbenchError
+
+IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png", ".bmp", ".tif", ".tiff", ".webp")
+
+
+@dataclass(frozen=True)
+class CorpusImage:
+    """One photograph of a corpus.
+
+    Parameters
+    ----------
+    file : str
+        Path relative to the corpus folder (``/``-separated).
+    label : str
+        Its class.
+    device : str
+        The device (or sensor setting) that took it.
+    capture : str
+        The scene: the same id under every device that photographed it, so that a test split by
+        capture never shows a test scene in training.
+    """
+
+    file: str
+    label: str
+    device: str
+    capture: str
+
+
+@dataclass(frozen=True)
+class Corpus:
+    """A public real-device corpus: how to read its layout, and what it is.
+
+    Parameters
+    ----------
+    name : str
+        The recipe name (``manifests/recipes/<name>.yaml``).
+    description : str
+        One sentence for the dataset card.
+    devices : tuple of str
+        Every device of the full corpus, in the corpus's own order.
+    scan : callable
+        ``scan(root) -> list[CorpusImage]``, sorted by file; raises :class:`HetbenchError` naming the
+        first path that breaks the layout.
+    layout : str
+        The layout, as the recipe documents it (for error messages).
+    weights : dict
+        Device -> participation weight (market share); empty: uniform.
+    setting_of : callable, optional
+        Device -> its capture settings, reported per device (ImageNet-ES: light, ISO, shutter, aperture).
+    """
+
+    name: str
+    description: str
+    devices: tuple[str, ...]
+    scan: Callable[[Path], list[CorpusImage]]
+    layout: str
+    weights: dict[str, float] = field(default_factory=dict)
+    setting_of: Callable[[str], dict] | None = None
+
+
+def image_files(folder: Path) -> list[Path]:
+    """Image files directly in ``folder`` (by suffix, case-insensitive), sorted by name."""
+    return sorted(p for p in folder.iterdir() if p.is_file() and p.suffix.lower() in IMAGE_SUFFIXES)
+
+
+def check_folder(root: str | Path, layout: str) -> Path:
+    """``root`` as a Path, or a :class:`HetbenchError` when it is not a folder."""
+    path = Path(root).expanduser()
+    if not path.is_dir():
+        raise HetbenchError(f"--data-dir '{root}' is not a folder (expected {layout})")
+    return path
+
+
+@dataclass
+class ReadImage:
+    """What :func:`read_image` made of one file: the bytes to publish, or why it was skipped."""
+
+    data: bytes | None
+    skipped: str | None = None
+
+
+def read_image(job: tuple[str, int | None]) -> ReadImage:
+    """Read one image file. ``size`` None: the file's own bytes, checked to decode (``PIL``'s
+    ``verify``). Otherwise the image decoded, its shorter side scaled to ``size`` and the centre
+    ``size`` x ``size`` square cut out (Lanczos), written as PNG. An unreadable file gives its
+    reason instead (one line)."""
+    from PIL import Image, UnidentifiedImageError
+
+    path, size = job
+    try:
+        data = Path(path).read_bytes()
+        with Image.open(io.BytesIO(data)) as probe:
+            probe.verify()
+        if size is None:
+            return ReadImage(data)
+        with Image.open(io.BytesIO(data)) as img:
+            img = img.convert("RGB")
+            scale = size / min(img.size)
+            w, h = max(size, round(img.width * scale)), max(size, round(img.height * scale))
+            img = img.resize((w, h), Image.Resampling.LANCZOS)
+            left, top = (w - size) // 2, (h - size) // 2
+            out = io.BytesIO()
+            img.crop((left, top, left + size, top + size)).save(out, format="PNG", optimize=False)
+            return ReadImage(out.getvalue())
+    except (OSError, UnidentifiedImageError, SyntaxError, ValueError) as exc:
+        reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        return ReadImage(None, f"unreadable image: {reason[:160]}")
+
+
+def read_images(root: Path, images: Sequence[CorpusImage], size: int | None, num_proc: int = 1,
+                quiet: bool = False, engine=None) -> list[ReadImage]:
+    """:func:`read_image` of every image, in order, on ``num_proc`` worker processes (or ``engine``),
+    with a progress bar."""
+    from hetbench.engines import consume, open_engine
+    from hetbench.progress import progress_bar
+
+    jobs = [(str(root / im.file), size) for im in images]
+    with progress_bar(f"reading {len(jobs):,} images", len(jobs), quiet) as bar:
+        with open_engine(engine, num_proc, len(jobs), preload=("hetbench.sources.device_corpora", "PIL.Image"),
+                         quiet=quiet) as pool:
+            return consume(pool.map(read_image, jobs), bar)
+
+
+#: corpus name -> the module that defines it (as ``CORPUS``), imported when the corpus is used
+CORPORA = {
+    "heteroswitch-phones": "hetbench.sources.heteroswitch_phones",
+    "imagenet-es": "hetbench.sources.imagenet_es",
+}
+
+
+def corpus(name: str) -> Corpus:
+    """The registered corpus ``name`` (:data:`CORPORA`), or a :class:`HetbenchError` listing them.
+
+    Examples
+    --------
+    >>> corpus("imagenet-es").devices[:2]
+    ('l1/param_1', 'l1/param_2')
+    """
+    import importlib
+
+    if name not in CORPORA:
+        raise HetbenchError(f"unknown real-device corpus '{name}'; corpora: {', '.join(sorted(CORPORA))}")
+    return importlib.import_module(CORPORA[name]).CORPUS
+
+
+def first_unexpected(found: Sequence[str], allowed: Callable[[str], bool]) -> str | None:
+    """The first name (sorted) that ``allowed`` refuses, or None."""
+    return next((n for n in sorted(found) if not allowed(n)), None)
+
+
+def visible_dirs(folder: Path) -> list[Path]:
+    """Sub-folders of ``folder``, hidden ones (``.name``) left out, sorted by name."""
+    return sorted(p for p in folder.iterdir() if p.is_dir() and not p.name.startswith("."))
+
+
+__all__ = ["CORPORA", "Corpus", "CorpusImage", "ReadImage", "check_folder", "corpus", "first_unexpected", "image_files",
+           "read_image", "read_images", "visible_dirs"]
