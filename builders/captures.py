@@ -250,17 +250,19 @@ def check_size(size: int | None) -> int | None:
     return None if size is None else int(size)
 
 
-def capture_jobs(raw_dir, labels, renders, size, seed, crops_per_photo, crop_size, profile_set="heteroswitch9") -> list[CaptureJob]:
-    """One job per capture, from RAW files (``raw_dir``, labels from ``labels``) or the embedded
-    photographs (``crops_per_photo`` crops of side ``crop_size``, unprocessed by the profiles of
-    ``profile_set`` in turn); every job renders ``renders`` at ``size``."""
+def capture_jobs(raw_dir, labels, renders, size, seed, crops_per_photo, crop_size, profile_set="heteroswitch9",
+                 label_of: dict[str, str] | None = None) -> list[CaptureJob]:
+    """One job per capture, from RAW files (``raw_dir``, labels from ``labels``, or the files and
+    labels of ``label_of``, a corpus recipe's) or the embedded photographs (``crops_per_photo``
+    crops of side ``crop_size``, unprocessed by the profiles of ``profile_set`` in turn); every job
+    renders ``renders`` at ``size``."""
     from pathlib import Path
 
     from hetbench.isp.profiles import load_profiles
 
     if raw_dir is not None:
-        files = raw_files(raw_dir)
-        label_of = read_labels(labels, files, raw_dir)
+        files = raw_files(raw_dir) if label_of is None else sorted(label_of)
+        label_of = read_labels(labels, files, raw_dir) if label_of is None else label_of
         return [
             CaptureJob(i, Path(f).stem, label_of[f], RawSource(f), tuple(renders), size, seed)
             for i, f in enumerate(files)

@@ -141,10 +141,11 @@ def clients_per_device(split: FederatedSplit, devices: Sequence[str]) -> dict[st
 
 def device_extras(
     rendered: RenderedCaptures, isp_of: dict[str, str], weights: dict[str, float], title: str | None,
-    settings: dict[str, dict[str, float]] | None = None,
+    settings: dict[str, dict[str, float]] | None = None, corpus: dict[str, Any] | None = None,
 ) -> Extras:
     """The ``extras`` of a device split: per-device ISP, clients, weight and image statistics, the
-    device distance matrix, captures and skipped files, and the device plots (when ``title``)."""
+    device distance matrix, captures and skipped files, the corpus of a corpus recipe (its published
+    statistics beside ours), and the device plots (when ``title``)."""
     from hetbench.isp.image_stats import device_distances, device_summary
 
     def extras(split: FederatedSplit):
@@ -164,6 +165,8 @@ def device_extras(
         if rendered.captures is not None:
             report["captures"] = rendered.captures
         report.update({"skipped": rendered.skipped, "num_skipped": len(rendered.skipped)})
+        if corpus is not None:
+            report["corpus"] = dict(corpus, classes=len(split.class_names))
         plots = None if title is None else device_plot_writer(rendered.sheet, devices, report["device_distance"], title)
         return report, plots
 

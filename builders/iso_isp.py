@@ -12,6 +12,7 @@ of 256 px of each of the 7 scenes: 525 captures, 105 of them test images of ever
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
@@ -28,6 +29,7 @@ from hetbench.builders.captures import (
 )
 from hetbench.builders.device_split import device_extras, rendered_table
 from hetbench.engines import EngineSpec
+from hetbench.errors import HetbenchError
 from hetbench.isp.jobs import Render
 from hetbench.naming import SPLITS_ROOT
 from hetbench.partitioners.devices import DevicePartitioner
@@ -58,6 +60,7 @@ def prepare_iso_isp(
     title: str | None = None,
     engine: EngineSpec | None = None,
     on_checked: Callable[[], None] | None = None,
+    recipe: str | None = None,
 ) -> PreparedSplit:
     """Render every capture under every Table 3 variant of ``stages``; the split, not yet published.
 
@@ -91,10 +94,14 @@ def prepare_iso_isp(
     on_checked : callable, optional
         Called once every input is checked, before any rendering (the build checks its output
         folder there, so a bad input is reported before an existing folder).
+    recipe : str, optional
+        A corpus recipe of this builder (``fivek-subject``, ``fivek-light``): ``raw_dir`` is a copy
+        of that corpus and the labels come from its metadata (:mod:`hetbench.sources.fivek`).
 
     References
     ----------
     Kim et al., HeteroSwitch, MLSys 2024: sec. 3.4 and Table 3 (one stage changed at a time).
+    Bychkovsky et al., CVPR 2011 (MIT-Adobe FiveK), for the ``fivek-*`` recipes.
 
     Examples
     --------
@@ -113,12 +120,44 @@ def prepare_iso_isp(
     isp_of = {p.short_name: str(p) for p in pipelines}
     weights = read_device_weights(device_weights, devices)
     description = EMBEDDED_DESCRIPTION if raw_dir is None else f"the RAW captures in '{raw_dir}'"
+    corpus = None if recipe is None else corpus_labels(recipe, raw_dir, labels)
+    if corpus is not None:
+        description = f"{corpus.description} (local copy '{raw_dir}')"
     return render_device_split(
         "iso-isp", {"stages": stages}, isp_of, weights, [Render(d, isp_of[d]) for d in devices],
         raw_dir, labels, size, clients, device_weights, test_fraction, seed, num_proc, crops_per_photo, crop_size,
         quiet, description, f"rendering {{n}} captures x {len(devices)} ISP variants", title=title, engine=engine,
-        on_checked=on_checked,
+        on_checked=on_checked, corpus=corpus,
     )
+
+
+@dataclass
+class CorpusLabels:
+    """A corpus recipe's RAW files and labels (``label_of``), what it leaves out, and its report."""
+
+    recipe: str
+    label_of: dict[str, str]
+    description: str
+    report: dict[str, Any]
+
+
+def corpus_labels(recipe: str, raw_dir: str | None, labels: str | None) -> CorpusLabels:
+    """The labelled RAW files of a corpus recipe of ``build iso-isp`` (MIT-Adobe FiveK: the field the
+    recipe names, read from ``categories.txt``); bad input is a :class:`HetbenchError`."""
+    from hetbench.publish.recipes import recipe_mode
+    from hetbench.sources.fivek import fivek_captures
+
+    spec, settings = recipe_mode(recipe, "iso-isp", "import")
+    if raw_dir is None:
+        raise HetbenchError(f"--recipe {recipe} needs --raw-dir: the folder of the corpus ({spec.get('source', '')})")
+    if labels is not None:
+        raise HetbenchError(f"--recipe {recipe} takes its labels from the corpus; drop --labels")
+    found = fivek_captures(raw_dir, settings["field"])
+    counts = {label: sum(1 for v in found.label_of.values() if v == label) for label in sorted(set(found.label_of.values()))}
+    counts["unknown"] = len(found.unlabelled)
+    report = {"recipe": recipe, "field": settings["field"], "listed": found.listed, "labelled": len(found.label_of),
+              "counts": counts, "unlabelled": found.unlabelled, "published": spec.get("published", {})}
+    return CorpusLabels(recipe, found.label_of, str(spec.get("description", recipe)).split(":")[0], report)
 
 
 def render_device_split(
@@ -126,12 +165,14 @@ def render_device_split(
     renders: list[Render], raw_dir, labels, size, clients, device_weights, test_fraction, seed, num_proc,
     crops_per_photo, crop_size, quiet, description: str, progress: str, profile_set: str = "heteroswitch9",
     title: str | None = None, engine: EngineSpec | None = None, on_checked: Callable[[], None] | None = None,
+    corpus: CorpusLabels | None = None,
 ) -> PreparedSplit:
     """What every device builder shares: check, render every capture for every device, record the
     build's recipe, and hand the table to the :class:`DevicePartitioner` (``deal`` allocation)."""
     devices = list(isp_of)
     check_clients(clients, devices)
-    jobs = capture_jobs(raw_dir, labels, renders, size, seed, crops_per_photo, crop_size, profile_set=profile_set)
+    jobs = capture_jobs(raw_dir, labels, renders, size, seed, crops_per_photo, crop_size, profile_set=profile_set,
+                        label_of=None if corpus is None else corpus.label_of)
     check_clients_fit(clients, weights, len(jobs), training=False)
     if on_checked is not None:  # the inputs are checked: the output folder next, before any rendering
         on_checked()
@@ -143,14 +184,18 @@ def render_device_split(
         "crops_per_photo": crops_per_photo if raw_dir is None else None,
         "crop_size": crop_size if raw_dir is None else None,
     })
-    source = {"dataset": raw_dir or EMBEDDED, "label_col": "label", "id_col": "sample_id", "labels": labels}
+    if corpus is not None:
+        params["recipe"] = corpus.recipe
+    dataset = (raw_dir or EMBEDDED) if corpus is None else f"{corpus.recipe}:{raw_dir}"
+    source = {"dataset": dataset, "label_col": "label", "id_col": "sample_id", "labels": labels}
     # the embedded photographs carry mixed licences (CC BY 2.0 among them), credited on the card
     # (hetbench.publish.attribution); a RAW folder's licence is the user's
     license = "other"
     rendered = rendered_table(jobs, results, devices, isp_of, test_fraction, seed, source, description, license)
     check_clients_fit(clients, weights, rendered.captures["train"], training=True)
     partitioner = DevicePartitioner(clients, weights, "device", "deal", build={"method": method, "params": params})
-    return PreparedSplit(rendered.table, partitioner, seed, "global", extras=device_extras(rendered, isp_of, weights, title))
+    extras = device_extras(rendered, isp_of, weights, title, corpus=None if corpus is None else corpus.report)
+    return PreparedSplit(rendered.table, partitioner, seed, "global", extras=extras)
 
 
 def build_iso_isp(
@@ -161,7 +206,7 @@ def build_iso_isp(
     The default folder is ``hetbench_splits/iso-isp-<stages>-s<seed>``; it is checked before any
     rendering.
     """
-    tag = f"iso-isp-{params.get('stages', 'wb,tone').replace(',', '+')}-s{params.get('seed', 0)}"
+    tag = f"{params.get('recipe') or 'iso-isp'}-{params.get('stages', 'wb,tone').replace(',', '+')}-s{params.get('seed', 0)}"
     return publish_checked(prepare_iso_isp, Path(out) if out else SPLITS_ROOT / tag, name or tag, overwrite, params)
 
 

@@ -97,19 +97,26 @@ def build() -> None:
 @build.command("iso-isp", short_help="The same captures under every Table 3 ISP option (HeteroSwitch).")
 @click.option("--stages", default="wb,tone", show_default=True, help="Stages whose Table 3 options become devices: comma list or 'all'.")
 @click.option("--clients", default=None, type=int, help="Number of clients (default: one per device).")
+@click.option("--recipe", default=None, type=click.Choice(["fivek-subject", "fivek-light"]),
+              help="A RAW corpus: --raw-dir is a copy of MIT-Adobe FiveK, labelled by its subject or light.")
 @_isp_options
-def iso_isp_cmd(stages, clients, raw_dir, labels, size, device_weights, test_fraction, crops_per_photo, crop_size, num_proc, seed, out, name, overwrite, quiet,
-                engine, ray_address, ray_inputs):
+def iso_isp_cmd(stages, clients, recipe, raw_dir, labels, size, device_weights, test_fraction, crops_per_photo, crop_size, num_proc, seed, out,
+                name, overwrite, quiet, engine, ray_address, ray_inputs):
     """Re-render the same captures per ISP stage option: one device per Table 3 variant.
 
-    Example: hetbench build iso-isp --stages wb,tone
+    \b
+    Examples:
+      hetbench build iso-isp --stages wb,tone
+      hetbench build iso-isp --stages wb,tone --recipe fivek-subject --raw-dir fivek_dataset --num-proc 2
     """
     from hetbench.builders.iso_isp import build_iso_isp
 
+    extra = {"recipe": recipe} if recipe else {}
     out_path, report = build_iso_isp(
         out, name=name, overwrite=overwrite, stages=stages, raw_dir=raw_dir, labels=labels, size=size, clients=clients,
         device_weights=device_weights, test_fraction=test_fraction, seed=seed, num_proc=num_proc,
         crops_per_photo=crops_per_photo, crop_size=crop_size, quiet=quiet, engine=_engine(engine, ray_address, ray_inputs),
+        **extra,
     )
     if not quiet:
         _summary(out_path, report)

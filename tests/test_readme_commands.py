@@ -58,6 +58,8 @@ TRAIN_CHEAP = {"rounds": "1", "seed": "0", "local_epochs": "1", "clients_per_rou
 #: (command prefix, what the test does instead of running it as written, why)
 ADJUSTED: list[tuple[str, object, str]] = [
     ("publish ", None, "uploads to the Hugging Face Hub: needs the network and a token"),
+    ("build iso-isp --stages wb,tone --recipe fivek", None, "reads a local copy of MIT-Adobe FiveK (about 50 GB of DNGs); "
+     "tests/builders/test_fivek_recipe.py runs both recipes on a folder in FiveK's layout with DNGs hetbench writes"),
     ("build real-devices", None, "reads a local copy of a public corpus that no test machine holds (tens of GB); "
      "tests/builders/test_real_devices.py runs these recipes on folders written in their layouts"),
     ("build iso-isp --stages all --raw-dir /nfs/raws", None, "reads RAW files from a cluster's NFS share"),

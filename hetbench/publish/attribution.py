@@ -183,6 +183,23 @@ CORPORA: dict[str, SourceLicence] = {
         "access (non-commercial research) apply. Check both before redistributing.",
     ),
 }
+_FIVEK = SourceLicence(
+    "other", "mit-adobe-fivek",
+    ("**MIT-Adobe FiveK** (Bychkovsky, Paris, Chan and Durand, CVPR 2011; https://data.csail.mit.edu/graphics/fivek/): "
+     "5,000 RAW photographs, each under one of two licences: the photographs listed in `filesAdobe.txt` under "
+     "`LicenseAdobe.txt`, those in `filesAdobeMIT.txt` under `LicenseAdobeMIT.txt` "
+     "(https://data.csail.mit.edu/graphics/fivek/legal/).",
+     "Changes made by hetbench: each photograph rendered from its RAW data through camera ISP pipelines and resized."),
+    ("""@inproceedings{bychkovsky2011learning,
+  title     = {Learning Photographic Global Tonal Adjustment with a Database of Input / Output Image Pairs},
+  author    = {Bychkovsky, Vladimir and Paris, Sylvain and Chan, Eric and Durand, Fr{\\'e}do},
+  booktitle = {The Twenty-Fourth IEEE Conference on Computer Vision and Pattern Recognition (CVPR)},
+  year      = {2011}
+}""",),
+    "Both FiveK licences allow research use only, not use directed toward commercial advantage; the "
+    "licence of each image is the one of its photograph.",
+)
+CORPORA.update({"fivek-subject": _FIVEK, "fivek-light": _FIVEK})
 
 _INAT = SourceLicence(
     "other", "inaturalist-image-licences",

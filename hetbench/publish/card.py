@@ -262,6 +262,36 @@ def _citation_section(method: str, lic) -> str:
 
 
 
+#: what this build holds, for the published statistics a corpus recipe records (``report["corpus"]``)
+_CORPUS_OURS = {"images": "images", "photos": "listed", "classes": "classes", "devices": "devices", "phones": "devices"}
+
+
+def _corpus_section(report: Mapping[str, Any]) -> str:
+    """The corpus recipe's published statistics beside this build's (empty without a corpus recipe).
+
+    Examples
+    --------
+    >>> print(_corpus_section({"corpus": {"recipe": "imagenet-es", "published": {"images": 54000, "lights": 2},
+    ...                                   "images": 60}}).strip())
+    The corpus recipe `imagenet-es`: its published statistics beside this build's (a partial copy holds less).
+    <BLANKLINE>
+    | statistic | published | this build |
+    |---|---|---|
+    | images | 54,000 | 60 |
+    | lights | 2 |  |
+    """
+    corpus = report.get("corpus")
+    if not isinstance(corpus, Mapping) or not corpus.get("published"):
+        return ""
+    lines = []
+    for key, value in corpus["published"].items():
+        ours = corpus.get(_CORPUS_OURS.get(key, key), (corpus.get("counts") or {}).get(key))
+        ours_text = f"{ours:,}" if isinstance(ours, int) else ""
+        lines.append(f"| {key} | {value:,} | {ours_text} |" if isinstance(value, int) else f"| {key} | {value} | {ours_text} |")
+    return (f"\nThe corpus recipe `{corpus.get('recipe')}`: its published statistics beside this build's (a partial "
+            "copy holds less).\n\n| statistic | published | this build |\n|---|---|---|\n" + "\n".join(lines) + "\n")
+
+
 def _body(name, description, source, recipe, report, manifest, plots, lic, method) -> str:
     st = report["size_stats"]
     cpc = report["classes_per_client_stats"]
@@ -312,7 +342,7 @@ checks it against the fingerprints above.
 
 Per-client statistics (training samples, classes, EMD, Jensen-Shannon and Hellinger distance, label
 counts, rows per split) are in `{report.get('clients_file', 'report/clients.parquet')}`, one row per client.
-
+{_corpus_section(report)}
 {plot_md}
 
 {_use_section(manifest, recipe)}
