@@ -78,6 +78,9 @@ def prepare_real_devices(
 
     seed = check_seed(seed)
     spec, settings = recipe_mode(recipe, "real-devices", "import")
+    if settings["reader"] == "fivek-cameras":
+        return _prepare_raw_cameras(spec, settings, recipe, data_dir, clients, clients_per_device, size, test_fraction,
+                                    seed, num_proc, quiet, engine, on_checked)
     layout = corpus(settings["reader"])
     root = check_folder(data_dir, layout.layout)
     images = layout.scan(root)
@@ -117,17 +120,88 @@ def prepare_real_devices(
     table = device_table(rows, class_names, source, f"{layout.description} (local copy '{data_dir}')", spec.get("license", "other"))
     check_clients_fit(clients, weights, counts["train"], training=True)
     partitioner = DevicePartitioner(clients, weights, "device", "deal", build={"method": "real-devices", "params": params})
-    extras = _extras(spec, layout, devices, weights, counts, skipped, len(images))
+    extras = _extras(spec, layout.setting_of, devices, weights, counts, skipped, len(images))
     return PreparedSplit(table, partitioner, seed, "global", extras=extras)
 
 
-def _split_by_capture(kept, test_fraction: float, seed: int) -> tuple[dict, dict[str, int]]:
-    """Rows of every kept image, train/test by capture (stratified by the capture's label)."""
-    first_label: dict[str, str] = {}
+def _prepare_raw_cameras(spec, settings, recipe, data_dir, clients, clients_per_device, size, test_fraction, seed,
+                         num_proc, quiet, engine, on_checked) -> PreparedSplit:
+    """A RAW corpus with one device per camera model (MIT-Adobe FiveK): every photograph rendered once
+    by the baseline ISP (HeteroSwitch Table 3) at ``size``, its device the camera its RAW file names
+    (Make and Model tags), clients allocated to cameras by their number of photographs."""
+    from hetbench.builders.captures import run_jobs
+    from hetbench.isp.jobs import CaptureJob, RawSource, Render
+    from hetbench.isp.pipeline import Pipeline
+    from hetbench.sources.device_corpora import CorpusImage
+    from hetbench.sources.fivek import fivek_captures
+
+    if clients is not None and clients_per_device is not None:
+        raise HetbenchError("give --clients or --clients-per-device, not both")
+    size = check_size(224 if size is None else size)  # RAW files are rendered: they need a size
+    if not 0.0 < test_fraction < 1.0:
+        raise HetbenchError(f"--test-fraction must be between 0 and 1 (got {test_fraction})")
+    if clients_per_device is not None and clients_per_device < 1:
+        raise HetbenchError(f"--clients-per-device must be at least 1 (got {clients_per_device})")
+    found = fivek_captures(data_dir, settings["field"])
+    files = sorted(found.label_of)
+    if on_checked is not None:
+        on_checked()
+    baseline = str(Pipeline.parse({}))
+    jobs = [CaptureJob(i, Path(f).stem, found.label_of[f], RawSource(f), (Render("baseline", baseline),), size, seed)
+            for i, f in enumerate(files)]
+    results = run_jobs(jobs, num_proc, quiet, f"rendering {len(jobs):,} RAW photographs", engine)
+    root = Path(data_dir)
+    skipped = [{"file": Path(j.source.path).relative_to(root).as_posix(), "reason": r.skipped}
+               for j, r in zip(jobs, results) if r.skipped]
+    skipped += found.unlabelled
+    kept = [(CorpusImage(Path(j.source.path).relative_to(root).as_posix(), r.label, r.camera or "unknown camera",
+                         j.capture_id), r.images[0]) for j, r in zip(jobs, results) if not r.skipped]
+    if not kept:
+        raise HetbenchError(f"no photograph of '{data_dir}' could be rendered ({len(skipped)} skipped)")
+    photos: dict[str, int] = {}
     for im, _ in kept:
-        first_label.setdefault(im.capture, im.label)
-    captures = sorted(first_label)
-    held = held_out_captures([first_label[c] for c in captures], test_fraction, seed)
+        photos[im.device] = photos.get(im.device, 0) + 1
+    devices = sorted(photos, key=lambda d: (-photos[d], d))  # most photographs first
+    if clients_per_device is not None:
+        weights = {d: 1.0 for d in devices}
+        clients = clients_per_device * len(devices)
+    else:
+        weights = {d: float(photos[d]) for d in devices}
+    check_clients(clients, devices)
+    rows, counts = _split_by_capture(kept, test_fraction, seed, per_device=True)  # every camera keeps a training photo
+    class_names = sorted({im.label for im, _ in kept})
+    for split in rows.values():
+        split["label"] = [class_names.index(x) for x in split["label"]]
+        split["isp"] = [baseline] * len(split["isp"])
+    params: dict[str, Any] = {"recipe": recipe, "data_dir": str(data_dir), "clients": None if clients_per_device else clients,
+                              "clients_per_device": clients_per_device, "size": size, "test_fraction": test_fraction}
+    source = {"dataset": f"{recipe}:{data_dir}", "label_col": "label", "id_col": "sample_id"}
+    description = f"{str(spec.get('description', recipe)).split(':')[0]} (local copy '{data_dir}')"
+    table = device_table(rows, class_names, source, description, spec.get("license", "other"))
+    partitioner = DevicePartitioner(clients, weights, "device", "deal", build={"method": "real-devices", "params": params})
+    extras = _extras(spec, None, devices, weights, counts, skipped, len(files) + len(found.unlabelled))
+    return PreparedSplit(table, partitioner, seed, "global", extras=extras)
+
+
+def _split_by_capture(kept, test_fraction: float, seed: int, per_device: bool = False) -> tuple[dict, dict[str, int]]:
+    """Rows of every kept image, train/test by capture, stratified by the capture's label; with
+    ``per_device`` (each capture on one device), by device and label, so that every device keeps at
+    least one training capture (the per-client hold-out of :func:`hetbench.splits.stratified_holdout`)."""
+    first: dict[str, tuple[str, str]] = {}
+    for im, _ in kept:
+        first.setdefault(im.capture, (im.label, im.device))
+    captures = sorted(first)
+    if per_device:
+        from hetbench.seeding import make_rng
+        from hetbench.splits import stratified_holdout
+
+        labels = sorted({lab for lab, _ in first.values()})
+        devs = sorted({dev for _, dev in first.values()})
+        held = stratified_holdout(np.array([devs.index(first[c][1]) for c in captures], np.int32),
+                                  np.array([labels.index(first[c][0]) for c in captures], np.int64),
+                                  len(devs), len(labels), test_fraction, make_rng(seed, 1))
+    else:
+        held = held_out_captures([first[c][0] for c in captures], test_fraction, seed)
     if held.all() or not held.any():
         raise HetbenchError(f"need captures in both train and test to split by capture (have {len(captures)})")
     is_test = dict(zip(captures, held.tolist()))
@@ -144,8 +218,8 @@ def _split_by_capture(kept, test_fraction: float, seed: int) -> tuple[dict, dict
     return rows, counts
 
 
-def _extras(spec: dict[str, Any], layout, devices: list[str], weights: dict[str, float], counts: dict[str, int],
-            skipped: list[dict[str, str]], scanned: int):
+def _extras(spec: dict[str, Any], setting_of: Callable[[str], dict] | None, devices: list[str],
+            weights: dict[str, float], counts: dict[str, int], skipped: list[dict[str, str]], scanned: int):
     """Report entries: per device its clients, weight and images; the captures; the skipped files;
     the corpus's published statistics beside ours."""
     from hetbench.builders.device_split import clients_per_device
@@ -157,8 +231,8 @@ def _extras(spec: dict[str, Any], layout, devices: list[str], weights: dict[str,
         entries = {}
         for d in devices:
             entry: dict[str, Any] = {"isp": AS_CAPTURED}
-            if layout.setting_of is not None:
-                entry["setting"] = layout.setting_of(d)
+            if setting_of is not None:
+                entry["setting"] = setting_of(d)
             entry.update({"clients": per_device[d], "weight": weights[d],
                           "train_images": int((train_dev == d).sum()), "test_images": int((test_dev == d).sum())})
             entries[d] = entry

@@ -164,13 +164,14 @@ def devices_cmd(profiles, clients, synthetic_color, dataset, label_col, raw_dir,
         _summary(out_path, report)
 
 
-@build.command("real-devices", short_help="Public corpora photographed by real devices: HeteroSwitch phones, ImageNet-ES.")
-@click.option("--recipe", required=True, type=click.Choice(["heteroswitch-phones", "imagenet-es"]),
+@build.command("real-devices", short_help="Public corpora taken by real devices: HeteroSwitch phones, ImageNet-ES, FiveK cameras.")
+@click.option("--recipe", required=True, type=click.Choice(["heteroswitch-phones", "imagenet-es", "fivek-cameras"]),
               help="The corpus (manifests/recipes/<recipe>.yaml documents the layout it reads).")
 @click.option("--data-dir", required=True, type=click.Path(), help="The local copy of the corpus, in its public layout.")
 @click.option("--clients", default=None, type=int, help="Clients, allocated by the corpus's device weights (default: one per device).")
 @click.option("--clients-per-device", default=None, type=int, help="Instead of --clients: K clients for every device.")
-@click.option("--size", default=None, type=int, help="Resize every image (shorter side, centre square). Default: the files' own bytes.")
+@click.option("--size", default=None, type=int,
+              help="Resize every image (shorter side, centre square). Default: the files' own bytes (RAW files: 224).")
 @click.option("--test-fraction", default=0.2, show_default=True, type=float, help="Share of captures (scenes) held out for testing.")
 @click.option("--num-proc", default=1, show_default=True, type=int, help="Worker processes reading the images.")
 @click.option("--seed", default=0, show_default=True, type=int)
@@ -179,12 +180,14 @@ def devices_cmd(profiles, clients, synthetic_color, dataset, label_col, raw_dir,
 @click.option("--overwrite", is_flag=True, help="Replace --out if it exists.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar or summary.")
 def real_devices_cmd(recipe, data_dir, clients, clients_per_device, size, test_fraction, num_proc, seed, out, name, overwrite, quiet):
-    """One device per phone (HeteroSwitch) or per light and camera setting (ImageNet-ES); test split by capture.
+    """One device per phone (HeteroSwitch), per light and camera setting (ImageNet-ES) or per camera model
+    (MIT-Adobe FiveK, its RAW files rendered by the baseline ISP); test split by capture.
 
     \b
     Examples:
       hetbench build real-devices --recipe heteroswitch-phones --data-dir heteroswitch/ --clients 50 --size 224
       hetbench build real-devices --recipe imagenet-es --data-dir ImageNet-ES/ --clients-per-device 2
+      hetbench build real-devices --recipe fivek-cameras --data-dir fivek_dataset/ --size 224 --num-proc 2
     """
     from hetbench.builders.real_devices import build_real_devices
 

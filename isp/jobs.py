@@ -68,6 +68,7 @@ class JobResult:
     images: list[bytes]  # PNG, one per render, in the job's render order
     stats: list[dict]
     skipped: str | None = None
+    camera: str | None = None  # "<make> <model>" of a RAW file (its TIFF tags, else its stem)
 
 
 def job_files(job: CaptureJob) -> tuple[str, ...]:
@@ -150,6 +151,21 @@ def _profiles(name: str) -> dict:
     return {p.name: p for p in load_profiles(name)}
 
 
+def camera_name(make: str, model: str) -> str:
+    """A camera's name from its Make and Model tags: the model alone when it already starts with the
+    make's first word.
+
+    Examples
+    --------
+    >>> camera_name("Canon", "Canon EOS 5D"), camera_name("NIKON CORPORATION", "NIKON D70"), camera_name("Leica", "M8")
+    ('Canon EOS 5D', 'NIKON D70', 'Leica M8')
+    """
+    make, model = str(make).strip(), str(model).strip()
+    if not make or model.lower().startswith(make.split()[0].lower()):
+        return model or make
+    return f"{make} {model}".strip()
+
+
 def run_job(job: CaptureJob) -> JobResult:
     """Load or unprocess the capture, render every requested device; never raises on a bad RAW."""
     from hetbench.isp.image_stats import image_stats
@@ -188,7 +204,8 @@ def run_job(job: CaptureJob) -> JobResult:
             stats.append(image_stats(res.image, res.jpeg_bytes))
     except UnsupportedRaw as exc:
         return JobResult(job.index, job.capture_id, job.label, [], [], skipped=exc.reason)
-    return JobResult(job.index, job.capture_id, job.label, images, stats)
+    camera = None if capture is None else camera_name(capture.make, capture.model)
+    return JobResult(job.index, job.capture_id, job.label, images, stats, camera=camera)
 
 
 def renderer_native(capture) -> np.ndarray:

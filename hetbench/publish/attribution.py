@@ -199,7 +199,7 @@ _FIVEK = SourceLicence(
     "Both FiveK licences allow research use only, not use directed toward commercial advantage; the "
     "licence of each image is the one of its photograph.",
 )
-CORPORA.update({"fivek-subject": _FIVEK, "fivek-light": _FIVEK})
+CORPORA.update({"fivek-subject": _FIVEK, "fivek-light": _FIVEK, "fivek-cameras": _FIVEK})
 
 _INAT = SourceLicence(
     "other", "inaturalist-image-licences",

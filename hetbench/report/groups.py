@@ -222,7 +222,8 @@ def plot_group_labels(report: Mapping[str, Any], clients: ClientStats, groups: C
                         for i, name in enumerate(groups.names)], fontsize=7 if g > 8 else 8)
     ax.set_ylabel(groups.kind)
     fig.colorbar(im, ax=ax, label=f"share of the {groups.kind}'s training samples", format=PercentFormatter(1.0))
-    ax.set_title(f"Label distribution per {groups.kind} (EMD of {groups.kind}s to the population {weighted:.3f})",
+    # two lines: beside long device names the plot is narrow, and one line would run off the figure
+    ax.set_title(f"Label distribution per {groups.kind}\n(EMD of {groups.kind}s to the population {weighted:.3f})",
                  fontsize=10)
     fig.tight_layout()
     fig.savefig(path)

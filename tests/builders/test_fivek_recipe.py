@@ -14,8 +14,16 @@ SUBJECTS = ("nature", "people", "man_made")
 LIGHTS = ("sun_sky", "artificial")
 
 
+CAMERAS = (("Canon", "Canon EOS 5D"), ("NIKON CORPORATION", "NIKON D70"), ("Leica", "M8"))
+
+
+def _camera(i: int) -> tuple[str, str]:
+    """Photos 1-6 Canon, 7-10 Nikon, 11-12 Leica."""
+    return CAMERAS[0] if i <= 6 else CAMERAS[1] if i <= 10 else CAMERAS[2]
+
+
 def _fivek(root, n=12, corrupt=False):
-    """``n`` photographs in two HQa folders; photo n has no subject (None)."""
+    """``n`` photographs in two HQa folders from three cameras; photo n has no subject (None)."""
     from hetbench.isp.capture import RawCapture
     from hetbench.isp.dng import write_dng
 
@@ -29,7 +37,8 @@ def _fivek(root, n=12, corrupt=False):
         photos.mkdir(parents=True, exist_ok=True)
         level = 400 + 250 * (i % 5)
         mosaic = np.clip(level + rng.normal(0, 150, (64, 96)), 0, 4095).astype(np.uint16)
-        write_dng(RawCapture(mosaic, "RGGB", (256,) * 4, 4095, CM, (0.45, 1.0, 0.7), make="Nikon", model="D70",
+        make, model = _camera(i)
+        write_dng(RawCapture(mosaic, "RGGB", (256,) * 4, 4095, CM, (0.45, 1.0, 0.7), make=make, model=model,
                              capture_id=name), photos / f"{name}.dng")
         subject = "None" if i == n else SUBJECTS[i % 3]
         lines.append(f"{name},outdoor,day,{LIGHTS[i % 2]},{subject}")
@@ -124,3 +133,23 @@ def test_a_fivek_folder_off_layout_is_one_line_naming_it(tmp_path, run_cli, case
 def test_a_fivek_recipe_without_raw_dir_says_what_it_needs(tmp_path, run_cli):
     code, _, err = run_cli("build", "iso-isp", "--recipe", "fivek-light", "--out", tmp_path / "o")
     assert code == 2 and "--recipe fivek-light needs --raw-dir" in err
+
+
+def test_fivek_cameras_one_device_per_camera_model(fivek_dir, tmp_path, run_cli):
+    """build real-devices --recipe fivek-cameras: each RAW rendered once by the baseline ISP, its device
+    the camera its Make/Model tags name, clients by the cameras' numbers of photographs."""
+    out = tmp_path / "cameras"
+    code, _, err = run_cli("build", "real-devices", "--recipe", "fivek-cameras", "--data-dir", fivek_dir, "--size", "32",
+                           "--clients", "5", "--test-fraction", "0.25", "--out", out, "-q")
+    assert code == 0, err
+    report = json.loads((out / "report.json").read_text())
+    # 11 labelled photographs: Canon 6, NIKON D70 4, Leica M8 1 (photo 12 has no subject: left out and listed)
+    assert {name: d["weight"] for name, d in report["devices"].items()} == {"Canon EOS 5D": 6.0, "NIKON D70": 4.0, "Leica M8": 1.0}
+    assert sum(d["clients"] for d in report["devices"].values()) == 5
+    assert all(d["train_images"] >= d["clients"] for d in report["devices"].values())  # a single-photo camera trains
+    assert {s["reason"] for s in report["skipped"]} == {"no subject in categories.txt"}
+    manifest = json.loads((out / "hetbench.json").read_text())
+    assert manifest["class_names"] == ["man_made", "nature", "people"]
+    assert "license_name: mit-adobe-fivek" in (out / "README.md").read_text()
+    code, stdout, _ = run_cli("verify", out)
+    assert code == 0 and stdout.startswith("OK"), stdout
