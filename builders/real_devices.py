@@ -84,19 +84,12 @@ def prepare_real_devices(
     layout = corpus(settings["reader"])
     root = check_folder(data_dir, layout.layout)
     images = layout.scan(root)
-    devices = [d for d in layout.devices if any(im.device == d for im in images)]
-    if clients is not None and clients_per_device is not None:
-        raise HetbenchError("give --clients or --clients-per-device, not both")
+    present = {im.device for im in images}
+    devices = [d for d in layout.devices if d in present]
     asked = clients  # recorded as given: --clients-per-device sets the count
-    if clients_per_device is not None:
-        if clients_per_device < 1:
-            raise HetbenchError(f"--clients-per-device must be at least 1 (got {clients_per_device})")
-        weights = {d: 1.0 for d in devices}
-        clients = clients_per_device * len(devices)
-    else:
-        # the corpus's device weights (HeteroSwitch Table 1 market shares), or uniform
-        weights = {d: float(layout.weights.get(d, 1.0)) if layout.weights else 1.0 for d in devices}
-    check_clients(clients, devices)
+    # the corpus's device weights (HeteroSwitch Table 1 market shares), or uniform
+    clients, weights = client_allocation(clients, clients_per_device, devices,
+                                         {d: float(layout.weights.get(d, 1.0)) if layout.weights else 1.0 for d in devices})
     if size is not None:
         size = check_size(size)
     if not 0.0 < test_fraction < 1.0:
@@ -124,6 +117,26 @@ def prepare_real_devices(
     return PreparedSplit(table, partitioner, seed, "global", extras=extras)
 
 
+def client_allocation(clients: int | None, clients_per_device: int | None, devices: list[str],
+                      weights: dict[str, float]) -> tuple[int | None, dict[str, float]]:
+    """(clients, device weights): ``--clients N`` with ``weights``, or ``--clients-per-device K`` (K x
+    devices clients, uniform weights); checked (one of the two at most, every device a client).
+
+    Examples
+    --------
+    >>> client_allocation(None, 2, ["a", "b"], {"a": 3.0, "b": 1.0})
+    (4, {'a': 1.0, 'b': 1.0})
+    """
+    if clients is not None and clients_per_device is not None:
+        raise HetbenchError("give --clients or --clients-per-device, not both")
+    if clients_per_device is not None:
+        if clients_per_device < 1:
+            raise HetbenchError(f"--clients-per-device must be at least 1 (got {clients_per_device})")
+        clients, weights = clients_per_device * len(devices), {d: 1.0 for d in devices}
+    check_clients(clients, devices)
+    return clients, weights
+
+
 def _prepare_raw_cameras(spec, settings, recipe, data_dir, clients, clients_per_device, size, test_fraction, seed,
                          num_proc, quiet, engine, on_checked) -> PreparedSplit:
     """A RAW corpus with one device per camera model (MIT-Adobe FiveK): every photograph rendered once
@@ -140,8 +153,6 @@ def _prepare_raw_cameras(spec, settings, recipe, data_dir, clients, clients_per_
     size = check_size(224 if size is None else size)  # RAW files are rendered: they need a size
     if not 0.0 < test_fraction < 1.0:
         raise HetbenchError(f"--test-fraction must be between 0 and 1 (got {test_fraction})")
-    if clients_per_device is not None and clients_per_device < 1:
-        raise HetbenchError(f"--clients-per-device must be at least 1 (got {clients_per_device})")
     found = fivek_captures(data_dir, settings["field"])
     files = sorted(found.label_of)
     if on_checked is not None:
@@ -162,12 +173,7 @@ def _prepare_raw_cameras(spec, settings, recipe, data_dir, clients, clients_per_
     for im, _ in kept:
         photos[im.device] = photos.get(im.device, 0) + 1
     devices = sorted(photos, key=lambda d: (-photos[d], d))  # most photographs first
-    if clients_per_device is not None:
-        weights = {d: 1.0 for d in devices}
-        clients = clients_per_device * len(devices)
-    else:
-        weights = {d: float(photos[d]) for d in devices}
-    check_clients(clients, devices)
+    clients, weights = client_allocation(clients, clients_per_device, devices, {d: float(photos[d]) for d in devices})
     rows, counts = _split_by_capture(kept, test_fraction, seed, per_device=True)  # every camera keeps a training photo
     class_names = sorted({im.label for im, _ in kept})
     for split in rows.values():
