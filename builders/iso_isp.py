@@ -144,6 +144,8 @@ class CorpusLabels:
 def corpus_labels(recipe: str, raw_dir: str | None, labels: str | None) -> CorpusLabels:
     """The labelled RAW files of a corpus recipe of ``build iso-isp`` (MIT-Adobe FiveK: the field the
     recipe names, read from ``categories.txt``); bad input is a :class:`HetbenchError`."""
+    from collections import Counter
+
     from hetbench.publish.recipes import recipe_mode
     from hetbench.sources.fivek import fivek_captures
 
@@ -153,8 +155,7 @@ def corpus_labels(recipe: str, raw_dir: str | None, labels: str | None) -> Corpu
     if labels is not None:
         raise HetbenchError(f"--recipe {recipe} takes its labels from the corpus; drop --labels")
     found = fivek_captures(raw_dir, settings["field"])
-    counts = {label: sum(1 for v in found.label_of.values() if v == label) for label in sorted(set(found.label_of.values()))}
-    counts["unknown"] = len(found.unlabelled)
+    counts = dict(sorted(Counter(found.label_of.values()).items()), unknown=len(found.unlabelled))
     report = {"recipe": recipe, "field": settings["field"], "listed": found.listed, "labelled": len(found.label_of),
               "counts": counts, "unlabelled": found.unlabelled, "published": spec.get("published", {})}
     return CorpusLabels(recipe, found.label_of, str(spec.get("description", recipe)).split(":")[0], report)

@@ -203,7 +203,7 @@ class OutputRows:
     """The rows of one output split as the shards hold them, cut out of the source with Arrow.
 
     Rows ``lo:hi`` are gathered from the source split's Arrow table (through its indices mapping,
-    if it has one) in client order by :func:`take_rows`; ``label`` and ``client_id`` are added as
+    if it has one) in client order by :meth:`SourceRows.take`; ``label`` and ``client_id`` are added as
     arrays and the columns renamed and cast to the output schema. No row passes through Python and
     no ``datasets`` formatter runs. Images that already hold their bytes are passed through as they
     are (only their ``path`` becomes its base name, as ``datasets`` embedding does); images given as
@@ -386,11 +386,10 @@ def write_split(fs: FederatedSplit, split: str, features, data_dir: Path, bar, s
     import pyarrow.parquet as pq
 
     rows = OutputRows(fs, split, features)
-    out = fs.outputs[split]
     rows_per_shard = _shard_rows(fs, split, shard_bytes)
-    lo_rows, hi_rows = group_row_limits(_row_bytes(fs, split))
+    lo_rows, hi_rows = group_row_limits(rows.row_bytes)
     hi_rows = min(hi_rows, rows_per_shard)  # a row group never outgrows a shard
-    groups = row_group_bounds(out.client_ids, min(lo_rows, hi_rows), hi_rows)
+    groups = row_group_bounds(fs.outputs[split].client_ids, min(lo_rows, hi_rows), hi_rows)
     shards = shard_bounds(groups, rows_per_shard)
     num_shards = len(shards) - 1
     schema = features.arrow_schema
