@@ -1,7 +1,9 @@
 """The Ray engine (``--engine ray``): every job one Ray task, results streamed back in job order.
 
 * Connection: no ``--ray-address`` starts a local Ray instance for the build
-  (``ray.init(num_cpus=num_proc, include_dashboard=False)``, shut down afterwards); ``auto`` joins
+  (``ray.init(num_cpus=num_proc, include_dashboard=False)``, shut down afterwards), every server of it
+  (GCS, raylet, agents, workers) listening on 127.0.0.1 only (:func:`loopback_ray`: Ray has no
+  authentication, so nothing of a local instance may be reachable from other hosts); ``auto`` joins
   the cluster this machine runs (``ray start``); ``host:port`` joins the cluster whose head listens
   there. The head is probed first with a bounded TCP connection, so an unreachable address is a
   one-line :class:`~hetbench.errors.HetbenchError`, never a hang (Ray itself retries for ever).
@@ -19,8 +21,11 @@
 from __future__ import annotations
 
 import logging
+import os
 import socket
+import sys
 from collections import deque
+from contextlib import contextmanager
 from typing import Any, Callable, Iterator, Sequence
 
 from hetbench.engines.base import Engine, EngineSpec
@@ -31,6 +36,9 @@ INSTALL = "pip install 'hetbench[ray]'"
 CONNECT_TIMEOUT_S = 5.0
 #: tasks in flight per worker
 IN_FLIGHT_PER_WORKER = 2
+#: Ray's switch between a single-node instance on the loopback address ("0") and a node that other
+#: hosts can join, on this machine's own address (Ray's default on Linux)
+SINGLE_NODE_VAR = "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"
 
 _REMOTE: Any = None
 _READY = False
@@ -50,6 +58,51 @@ def import_ray():
     except ImportError:
         raise HetbenchError(f"--engine ray needs Ray, which is not installed: {INSTALL}") from None
     return ray
+
+
+@contextmanager
+def loopback_ray() -> Iterator[None]:
+    """While inside, a Ray instance this process starts (``ray.init`` without an address, as hetbench's
+    ``--engine ray`` and Flower's simulation do) listens on the loopback address only.
+
+    On Linux Ray puts a new node on the machine's own address and its servers (GCS, raylet, the
+    agents, every worker) on every interface, even with ``_node_ip_address="127.0.0.1"`` (which it
+    replaces by the machine's address). Ray has no authentication, so anyone who can reach the
+    machine could submit tasks. Ray's single-node mode (its :data:`SINGLE_NODE_VAR` set to ``0``, the
+    default on macOS and Windows) uses 127.0.0.1 for the node, so every server binds 127.0.0.1. This
+    sets it in the environment that Ray's processes inherit and in Ray's constants if Ray is already
+    imported, and puts both back on exit. A cluster on other hosts takes an explicit ``--ray-address``.
+
+    Examples
+    --------
+    >>> import os
+    >>> from hetbench.engines.ray_engine import SINGLE_NODE_VAR, loopback_ray
+    >>> before = os.environ.get(SINGLE_NODE_VAR)
+    >>> with loopback_ray():
+    ...     os.environ[SINGLE_NODE_VAR]
+    '0'
+    >>> os.environ.get(SINGLE_NODE_VAR) == before
+    True
+    """
+    saved_env = os.environ.get(SINGLE_NODE_VAR)
+    os.environ[SINGLE_NODE_VAR] = "0"
+    constants = sys.modules.get("ray._private.ray_constants")
+    saved_flag = getattr(constants, "ENABLE_RAY_CLUSTER", None)
+    if constants is not None:  # Ray read the variable when it was imported
+        constants.ENABLE_RAY_CLUSTER = False
+    try:
+        yield
+    finally:
+        if saved_env is None:
+            os.environ.pop(SINGLE_NODE_VAR, None)
+        else:
+            os.environ[SINGLE_NODE_VAR] = saved_env
+        constants = sys.modules.get("ray._private.ray_constants")
+        if constants is not None:  # as Ray would have read it (imported inside: from the restored environment)
+            default = not getattr(constants, "IS_WINDOWS_OR_OSX", False)
+            value = os.environ.get(SINGLE_NODE_VAR)
+            constants.ENABLE_RAY_CLUSTER = (saved_flag if saved_flag is not None
+                                            else default if value is None else value.lower() in ("1", "true"))
 
 
 def split_address(address: str) -> tuple[str, int]:
@@ -173,7 +226,8 @@ class RayEngine(Engine):
             self._ray = ray
         elif self.spec.address is None:
             try:
-                ray.init(num_cpus=self.num_proc, include_dashboard=False, **quiet)
+                with loopback_ray():  # never reachable from other hosts: Ray has no authentication
+                    ray.init(num_cpus=self.num_proc, include_dashboard=False, **quiet)
             except Exception as exc:  # noqa: BLE001 - Ray raises many kinds; one line for all
                 raise HetbenchError(f"--engine ray: could not start a local Ray instance ({_first_line(exc)})") from None
             self._connected = True

@@ -3,7 +3,8 @@ backend) on this machine.
 
 One virtual SuperNode per hetbench client (node K gets ``partition-id = K``); the ClientApps run in
 ``actors`` Ray actors of ``cpus_per_actor`` CPUs each; the ServerApp runs in this process and gets the job,
-and the data view already loaded, through :data:`hetbench.flower.server_app.LOCAL`.
+and the data view already loaded, through :data:`hetbench.flower.server_app.LOCAL`. The Ray instance the
+simulation starts listens on 127.0.0.1 only (:func:`hetbench.engines.ray_engine.loopback_ray`).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import os
 import warnings
 from typing import Any, Callable
 
+from hetbench.engines.ray_engine import loopback_ray
 from hetbench.flower.job import FlowerJob, require_flower
 
 
@@ -103,8 +105,9 @@ def run_flower_simulation(
     local.update(job=job.to_config(), data=data, workers=workers, central_accuracy=central_accuracy,
                  on_round=on_round, result=None, error=None)
     try:
-        run_simulation(server_app=server_app.app, client_app=client_app, num_supernodes=data.num_clients,
-                       backend_name="ray", backend_config=backend_config, verbose_logging=verbose)
+        with loopback_ray():  # Flower's Ray instance is never reachable from other hosts (Ray has no authentication)
+            run_simulation(server_app=server_app.app, client_app=client_app, num_supernodes=data.num_clients,
+                           backend_name="ray", backend_config=backend_config, verbose_logging=verbose)
         if local["error"] is not None:
             raise local["error"]
         if local["result"] is None:

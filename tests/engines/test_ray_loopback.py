@@ -1,74 +1,64 @@
-"""The Ray cluster the tests start listens on the loopback interface only (read from /proc, not from Ray)."""
+"""Every Ray instance listens on the loopback interface only (read from /proc, never from Ray): the cluster the
+tests start, and the local instances hetbench starts itself (``--engine ray`` without ``--ray-address``,
+``train --engine flower``) in a user's environment, without the variable ``tests/conftest.py`` sets."""
 
 from __future__ import annotations
 
-import ipaddress
 import os
-import socket
-import struct
+import sys
 from pathlib import Path
 
 import pytest
+from proc_sockets import is_loopback, listening_addresses, run_watched
 
-LISTEN = "0A"
+HETBENCH = Path(sys.executable).parent / "hetbench"
+#: set by tests/conftest.py for the test session; a user's shell does not have it
+SESSION_VAR = "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"
+#: seconds one command may take before it is stopped and the test fails
+COMMAND_TIMEOUT_S = 300
 
-
-def _pids_in_group(pgid: int) -> list[int]:
-    pids = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                if os.getpgid(int(entry.name)) == pgid:
-                    pids.append(int(entry.name))
-            except ProcessLookupError:
-                continue
-    return pids
+needs_proc = pytest.mark.skipif(not Path("/proc/net/tcp").exists(), reason="needs Linux /proc")
 
 
-def _socket_inodes(pid: int) -> set[str]:
-    inodes = set()
-    try:
-        for fd in Path(f"/proc/{pid}/fd").iterdir():
-            try:
-                target = os.readlink(fd)
-            except OSError:
-                continue
-            if target.startswith("socket:["):
-                inodes.add(target[8:-1])
-    except OSError:
-        pass
-    return inodes
-
-
-def _address(hex_ip: str) -> ipaddress._BaseAddress:
-    """An address as /proc/net/tcp{,6} writes it (32-bit words in host byte order)."""
-    raw = bytes.fromhex(hex_ip)
-    words = struct.unpack(f"<{len(raw) // 4}I", raw)
-    packed = b"".join(struct.pack(">I", w) for w in words)
-    return ipaddress.ip_address(socket.inet_ntop(socket.AF_INET if len(packed) == 4 else socket.AF_INET6, packed))
-
-
-def listening_addresses(pgid: int) -> list[str]:
-    """``ip:port`` of every listening TCP socket of the processes in process group ``pgid``."""
-    inodes = set().union(*(_socket_inodes(pid) for pid in _pids_in_group(pgid)))
-    found = []
-    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
-        for line in Path(table).read_text().splitlines()[1:]:
-            fields = line.split()
-            local, state, inode = fields[1], fields[3], fields[9]
-            if state == LISTEN and inode in inodes:
-                ip, port = local.split(":")
-                found.append(f"{_address(ip)}:{int(port, 16)}")
-    return found
-
-
-def _loopback(address: str) -> bool:
-    ip = ipaddress.ip_address(address.rsplit(":", 1)[0])
-    return ip.is_loopback or bool(getattr(ip, "ipv4_mapped", None) and ip.ipv4_mapped.is_loopback)
-
-
-@pytest.mark.skipif(not Path("/proc/net/tcp").exists(), reason="needs Linux /proc")
+@needs_proc
 def test_the_ray_cluster_listens_on_loopback_only(ray_cluster):
     addresses = listening_addresses(ray_cluster.pgid)
     assert addresses, "found no listening socket of the Ray cluster"
-    assert all(_loopback(a) for a in addresses), addresses
+    assert all(is_loopback(a) for a in addresses), addresses
+
+
+def _user_env() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k != SESSION_VAR}
+    env["RAY_ACCEL_ENV_VAR_OVERRIDE_ON_ZERO"] = "0"
+    return env
+
+
+def _assert_loopback_only(cmd: list[str]) -> None:
+    watched = run_watched([str(HETBENCH), *map(str, cmd)], _user_env(), COMMAND_TIMEOUT_S)
+    assert not watched.left, f"processes still running after the stop: {watched.left}"
+    assert watched.returncode == 0, f"exit {watched.returncode}:\n{watched.output[-3000:]}"
+    assert watched.addresses, f"saw no listening socket of the command's Ray instance ({watched.most_processes} processes)"
+    exposed = sorted(a for a in watched.addresses if not is_loopback(a))
+    assert not exposed, f"listening beyond the loopback interface: {exposed} (all: {sorted(watched.addresses)})"
+
+
+@needs_proc
+@pytest.mark.slow
+def test_engine_ray_without_an_address_listens_on_loopback_only(tmp_path):
+    pytest.importorskip("ray")
+    _assert_loopback_only(["partition", "embedding", "--embedder", "hog", "--clients", "4", "--clusters", "3",
+                           "--engine", "ray", "-q", "--out", tmp_path / "o"])
+
+
+@needs_proc
+@pytest.mark.slow
+def test_flower_simulation_listens_on_loopback_only(tmp_path):
+    pytest.importorskip("flwr")
+    pytest.importorskip("ray")
+    from hetbench.partitioners import IIDPartitioner
+    from hetbench.pipeline import make_split
+
+    split = tmp_path / "digits-n2"
+    make_split("builtin:digits", IIDPartitioner(2), split, seed=0, test_fraction=0.2, quiet=True)
+    _assert_loopback_only(["train", "--split", split, "--algo", "fedavg", "--rounds", "1", "--clients-per-round", "2",
+                           "--seed", "0", "--engine", "flower", "--flower-actors", "1", "-q", "--out", tmp_path / "r"])
