@@ -271,7 +271,7 @@ def embedding_cmd(clients, alpha, clusters, embedder, layer, scheme, pca_dim, mi
         raise HetbenchError("--layer applies to --embedder torch:MODULE:FACTORY")
     p = _with_engine(EmbeddingPartitioner(clients, alpha, clusters, scheme, embedder, pca_dim, min_size, kmeans_method, layer),
                      engine, ray_address)
-    p.reuse_cache_of(click.get_current_context().params.get("out"))  # rebuilding over a build: reuse its embeddings
+    p.reuse_embeddings_of(click.get_current_context().params.get("out"))  # rebuilding over a build: reuse its embeddings
     return p, f"embedding-{embedder.split(':')[0]}-k{clusters}-a{_fmt(alpha)}-n{clients}", embedding_extras(p)
 
 

@@ -27,16 +27,23 @@ def report(folder: str, quiet: bool) -> None:
 @click.command("verify", short_help="Check a built folder against its manifest and recipe (exit 0/1).")
 @click.argument("folder", type=click.Path(file_okay=False))
 @click.option("--dataset", default=None, help="Load the source from here instead of the path recorded in the manifest.")
-def verify(folder: str, dataset: str | None) -> None:
+@click.option("--re-embed", is_flag=True,
+              help="Embedding splits of the task embedder: embed the source again and report the drift from the stored "
+                   "embeddings (float training differs between CPUs: never a failure).")
+@click.option("--trust-embedder", is_flag=True,
+              help="Embedding splits of a user's model (torch:, torchscript:, onnx:): run that model (code the folder "
+                   "names) and report the drift; without this flag verify never loads it.")
+def verify(folder: str, dataset: str | None, re_embed: bool, trust_embedder: bool) -> None:
     """Check a built folder by content: its shards, column digests and names against hetbench.json,
-    then the recipe re-run on the source. Exit 0 OK, 1 FAILED (the folder does not hold what its
-    manifest and recipe say), 2 cannot check (malformed manifest, unsafe path, missing source).
+    then the recipe re-run on the source (embedding splits: from their stored embeddings). Exit 0 OK,
+    1 FAILED (the folder does not hold what its manifest and recipe say), 2 cannot check (malformed
+    manifest, unsafe path, missing source, a user's embedder without --trust-embedder).
 
     Example: hetbench verify hetbench_splits/digits-dirichlet-client-a0.5-n10-s0
     """
     from hetbench import verify as verify_split
 
-    verdict = verify_split(folder, dataset)
+    verdict = verify_split(folder, dataset, re_embed=re_embed, trust_embedder=trust_embedder)
     click.echo(verdict.message, err=verdict.exit_code == 2)
     sys.exit(verdict.exit_code)
 

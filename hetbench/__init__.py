@@ -44,16 +44,18 @@ _LAZY = {
 }
 
 
-def verify(folder: Any, dataset: str | None = None):
+def verify(folder: Any, dataset: str | None = None, *, re_embed: bool = False, trust_embedder: bool = False):
     """Check a built folder: its manifest's ids, the recipe re-run on the source (or on ``dataset``),
     and its parquet rows. Returns a :class:`~hetbench.publish.verify.Verdict` (``ok``, ``message``).
 
-    Splits whose rows a builder rendered (iso-isp, devices, synthetic colour) are re-rendered.
+    Splits whose rows a builder rendered (iso-isp, devices, synthetic colour) are re-rendered;
+    embedding splits are re-derived from their stored embeddings (``re_embed``, ``trust_embedder``:
+    :func:`hetbench.publish.verify.verify_folder`).
     """
     from hetbench.builders import rebuilders
     from hetbench.publish.verify import verify_folder
 
-    return verify_folder(folder, dataset, rebuilders())
+    return verify_folder(folder, dataset, rebuilders(), re_embed=re_embed, trust_embedder=trust_embedder)
 
 
 _SUBPACKAGES = ("train", "partitioners", "sources", "embed", "report", "publish", "leaderboard", "builders", "isp")

@@ -2,14 +2,13 @@
 
 * :func:`zeta` - the clustering similarity of Borazjani et al. (Eq. 4), i.e. the Rand index,
   computed exactly from the contingency table.
-* :func:`kmeans` - seeded K-means (Lloyd for small inputs, mini-batch for large ones) whose labels
-  and inertia are always exact for the returned centres, with deterministic cluster numbering.
+* :func:`kmeans_fit` / :func:`kmeans` - seeded K-means (Lloyd for small inputs, mini-batch for large
+  ones), integer-exact so that it gives the same clusters on every CPU
+  (:mod:`hetbench.exact_kmeans`), with deterministic cluster numbering.
 * :func:`standardise`, :func:`pca` - the preprocessing applied before K-means.
 """
 
 from __future__ import annotations
-
-import io
 
 import numpy as np
 
@@ -19,8 +18,6 @@ KMEANS_METHODS = ("auto", "lloyd", "minibatch")
 #: above this many points ``method="auto"`` switches from full Lloyd to mini-batch K-means
 MINIBATCH_THRESHOLD = 20_000
 MINIBATCH_BATCH_SIZE = 2048
-MINIBATCH_N_INIT = 3
-_CHUNK = 65_536  # rows per block in the exact assignment pass
 
 
 # ---- clustering similarity --------------------------------------------------------------------
@@ -105,29 +102,6 @@ def pca(x: np.ndarray, dim: int, seed: int = 0) -> np.ndarray:
 
 
 # ---- K-means ----------------------------------------------------------------------------------
-def assign_to_centers(x: np.ndarray, centers: np.ndarray) -> tuple[np.ndarray, float]:
-    """Nearest centre per point (int64, ties to the lowest index) and the exact inertia (float64).
-
-    Works in row blocks so memory stays at ``_CHUNK * k`` distances.
-    """
-    x = np.asarray(x, dtype=np.float32)
-    c = np.asarray(centers, dtype=np.float32)
-    c_sq = np.einsum("ij,ij->i", c, c, dtype=np.float64)
-    labels = np.empty(x.shape[0], dtype=np.int64)
-    inertia = 0.0
-    for start in range(0, x.shape[0], _CHUNK):
-        block = x[start : start + _CHUNK]
-        # ||c||^2 - 2 x.c ranks the centres (||x||^2 is constant per row)
-        score = c_sq[None, :] - 2.0 * (block @ c.T).astype(np.float64)
-        lab = np.argmin(score, axis=1)
-        labels[start : start + block.shape[0]] = lab
-        # exact: the float64 difference to the chosen centre (the expanded form cancels in float32)
-        for a in range(0, block.shape[0], 4096):  # 4096 x d float64 at a time
-            diff = block[a : a + 4096].astype(np.float64) - c[lab[a : a + 4096]].astype(np.float64)
-            inertia += float(np.einsum("ij,ij->", diff, diff))
-    return labels, inertia
-
-
 def relabel_by_size(labels: np.ndarray, k: int) -> np.ndarray:
     """Permutation ``perm`` (old id -> new id): clusters by size descending, ties by smallest member
     index; empty clusters last, in their old order."""
@@ -141,81 +115,38 @@ def relabel_by_size(labels: np.ndarray, k: int) -> np.ndarray:
     return perm
 
 
-class _VerboseLines(io.TextIOBase):
-    """A stdout for scikit-learn's verbose Lloyd fit: each ``Iteration i, inertia v.`` line advances ``bar``;
-    every other line is dropped."""
-
-    def __init__(self, bar) -> None:
-        self._bar, self._buf = bar, ""
-
-    def writable(self) -> bool:
-        return True
-
-    def write(self, text: str) -> int:
-        self._buf += text
-        *lines, self._buf = self._buf.split("\n")
-        for line in lines:
-            if line.startswith("Iteration "):
-                inertia = line.rpartition("inertia ")[2].rstrip(".")
-                self._bar.update(advance=1, status=f"inertia {float(inertia):.4g}" if _is_float(inertia) else None)
-        return len(text)
-
-
-def _is_float(text: str) -> bool:
-    try:
-        float(text)
-    except ValueError:
-        return False
-    return True
-
-
-def _reporting_minibatch():
-    """``MiniBatchKMeans`` that calls ``self._on_step(batch inertia)`` after every step (the same fit)."""
-    from sklearn.cluster import MiniBatchKMeans
-
-    class ReportingMiniBatchKMeans(MiniBatchKMeans):
-        _on_step = None
-
-        def _mini_batch_convergence(self, step, n_steps, n_samples, centers_squared_diff, batch_inertia):
-            stop = super()._mini_batch_convergence(step, n_steps, n_samples, centers_squared_diff, batch_inertia)
-            if self._on_step is not None:
-                self._on_step(float(batch_inertia) / self._batch_size)
-            return stop
-
-    return ReportingMiniBatchKMeans
-
-
-def kmeans(
+def kmeans_fit(
     x: np.ndarray, k: int, seed: int, method: str = "auto", quiet: bool | None = None
-) -> tuple[np.ndarray, np.ndarray, float]:
-    """Seeded K-means: (labels int64, centers float32 (k, d), inertia float).
+) -> tuple[np.ndarray, "KMeansFit", float]:
+    """Seeded K-means, the same on every CPU: (labels int64, :class:`~hetbench.exact_kmeans.KMeansFit`,
+    inertia float).
 
-    ``method="lloyd"`` is scikit-learn's ``KMeans`` (k-means++, one init); ``"minibatch"`` is
-    ``MiniBatchKMeans`` (k-means++, ``n_init=3``, batch 2048); ``"auto"`` picks mini-batch above
-    20,000 points. Either way the result ends with one exact assignment pass over all points, so
-    labels and inertia are exact for the returned centres, and clusters are renumbered by size
-    (largest first, ties by smallest member index). No standardisation is done here.
+    The arithmetic is integer-exact on a fixed-point grid (:mod:`hetbench.exact_kmeans`), so the
+    labels do not depend on which BLAS kernel the CPU selects. ``method="lloyd"`` is greedy
+    k-means++ seeding and Lloyd iterations (at most 300) until no label changes; ``"minibatch"``
+    is ten epochs of mini-batches of 2048 (Sculley 2010) then Lloyd iterations (at most 10);
+    ``"auto"`` picks mini-batch above 20,000 points. Clusters are renumbered by size (largest
+    first, ties by smallest member index), and the fit's centres follow that numbering.
 
     Unless ``quiet`` (None: as :func:`hetbench.progress.show_progress` says), a progress bar counts
-    Lloyd iterations or mini-batch steps up to scikit-learn's cap (300 iterations; 100 epochs of
-    mini-batches) and shows the latest inertia; it completes when the fit converges earlier. The bar
-    only reads what the fit reports (Lloyd's verbose lines, the mini-batch convergence check), so
-    the clustering is the same with or without it.
+    iterations (mini-batch steps) up to the cap and shows the latest inertia; it completes when the
+    fit converges earlier.
 
     Examples
     --------
     >>> import numpy as np
-    >>> from hetbench.clustering import kmeans
+    >>> from hetbench.clustering import kmeans_fit
     >>> x = np.array([[0.0], [0.1], [5.0], [5.2], [5.1]], np.float32)
-    >>> labels, centers, inertia = kmeans(x, 2, seed=0)
-    >>> labels.tolist(), [round(float(c), 2) for c in centers.ravel()]
-    ([1, 1, 0, 0, 0], [5.1, 0.05])
+    >>> labels, fit, inertia = kmeans_fit(x, 2, seed=0)
+    >>> labels.tolist(), fit.predict(np.array([[4.0], [-1.0]])).tolist()
+    ([1, 1, 0, 0, 0], [0, 1])
     """
-    from sklearn.cluster import KMeans, MiniBatchKMeans
+    from hetbench.exact_kmeans import KMeansFit, exact_kmeans
+    from hetbench.progress import is_quiet, progress_bar
 
     if method not in KMEANS_METHODS:
         raise HetbenchError(f"unknown k-means method '{method}'; choose one of: {', '.join(KMEANS_METHODS)}")
-    x = np.ascontiguousarray(x, dtype=np.float32)
+    x = np.asarray(x)
     if x.ndim != 2:
         raise HetbenchError(f"embeddings must be a 2-D array (got shape {x.shape})")
     n = x.shape[0]
@@ -226,46 +157,35 @@ def kmeans(
         raise HetbenchError(f"more clusters ({k}) than samples ({n})")
     if not np.all(np.isfinite(x)):
         raise HetbenchError("embeddings contain NaN or infinite values")
-    seed = int(seed) % (2**32)
     if method == "auto":
         method = "minibatch" if n > MINIBATCH_THRESHOLD else "lloyd"
-    import warnings
-
-    from hetbench.progress import is_quiet, progress_bar
-
+    batch = min(MINIBATCH_BATCH_SIZE, n)
+    cap, unit = ((max(1, 10 * n // batch) + 10, "step") if method == "minibatch" else (300, "iteration"))
     shown = not is_quiet(quiet)
-    with warnings.catch_warnings():
-        # fewer distinct points than k: sklearn warns and returns duplicate centres; that is fine
-        warnings.simplefilter("ignore")
-        if method == "minibatch":
-            batch = min(MINIBATCH_BATCH_SIZE, n)
-            model = (_reporting_minibatch() if shown else MiniBatchKMeans)(
-                n_clusters=k,
-                init="k-means++",
-                n_init=MINIBATCH_N_INIT,
-                batch_size=batch,
-                random_state=seed,
-            )
-            cap, unit = (model.max_iter * n) // batch, "step"
-        else:
-            model = KMeans(n_clusters=k, init="k-means++", n_init=1, algorithm="lloyd", random_state=seed,
-                           verbose=int(shown))
-            cap, unit = model.max_iter, "iteration"
-        with progress_bar(f"k-means: {k} clusters ({method})", cap, quiet=not shown, unit=unit) as bar:
-            if shown and method == "minibatch":
-                model._on_step = lambda inertia: bar.update(advance=1, status=f"batch inertia {inertia:.4g}")
-                model.fit(x)
-            elif shown:
-                import contextlib
-
-                with contextlib.redirect_stdout(_VerboseLines(bar)):  # Lloyd reports each iteration in print()
-                    model.fit(x)
-            else:
-                model.fit(x)
-            bar.finish()  # converged before the cap: the bar ends full
-    centers = np.asarray(model.cluster_centers_, dtype=np.float32)
-    labels, inertia = assign_to_centers(x, centers)
+    with progress_bar(f"k-means: {k} clusters ({method})", cap, quiet=not shown, unit=unit) as bar:
+        labels, fit, inertia = exact_kmeans(
+            x, k, int(seed), method=method, batch_size=batch,
+            on_step=(lambda v: bar.update(advance=1, status=f"inertia {v:.4g}")) if shown else None)
+        bar.finish()  # converged before the cap: the bar ends full
     perm = relabel_by_size(labels, k)
-    new_centers = np.empty_like(centers)
-    new_centers[perm] = centers
-    return perm[labels], new_centers, inertia
+    grid = np.empty_like(fit.grid_centers)
+    grid[perm] = fit.grid_centers
+    return perm[labels], KMeansFit(fit.scale, grid), inertia
+
+
+def kmeans(
+    x: np.ndarray, k: int, seed: int, method: str = "auto", quiet: bool | None = None
+) -> tuple[np.ndarray, np.ndarray, float]:
+    """Seeded K-means (:func:`kmeans_fit`): (labels int64, centers float32 (k, d), inertia float).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from hetbench.clustering import kmeans
+    >>> x = np.array([[0.0], [0.1], [5.0], [5.2], [5.1]], np.float32)
+    >>> labels, centers, inertia = kmeans(x, 2, seed=0)
+    >>> labels.tolist(), [round(float(c), 2) for c in centers.ravel()]
+    ([1, 1, 0, 0, 0], [5.1, 0.05])
+    """
+    labels, fit, inertia = kmeans_fit(x, k, seed, method, quiet)
+    return labels, fit.centers, inertia

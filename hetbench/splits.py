@@ -58,6 +58,11 @@ class FederatedSplit:
     #: source class index -> output class index (-1: no output row has it); None when every source
     #: class is present, so the output classes are the source's (see :func:`present_classes`)
     class_map: np.ndarray | None = None
+    #: source split -> the float32 embedding the partitioner clustered (and, after the report's
+    #: extras, the other splits' embeddings): stored in the folder, since an embedder that trains or
+    #: runs a model gives other bits on another CPU (:mod:`hetbench.publish.embeddings`); None when
+    #: the partitioner embeds nothing
+    embeddings: dict[str, np.ndarray] | None = None
 
     @property
     def num_clients(self) -> int:
@@ -415,4 +420,4 @@ def build_split(
     if not allow_empty:
         check_no_empty_clients(part.num_clients, outputs["train"].client_ids)
     return FederatedSplit(table=table, partition=part, outputs=outputs, recipe=recipe, dropped=dropped,
-                          class_map=class_map)
+                          class_map=class_map, embeddings=getattr(partitioner, "last_embedding", None) or None)

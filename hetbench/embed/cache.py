@@ -1,79 +1,100 @@
-"""The embedding cache of a build: ``<out>/embeddings/<key>.npy``, reused when the build is remade.
+"""Reusing the stored embeddings of a build when it is remade, keyed by content.
 
-An embedding split (``hetbench partition embedding``) saves the embedding of every split it embedded
-under a key naming the input fingerprint, split, embedder, layer and hetbench version
-(:func:`cache_key`); rebuilding over that folder (``--out`` of an existing build with
-``--overwrite``) reads them instead of embedding again. The cache is not part of the recipe and the
-manifest does not mention it (``docs/output-contract.md``).
+An embedding split stores the embeddings it was partitioned on (:mod:`hetbench.publish.embeddings`).
+Rebuilding over that folder (``--out`` of an existing build with ``--overwrite``) reuses them
+instead of embedding again, but only when everything that decides them is the same: the source's
+input fingerprint, the embedder spec and layer, the hetbench version and, for an embedder read from
+a model file, the file's sha256 (:func:`model_digest`), and when every file matches its digest.
+Anything else (another model file under the same name, a truncated or pickled ``.npy``, a
+malformed manifest) is ignored: the embeddings are computed again, after one warning line when the
+stored ones were damaged.
 """
 
 from __future__ import annotations
 
+import hashlib
+import importlib.util
+import warnings
 from pathlib import Path
 
 import numpy as np
 
-#: the cache folder inside a build
-FOLDER = "embeddings"
+
+def _file_sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
 
 
-def cache_key(table, split: str, spec: str, layer: str | None) -> str:
-    """Names a cached embedding: input fingerprint, split, embedder, layer and hetbench version.
+def model_digest(spec: str | None) -> str | None:
+    """sha256 of the model file an embedder spec reads, or None for a built-in embedder.
+
+    ``torchscript:PATH`` and ``onnx:PATH`` read PATH; ``torch:MODULE:FACTORY`` reads MODULE's source
+    file (found without importing it). Nothing is imported or run.
 
     Examples
     --------
-    >>> from hetbench.embed.cache import cache_key
-    >>> from hetbench.sources import load_table
-    >>> len(cache_key(load_table("builtin:digits"), "train", "hog", None))
-    20
+    >>> from hetbench.embed.cache import model_digest
+    >>> model_digest("hog") is None, model_digest("torchscript:no-such-model.pt") is None
+    (True, True)
+    >>> _ = open("m.onnx", "wb").write(b"model")
+    >>> model_digest("onnx:m.onnx")[:12]
+    'ccc8f6eadfde'
     """
-    import hashlib
+    if not isinstance(spec, str):
+        return None
+    kind, _, arg = spec.partition(":")
+    path: Path | None = None
+    if kind in ("torchscript", "onnx"):
+        path = Path(arg)
+    elif kind == "torch":
+        module = arg.rpartition(":")[0] or arg
+        try:
+            found = importlib.util.find_spec(module) if "." not in module else None
+        except (ImportError, ValueError):
+            found = None
+        path = Path(found.origin) if found is not None and found.origin else None
+    if path is None or not path.is_file():
+        return None
+    return _file_sha256(path)
 
+
+def reusable_embeddings(out, table, spec: str, layer: str | None) -> dict[str, np.ndarray] | None:
+    """The embeddings stored in the build at ``out`` when they were made from the same source,
+    embedder, layer, model file and hetbench version; None otherwise (module notes).
+
+    Examples
+    --------
+    >>> from hetbench.embed.cache import reusable_embeddings
+    >>> reusable_embeddings(None, None, "hog", None), reusable_embeddings("no-build-here", None, "hog", None)
+    (None, None)
+    """
+    from hetbench.errors import HetbenchError
+    from hetbench.publish.embeddings import read_embeddings
+    from hetbench.publish.folder_checks import Mismatch
+    from hetbench.publish.manifest import MANIFEST_NAME, read_manifest
     from hetbench.version import __version__
 
-    return hashlib.sha256(f"{table.fingerprint}|{split}|{spec}|{layer}|{__version__}".encode()).hexdigest()[:20]
-
-
-def existing_cache(out) -> Path | None:
-    """The cache folder of the build at ``out``, or None when ``out`` is not given or holds none.
-
-    Examples
-    --------
-    >>> from pathlib import Path
-    >>> from hetbench.embed.cache import existing_cache
-    >>> existing_cache(None), existing_cache("no-build-here")
-    (None, None)
-    >>> Path("build/embeddings").mkdir(parents=True)
-    >>> existing_cache("build")
-    PosixPath('build/embeddings')
-    """
-    if out and (Path(out) / FOLDER).is_dir():
-        return Path(out) / FOLDER
-    return None
-
-
-def load_cached(cache_dir, table, split: str, spec: str, layer: str | None) -> np.ndarray | None:
-    """The embedding saved in ``cache_dir`` under :func:`cache_key`, or None."""
-    if cache_dir is None:
+    if not out or not (Path(out) / MANIFEST_NAME).is_file():
         return None
-    path = Path(cache_dir) / f"{cache_key(table, split, spec, layer)}.npy"
-    return np.load(path) if path.is_file() else None
+    try:
+        manifest = read_manifest(out)
+        params = manifest["recipe"]["partition"].get("params") or {}
+        entry = manifest.get("embeddings") or {}
+        same = (manifest.get("input_fingerprint") == table.fingerprint and params.get("embedder") == spec
+                and params.get("layer") == layer and manifest.get("hetbench_version") == __version__)
+        if not same or not entry:
+            return None
+        digest = model_digest(spec)
+        if any(info.get("model_sha256") != digest for info in entry.values() if isinstance(info, dict)):
+            return None
+        return read_embeddings(out, manifest)
+    except (HetbenchError, Mismatch, OSError, KeyError, TypeError, AttributeError) as exc:
+        warnings.warn(f"the stored embeddings of '{out}' are damaged ({str(exc).splitlines()[0][:160]}); "
+                      "embedding again", stacklevel=2)
+        return None
 
 
-def save_cached(out_dir, table, embeddings: dict, spec: str, layer: str | None) -> None:
-    """Save ``{split: embedding}`` under ``out_dir/embeddings/`` for a later rebuild to reuse.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from hetbench.embed.cache import load_cached, save_cached
-    >>> from hetbench.sources import load_table
-    >>> t = load_table("builtin:digits")
-    >>> save_cached(".", t, {"train": np.ones((2, 3), np.float32)}, "hog", None)
-    >>> load_cached("embeddings", t, "train", "hog", None).shape
-    (2, 3)
-    """
-    folder = Path(out_dir) / FOLDER
-    folder.mkdir(exist_ok=True)
-    for split, emb in embeddings.items():
-        np.save(folder / f"{cache_key(table, split, spec, layer)}.npy", emb)
+__all__ = ["model_digest", "reusable_embeddings"]

@@ -10,7 +10,10 @@ The K-means seed is the first integer drawn from the partition's generator, so t
 (clusters included) is fixed by the recipe and the seed. After :meth:`EmbeddingPartitioner.partition`
 the cluster id of every row is in ``last_clusters[split]``;
 :func:`hetbench.report.embedding.embedding_extras` adds it to the published split as a ``cluster``
-column, with the embedding report and plots.
+column, with the embedding report and plots. The embeddings themselves are stored in the folder
+(:mod:`hetbench.publish.embeddings`), and ``hetbench verify`` re-derives the split from them
+(:attr:`EmbeddingPartitioner.stored_embeddings`): everything after the embedding is the same on
+every CPU, the embedding itself (a trained network) may not be.
 
 The standardisation and PCA are *fitted* on the partitioned split and applied unchanged to other
 splits (:meth:`EmbeddingPartitioner.predict_clusters`), so they are kept here rather than using the
@@ -24,10 +27,8 @@ import math
 
 import numpy as np
 
-from hetbench.clustering import KMEANS_METHODS, kmeans
+from hetbench.clustering import KMEANS_METHODS, kmeans_fit
 from hetbench.embed import embed_table
-from hetbench.embed.cache import cache_key as embedding_cache_key
-from hetbench.embed.cache import existing_cache, load_cached
 from hetbench.errors import HetbenchError
 from hetbench.partition import DropReason, default_client_names
 from hetbench.partitioners._alloc import assign_from_counts
@@ -35,7 +36,8 @@ from hetbench.partitioners.base import Partitioner
 from hetbench.partitioners.dirichlet import SCHEMES, DirichletPartitioner
 
 
-def embed_rows(table, split: str, spec: str, layer: str | None = None, cache_dir=None, engine=None) -> np.ndarray:
+def embed_rows(table, split: str, spec: str, layer: str | None = None, engine=None,
+               stored: dict[str, np.ndarray] | None = None) -> np.ndarray:
     """One embedding row per row of ``split`` (:func:`hetbench.embed.embed_table`; its progress bars show inside
     :func:`hetbench.progress.show_progress`).
 
@@ -47,11 +49,11 @@ def embed_rows(table, split: str, spec: str, layer: str | None = None, cache_dir
         The split to embed.
     spec, layer : str
         The embedder spec and layer (:mod:`hetbench.embed`).
-    cache_dir : path, optional
-        A folder of cached embeddings (:mod:`hetbench.embed.cache`); one saved there under the same
-        key is loaded instead of computed.
     engine : EngineSpec, optional
         What computes the embedding (:func:`hetbench.embed.embed_table`); not part of the recipe.
+    stored : dict, optional
+        Split -> an embedding already made (stored in a build: :mod:`hetbench.publish.embeddings`);
+        the split's is used instead of embedding again.
 
     Examples
     --------
@@ -64,7 +66,7 @@ def embed_rows(table, split: str, spec: str, layer: str | None = None, cache_dir
     (4, 48)
     """
     n = table.num_rows(split)
-    x = load_cached(cache_dir, table, split, spec, layer)
+    x = (stored or {}).get(split)
     if x is None:
         # quiet=None: the embedder's bars show when the command's do (hetbench.progress.show_progress)
         x = np.asarray(embed_table(table, split, spec, layer=layer, engine=engine, quiet=None), dtype=np.float32)
@@ -114,8 +116,9 @@ class EmbeddingPartitioner(Partitioner):
     ----------
     last_clusters, last_embedding : dict
         Per partitioned split: the cluster id (int64, 0 = largest) and the embedding of every row.
-    cache_dir : path or None
-        A folder of cached embeddings to reuse (:meth:`reuse_cache_of`); not part of the recipe.
+    stored_embeddings : dict or None
+        Split -> embedding to use instead of embedding (``hetbench verify`` sets the folder's stored
+        ones; :meth:`reuse_embeddings_of` a rebuilt build's); not part of the recipe.
     engine : EngineSpec or None
         What computes the embeddings (``--engine ray``: batches as Ray tasks); not part of the recipe.
 
@@ -172,8 +175,10 @@ class EmbeddingPartitioner(Partitioner):
         self.min_size = int(min_size)
         self.kmeans = kmeans
         self.layer = layer
-        #: a folder of cached embeddings (``<key>.npy``) to reuse; not part of the recipe
-        self.cache_dir = None
+        #: split -> embedding to use instead of embedding again; not part of the recipe
+        self.stored_embeddings: dict[str, np.ndarray] | None = None
+        #: a build whose stored embeddings are reused when they match (:meth:`reuse_embeddings_of`)
+        self._reuse_from = None
         #: what computes the embeddings (:class:`hetbench.engines.EngineSpec`, ``--engine``); not part
         #: of the recipe (the embeddings are the same whatever computes them)
         self.engine = None
@@ -199,8 +204,9 @@ class EmbeddingPartitioner(Partitioner):
             "layer": self.layer,
         }
 
-    def reuse_cache_of(self, out) -> None:
-        """Read cached embeddings from the build at ``out`` (a folder with ``embeddings/``), if any.
+    def reuse_embeddings_of(self, out) -> None:
+        """Reuse the embeddings stored in the build at ``out`` when they were made from the same
+        source, embedder, layer and model file (:func:`hetbench.embed.cache.reusable_embeddings`).
 
         Rebuilding over an existing build (``--out`` with ``--overwrite``) then skips embedding again.
 
@@ -208,20 +214,30 @@ class EmbeddingPartitioner(Partitioner):
         --------
         >>> from hetbench.partitioners import EmbeddingPartitioner
         >>> p = EmbeddingPartitioner(embedder="hog")
-        >>> p.reuse_cache_of("no-such-build")
-        >>> p.cache_dir is None
+        >>> p.reuse_embeddings_of("no-such-build")
+        >>> p.stored_embeddings is None
         True
         """
-        self.cache_dir = existing_cache(out)
+        self._reuse_from = out
 
     def _embed(self, table, split: str) -> np.ndarray:
-        x = embed_rows(table, split, self.embedder, self.layer, self.cache_dir, self.engine)
+        if self.stored_embeddings is None and self._reuse_from is not None:
+            from hetbench.embed.cache import reusable_embeddings
+
+            self.stored_embeddings = reusable_embeddings(self._reuse_from, table, self.embedder, self.layer)
+            self._reuse_from = None
+        x = embed_rows(table, split, self.embedder, self.layer, self.engine, self.stored_embeddings)
         self.last_embedding[split] = x
         return x
 
     def cluster_labels(self, table, split: str, rng_seed: int) -> np.ndarray:
         """Cluster id (int64, 0 = largest cluster) of every row of ``split``: embed, standardise,
-        optional PCA, K-means with seed ``rng_seed``. The fit is kept for :meth:`predict_clusters`."""
+        optional PCA, K-means with seed ``rng_seed``. The fit is kept for :meth:`predict_clusters`.
+
+        Everything after the embedding is the same on every CPU: the standardisation is elementwise
+        after float64 sums, the PCA and K-means are integer-exact (:mod:`hetbench.exact_kmeans`)."""
+        from hetbench.exact_kmeans import GridPCA
+
         n = table.num_rows(split)
         if self.clusters > n:
             raise HetbenchError(f"more clusters ({self.clusters}) than samples ({n}) in split '{split}'")
@@ -232,12 +248,10 @@ class EmbeddingPartitioner(Partitioner):
         z = (x - mean) / scale
         reducer = None
         if self.pca_dim is not None and self.pca_dim < min(z.shape):
-            from sklearn.decomposition import PCA
-
-            reducer = PCA(n_components=self.pca_dim, svd_solver="randomized", random_state=rng_seed).fit(z)
-            z = reducer.transform(z).astype(np.float32)
-        labels, centers, inertia = kmeans(z, self.clusters, seed=rng_seed, method=self.kmeans)
-        self._fit = (mean, scale, reducer, centers)
+            reducer = GridPCA.fit(z, self.pca_dim)
+            z = reducer.transform(z)
+        labels, fit, inertia = kmeans_fit(z, self.clusters, seed=rng_seed, method=self.kmeans)
+        self._fit = (mean, scale, reducer, fit)
         self.last_inertia[split] = inertia
         return labels
 
@@ -246,12 +260,11 @@ class EmbeddingPartitioner(Partitioner):
         the same standardisation and PCA, the nearest of the same K-means centres."""
         if self._fit is None:
             raise HetbenchError("partition a split before predicting clusters of another")
-        mean, scale, reducer, centers = self._fit
+        mean, scale, reducer, fit = self._fit
         z = (self._embed(table, split) - mean) / scale
         if reducer is not None:
-            z = reducer.transform(z).astype(np.float32)
-        d = (z * z).sum(1)[:, None] - 2.0 * z @ centers.T + (centers * centers).sum(1)[None, :]
-        return np.argmin(d, axis=1).astype(np.int64)
+            z = reducer.transform(z)
+        return fit.predict(z)
 
     def _assign(self, table, split, rng):
         kseed = int(rng.integers(0, 2**31 - 1))
@@ -262,4 +275,4 @@ class EmbeddingPartitioner(Partitioner):
         return assignment, reason, self.num_clients, default_client_names(self.num_clients)
 
 
-__all__ = ["EmbeddingPartitioner", "embed_rows", "embedding_cache_key", "SCHEMES"]
+__all__ = ["EmbeddingPartitioner", "embed_rows", "SCHEMES"]

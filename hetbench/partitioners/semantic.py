@@ -213,6 +213,8 @@ class SemanticPartitioner(Partitioner):
         self.layer = layer
         #: split -> float32 embedding per row (before standardising), filled by :meth:`partition`
         self.last_embedding: dict[str, np.ndarray] = {}
+        #: split -> embedding to use instead of embedding (``hetbench verify``: the folder's); not in the recipe
+        self.stored_embeddings: dict[str, np.ndarray] | None = None
         #: what computes the embeddings (:class:`hetbench.engines.EngineSpec`); not part of the recipe
         self.engine = None
         #: split -> int64 mixture component of every row within its label
@@ -230,7 +232,7 @@ class SemanticPartitioner(Partitioner):
 
     def _assign(self, table, split, rng):
         n = table.num_rows(split)
-        x = embed_rows(table, split, self.embedder, self.layer, engine=self.engine)
+        x = embed_rows(table, split, self.embedder, self.layer, engine=self.engine, stored=self.stored_embeddings)
         self.last_embedding[split] = x
         pca_seed = int(rng.integers(0, 2**31 - 1))
         z = standardise(x)

@@ -5,6 +5,7 @@
 <out>/data/<split>-<fingerprint>-NNNNN-of-NNNNN.parquet
 <out>/hetbench.json        manifest (recipe, fingerprints, shard and content digests)
 <out>/sample_ids.parquet   every row's split, client_id and sample id (digested in the manifest)
+<out>/embeddings/<split>.npy  embedding splits: what the partition was derived from (digested)
 <out>/report.json          heterogeneity report
 <out>/plots/*.png
 ```
@@ -141,7 +142,13 @@ def publish_split(
         plots = drawn.result()
         if extra_plots is not None:
             plots += extra_plots(tmp)
-        manifest = build_manifest(fs, written, name, sample_ids)
+        embeddings = None
+        if fs.embeddings:  # what the partition was derived from: verify re-derives it on any CPU
+            from hetbench.embed.cache import model_digest
+            from hetbench.publish.embeddings import write_embeddings
+
+            embeddings = write_embeddings(fs.embeddings, tmp, model_digest(fs.recipe["partition"]["params"].get("embedder")))
+        manifest = build_manifest(fs, written, name, sample_ids, embeddings)
         write_manifest(manifest, tmp)
         task = "image-classification" if "image" in features else "tabular-classification"
         card = render_card(

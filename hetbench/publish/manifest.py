@@ -28,9 +28,10 @@ from hetbench.splits import FederatedSplit
 
 MANIFEST_NAME = "hetbench.json"
 SAMPLE_IDS_NAME = "sample_ids.parquet"
+#: 4: embedding splits store their embeddings (``embeddings``, :mod:`hetbench.publish.embeddings`);
 #: 3: sample ids in ``sample_ids.parquet``; 2: sample ids as JSON lists in the manifest
-FORMAT_VERSION = 3
-READABLE_FORMATS = (2, 3)
+FORMAT_VERSION = 4
+READABLE_FORMATS = (2, 3, 4)
 
 
 def _ids_json(ids: np.ndarray) -> list:
@@ -266,10 +267,12 @@ def read_sample_id_table(folder: str | Path, manifest: dict[str, Any]):
     return table
 
 
-def build_manifest(fs: FederatedSplit, written: dict[str, Any], name: str, sample_ids: dict[str, Any]) -> dict[str, Any]:
+def build_manifest(fs: FederatedSplit, written: dict[str, Any], name: str, sample_ids: dict[str, Any],
+                   embeddings: dict[str, Any] | None = None) -> dict[str, Any]:
     """The manifest of a split whose output splits were written as ``written`` (split ->
-    :class:`hetbench.publish.parquet.WrittenSplit`) and its sample ids as ``sample_ids``
-    (:func:`write_sample_ids`)."""
+    :class:`hetbench.publish.parquet.WrittenSplit`), its sample ids as ``sample_ids``
+    (:func:`write_sample_ids`) and, for an embedding split, its embeddings as ``embeddings``
+    (:func:`hetbench.publish.embeddings.write_embeddings`)."""
     from hetbench.publish.digest import DIGEST_VERSION, split_digest
     from hetbench.version import __version__
 
@@ -300,6 +303,8 @@ def build_manifest(fs: FederatedSplit, written: dict[str, Any], name: str, sampl
         "dropped": fs.dropped,
         "sample_ids": entry,
     }
+    if embeddings:
+        manifest["embeddings"] = embeddings
     if fs.class_map is not None:  # classes no output row has were left out of the ClassLabel
         manifest["source_class_names"] = list(fs.table.class_names)
     return manifest

@@ -67,12 +67,31 @@ class SourceChanged(HetbenchError):
 Rebuilders = Mapping[str, Callable[[dict], Any]]
 
 
-def rebuild(manifest: dict, dataset: str | None = None, rebuilders: Rebuilders | None = None):
+#: embedders whose code is a user's (a model file or a module): verify never runs them unless trusted
+USER_EMBEDDERS = ("torch", "torchscript", "onnx")
+#: embedders that train a network: their bits differ between CPUs, so re-embedding measures drift
+TRAINED_EMBEDDERS = ("task",)
+#: a re-embedding by a deterministic embedder may differ from the stored one by float rounding only
+ROUNDING = 1e-5
+
+
+def embedder_of(manifest: dict) -> str | None:
+    """The embedder spec of an embedding (or semantic) split's recipe, else None."""
+    params = manifest.get("recipe", {}).get("partition", {}).get("params")
+    spec = params.get("embedder") if isinstance(params, dict) else None
+    return spec if isinstance(spec, str) else None
+
+
+def rebuild(manifest: dict, dataset: str | None = None, rebuilders: Rebuilders | None = None,
+            stored_embeddings: dict | None = None, trust_embedder: bool = False):
     """Re-run a manifest's recipe on its source (or on ``dataset``): returns the FederatedSplit.
 
     A split whose rows a builder rendered (its recipe method is in ``rebuilders``) is re-rendered by
     that builder; the layer above passes the builders in, so this module never imports them. A
-    source whose input fingerprint differs from the recorded one raises :class:`SourceChanged`.
+    source whose input fingerprint differs from the recorded one raises :class:`SourceChanged`. An
+    embedding split is re-derived from ``stored_embeddings`` (the folder's) when given; without
+    them, a user's embedder (``torch:``, ``torchscript:``, ``onnx:``) is run only if
+    ``trust_embedder``: nothing a folder names is imported or loaded otherwise.
     """
     from hetbench.partitioners import get_partitioner
     from hetbench.sources import load_table
@@ -94,6 +113,12 @@ def rebuild(manifest: dict, dataset: str | None = None, rebuilders: Rebuilders |
     recipe = manifest["recipe"]
     part = recipe["partition"]
     partitioner = get_partitioner(part["method"], part["params"])
+    spec = embedder_of(manifest)
+    if stored_embeddings:
+        partitioner.stored_embeddings = stored_embeddings
+    elif spec is not None and spec.partition(":")[0] in USER_EMBEDDERS and not trust_embedder:
+        raise HetbenchError(f"this folder stores no embeddings and its embedder '{spec}' is a user's model; verify "
+                            "runs no code a folder names: pass --trust-embedder to run it")
     return build_split(
         table,
         partitioner,
@@ -179,7 +204,48 @@ def _check_rebuilt(folder: Path, manifest: dict, fs, data: dict[str, SplitData])
     return sorted(unchecked)
 
 
-def verify_folder(folder: str | Path, dataset: str | None = None, rebuilders: Rebuilders | None = None) -> Verdict:
+def _re_embed(fs, manifest: dict, stored: dict, trust_embedder: bool, re_embed: bool) -> str:
+    """The re-embedding check (module notes): '' or a note for the OK line; raises :class:`Mismatch`
+    when a deterministic embedder gives other embeddings than the stored ones."""
+    from hetbench.partitioners import get_partitioner
+    from hetbench.partitioners.embedding import embed_rows
+    from hetbench.publish.embeddings import embedding_drift
+
+    spec = embedder_of(manifest)
+    if not stored or spec is None:
+        return ""
+    kind = spec.partition(":")[0]
+    trained, user = kind in TRAINED_EMBEDDERS, kind in USER_EMBEDDERS
+    if user and not trust_embedder:
+        return (f"; the stored embeddings were checked by digest and re-derive the partition (embedder '{spec}' is a "
+                "user's model: --trust-embedder re-runs it)")
+    if trained and not re_embed:
+        return ("; the stored embeddings were checked by digest and re-derive the partition (the task embedder "
+                "trains a network, whose bits differ between CPUs: --re-embed measures the drift here)")
+    split = fs.outputs["train"].source_split
+    part = manifest["recipe"]["partition"]
+    again = embed_rows(fs.table, split, spec, part["params"].get("layer"))
+    probe = get_partitioner(part["method"], part["params"])
+    drift = embedding_drift(stored[split], again, None, None)
+    if hasattr(probe, "predict_clusters") and drift["identical"] < 1:
+        probe.stored_embeddings = stored
+        probe.partition(fs.table, part["seed"], split)  # the stored embeddings' fit
+        probe.stored_embeddings = {split: again}
+        drift = embedding_drift(stored[split], again, probe.last_clusters[split], probe.predict_clusters(fs.table, split))
+    if drift["identical"]:
+        return f"; re-embedding the source with '{spec}' here gives the stored embeddings bit for bit"
+    agree = f", clusters agree on {100 * drift['cluster_agreement']:.2f}% of rows" if "cluster_agreement" in drift else ""
+    if not (trained or user) and drift["relative"] > ROUNDING:
+        raise Mismatch(f"the stored embeddings of split '{split}' are not what '{spec}' gives on the source (largest "
+                       f"difference {drift['max_abs_diff']:.3g}{agree})")
+    why = "float training differs between CPUs" if trained else ("a model's float arithmetic differs between CPUs"
+                                                                  if user else "float rounding of this CPU")
+    return (f"; re-embedding the source with '{spec}' here: largest difference {drift['max_abs_diff']:.3g} "
+            f"({100 * drift['relative']:.2g}% of the largest value){agree} ({why}; not a failure)")
+
+
+def verify_folder(folder: str | Path, dataset: str | None = None, rebuilders: Rebuilders | None = None,
+                  *, re_embed: bool = False, trust_embedder: bool = False) -> Verdict:
     """Check a built folder against its manifest and its source (module notes).
 
     Parameters
@@ -190,6 +256,12 @@ def verify_folder(folder: str | Path, dataset: str | None = None, rebuilders: Re
         Load the source from here instead of the manifest's ``source.dataset``.
     rebuilders : mapping, optional
         Recipe method -> function re-rendering a build (``hetbench.builders.rebuilders()``).
+    re_embed : bool
+        Embedding splits of a trained embedder (``task``): embed the source again and report how
+        far that is from the stored embeddings (never a failure: float training differs by CPU).
+    trust_embedder : bool
+        Embedding splits of a user's model (``torch:``, ``torchscript:``, ``onnx:``): run it (it is
+        code the folder names) and report the drift; without it the model is never loaded.
 
     Returns
     -------
@@ -206,15 +278,19 @@ def verify_folder(folder: str | Path, dataset: str | None = None, rebuilders: Re
     >>> verify_folder("no-such-folder").exit_code
     2
     """
+    from hetbench.publish.embeddings import read_embeddings
+
     folder = Path(folder)
     try:
         manifest = read_manifest(folder)
         data = check_folder(folder, manifest)
+        stored = read_embeddings(folder, manifest)
         try:
-            fs = rebuild(manifest, dataset, rebuilders)
+            fs = rebuild(manifest, dataset, rebuilders, stored, trust_embedder)
         except SourceChanged as exc:
             raise Mismatch(str(exc)) from exc
         unchecked = _check_rebuilt(folder, manifest, fs, data)
+        embedded = _re_embed(fs, manifest, stored, trust_embedder, re_embed or trust_embedder)
     except Mismatch as exc:
         return Verdict(False, f"FAILED: {exc}", 1)
     except HetbenchError as exc:
@@ -225,4 +301,4 @@ def verify_folder(folder: str | Path, dataset: str | None = None, rebuilders: Re
     note = (f" ({'columns' if len(unchecked) > 1 else 'column'} {', '.join(unchecked)} checked against the manifest "
             "only: the source alone does not give them)") if unchecked else ""
     return Verdict(True, f"OK: {fs.num_clients} clients, {n:,} rows; every shard, column digest and the split "
-                         f"fingerprint {fs.fingerprint[:16]} reproduced{note}")
+                         f"fingerprint {fs.fingerprint[:16]} reproduced{note}{embedded}")

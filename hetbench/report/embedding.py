@@ -3,8 +3,7 @@
 :func:`embedding_extras` is what an embedding split publishes beyond the common report (the
 ``extras`` of :func:`hetbench.pipeline.make_split`): a ``cluster`` column in every split, the
 ``embedding`` report entry (:func:`embedding_summary`: cluster sizes, EMD over clusters and over
-labels, and zeta (Eq. 4) between the clustering and the labels), the embedding cache of the build
-(:mod:`hetbench.embed.cache`) and two plots: a cluster x label contingency heatmap and a 2-D PCA
+labels, and zeta (Eq. 4) between the clustering and the labels) and two plots: a cluster x label contingency heatmap and a 2-D PCA
 scatter of the embeddings coloured by cluster and by client.
 
 References
@@ -39,7 +38,7 @@ def embedding_extras(
     Called with the built split, it adds a ``cluster`` column to every split of the table (the
     partitioned split's own clusters; other splits get the nearest cluster under the same fit,
     :meth:`~hetbench.partitioners.embedding.EmbeddingPartitioner.predict_clusters`) and returns the
-    ``embedding`` report entry and a plot writer, which also saves the embedding cache of the build.
+    ``embedding`` report entry and a plot writer.
 
     Parameters
     ----------
@@ -73,9 +72,6 @@ def embedding_extras(
             clusters, labels, client_of_row, p.clusters, fs.table.num_classes, fs.num_clients))}
 
         def plots(out_dir: Path) -> list[str]:
-            from hetbench.embed.cache import save_cached
-
-            save_cached(out_dir, fs.table, p.last_embedding, p.embedder, p.layer)  # a later --overwrite reuses it
             plot_contingency(clusters, labels, fs.table.class_names, p.clusters, out_dir / PLOTS[0])
             plot_pca_scatter(p.last_embedding[train], clusters, client_of_row, out_dir / PLOTS[1])
             rows = fs.outputs["train"]  # the report's label EMD is over the train output split

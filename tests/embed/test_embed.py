@@ -112,20 +112,73 @@ def test_onnx_embedder(small_digits, tmp_path):
         embed_table(small_digits, "train", f"onnx:{tmp_path / 'missing.onnx'}")
 
 
-def test_embedding_cache_is_reused_on_overwrite(tmp_path, run_cli):
+def _embed_calls(monkeypatch) -> list:
+    import hetbench.partitioners.embedding as mod
+
+    calls: list = []
+    real = mod.embed_table
+
+    def counting(*args, **kwargs):
+        calls.append(args[2])
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(mod, "embed_table", counting)
+    return calls
+
+
+def test_stored_embeddings_are_reused_on_overwrite_and_the_folder_verifies(tmp_path, run_cli, monkeypatch):
+    out = tmp_path / "emb"
+    args = ("partition", "embedding", "--embedder", "pixels:8", "--clusters", "5", "--out", out, "-q")
+    calls = _embed_calls(monkeypatch)
+    assert run_cli(*args)[0] == 0 and calls == ["pixels:8"]
+    first = (out / "hetbench.json").read_bytes()
+    assert run_cli(*args, "--overwrite")[0] == 0
+    assert calls == ["pixels:8"]  # the rebuild read the stored embeddings
+    assert (out / "hetbench.json").read_bytes() == first
+    assert run_cli("verify", out)[0] == 0
+
+
+@pytest.mark.parametrize("damage", ["edited", "truncated", "pickled"])
+def test_damaged_stored_embeddings_are_embedded_again_with_one_warning(tmp_path, run_cli, monkeypatch, damage):
     out = tmp_path / "emb"
     args = ("partition", "embedding", "--embedder", "pixels:8", "--clusters", "5", "--out", out, "-q")
     assert run_cli(*args)[0] == 0
-    cached = list((out / "embeddings").glob("*.npy"))
-    assert len(cached) == 1
-    # poison the cache: a rebuild must read it (proving reuse), and the manifest records no cache path
-    np.save(cached[0], np.zeros_like(np.load(cached[0])))
-    assert run_cli(*args, "--overwrite")[0] == 0
-    import json
+    first = (out / "hetbench.json").read_bytes()
+    path = out / "embeddings" / "train.npy"
+    if damage == "edited":  # zeros would give one real cluster if they were read
+        np.save(path, np.zeros_like(np.load(path)))
+    elif damage == "truncated":
+        path.write_bytes(path.read_bytes()[:200])
+    else:
+        np.save(path, np.array([{"a": 1}], dtype=object), allow_pickle=True)
+    calls = _embed_calls(monkeypatch)
+    with pytest.warns(UserWarning, match="damaged") as record:
+        assert run_cli(*args, "--overwrite")[0] == 0
+    assert len(record) == 1 and calls == ["pixels:8"]
+    assert (out / "hetbench.json").read_bytes() == first  # embedded again: the same split
+    assert run_cli("verify", out)[0] == 0
 
-    report = json.loads((out / "report.json").read_text())
-    assert report["embedding"]["cluster_sizes"].count(0) >= 4  # all-zero embeddings: one real cluster
-    assert "embeddings" not in (out / "hetbench.json").read_text()
+
+def test_stored_embeddings_are_keyed_by_the_model_files_content(small_digits, tmp_path, monkeypatch):
+    torch = pytest.importorskip("torch")
+    from hetbench.embed.cache import model_digest, reusable_embeddings
+    from hetbench.partitioners import EmbeddingPartitioner
+    from hetbench.pipeline import make_split
+
+    monkeypatch.chdir(tmp_path)
+    torch.manual_seed(0)
+    net = torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(8 * 8 * 3, 6), torch.nn.ReLU(), torch.nn.Linear(6, 3))
+    torch.jit.script(net).save("m.pt")
+    spec = "torchscript:m.pt"
+    make_split(small_digits, EmbeddingPartitioner(4, 0.5, 3, embedder=spec), "emb", quiet=True)
+    assert reusable_embeddings("emb", small_digits, spec, None)["train"].shape[0] == small_digits.num_rows("train")
+    before = model_digest(spec)
+    torch.manual_seed(1)
+    torch.jit.script(net.__class__(*[torch.nn.Flatten(), torch.nn.Linear(8 * 8 * 3, 6), torch.nn.ReLU(),
+                                     torch.nn.Linear(6, 3)])).save("m.pt")  # another model, the same name
+    assert model_digest(spec) != before
+    assert reusable_embeddings("emb", small_digits, spec, None) is None
+    assert reusable_embeddings("emb", small_digits, "pixels:8", None) is None  # another embedder
 
 
 @pytest.mark.parametrize("spec, needle", [

@@ -114,7 +114,6 @@ class EmbeddingZetaRunner(Runner):
 
     def run(self, settings: dict[str, Any], ctx: Context) -> RunOutput:
         from hetbench.clustering import zeta as eq4
-        from hetbench.embed.cache import save_cached
         from hetbench.partitioners import EmbeddingPartitioner
         from hetbench.partitioners.embedding import embed_rows
         from hetbench.report.embedding import embedding_summary
@@ -128,8 +127,8 @@ class EmbeddingZetaRunner(Runner):
         rows, classes = int(labels.size), int(table.num_classes)
         k, clients, embedder = settings["clusters"], settings["clients"], settings["embedder"]
         alphas = [float(a) for a in settings["alphas"]]
-        # one embedding for every split (it does not depend on the partition seed), reused through the cache
-        save_cached(ctx.work, table, {split: embed_rows(table, split, embedder)}, embedder, None)
+        # one embedding for every split (it does not depend on the partition seed), reused by every partitioner
+        stored = {split: embed_rows(table, split, embedder)}
         zetas: list[float] = []
         emd_c = [[] for _ in alphas]
         emd_l = [[] for _ in alphas]
@@ -137,7 +136,7 @@ class EmbeddingZetaRunner(Runner):
         for seed in ctx.seeds:
             for i, alpha in enumerate(alphas):
                 p = EmbeddingPartitioner(clients, alpha, k, "client", embedder)
-                p.cache_dir = ctx.work / "embeddings"
+                p.stored_embeddings = stored
                 part = p.partition(table, seed, split)
                 s = embedding_summary(p.last_clusters[split], labels, np.asarray(part.assignment), k, classes, clients)
                 if i == 0:
