@@ -33,7 +33,9 @@ RAW_SUFFIXES = {
 
 
 def raw_files(raw_dir: str) -> list[str]:
-    """RAW files under ``raw_dir`` (recursive, sorted); a clear error for a missing or empty folder."""
+    """RAW files under ``raw_dir`` (recursive, sorted); a clear error for a missing or empty folder. A
+    link among them that leads out of ``raw_dir`` is listed too: its job skips it unread
+    (:func:`capture_jobs`)."""
     from pathlib import Path
 
     root = Path(raw_dir)
@@ -43,6 +45,35 @@ def raw_files(raw_dir: str) -> list[str]:
     if not files:
         raise HetbenchError(f"--raw-dir '{raw_dir}' holds no RAW files ({', '.join(sorted(RAW_SUFFIXES)[:8])}, ...)")
     return files
+
+
+def refused_file(path: str, root: str, flag: str) -> str | None:
+    """Why ``path`` must not be read: it resolves outside ``root``, the folder of ``flag`` (a symbolic link
+    leading out of it); None when it stays inside. Its capture is skipped and listed, the build goes on.
+
+    Parameters
+    ----------
+    path : str
+        A RAW file found under ``root``.
+    root : str
+        The declared folder (``--raw-dir``, ``--data-dir``).
+    flag : str
+        The option naming it, for the reason.
+
+    Examples
+    --------
+    >>> import os
+    >>> from hetbench.builders.captures import refused_file
+    >>> os.mkdir("raws")
+    >>> os.symlink("/etc/passwd", "raws/a.dng")
+    >>> refused_file("raws/a.dng", "raws", "--raw-dir")
+    'a link leading outside --raw-dir (not read)'
+    >>> refused_file("raws/b.dng", "raws", "--raw-dir") is None
+    True
+    """
+    from hetbench.roots import inside_root, outside_reason
+
+    return None if inside_root(path, root) else outside_reason(flag)
 
 
 def read_labels(labels_csv: str | None, files: list[str], raw_dir: str) -> dict[str, str]:
@@ -264,7 +295,8 @@ def capture_jobs(raw_dir, labels, renders, size, seed, crops_per_photo, crop_siz
         files = raw_files(raw_dir) if label_of is None else sorted(label_of)
         label_of = read_labels(labels, files, raw_dir) if label_of is None else label_of
         return [
-            CaptureJob(i, Path(f).stem, label_of[f], RawSource(f), tuple(renders), size, seed)
+            CaptureJob(i, Path(f).stem, label_of[f], RawSource(f), tuple(renders), size, seed,
+                       refused=refused_file(f, raw_dir, "--raw-dir"))
             for i, f in enumerate(files)
         ]
     if labels is not None:

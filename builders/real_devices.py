@@ -142,7 +142,7 @@ def _prepare_raw_cameras(spec, settings, recipe, data_dir, clients, clients_per_
     """A RAW corpus with one device per camera model (MIT-Adobe FiveK): every photograph rendered once
     by the baseline ISP (HeteroSwitch Table 3) at ``size``, its device the camera its RAW file names
     (Make and Model tags), clients allocated to cameras by their number of photographs."""
-    from hetbench.builders.captures import run_jobs
+    from hetbench.builders.captures import refused_file, run_jobs
     from hetbench.isp.jobs import CaptureJob, RawSource, Render
     from hetbench.isp.pipeline import Pipeline
     from hetbench.sources.device_corpora import CorpusImage
@@ -158,7 +158,8 @@ def _prepare_raw_cameras(spec, settings, recipe, data_dir, clients, clients_per_
     if on_checked is not None:
         on_checked()
     baseline = str(Pipeline.parse({}))
-    jobs = [CaptureJob(i, Path(f).stem, found.label_of[f], RawSource(f), (Render("baseline", baseline),), size, seed)
+    jobs = [CaptureJob(i, Path(f).stem, found.label_of[f], RawSource(f), (Render("baseline", baseline),), size, seed,
+                       refused=refused_file(f, data_dir, "--data-dir"))  # a link out of --data-dir: skipped unread
             for i, f in enumerate(files)]
     results = run_jobs(jobs, num_proc, quiet, f"rendering {len(jobs):,} RAW photographs", engine)
     root = Path(data_dir)

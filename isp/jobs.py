@@ -58,6 +58,7 @@ class CaptureJob:
     seed: int
     base_profile: str | None = None  # profile that unprocesses a PhotoSource when a Render has none
     profile_set: str = "heteroswitch9"
+    refused: str | None = None  # why its file must not be read (a link out of its folder): skipped unread
 
 
 @dataclass
@@ -79,7 +80,11 @@ def job_files(job: CaptureJob) -> tuple[str, ...]:
     >>> from hetbench.isp.jobs import CaptureJob, RawSource, job_files
     >>> job_files(CaptureJob(0, "a", "x", RawSource("raws/a.dng"), (), 32, 0))
     ('raws/a.dng',)
+    >>> job_files(CaptureJob(0, "a", "x", RawSource("raws/a.dng"), (), 32, 0, refused="a link out"))
+    ()
     """
+    if job.refused is not None:  # never read, not even to ship its bytes
+        return ()
     return (job.source.path,) if isinstance(job.source, RawSource) and job.source.data is None else ()
 
 
@@ -167,7 +172,17 @@ def camera_name(make: str, model: str) -> str:
 
 
 def run_job(job: CaptureJob) -> JobResult:
-    """Load or unprocess the capture, render every requested device; never raises on a bad RAW."""
+    """Load or unprocess the capture, render every requested device; never raises on a bad RAW. A job
+    whose file is ``refused`` is skipped with that reason, its file never opened.
+
+    Examples
+    --------
+    >>> from hetbench.isp.jobs import CaptureJob, RawSource, run_job
+    >>> run_job(CaptureJob(0, "a", "x", RawSource("/etc/passwd"), (), 32, 0, refused="a link out")).skipped
+    'a link out'
+    """
+    if job.refused is not None:
+        return skipped_job(job, job.refused)
     from hetbench.isp.image_stats import image_stats
     from hetbench.isp.pipeline import Pipeline, Renderer
     from hetbench.isp.raw import UnsupportedRaw

@@ -129,15 +129,51 @@ def read_image(job: tuple[str, int | None]) -> ReadImage:
 def read_images(root: Path, images: Sequence[CorpusImage], size: int | None, num_proc: int = 1,
                 quiet: bool = False, engine=None) -> list[ReadImage]:
     """:func:`read_image` of every image, in order, on ``num_proc`` worker processes (or ``engine``),
-    with a progress bar."""
+    with a progress bar. An image that resolves outside ``root`` (a symbolic link leading out of
+    ``--data-dir``, or under a linked folder that does) is never opened: its result gives the reason
+    (:func:`hetbench.roots.outside_reason`), so the builder skips and lists it as an unreadable one.
+
+    Parameters
+    ----------
+    root : Path
+        The corpus folder (``--data-dir``).
+    images : sequence of CorpusImage
+        What the corpus's ``scan`` found.
+    size : int, optional
+        As for :func:`read_image`.
+    num_proc, quiet, engine
+        Worker processes, no progress bar, the engine (:func:`hetbench.engines.open_engine`).
+
+    Examples
+    --------
+    >>> import os, pathlib
+    >>> from PIL import Image
+    >>> from hetbench.sources.device_corpora import CorpusImage, read_images
+    >>> root = pathlib.Path("corpus_example")
+    >>> root.mkdir()
+    >>> Image.new("RGB", (4, 4)).save(root / "a.png")
+    >>> os.symlink("/etc/hostname", root / "b.png")
+    >>> read = read_images(root, [CorpusImage("a.png", "x", "d", "0"), CorpusImage("b.png", "x", "d", "1")], None, quiet=True)
+    >>> [r.data is not None for r in read], read[1].skipped
+    ([True, False], 'a link leading outside --data-dir (not read)')
+    """
     from hetbench.engines import consume, open_engine
     from hetbench.progress import progress_bar
+    from hetbench.roots import inside_root, outside_reason, real_root
 
-    jobs = [(str(root / im.file), size) for im in images]
-    with progress_bar(f"reading {len(jobs):,} images", len(jobs), quiet) as bar:
-        with open_engine(engine, num_proc, len(jobs), preload=("hetbench.sources.device_corpora", "PIL.Image"),
-                         quiet=quiet) as pool:
-            return consume(pool.map(read_image, jobs), bar)
+    real = real_root(root)
+    paths = [str(Path(root) / im.file) for im in images]
+    inside = [inside_root(path, real) for path in paths]
+    jobs = [(path, size) for path, ok in zip(paths, inside) if ok]
+    read: list[ReadImage] = []
+    with progress_bar(f"reading {len(paths):,} images", len(paths), quiet) as bar:
+        if jobs:
+            with open_engine(engine, num_proc, len(jobs), preload=("hetbench.sources.device_corpora", "PIL.Image"),
+                             quiet=quiet) as pool:
+                read = consume(pool.map(read_image, jobs), bar)
+        bar.update(len(paths) - len(jobs))
+    done = iter(read)
+    return [next(done) if ok else ReadImage(None, outside_reason("--data-dir")) for ok in inside]
 
 
 #: corpus name -> the module that defines it (as ``CORPUS``), imported when the corpus is used

@@ -85,11 +85,19 @@ def fivek_captures(raw_dir: str | Path, field: str) -> FiveKCaptures:
     """Every DNG of a FiveK copy with its ``field`` (``subject``, ``light``, ...) as label.
 
     A folder under ``raw_photos`` that is not ``HQa<first>to<last>``, one without ``photos``, or a DNG
-    that ``categories.txt`` does not list is a :class:`HetbenchError` naming it.
+    that ``categories.txt`` does not list is a :class:`HetbenchError` naming it; so is a
+    ``categories.txt`` that is a link leading out of ``raw_dir`` (never read). A DNG that leads out of
+    ``raw_dir`` is listed with its label like any other: the builders skip it unread
+    (:func:`hetbench.builders.captures.refused_file`).
     """
+    from hetbench.roots import inside_root
+
     if field not in FIELDS:
         raise HetbenchError(f"unknown FiveK field '{field}'; fields: {', '.join(FIELDS)}")
     root = dataset_root(raw_dir)
+    if not inside_root(root / "categories.txt", raw_dir):
+        raise HetbenchError(f"{root / 'categories.txt'} is a link leading outside the corpus folder '{raw_dir}'; "
+                            "refusing to read it")
     categories = read_categories(root / "categories.txt")
     photos = root / "raw_photos"
     if not photos.is_dir():
