@@ -271,9 +271,10 @@ def prepare_users(
 
 def _publish(prepared_of: Callable[..., PreparedSplit], tag: Callable[[dict], str], out, name, overwrite, quiet, params):
     from hetbench.atomic import locked_out
+    from hetbench.outputs import input_paths
 
     prepared = prepared_of(**params)  # the input first: a bad input is reported before an existing folder
-    with locked_out(Path(out) if out else SPLITS_ROOT / tag(params), overwrite) as out_path:
+    with locked_out(Path(out) if out else SPLITS_ROOT / tag(params), overwrite, inputs=input_paths(params)) as out_path:
         _, report = prepared.publish(out_path, name=name or tag(params), overwrite=overwrite, quiet=quiet)
     return out_path, report
 

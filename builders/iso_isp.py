@@ -218,12 +218,15 @@ def publish_checked(prepare: Callable[..., PreparedSplit], out: Path, name: str,
     from contextlib import ExitStack
 
     from hetbench.atomic import locked_out
+    from hetbench.outputs import input_paths
 
+    inputs = input_paths(params)  # --out may not be, lie inside or contain --raw-dir, --data-dir, ...
     with ExitStack() as stack:
         locked: list[Path] = []
-        prepared = prepare(**params, title=name, on_checked=lambda: locked.append(stack.enter_context(locked_out(out, overwrite))))
+        prepared = prepare(**params, title=name,
+                           on_checked=lambda: locked.append(stack.enter_context(locked_out(out, overwrite, inputs=inputs))))
         if not locked:  # a prepare that never reached its renders
-            locked.append(stack.enter_context(locked_out(out, overwrite)))
+            locked.append(stack.enter_context(locked_out(out, overwrite, inputs=inputs)))
         _, report = prepared.publish(locked[0], name=name, overwrite=overwrite, quiet=params.get("quiet", False))
     return locked[0], report
 

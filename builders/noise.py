@@ -378,9 +378,10 @@ def build_noise(
     """
     from hetbench.atomic import locked_out
 
+    inputs = {"--dataset": params["dataset"] if isinstance(params.get("dataset"), (str, os.PathLike)) else None}
     if "dataset" in params:
         params["dataset"] = _check_input(method, _load(params["dataset"], params.pop("label_col", None), params.pop("id_col", None)))
-    with locked_out(out, overwrite) as out_path:  # before any noising
+    with locked_out(out, overwrite, inputs=inputs) as out_path:  # before any noising
         prepared = PREPARE[method](**params, quiet=quiet)
         _, report = prepared.publish(out_path, name=name or out_path.name, overwrite=overwrite, quiet=quiet)
     return out_path, report

@@ -226,7 +226,7 @@ def build_synthetic_color(
     tag = f"devices-synthetic{params.get('num_devices', 10)}-{dataset_stem(dataset)}-s{params.get('seed', 0)}"
     name = name or tag
     prepared = prepare_synthetic_color(**params, title=name)  # the input first (a cheap render of a small table)
-    with locked_out(Path(out) if out else SPLITS_ROOT / tag, overwrite) as out_path:
+    with locked_out(Path(out) if out else SPLITS_ROOT / tag, overwrite, inputs={"--dataset": dataset}) as out_path:
         _, report = prepared.publish(out_path, name=name, overwrite=overwrite, quiet=params.get("quiet", False))
     return out_path, report
 

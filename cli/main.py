@@ -48,6 +48,33 @@ COMMANDS = {
 }
 
 
+#: the commands whose inputs (:data:`hetbench.outputs.INPUT_OPTIONS`) ``--out`` may not equal, lie inside
+#: or contain (``leaderboard`` and ``export`` check their inputs themselves: their ``--split`` is no path)
+WRITERS = ("partition", "build", "train", "flower-app", "reproduce")
+
+
+def _declare_inputs(command: click.Command) -> None:
+    """Wrap the callback of ``command`` (of every command under a group) so that the paths its options read
+    are declared inputs while it runs: no output check then accepts an ``--out`` that overlaps one."""
+    for sub in getattr(command, "commands", {}).values():
+        _declare_inputs(sub)
+    callback = command.callback
+    if callback is None or getattr(callback, "_declares_inputs", False):
+        return
+
+    import functools
+
+    @functools.wraps(callback)
+    def declaring(*args, **kwargs):
+        from hetbench.outputs import declared_inputs, input_paths
+
+        with declared_inputs(input_paths(click.get_current_context().params)):
+            return callback(*args, **kwargs)
+
+    declaring._declares_inputs = True  # type: ignore[attr-defined]
+    command.callback = declaring
+
+
 class _Group(click.Group):
     def invoke(self, ctx: click.Context):
         try:
@@ -65,6 +92,8 @@ class _Group(click.Group):
             module, attr = COMMANDS[name]
             command = getattr(importlib.import_module(module), attr)
             _whole_short_help(command)
+            if name in WRITERS:
+                _declare_inputs(command)
             self.add_command(command, name)
         return self.commands.get(name)
 
@@ -137,6 +166,11 @@ def _register() -> None:
     _whole_short_help(cli)
 
 
+def _one_line_warning(message, category, filename, lineno, line=None) -> str:
+    """``hetbench: warning: <message>``: what the CLI prints for a warning (no file, line or source)."""
+    return f"hetbench: warning: {str(message).splitlines()[0] if str(message) else category.__name__}\n"
+
+
 def main(argv: list[str] | None = None) -> None:
     """Console-script entry: runs the click group and turns bad input into exit code 2."""
     global _MAIN_PID
@@ -144,7 +178,11 @@ def main(argv: list[str] | None = None) -> None:
     # mimalloc keeps it, about 40 MB more at the peak of a million-row partition); set before
     # pyarrow allocates, overridable from the environment
     os.environ.setdefault("ARROW_DEFAULT_MEMORY_POOL", "system")
+    import warnings
+
     from hetbench.atomic import release_all
+
+    warnings.formatwarning = _one_line_warning  # a warning is one line, like an error
 
     _MAIN_PID = os.getpid()
     try:

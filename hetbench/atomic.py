@@ -2,9 +2,11 @@
 
 * A failed or interrupted build never leaves a half-written ``--out``: the build is written in
   ``.<name>.tmp-<random>`` beside it and renamed into place at the end.
-* ``--overwrite`` replaces only a folder that a hetbench command wrote (it holds ``hetbench.json``,
-  or ``leaderboard.md`` / ``leaderboard.csv``) or an empty folder; never the current folder or one
-  of its ancestors.
+* ``--overwrite`` replaces only an empty folder or an output of the same kind that a hetbench command
+  wrote: its marker must parse as one (:mod:`hetbench.outputs`: a build's ``hetbench.json`` is a
+  manifest ``read_manifest`` accepts, a leaderboard's ``leaderboard.csv`` has its header, ...); never
+  the current folder or one of its ancestors, nor a folder equal to, inside or containing an input.
+* The old output is moved aside only once the new one is complete, and put back if the rename fails.
 * An exclusive lock (``fcntl.flock`` on ``.<name>.lock`` beside ``--out``) is taken by the first
   check of ``--out`` and held until the folder is in place (or the command ends), so a second build
   to the same folder fails at once.
@@ -23,9 +25,10 @@ import uuid
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterator
+from typing import Iterator, Mapping
 
 from hetbench.errors import HetbenchError
+from hetbench.outputs import KINDS, check_inputs, marker_problem
 from hetbench.tempdirs import PID_FILE, mark as _mark, remove_stale as _remove_stale
 
 try:  # pragma: no cover - always there on POSIX
@@ -33,8 +36,8 @@ try:  # pragma: no cover - always there on POSIX
 except ImportError:  # pragma: no cover - Windows: no locking
     fcntl = None  # type: ignore[assignment]
 
-#: files that mark a folder a hetbench command wrote (a build's manifest, a leaderboard)
-MARKERS = ("hetbench.json", "leaderboard.md", "leaderboard.csv", "claims.json")
+#: the marker file of each kind of output folder (:data:`hetbench.outputs.KINDS` says how each must parse)
+MARKERS = {kind: marker for kind, (marker, _, _) in KINDS.items()}
 
 
 @dataclass
@@ -53,19 +56,22 @@ def _absolute(out: str | os.PathLike) -> Path:
     return Path(os.path.abspath(os.fspath(out)))
 
 
-def is_hetbench_output(folder: str | os.PathLike) -> bool:
-    """Whether ``--overwrite`` may replace ``folder``: it is empty or holds a hetbench marker file.
+def is_hetbench_output(folder: str | os.PathLike, kind: str = "split") -> bool:
+    """Whether ``--overwrite`` may replace ``folder`` as an output of ``kind``: it is empty or its marker
+    parses as one (:func:`hetbench.outputs.marker_problem`).
 
     Parameters
     ----------
     folder : path
         An existing folder.
+    kind : str
+        ``split`` (a build), ``leaderboard``, ``claims`` or ``flower-app``.
 
     Returns
     -------
     bool
-        True for an empty folder or one holding ``hetbench.json``, ``leaderboard.md`` or
-        ``leaderboard.csv``.
+        True for an empty folder or one whose marker parses as ``kind`` (a file merely named
+        ``hetbench.json`` is not enough).
 
     Examples
     --------
@@ -76,13 +82,11 @@ def is_hetbench_output(folder: str | os.PathLike) -> bool:
     >>> is_hetbench_output(d)
     True
     >>> _ = (d / "notes.txt").write_text("mine")
+    >>> _ = (d / "hetbench.json").write_text("{}")
     >>> is_hetbench_output(d)
     False
     """
-    folder = Path(folder)
-    if any((folder / m).is_file() for m in MARKERS):
-        return True
-    return next(iter(folder.iterdir()), None) is None
+    return marker_problem(folder, kind) is None
 
 
 def _make_parents(parent: Path, shown: str) -> list[Path]:
@@ -204,7 +208,8 @@ def _contains_cwd(target: Path) -> bool:
         return False
 
 
-def check_out_dir(out: str | os.PathLike, overwrite: bool) -> Path:
+def check_out_dir(out: str | os.PathLike, overwrite: bool, kind: str = "split",
+                  inputs: Mapping[str, str | os.PathLike | None] | None = None) -> Path:
     """Check ``out`` before any work and lock it for this process (released by :func:`atomic_dir`).
 
     Parameters
@@ -212,7 +217,13 @@ def check_out_dir(out: str | os.PathLike, overwrite: bool) -> Path:
     out : path
         The output folder.
     overwrite : bool
-        Whether an existing hetbench output (or empty folder) may be replaced.
+        Whether an existing hetbench output of ``kind`` (or empty folder) may be replaced.
+    kind : str
+        What the command writes: ``split``, ``leaderboard``, ``claims`` or ``flower-app``
+        (:data:`hetbench.outputs.KINDS`).
+    inputs : mapping, optional
+        Option name -> path the command reads: ``out`` equal to, inside or containing one is refused
+        (besides those the CLI declared, :func:`hetbench.outputs.declared_inputs`).
 
     Returns
     -------
@@ -222,8 +233,8 @@ def check_out_dir(out: str | os.PathLike, overwrite: bool) -> Path:
     Raises
     ------
     HetbenchError
-        ``out`` is a file, exists without ``overwrite``, is not a hetbench output, holds the current
-        folder, cannot be written, or is locked by another process.
+        ``out`` overlaps an input, is a file, exists without ``overwrite``, is not a hetbench output of
+        ``kind``, holds the current folder, cannot be written, or is locked by another process.
 
     Examples
     --------
@@ -234,9 +245,15 @@ def check_out_dir(out: str | os.PathLike, overwrite: bool) -> Path:
     >>> check_out_dir(".", overwrite=True)
     Traceback (most recent call last):
     hetbench.errors.HetbenchError: --out '.' is the current folder or contains it; choose another folder
+    >>> check_out_dir("src/copy", overwrite=False, inputs={"--dataset": "."})
+    Traceback (most recent call last):
+    hetbench.errors.HetbenchError: --out 'src/copy' is inside the input --dataset '.'; choose a folder outside it
     """
+    if kind not in KINDS:
+        raise ValueError(f"unknown output kind {kind!r}")
     path = Path(out)
     target = _absolute(out)
+    check_inputs(out, inputs)
     if target.parent == target:
         raise HetbenchError(f"--out '{path}' is the root of the file system; choose another folder")
     if target.exists():
@@ -248,11 +265,10 @@ def check_out_dir(out: str | os.PathLike, overwrite: bool) -> Path:
         raise HetbenchError(f"--out '{path}' is the current folder or contains it; choose another folder")
     _acquire(target, str(path))
     try:
-        if target.is_dir() and not is_hetbench_output(target):
-            raise HetbenchError(
-                f"--out '{path}' is not a hetbench build (no {MARKERS[0]}) and not empty; "
-                "--overwrite replaces only hetbench outputs"
-            )
+        problem = marker_problem(target, kind) if target.is_dir() else None
+        if problem is not None:
+            raise HetbenchError(f"--out '{path}' {problem}; --overwrite replaces only a {KINDS[kind][1]} "
+                                "(or an empty folder)")
         for kind in ("tmp", "old"):
             _remove_stale(target.parent, f".{target.name}.{kind}-")
     except BaseException:
@@ -262,7 +278,8 @@ def check_out_dir(out: str | os.PathLike, overwrite: bool) -> Path:
 
 
 @contextmanager
-def locked_out(out: str | os.PathLike, overwrite: bool) -> Iterator[Path]:
+def locked_out(out: str | os.PathLike, overwrite: bool, kind: str = "split",
+               inputs: Mapping[str, str | os.PathLike | None] | None = None) -> Iterator[Path]:
     """:func:`check_out_dir` for the length of a block: the lock is released when it ends, even on
     failure (a library caller that fails between the check and :func:`atomic_dir` keeps no lock).
 
@@ -270,7 +287,7 @@ def locked_out(out: str | os.PathLike, overwrite: bool) -> Iterator[Path]:
     ----------
     out : path
         The output folder.
-    overwrite : bool
+    overwrite, kind, inputs
         As for :func:`check_out_dir`.
 
     Returns
@@ -288,7 +305,7 @@ def locked_out(out: str | os.PathLike, overwrite: bool) -> Iterator[Path]:
     >>> pathlib.Path(".atomic_locked_example.lock").exists()
     False
     """
-    path = check_out_dir(out, overwrite)
+    path = check_out_dir(out, overwrite, kind, inputs)
     try:
         yield path
     finally:
@@ -296,7 +313,8 @@ def locked_out(out: str | os.PathLike, overwrite: bool) -> Iterator[Path]:
 
 
 @contextmanager
-def atomic_dir(out: str | os.PathLike, overwrite: bool = False) -> Iterator[Path]:
+def atomic_dir(out: str | os.PathLike, overwrite: bool = False, kind: str = "split",
+               inputs: Mapping[str, str | os.PathLike | None] | None = None) -> Iterator[Path]:
     """Yield a temporary folder; on success it replaces ``out``, on failure it is removed.
 
     Parameters
@@ -304,7 +322,9 @@ def atomic_dir(out: str | os.PathLike, overwrite: bool = False) -> Iterator[Path
     out : path
         The output folder (checked and locked by :func:`check_out_dir`).
     overwrite : bool
-        Replace an existing hetbench output.
+        Replace an existing hetbench output of ``kind`` (checked again here, as by :func:`check_out_dir`).
+    kind, inputs
+        As for :func:`check_out_dir`.
 
     Returns
     -------
@@ -319,7 +339,7 @@ def atomic_dir(out: str | os.PathLike, overwrite: bool = False) -> Iterator[Path
     >>> import pathlib; sorted(p.name for p in pathlib.Path("atomic_dir_example").iterdir())
     ['hetbench.json']
     """
-    check_out_dir(out, overwrite)
+    check_out_dir(out, overwrite, kind, inputs)
     target = _absolute(out)
     try:
         tmp = target.parent / f".{target.name}.tmp-{uuid.uuid4().hex[:10]}"
@@ -344,7 +364,8 @@ def atomic_dir(out: str | os.PathLike, overwrite: bool = False) -> Iterator[Path
             os.replace(tmp, target)
         except BaseException:
             if trash is not None and not target.exists():
-                os.replace(trash, target)  # put the old output back
+                os.replace(trash, target)  # put the old output back, as it was
+                (target / PID_FILE).unlink(missing_ok=True)
             shutil.rmtree(tmp, ignore_errors=True)
             raise
         if trash is not None:

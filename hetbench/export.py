@@ -4,6 +4,8 @@ read files (``partition natural-id --dataset obs.csv``, ``build geo --metadata o
 The format follows the file's extension. Parquet keeps every column, images included (as the bytes
 ``datasets`` stores). CSV holds text, so image columns are left out and the file has the metadata
 columns only; the class label is written as its name, so the file reads back with the same classes.
+Beside the file, ``.<name>.hetbench-export.json`` records its sha256: ``--overwrite`` replaces only a
+file that this sidecar vouches for (:func:`hetbench.outputs.file_problem`).
 
 Examples
 --------
@@ -21,12 +23,14 @@ Examples
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
 import numpy as np
 
 from hetbench.errors import HetbenchError
+from hetbench.outputs import EXPORT_KIND, export_marker, file_problem, sha256_file
 
 FORMATS = {".csv": "csv", ".parquet": "parquet"}
 
@@ -47,10 +51,29 @@ def export_table(source: str, out: str | os.PathLike, *, split: str = "train", l
     label_col : str, optional
         The label column, for sources whose label is not found by itself.
     overwrite : bool
-        Replace an existing file.
+        Replace an existing file that ``hetbench export`` wrote: its sidecar ``.<name>.hetbench-export.json``
+        (written beside every export) parses and records the file's sha256. Any other file is refused, as
+        is an ``out`` equal to or inside ``source``.
+
+    Returns
+    -------
+    (Path, int, list of str)
+        The file, its rows and its columns.
+
+    Examples
+    --------
+    >>> export_table("builtin:observations", "obs_again.csv")[1]
+    20000
+    >>> export_table("builtin:observations", "obs_again.csv", overwrite=True)[1]
+    20000
+    >>> _ = open("mine.csv", "w").write("my,own")
+    >>> export_table("builtin:observations", "mine.csv", overwrite=True)
+    Traceback (most recent call last):
+    hetbench.errors.HetbenchError: --out 'mine.csv' is not a hetbench export (no .mine.csv.hetbench-export.json beside it); --overwrite replaces only a file hetbench export wrote
     """
     import datasets
 
+    from hetbench.outputs import check_inputs
     from hetbench.sources import load_table
 
     path = Path(out)
@@ -60,8 +83,8 @@ def export_table(source: str, out: str | os.PathLike, *, split: str = "train", l
     table = load_table(source, label_col)
     if split not in table.splits:
         raise HetbenchError(f"'{source}' has no split '{split}' (splits: {', '.join(table.split_names)})")
-    if path.exists() and (path.is_dir() or not overwrite):
-        raise HetbenchError(f"--out '{path}' already exists" + ("" if path.is_dir() else "; pass --overwrite to replace it"))
+    check_inputs(path, {"SOURCE": source})
+    _check_replaceable(path, overwrite)
     ds = table.splits[split]
     if fmt == "csv":
         images = [c for c, f in ds.features.items() if isinstance(f, (datasets.Image, datasets.Sequence, list))
@@ -75,8 +98,12 @@ def export_table(source: str, out: str | os.PathLike, *, split: str = "train", l
         ds = ds.select_columns(order)
     if not ds.column_names:
         raise HetbenchError(f"'{source}' has no column that fits in a CSV file; write a .parquet file instead")
-    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise HetbenchError(f"cannot write --out '{path}': {exc.strerror or exc}") from None
     tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    marker, marker_tmp = export_marker(path), export_marker(tmp)
     bars = datasets.is_progress_bar_enabled()
     datasets.disable_progress_bars()
     try:
@@ -84,9 +111,26 @@ def export_table(source: str, out: str | os.PathLike, *, split: str = "train", l
             ds.to_csv(str(tmp), index=False)
         else:
             ds.to_parquet(str(tmp))
+        marker_tmp.write_text(json.dumps({"kind": EXPORT_KIND, "format": fmt, "rows": len(ds),
+                                          "sha256": sha256_file(tmp)}, sort_keys=True) + "\n")
+        os.replace(marker_tmp, marker)  # the new file is whole before the old one is replaced
         os.replace(tmp, path)
+    except OSError as exc:
+        raise HetbenchError(f"cannot write --out '{path}': {exc.strerror or exc}") from None
     finally:
         tmp.unlink(missing_ok=True)
+        marker_tmp.unlink(missing_ok=True)
         if bars:
             datasets.enable_progress_bars()
     return path, len(ds), list(ds.column_names)
+
+
+def _check_replaceable(path: Path, overwrite: bool) -> None:
+    """Refuse an existing ``path`` unless ``overwrite`` and ``hetbench export`` wrote it (its sidecar says so)."""
+    if not path.exists():
+        return
+    if path.is_dir() or not overwrite:
+        raise HetbenchError(f"--out '{path}' already exists" + ("" if path.is_dir() else "; pass --overwrite to replace it"))
+    problem = file_problem(path, "export")
+    if problem is not None:
+        raise HetbenchError(f"--out '{path}' {problem}; --overwrite replaces only a file hetbench export wrote")

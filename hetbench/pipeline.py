@@ -55,8 +55,8 @@ def make_split(
         Decides which client every training row goes to (:mod:`hetbench.partitioners`).
     out : path
         The output folder; refused if it exists unless ``overwrite`` (checked once the input is
-        read, before any partitioning, so a bad input is reported before an existing folder), written
-        atomically.
+        read, before any partitioning, so a bad input is reported before an existing folder), refused
+        when it is, lies inside or contains ``source``, written atomically.
     label_col, id_col : str, optional
         Label and sample-id columns of ``source`` when it is a reference.
     seed : int
@@ -93,7 +93,7 @@ def make_split(
         from hetbench.sources import load_table
 
         table = load_table(source, label_col, id_col)  # the input first: a bad input is reported as such
-    out = check_out_dir(out, overwrite)
+    out = check_out_dir(out, overwrite, inputs={"--dataset": None if isinstance(source, SampleTable) else source})
     from hetbench.progress import show_progress
 
     with show_progress(not quiet):  # a partitioner's long steps (embedding, K-means) show their bars

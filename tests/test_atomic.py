@@ -81,14 +81,32 @@ def test_overwrite_replaces_an_empty_folder_and_a_build(tmp_path, run_cli):
     assert [p.name for p in tmp_path.iterdir()] == ["s"]
 
 
-def test_what_counts_as_a_hetbench_output(tmp_path):
-    (tmp_path / "lb").mkdir()
-    (tmp_path / "lb" / "leaderboard.md").write_text("|")
+MARKED = {  # kind -> (marker, text that parses as one, text merely named like one)
+    "leaderboard": ("leaderboard.csv", "split,fingerprint,rank,algorithm,seeds,accuracy_mean\n", "|"),
+    "claims": ("claims.json", '{"format": "hetbench-claims/1", "claims": []}', "{}"),
+    "flower-app": ("pyproject.toml", '[tool.flwr.app]\npublisher = "hetbench"\n[tool.flwr.app.components]\n'
+                   'serverapp = "hetbench.flower.server_app:app"\n', '[project]\nname = "mine"\n'),
+    "split": ("hetbench.json", None, '{"recipe": {}}'),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(MARKED))
+def test_what_counts_as_a_hetbench_output(kind, tmp_path):
+    marker, good, fake = MARKED[kind]
     (tmp_path / "empty").mkdir()
+    assert is_hetbench_output(tmp_path / "empty", kind)
+    (tmp_path / "fake").mkdir()
+    (tmp_path / "fake" / marker).write_text(fake)
+    assert not is_hetbench_output(tmp_path / "fake", kind)
+    if good is not None:
+        (tmp_path / "good").mkdir()
+        (tmp_path / "good" / marker).write_text(good)
+        assert is_hetbench_output(tmp_path / "good", kind)
+        others = [k for k in MARKED if k != kind]
+        assert not any(is_hetbench_output(tmp_path / "good", k) for k in others)  # of its own kind only
     (tmp_path / "other").mkdir()
     (tmp_path / "other" / "data.csv").write_text("x")
-    assert is_hetbench_output(tmp_path / "lb") and is_hetbench_output(tmp_path / "empty")
-    assert not is_hetbench_output(tmp_path / "other")
+    assert not is_hetbench_output(tmp_path / "other", kind)
 
 
 @pytest.mark.parametrize("out", [".", "..", "./"])
@@ -155,10 +173,10 @@ def test_the_lock_is_reentrant_in_one_process_and_released_by_atomic_dir(tmp_pat
     check_out_dir(out, False)
     check_out_dir(out, False)
     assert (tmp_path / ".o.lock").is_file()
-    with atomic_dir(out) as tmp:
-        (tmp / "hetbench.json").write_text("{}")
+    with atomic_dir(out, kind="claims") as tmp:
+        (tmp / "claims.json").write_text('{"format": "hetbench-claims/1"}')
     assert sorted(p.name for p in tmp_path.iterdir()) == ["o"]
-    check_out_dir(out, True)
+    check_out_dir(out, True, "claims")
     release_lock(out)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["o"]
 

@@ -12,11 +12,8 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
-import tempfile
 from pathlib import Path
 
-from hetbench.errors import HetbenchError
 from hetbench.flower.job import FlowerJob
 
 
@@ -71,16 +68,18 @@ def pyproject_text(job: FlowerJob, wait_s: float | None = None) -> str:
 def write_app_project(out: str | os.PathLike, job: FlowerJob, overwrite: bool = False,
                       wait_s: float | None = None) -> Path:
     """Write the Flower app project of ``job`` to the folder ``out`` (through a temporary folder renamed into
-    place, so it is whole or absent).
+    place, so it is whole or absent: :func:`hetbench.atomic.atomic_dir`).
 
     Parameters
     ----------
     out : path
-        The project folder (refused when it exists, unless ``overwrite``).
+        The project folder (refused when it exists, unless ``overwrite``; refused when it is, lies inside or
+        contains the split).
     job : FlowerJob
         The run; its ``results`` path is where the deployed ServerApp writes the results JSON.
     overwrite : bool
-        Replace an existing folder.
+        Replace an existing project folder: one whose ``pyproject.toml`` is a hetbench Flower app's (its
+        ``[tool.flwr.app]`` has ``publisher = "hetbench"``), or an empty one; any other folder is refused.
     wait_s : float, optional
         How long the ServerApp waits for SuperNodes serving every client (default 300 s).
 
@@ -97,23 +96,15 @@ def write_app_project(out: str | os.PathLike, job: FlowerJob, overwrite: bool = 
     >>> app = tomllib.loads((folder / "pyproject.toml").read_text())["tool"]["flwr"]["app"]
     >>> app["components"]["serverapp"], app["config"]["algo"], app["config"]["rounds"]
     ('hetbench.flower.server_app:app', 'scaffold', 2)
+    >>> write_app_project("flower_app_example", job, overwrite=True) == folder
+    True
     """
-    out = Path(out)
-    if out.exists() and not overwrite:
-        raise HetbenchError(f"'{out}' already exists; pass --overwrite to replace it")
-    if out.exists() and not out.is_dir():
-        raise HetbenchError(f"'{out}' exists and is not a folder")
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
-    try:
-        (tmp / "pyproject.toml").write_text(pyproject_text(job, wait_s))
-        if out.exists():
-            shutil.rmtree(out)
-        os.replace(tmp, out)
-    finally:
-        if tmp.exists():
-            shutil.rmtree(tmp, ignore_errors=True)
-    return out
+    from hetbench.atomic import atomic_dir
+
+    text = pyproject_text(job, wait_s)
+    with atomic_dir(out, overwrite, "flower-app", {"--split": job.split}) as tmp:
+        (tmp / "pyproject.toml").write_text(text)
+    return Path(out)
 
 
 def deployment_commands(project: str | os.PathLike, num_clients: int, address: str = "127.0.0.1:9093") -> list[str]:

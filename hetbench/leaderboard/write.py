@@ -13,7 +13,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from hetbench.atomic import atomic_dir, check_out_dir
-from hetbench.errors import HetbenchError
 from hetbench.leaderboard.aggregate import SplitTable
 from hetbench.leaderboard.curves import plot_curves_png
 from hetbench.leaderboard.html import render_html
@@ -157,11 +156,11 @@ def write_leaderboard(results_dir: str | Path, out: str | Path, rank_by: str = D
     results_dir : str or Path
         The folder of ``hetbench train`` results (searched recursively).
     out : str or Path
-        The output folder; it may be inside ``results_dir`` but neither it nor a parent of it.
+        The output folder; neither ``results_dir``, nor inside it, nor a parent of it.
     rank_by : str
         The metric name to rank by.
     overwrite : bool
-        Replace ``out`` if it exists.
+        Replace ``out`` if it is a leaderboard (its ``leaderboard.csv`` has the leaderboard's header) or empty.
     statistic : str
         What the per-evaluation metrics take of each seed's curve: ``"last-k"`` (mean of the last k
         evaluations, the default), ``"best"`` or ``"final"``.
@@ -190,13 +189,11 @@ def write_leaderboard(results_dir: str | Path, out: str | Path, rank_by: str = D
     """
     check_rank_by(rank_by)
     check_statistic(statistic)
-    res, dst = Path(results_dir).resolve(), Path(out).resolve()
-    if dst == res or dst in res.parents:
-        raise HetbenchError(f"--out '{out}' would replace the results folder '{results_dir}'; choose another folder")
-    check_out_dir(out, overwrite)  # fail before any work
+    inputs = {"results folder": results_dir}
+    check_out_dir(out, overwrite, "leaderboard", inputs)  # fail before any work
     tables, loaded = build(results_dir, rank_by, statistic)
     files = ["leaderboard.md", "leaderboard.csv", "leaderboard.html"]
-    with atomic_dir(out, overwrite) as tmp:
+    with atomic_dir(out, overwrite, "leaderboard", inputs) as tmp:
         (tmp / "leaderboard.md").write_text(render_markdown(tables, loaded.skipped), encoding="utf-8")
         (tmp / "leaderboard.csv").write_text(render_csv(tables), encoding="utf-8", newline="")
         (tmp / "leaderboard.html").write_text(render_html(tables, loaded.skipped), encoding="utf-8")

@@ -206,9 +206,10 @@ def reproduce(
         from hetbench.train.device import resolve_device
 
         resolve_device(device)  # a device this machine lacks is refused here
-    check_out_dir(out, overwrite)
+    inputs = {"--metadata": metadata}
+    check_out_dir(out, overwrite, "claims", inputs)
     records, seconds = [], {}
-    with atomic_dir(out, overwrite) as tmp:
+    with atomic_dir(out, overwrite, "claims", inputs) as tmp:
         work = tmp / ".work"
         plots = tmp / "plots"
         plots.mkdir()

@@ -63,17 +63,44 @@ def result_path(out: str | os.PathLike, split_name: str, algorithm: str, params:
     return Path(out) / _safe(split_name) / f"{_safe(stem)}.json"
 
 
-def check_free(paths: list[Path], overwrite: bool) -> None:
-    """Refuse to replace existing result files unless ``overwrite`` (checked before any training)."""
-    taken = [p for p in paths if p.exists()]
-    if taken and not overwrite:
-        raise HetbenchError(
-            f"result file '{taken[0]}' already exists{f' (and {len(taken) - 1} more)' if len(taken) > 1 else ''}; "
-            "pass --overwrite to replace"
-        )
-    for p in paths:
-        if p.exists() and not p.is_file():
-            raise HetbenchError(f"'{p}' exists and is not a file")
+def existing_result(path: Path, overwrite: bool) -> bool:
+    """Whether a result file exists at ``path``; with ``overwrite`` it must be a hetbench train result (a JSON
+    object whose ``kind`` is ``hetbench-train-result``), or it is refused: ``--overwrite`` never replaces a
+    file hetbench did not write.
+
+    Parameters
+    ----------
+    path : Path
+        Where one run's result goes.
+    overwrite : bool
+        Whether the caller means to replace it.
+
+    Returns
+    -------
+    bool
+        True when ``path`` exists (and, with ``overwrite``, may be replaced).
+
+    Examples
+    --------
+    >>> import pathlib
+    >>> p = pathlib.Path("existing_example.json")
+    >>> existing_result(p, overwrite=True)
+    False
+    >>> _ = p.write_text("my notes")
+    >>> existing_result(p, overwrite=True)
+    Traceback (most recent call last):
+    hetbench.errors.HetbenchError: 'existing_example.json' is not a hetbench train result; --overwrite replaces only result files hetbench train wrote
+    """
+    from hetbench.outputs import file_problem
+
+    if not path.exists():
+        return False
+    if not path.is_file():
+        raise HetbenchError(f"'{path}' exists and is not a file")
+    problem = file_problem(path, "train-result") if overwrite else None
+    if problem is not None:
+        raise HetbenchError(f"'{path}' {problem}; --overwrite replaces only result files hetbench train wrote")
+    return True
 
 
 def dumps(doc: dict) -> str:

@@ -288,11 +288,13 @@ class _Plan:
         from hetbench.train.checkpoint import checkpoint_path
         from hetbench.train.data import load_federated
         from hetbench.train.groups import plan_group_runs
+        from hetbench.outputs import check_inputs
         from hetbench.train.results import result_path
 
         split_path = str(split) if split is not None else str(default_split(quiet))
         # the Flower engine's ClientApps read the split in their own processes: an absolute path where it is one
         self.split_path = os.path.abspath(split_path) if os.path.exists(split_path) else split_path
+        check_inputs(out, {"--split": split_path})  # results inside the split would change what verify sees
         self.data = load_federated(split_path, config.image_size, config.group_by, quiet=quiet,
                                    cache_dir=config.cache_dir)
         group_runs = plan_group_runs(self.data, config.train_groups, config.test_groups, protocol)
@@ -317,13 +319,11 @@ class _Plan:
 
     def check_existing(self, overwrite: bool, keep: bool, resume: bool) -> None:
         """Refuse, keep or replace the results that exist; with ``resume``, check every checkpoint."""
-        from hetbench.train.checkpoint import check_resumable
         from hetbench.train.algorithms import make_algorithm
+        from hetbench.train.checkpoint import check_resumable
+        from hetbench.train.results import existing_result
 
-        for job in self.jobs:
-            if job.path.exists() and not job.path.is_file():
-                raise HetbenchError(f"'{job.path}' exists and is not a file")
-        taken = [j for j in self.jobs if j.path.exists()]
+        taken = [j for j in self.jobs if existing_result(j.path, overwrite)]
         if taken and not (overwrite or keep):
             more = f" (and {len(taken) - 1} more)" if len(taken) > 1 else ""
             raise HetbenchError(

@@ -117,4 +117,4 @@ def test_export_csv_and_parquet_read_back(tmp_path, run_cli):
     assert code == 2 and ".csv or .parquet" in err
     code, _, err = run_cli("export", "builtin:digits", "--split", "test", "--out", tmp_path / "t.csv")
     assert code == 2 and "no split 'test'" in err and not (tmp_path / "t.csv").exists()
-    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".") and not p.name.endswith(".hetbench-export.json")]

@@ -23,7 +23,8 @@ def _curves(acc: list[float]) -> dict:
 
 @pytest.fixture(params=[1, 2], ids=["schema1", "schema2"])
 def folder(request, tmp_path):
-    """spiky and steady with two seeds each, as schema-1 files (statistics from curves) or schema-2 files."""
+    """spiky and steady with two seeds each, as schema-1 files (statistics from curves) or schema-2 files, in
+    ``tmp_path/results`` (a leaderboard's --out may not lie inside it)."""
     for seed, shift in ((0, 0.0), (1, 2.0)):
         for name, acc in (("spiky", SPIKY), ("steady", STEADY)):
             curves = _curves([a + shift for a in acc])
@@ -33,8 +34,8 @@ def folder(request, tmp_path):
                 data = result(algorithm=name, seed=seed, curves=curves,
                               final={"accuracy": curves["accuracy"][-1],
                                      "worst_group_accuracy": curves["worst_group_accuracy"][-1]})
-            write(tmp_path, f"{name}-s{seed}.json", data)
-    return tmp_path
+            write(tmp_path / "results", f"{name}-s{seed}.json", data)
+    return tmp_path / "results"
 
 
 def test_each_statistic_ranks_its_own_way(folder):

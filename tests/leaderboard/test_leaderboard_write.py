@@ -74,12 +74,12 @@ def test_refuses_to_overwrite_without_flag(tmp_path, run_lb):
 def test_out_never_replaces_the_results(tmp_path, run_lb):
     res = tmp_path / "r"
     write(res, "a.json", result())
-    for out in (res, tmp_path):
+    for out, how in ((res, "is the input"), (tmp_path, "contains the input"),
+                     (res / "leaderboard", "is inside the input")):
         code, _, stderr = run_lb(res, "--out", out, "--overwrite")
-        assert code == 2 and "results folder" in stderr
-    assert (res / "a.json").is_file()
-    assert run_lb(res, "--out", res / "leaderboard", "--quiet")[0] == 0  # inside is fine: nothing there is *.json
-    assert run_lb(res, "--out", res / "leaderboard", "--overwrite", "--quiet")[0] == 0
+        assert code == 2 and f"{how} results folder" in stderr and len(stderr.strip().splitlines()) == 1
+    assert sorted(p.name for p in res.iterdir()) == ["a.json"]
+    assert run_lb(res, "--out", tmp_path / "leaderboard", "--quiet")[0] == 0
 
 
 def test_more_than_twenty_skipped_files_are_counted(tmp_path, run_lb):
