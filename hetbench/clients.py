@@ -131,6 +131,7 @@ class ClientPartitions:
         import datasets
 
         from hetbench.publish.manifest import read_manifest
+        from hetbench.roots import check_no_links_leaving
 
         manifest = read_manifest(folder)
         if split not in manifest["splits"]:
@@ -138,6 +139,7 @@ class ClientPartitions:
         num_clients = manifest.get("num_clients")
         if not isinstance(num_clients, int) or num_clients < 0:
             raise HetbenchError(f"hetbench.json of '{folder}' has no valid 'num_clients'")
+        check_no_links_leaving(folder)  # a shard linked from outside the folder is never read (hetbench.roots)
         ds = datasets.load_dataset(str(folder), split=split)
         return cls.from_dataset(ds, num_clients=num_clients)
 

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from hetbench.errors import HetbenchError
+from hetbench.roots import check_no_links_leaving
 from hetbench.train.cache import Decoder, block_rows, cache_folder, decoded_images, image_source, release_pages
 
 if TYPE_CHECKING:
@@ -187,6 +188,8 @@ def _load_splits(split: str):
     path = Path(split).expanduser()
     if not path.exists() and not (split.count("/") == 1 and not split.startswith((".", "/"))):
         raise HetbenchError(f"split '{split}' not found (no such folder, and not a hub id)")
+    if path.is_dir():  # a shard linked from outside the folder is never read (hetbench.roots)
+        check_no_links_leaving(path)
     try:
         with datasets_bars_off():
             dd = datasets.load_dataset(str(path) if path.exists() else split)
