@@ -53,6 +53,12 @@ def colourise(grey: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     return np.clip(np.rint((bg + (fg - bg) * t) * 255.0), 0, 255).astype(np.uint8)
 
 
+def _grey(x: np.ndarray) -> np.ndarray:
+    """Rec. 601 luma of float32 RGB (..., 3), elementwise: a matrix product would go through BLAS,
+    whose kernel (and so the last bit of every sum) depends on the CPU."""
+    return x[..., 0] * np.float32(0.299) + x[..., 1] * np.float32(0.587) + x[..., 2] * np.float32(0.114)
+
+
 def jitter(rgb: np.ndarray, setting: dict[str, float]) -> np.ndarray:
     """Apply one device's brightness, contrast, saturation and hue to uint8 RGB images (..., H, W, 3).
 

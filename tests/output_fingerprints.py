@@ -9,9 +9,21 @@ sha256, so it is compared without those then). PNG files are compared only under
 the matplotlib version that recorded them, since another version draws other pixels. Training
 results and the leaderboard CSV are compared without their wall-clock seconds.
 
+Builds whose bits come from float training (:data:`FLOAT_TRAINED`: the task embedder trains a CNN,
+whose last bits differ between CPUs, and the split follows its embeddings) are fingerprinted by what
+does not depend on those bits: their file list (the split fingerprint in shard names masked), the
+manifest's recipe, names and keys, and the report's keys. Everything else must be byte-identical on
+every CPU: ``tests/test_cpu_independence.py`` rebuilds it all with the CPU-specific kernels of
+numpy, OpenBLAS, OpenCV, MKL and ATen forced to other instruction sets (:data:`OTHER_CPU`) and
+compares with the same record.
+
 Record (only on purpose, when an output is meant to change)::
 
     python tests/output_fingerprints.py --record
+
+Digest the outputs under the current environment (what the CPU-independence test runs)::
+
+    python tests/output_fingerprints.py --digest OUT.json
 """
 
 from __future__ import annotations
@@ -46,6 +58,19 @@ BUILDS: dict[str, list[str]] = {
     "build-geo": ["build", "geo", "--nmax", "1000"],
     "build-users": ["build", "users"],
     "build-digits-domains": ["build", "digits-domains", "--clients", "8", "--fraction", "0.05"],
+}
+#: builds whose bits follow float training (module notes) -> why
+FLOAT_TRAINED = {
+    "partition-embedding-task": "the task embedder trains a CNN: its embeddings, and so the split, differ between CPUs",
+}
+#: kernels of another CPU: numpy's dispatch to its SSE4.2 baseline, OpenBLAS's Sandy Bridge (AVX) kernels,
+#: OpenCV and MKL without AVX, ATen's default (no vector) kernels
+OTHER_CPU = {
+    "NPY_DISABLE_CPU_FEATURES": "X86_V3 X86_V4 AVX512_ICL",
+    "OPENBLAS_CORETYPE": "Sandybridge",
+    "OPENCV_CPU_DISABLE": "AVX512-SKX,AVX2,FP16,AVX",
+    "MKL_ENABLE_INSTRUCTIONS": "SSE4_2",
+    "ATEN_CPU_CAPABILITY": "default",
 }
 # the trainer and leaderboard on one of the builds above
 TRAIN_ON = "partition-dirichlet-client"
@@ -112,6 +137,23 @@ def digest_folder(folder: Path) -> dict[str, dict[str, str]]:
     return out
 
 
+def digest_float_folder(folder: Path) -> dict[str, dict[str, str]]:
+    """What a :data:`FLOAT_TRAINED` build holds whatever the CPU: its files (the split fingerprint in
+    shard names masked), the manifest's recipe, names and keys, and the report's keys."""
+    import re
+
+    manifest = json.loads((folder / "hetbench.json").read_text())
+    mask = manifest["split_fingerprint"][:12]
+    out: dict[str, dict[str, str]] = {}
+    for path in sorted(p for p in folder.rglob("*") if p.is_file()):
+        out[re.sub(mask, "<fingerprint>", path.relative_to(folder).as_posix())] = {"present": "yes"}
+    kept = {k: manifest[k] for k in ("recipe", "num_clients", "client_names", "class_names", "source", "format")}
+    kept["keys"] = sorted(manifest)
+    out["hetbench.json"] = {"content": _sha(json.dumps(kept, sort_keys=True).encode())}
+    out["report.json"] = {"content": _sha(json.dumps(sorted(json.loads((folder / "report.json").read_text()))).encode())}
+    return out
+
+
 def digest_results(folder: Path) -> dict[str, dict[str, str]]:
     out = {}
     for path in sorted(p for p in folder.rglob("*") if p.is_file()):
@@ -140,7 +182,7 @@ def build_all(root: Path, run: Callable[..., Any], names: list[str] | None = Non
     try:
         for name in names or list(BUILDS):
             run(*BUILDS[name], "--out", name, "--quiet")
-            digests[name] = digest_folder(root / name)
+            digests[name] = (digest_float_folder if name in FLOAT_TRAINED else digest_folder)(root / name)
         if names is None or TRAIN_ON in names:
             run(*TRAIN, "--split", TRAIN_ON, "--out", "results", "--quiet")
             run("leaderboard", "results", "--out", "leaderboard")
@@ -188,13 +230,14 @@ if __name__ == "__main__":  # pragma: no cover - recording is a deliberate, manu
     import os
     import tempfile
 
-    if sys.argv[1:] != ["--record"]:
-        sys.exit("usage: python tests/output_fingerprints.py --record")
+    if sys.argv[1:] != ["--record"] and (len(sys.argv) != 3 or sys.argv[1] != "--digest"):
+        sys.exit("usage: python tests/output_fingerprints.py --record | --digest OUT.json")
     os.environ.setdefault("HF_HOME", tempfile.mkdtemp(prefix="hetbench-hf-"))
     os.environ["HF_DATASETS_OFFLINE"] = os.environ["HF_HUB_OFFLINE"] = "1"
     os.environ.setdefault("MPLBACKEND", "Agg")
     with tempfile.TemporaryDirectory() as tmp:
         doc = {"versions": versions(), "outputs": build_all(Path(tmp), _cli_run)}
-    RECORD.parent.mkdir(exist_ok=True)
-    RECORD.write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n")
-    print(f"recorded {len(doc['outputs'])} outputs in {RECORD}")
+    target = RECORD if sys.argv[1] == "--record" else Path(sys.argv[2])
+    target.parent.mkdir(exist_ok=True)
+    target.write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n")
+    print(f"{'recorded' if target == RECORD else 'digested'} {len(doc['outputs'])} outputs in {target}")

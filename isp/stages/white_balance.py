@@ -25,7 +25,7 @@ pixel is clipped, all pixels are used. To stay cheap on 12 MP frames the statist
 a strided subsample (every ``step``-th pixel in each direction, chosen so that about 0.75 MP
 remain: step 4 at 12 MP, step 1 below 3 MP). Gains are clamped to [1/64, 64], which is far
 beyond any real camera, so that a dead channel cannot give infinite gains. The gains are applied
-as a diagonal 3x3 matrix with :func:`cv2.transform` in float32.
+as a per-channel float32 multiply (:func:`apply_gains`).
 
 Each variant records its gains in ``ctx.info["wb_gains"]`` as (R, G, B); ``VARIANTS`` lists them.
 
@@ -139,8 +139,8 @@ def gray_world_gains(image: np.ndarray, *, clip: float = CLIP_THRESHOLD, step: i
     [2.0, 1.0, 4.0]
     """
     planes, valid = _valid_planes(image, clip, step)
-    mask = valid.view(np.uint8)
-    means = np.array([cv2.mean(p, mask=mask)[0] for p in planes])
+    # float64 numpy sums: cv2.mean's vector partial sums are ordered by the CPU's vector width
+    means = np.array([p[valid].mean(dtype=np.float64) if valid.any() else 0.0 for p in planes])
     return _gains_from_reference(means)
 
 
@@ -219,7 +219,7 @@ def camera_gains(as_shot_neutral) -> np.ndarray:
 
 
 def apply_gains(image: np.ndarray, gains) -> np.ndarray:
-    """Multiply each channel by its gain (float32 out), as a diagonal matrix via cv2.transform.
+    """Multiply each channel by its gain (float32 out), elementwise: the same bits on every CPU.
 
     Parameters
     ----------
@@ -241,10 +241,8 @@ def apply_gains(image: np.ndarray, gains) -> np.ndarray:
     [1.0, 0.5, 0.25]
     """
     img = np.ascontiguousarray(as_rgb_float32(image, "wb"))
-    g = np.asarray(gains, dtype=np.float64).reshape(3)
-    if img.size == 0:
-        return img.copy()
-    return cv2.transform(img, np.diag(g).astype(np.float32))
+    g = np.asarray(gains, dtype=np.float64).reshape(3).astype(np.float32)
+    return img * g
 
 
 def clip_highlights(balanced: np.ndarray, gains) -> np.ndarray:
