@@ -68,12 +68,11 @@ def jitter(rgb: np.ndarray, setting: dict[str, float]) -> np.ndarray:
     import cv2
 
     x = rgb.astype(np.float32) / 255.0
-    weights = np.array([0.299, 0.587, 0.114], dtype=np.float32)
     x = np.clip(x * setting["brightness"], 0, 1)
-    grey = x @ weights
+    grey = _grey(x)
     mean = grey.reshape(grey.shape[:-2] + (-1,)).mean(axis=-1)[..., None, None, None]
     x = np.clip((x - mean) * setting["contrast"] + mean, 0, 1)
-    grey = (x @ weights)[..., None]
+    grey = _grey(x)[..., None]
     x = np.clip(grey + (x - grey) * setting["saturation"], 0, 1)
     flat = (x.reshape(-1, x.shape[-3] * x.shape[-2], 3) if x.ndim == 4 else x.reshape(1, -1, 3))
     hsv = cv2.cvtColor(flat.astype(np.float32), cv2.COLOR_RGB2HSV)  # H in degrees [0, 360)
