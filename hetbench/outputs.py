@@ -201,6 +201,16 @@ def file_problem(path: str | os.PathLike, kind: str) -> str | None:
 def export_marker(path: str | os.PathLike) -> Path:
     """The sidecar that marks ``path`` as a file ``hetbench export`` wrote: ``.<name>.hetbench-export.json``.
 
+    Parameters
+    ----------
+    path : path
+        The exported file.
+
+    Returns
+    -------
+    Path
+        Its sidecar, beside it.
+
     Examples
     --------
     >>> export_marker("out/obs.csv").as_posix()
@@ -212,6 +222,16 @@ def export_marker(path: str | os.PathLike) -> Path:
 
 def sha256_file(path: str | os.PathLike) -> str | None:
     """The hex sha256 of a file's bytes (None when it cannot be read).
+
+    Parameters
+    ----------
+    path : path
+        The file.
+
+    Returns
+    -------
+    str or None
+        64 hex digits.
 
     Examples
     --------
