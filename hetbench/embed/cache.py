@@ -41,7 +41,7 @@ def model_digest(spec: str | None) -> str | None:
     (True, True)
     >>> _ = open("m.onnx", "wb").write(b"model")
     >>> model_digest("onnx:m.onnx")[:12]
-    'ccc8f6eadfde'
+    '9372c470eead'
     """
     if not isinstance(spec, str):
         return None

@@ -148,9 +148,13 @@ def publish_split(
             from hetbench.publish.embeddings import write_embeddings
 
             embeddings = write_embeddings(fs.embeddings, tmp, model_digest(fs.recipe["partition"]["params"].get("embedder")))
+        from hetbench.publish.inventory import file_inventory
+        from hetbench.publish.published_files import card_task
+
         manifest = build_manifest(fs, written, name, sample_ids, embeddings)
+        manifest["files"] = file_inventory(tmp)  # the report, its statistics and plots: digested, uploaded
         write_manifest(manifest, tmp)
-        task = "image-classification" if "image" in features else "tabular-classification"
+        task = card_task(features)
         card = render_card(
             name=name,
             description=fs.table.description,

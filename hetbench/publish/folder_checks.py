@@ -319,22 +319,9 @@ def check_folder(folder: Path, manifest: dict) -> dict[str, SplitData]:
     check_shard_list(folder, manifest)
     data = check_shards(folder, manifest)
     check_names(folder, manifest, data, ids)
-    check_embedding_files(folder, manifest)
     return data
 
 
-def check_embedding_files(folder: Path, manifest: dict) -> None:
-    """``embeddings/`` holds exactly the files the manifest lists (their digests are checked when
-    they are read: :func:`hetbench.publish.embeddings.read_embeddings`)."""
-    from hetbench.publish.embeddings import FOLDER, listed_files
-
-    root = folder / FOLDER
-    present = sorted(p.relative_to(folder).as_posix() for p in root.rglob("*") if p.is_file() or p.is_symlink()) \
-        if root.is_dir() else []
-    stray = [p for p in present if p not in listed_files(manifest)]
-    if stray:
-        raise Mismatch(f"file {stray[0]}: not in hetbench.json (a folder holds only the embeddings its manifest lists)")
-
 
 __all__ = ["Mismatch", "SplitData", "check_folder", "check_well_formed", "check_sample_ids", "check_shard_list",
-           "check_shards", "check_names", "check_embedding_files"]
+           "check_shards", "check_names"]

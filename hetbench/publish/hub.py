@@ -10,8 +10,13 @@ from hetbench.publish.manifest import read_manifest
 
 
 def upload_folder(folder: str | Path, repo_id: str, private: bool = False, token: str | None = None) -> str:
-    """Create (or reuse) the dataset repo and upload ``folder``; one clear error when offline."""
-    read_manifest(folder)  # refuse anything that is not a hetbench build
+    """Create (or reuse) the dataset repo and upload exactly the files the manifest lists
+    (:func:`hetbench.publish.published_files.published_paths`); one clear error when offline."""
+    from glob import escape
+
+    from hetbench.publish.published_files import published_paths
+
+    manifest = read_manifest(folder)  # refuse anything that is not a hetbench build
     if not re.fullmatch(r"[A-Za-z0-9][\w.-]*/[\w.-]+", repo_id):
         raise HetbenchError(f"--repo-id must look like ORG/NAME (got '{repo_id}')")
     from huggingface_hub import HfApi
@@ -24,6 +29,7 @@ def upload_folder(folder: str | Path, repo_id: str, private: bool = False, token
             repo_id=repo_id,
             repo_type="dataset",
             commit_message="hetbench build",
+            allow_patterns=[escape(p) for p in published_paths(manifest)],
             ignore_patterns=[".*"],
         )
     except Exception as exc:  # network down, no token, no rights: one line, exit 2

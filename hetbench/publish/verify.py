@@ -279,17 +279,21 @@ def verify_folder(folder: str | Path, dataset: str | None = None, rebuilders: Re
     2
     """
     from hetbench.publish.embeddings import read_embeddings
+    from hetbench.publish.published_files import check_card, check_files, check_report
 
     folder = Path(folder)
     try:
         manifest = read_manifest(folder)
         data = check_folder(folder, manifest)
+        check_files(folder, manifest)
         stored = read_embeddings(folder, manifest)
         try:
             fs = rebuild(manifest, dataset, rebuilders, stored, trust_embedder)
         except SourceChanged as exc:
             raise Mismatch(str(exc)) from exc
         unchecked = _check_rebuilt(folder, manifest, fs, data)
+        check_card(folder, fs, manifest, next(iter(data.values())).features)
+        check_report(folder, fs, manifest)
         embedded = _re_embed(fs, manifest, stored, trust_embedder, re_embed or trust_embedder)
     except Mismatch as exc:
         return Verdict(False, f"FAILED: {exc}", 1)

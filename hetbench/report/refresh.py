@@ -116,4 +116,12 @@ def refresh_report(folder: str | os.PathLike) -> Report:
             os.replace(f, Path(folder) / "plots" / f.name)
         os.replace(tmp / CLIENTS_FILE, Path(folder) / CLIENTS_FILE)
         os.replace(tmp / "report.json", Path(folder) / "report.json")
+    if "files" in manifest:  # the manifest digests the report and plots it publishes: record the new ones
+        from hetbench.publish.manifest import MANIFEST_NAME, write_manifest
+        from hetbench.publish.inventory import file_inventory
+
+        manifest["files"] = file_inventory(folder)
+        with temp_dir(folder, ".manifest-") as tmp:
+            write_manifest(manifest, tmp)
+            os.replace(tmp / MANIFEST_NAME, Path(folder) / MANIFEST_NAME)
     return report

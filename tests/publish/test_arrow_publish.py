@@ -52,7 +52,7 @@ def test_the_ids_are_a_parquet_file_the_manifest_digests(users_build):
 
     manifest = _manifest(users_build)
     entry = manifest["sample_ids"]
-    assert manifest["format"] == 3
+    assert manifest["format"] == 4
     assert entry["file"] == "sample_ids.parquet" and set(entry) == {"file", "sha256", "num_rows"}
     assert entry["sha256"] == file_sha256(users_build / "sample_ids.parquet")
     table = pq.read_table(users_build / "sample_ids.parquet")
