@@ -185,7 +185,9 @@ def rebuild_from_recipe(prepare, manifest: dict, num_proc: int = 1):
 
     import yaml
 
-    part = manifest["recipe"]["partition"]
+    from hetbench.publish.manifest import recorded_build
+
+    part = recorded_build(manifest)
     params = dict(part["params"])
     weights = params.pop("device_weights", None)
     with tempfile.TemporaryDirectory() as tmp:

@@ -269,5 +269,7 @@ def build_real_devices(
 
 def rebuild(manifest: dict, num_proc: int = 1):
     """Re-read the recorded corpus folder with the recorded parameters (for ``hetbench verify``)."""
-    part = manifest["recipe"]["partition"]
+    from hetbench.publish.manifest import recorded_build
+
+    part = recorded_build(manifest)
     return prepare_real_devices(seed=part["seed"], num_proc=num_proc, quiet=True, **part["params"]).build()

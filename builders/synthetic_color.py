@@ -238,7 +238,9 @@ def build_synthetic_color(
 
 def rebuild(manifest: dict, num_proc: int = 1):
     """Re-run the recorded recipe (for ``hetbench verify``); returns the split."""
-    part = manifest["recipe"]["partition"]
+    from hetbench.publish.manifest import recorded_build
+
+    part = recorded_build(manifest)
     p = dict(part["params"])
     return prepare_synthetic_color(
         p["synthetic_color"], p["dataset"], p.get("label_col"), p["clients"], p.get("size"),

@@ -415,9 +415,14 @@ def build_split(
     }
     if allow_empty:
         recipe["allow_empty"] = True  # only when set: the recipes of splits without empty clients stay as they were
+    if partitioner.build is not None:  # a builder rendered the table: its recipe, beside the partition's
+        recipe["build"] = {"method": partitioner.build["method"], "params": dict(partitioner.build["params"])}
     part, outputs, dropped = derive(_PolicyInput(table, partitioner, part, seed, test_fraction, train_split, others))
     class_map = present_classes(table, outputs)
     if not allow_empty:
         check_no_empty_clients(part.num_clients, outputs["train"].client_ids)
-    return FederatedSplit(table=table, partition=part, outputs=outputs, recipe=recipe, dropped=dropped,
-                          class_map=class_map, embeddings=getattr(partitioner, "last_embedding", None) or None)
+    fs = FederatedSplit(table=table, partition=part, outputs=outputs, recipe=recipe, dropped=dropped,
+                        class_map=class_map, embeddings=getattr(partitioner, "last_embedding", None) or None)
+    partitioner.derive_columns(fs)  # cluster, s2_cell, renamed columns: part of the split, re-derived by verify
+    return fs
+

@@ -125,3 +125,13 @@ def test_core_never_imports_the_layers_above_it(name):
 def test_builders_and_consumers_never_import_the_cli(name):
     cli = {m for m in GRAPH[name] if _layer(m) == "hetbench.cli"}
     assert not cli, f"{name} imports {sorted(cli)}"
+
+
+#: the longest a module may be (docs/architecture.md: small modules with one job)
+MAX_MODULE_LINES = 450
+
+
+@pytest.mark.parametrize("name", sorted(MODULES))
+def test_no_module_is_longer_than_the_limit(name):
+    lines = len(MODULES[name].read_text().splitlines())
+    assert lines <= MAX_MODULE_LINES, f"{MODULES[name].relative_to(ROOT)} has {lines} lines (at most {MAX_MODULE_LINES}): split it by job"

@@ -44,6 +44,22 @@ class Partitioner:
     """
 
     name: ClassVar[str] = ""
+    #: the builder that rendered the table this partitioner splits, ``{"method": ..., "params": ...}``:
+    #: :func:`hetbench.splits.build_split` records it as the recipe's ``build`` (what ``hetbench verify``
+    #: re-runs), beside this partitioner's own ``partition``; None for a table read from a source
+    build: dict[str, Any] | None = None
+
+    def derive_columns(self, fs: Any) -> None:
+        """Add to ``fs.table`` the columns this partitioner derives (``cluster``, ``s2_cell``, renamed
+        coordinates, ...). :func:`hetbench.splits.build_split` calls it on every split it builds, so
+        the Python API, the CLI and ``hetbench verify``'s re-run publish the same columns. The base
+        class derives none.
+
+        Parameters
+        ----------
+        fs : FederatedSplit
+            The split just built (its partition and output rows are final).
+        """
 
     def params(self) -> dict[str, Any]:
         """The parameters that, with the seed and the input, determine the assignment."""

@@ -111,8 +111,9 @@ class DevicePartitioner(Partitioner):
         ``deal``: each device's rows dealt among its clients (iso-isp, devices); ``iid``: rows IID
         over clients, a random device per client (synthetic colour devices). See the module notes.
     build : mapping, optional
-        ``{"method": ..., "params": ...}`` of the builder that rendered the table. When given, the
-        recipe records the build (what ``hetbench verify`` re-runs) instead of this partitioner.
+        ``{"method": ..., "params": ...}`` of the builder that rendered the table: the split's recipe
+        records it as ``build`` (what ``hetbench verify`` re-runs), beside this partitioner's own
+        ``partition`` (:attr:`hetbench.partitioners.base.Partitioner.build`).
 
     References
     ----------
@@ -153,12 +154,6 @@ class DevicePartitioner(Partitioner):
 
     def params(self) -> dict[str, Any]:
         return {"clients": self.clients, "weights": self.weights, "column": self.column, "allocation": self.allocation}
-
-    def recipe(self, table: SampleTable, seed: int, split: str = "train") -> dict[str, Any]:
-        if self.build is None:
-            return super().recipe(table, seed, split)
-        return {"method": self.build["method"], "params": dict(self.build["params"]), "seed": int(seed), "split": split,
-                "input_fingerprint": table.fingerprint}
 
     def _weights(self, devices_seen: Sequence[str]) -> dict[str, float]:
         if self.weights is not None:

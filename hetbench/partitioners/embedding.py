@@ -9,8 +9,9 @@ clusters; ``alpha`` large gives every client nearly the population's cluster mix
 The K-means seed is the first integer drawn from the partition's generator, so the whole split
 (clusters included) is fixed by the recipe and the seed. After :meth:`EmbeddingPartitioner.partition`
 the cluster id of every row is in ``last_clusters[split]``;
-:func:`hetbench.report.embedding.embedding_extras` adds it to the published split as a ``cluster``
-column, with the embedding report and plots. The embeddings themselves are stored in the folder
+:meth:`EmbeddingPartitioner.derive_columns` adds it to the split as a ``cluster`` column (so
+``hetbench verify`` re-derives it) and :func:`hetbench.report.embedding.embedding_extras` reports it,
+with its plots. The embeddings themselves are stored in the folder
 (:mod:`hetbench.publish.embeddings`), and ``hetbench verify`` re-derives the split from them
 (:attr:`EmbeddingPartitioner.stored_embeddings`): everything after the embedding is the same on
 every CPU, the embedding itself (a trained network) may not be.
@@ -265,6 +266,16 @@ class EmbeddingPartitioner(Partitioner):
         if reducer is not None:
             z = reducer.transform(z)
         return fit.predict(z)
+
+    def derive_columns(self, fs) -> None:
+        """A ``cluster`` column in every split: the partitioned split's own clusters, the nearest
+        cluster under the same fit for the others (:meth:`predict_clusters`)."""
+        train = fs.recipe["partition"]["split"]
+        if train not in self.last_clusters:
+            return
+        for split in fs.table.split_names:
+            col = self.last_clusters[train] if split == train else self.predict_clusters(fs.table, split)
+            fs.table.splits[split] = fs.table.splits[split].add_column("cluster", np.asarray(col).tolist())
 
     def _assign(self, table, split, rng):
         kseed = int(rng.integers(0, 2**31 - 1))

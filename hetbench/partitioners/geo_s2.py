@@ -275,6 +275,16 @@ class GeoS2Partitioner(Partitioner):
         self.nmin = nmin
         self.max_level = int(max_level)
 
+    def derive_columns(self, fs) -> None:
+        """Each row's cell as ``s2_cell`` (its client's S2 token; None where no client holds it) and the
+        coordinates renamed ``lat`` / ``lon``, in every split."""
+        from hetbench.split_columns import rename_columns, values_per_row
+
+        for split in fs.table.split_names:
+            fs.table.splits[split] = fs.table.splits[split].add_column(
+                "s2_cell", values_per_row(fs, split, list(fs.client_names)))
+        rename_columns(fs, {self.lat_col: "lat", self.lon_col: "lon"})
+
     def params(self) -> dict:
         return {
             "lat_col": self.lat_col,

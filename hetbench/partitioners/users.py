@@ -108,6 +108,12 @@ class UsersPartitioner(NaturalIdPartitioner):
         self.strip = bool(strip)
         self.thresholds = values
 
+    def derive_columns(self, fs) -> None:
+        """The user column renamed ``user_id`` in every split (where that name is free)."""
+        from hetbench.split_columns import rename_columns
+
+        rename_columns(fs, {self.column: "user_id"})
+
     def params(self) -> dict:
         return {
             "column": self.column,

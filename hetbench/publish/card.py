@@ -136,11 +136,28 @@ def card_data(
     )
 
 
+def recipe_method(recipe: Mapping[str, Any]) -> str:
+    """What made the split: the builder's method when a builder rendered the table, else the
+    partition method (the card's tags and citations follow it).
+
+    Examples
+    --------
+    >>> recipe_method({"build": {"method": "iso-isp"}, "partition": {"method": "devices"}})
+    'iso-isp'
+    """
+    return str((recipe.get("build") or recipe["partition"])["method"])
+
+
+def _params(params: Mapping[str, Any]) -> str:
+    return ", ".join(f"{k}={v}" for k, v in params.items() if v is not None)
+
+
 def _recipe_lines(recipe: Mapping[str, Any]) -> list[str]:
     part = recipe["partition"]
-    params = ", ".join(f"{k}={v}" for k, v in part["params"].items() if v is not None)
-    lines = [
-        f"- **method**: `{part['method']}` ({params})",
+    build = recipe.get("build")
+    lines = [f"- **build**: `{build['method']}` ({_params(build['params'])})"] if build else []
+    lines += [
+        f"- **{'partition' if build else 'method'}**: `{part['method']}` ({_params(part['params'])})",
         f"- **seed**: {part['seed']}",
         f"- **test split**: `{recipe['test_split']}`"
         + (f", fraction {recipe['test_fraction']}" if recipe.get("test_fraction") else ""),
@@ -171,7 +188,7 @@ def render_card(
     from huggingface_hub import DatasetCard
 
     splits = list(manifest["splits"])
-    method = str(recipe["partition"]["method"])
+    method = recipe_method(recipe)
     lic = card_licence(source.get("dataset"), license)
     data = card_data(
         splits, features_yaml, license, task, name, file_tag, source=source.get("dataset"), method=method,

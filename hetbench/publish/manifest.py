@@ -28,7 +28,9 @@ from hetbench.splits import FederatedSplit
 
 MANIFEST_NAME = "hetbench.json"
 SAMPLE_IDS_NAME = "sample_ids.parquet"
-#: 4: embedding splits store their embeddings (``embeddings``, :mod:`hetbench.publish.embeddings`);
+#: 4: embedding splits store their embeddings (``embeddings``, :mod:`hetbench.publish.embeddings`), the
+#: report and plots are digested (``files``), a builder is recorded as the recipe's ``build`` beside its
+#: partitioner (3 and 2 recorded it in ``recipe.partition``: :func:`recorded_build` reads both);
 #: 3: sample ids in ``sample_ids.parquet``; 2: sample ids as JSON lists in the manifest
 FORMAT_VERSION = 4
 READABLE_FORMATS = (2, 3, 4)
@@ -308,6 +310,25 @@ def build_manifest(fs: FederatedSplit, written: dict[str, Any], name: str, sampl
     if fs.class_map is not None:  # classes no output row has were left out of the ClassLabel
         manifest["source_class_names"] = list(fs.table.class_names)
     return manifest
+
+
+def recorded_build(manifest: dict[str, Any]) -> dict[str, Any]:
+    """What rendered the split's table: ``{"method", "params", "seed"}`` of the recipe's ``build``
+    (format 4), or of its ``partition`` (formats 2 and 3 recorded a builder there, in place of the
+    partitioner); for a split read from a source, its partitioner's.
+
+    Examples
+    --------
+    >>> recorded_build({"recipe": {"build": {"method": "iso-isp", "params": {"size": 32}},
+    ...                            "partition": {"method": "devices", "params": {}, "seed": 1}}})
+    {'method': 'iso-isp', 'params': {'size': 32}, 'seed': 1}
+    >>> recorded_build({"recipe": {"partition": {"method": "iso-isp", "params": {}, "seed": 0}}})["method"]
+    'iso-isp'
+    """
+    recipe = manifest["recipe"]
+    part = recipe["partition"]
+    build = recipe.get("build") if isinstance(recipe.get("build"), dict) else part
+    return {"method": build.get("method"), "params": build.get("params"), "seed": part.get("seed")}
 
 
 def write_manifest(manifest: dict[str, Any], out_dir: Path) -> None:

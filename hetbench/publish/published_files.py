@@ -84,11 +84,11 @@ def expected_card_metadata(fs, manifest: dict[str, Any], features) -> dict[str, 
     """The card's YAML metadata hetbench writes for the re-run split ``fs`` (as a plain dict)."""
     import yaml
 
-    from hetbench.publish.card import card_data
+    from hetbench.publish.card import card_data, recipe_method
 
     data = card_data(
         list(fs.outputs), features._to_yaml_list(), fs.table.license, card_task(features), manifest.get("name"),
-        fs.fingerprint[:12], source=fs.table.source.get("dataset"), method=str(fs.recipe["partition"]["method"]),
+        fs.fingerprint[:12], source=fs.table.source.get("dataset"), method=recipe_method(fs.recipe),
         num_rows=sum(len(r) for r in fs.outputs.values()),
     )
     return yaml.safe_load(data.to_yaml())

@@ -97,7 +97,9 @@ def rebuild(manifest: dict, dataset: str | None = None, rebuilders: Rebuilders |
     from hetbench.sources import load_table
     from hetbench.splits import build_split
 
-    method = manifest["recipe"]["partition"]["method"]
+    from hetbench.publish.manifest import recorded_build
+
+    method = recorded_build(manifest)["method"]
     builder = (rebuilders or {}).get(method)
     if builder is not None:  # a builder renders its own table: re-run the whole build
         return builder(manifest)
@@ -160,6 +162,31 @@ def _first_row(folder: Path, manifest: dict, fs, split: str, column: str, featur
         if a != b:
             return f", row {lo + i} (file {where.get(lo + i, '?')}): {_short(a)} in the folder, {_short(b)} rebuilt"
     return f", rows {lo}-{hi - 1}"
+
+
+def legacy_layout(fs):
+    """The split as formats 2 and 3 recorded it: a builder's method and parameters in place of the
+    partitioner's in both recipes (format 4 keeps them apart: the recipe's ``build``), so that their
+    fingerprints can be compared.
+
+    Examples
+    --------
+    >>> from hetbench.partitioners import IIDPartitioner
+    >>> from hetbench.sources import load_table
+    >>> from hetbench.splits import build_split
+    >>> fs = build_split(load_table("builtin:digits"), IIDPartitioner(2))
+    >>> legacy_layout(fs) is fs
+    True
+    """
+    import dataclasses
+
+    build = fs.recipe.get("build")
+    if not build:
+        return fs
+    part = fs.partition.with_recipe(method=build["method"], params=dict(build["params"]))
+    recipe = {k: v for k, v in fs.recipe.items() if k != "build"}
+    recipe["partition"] = part.recipe
+    return dataclasses.replace(fs, partition=part, recipe=recipe)
 
 
 def _check_rebuilt(folder: Path, manifest: dict, fs, data: dict[str, SplitData]) -> list[str]:
@@ -291,6 +318,7 @@ def verify_folder(folder: str | Path, dataset: str | None = None, rebuilders: Re
             fs = rebuild(manifest, dataset, rebuilders, stored, trust_embedder)
         except SourceChanged as exc:
             raise Mismatch(str(exc)) from exc
+        fs = legacy_layout(fs) if manifest.get("format", 2) < 4 else fs  # formats 2, 3: builder in the partition
         unchecked = _check_rebuilt(folder, manifest, fs, data)
         check_card(folder, fs, manifest, next(iter(data.values())).features)
         check_report(folder, fs, manifest)

@@ -1,10 +1,10 @@
 """Report additions of embedding splits (Borazjani et al.): clusters beside labels.
 
-:func:`embedding_extras` is what an embedding split publishes beyond the common report (the
-``extras`` of :func:`hetbench.pipeline.make_split`): a ``cluster`` column in every split, the
-``embedding`` report entry (:func:`embedding_summary`: cluster sizes, EMD over clusters and over
-labels, and zeta (Eq. 4) between the clustering and the labels) and two plots: a cluster x label contingency heatmap and a 2-D PCA
-scatter of the embeddings coloured by cluster and by client.
+:func:`embedding_extras` is what an embedding split reports beyond the common report (the
+``extras`` of :func:`hetbench.pipeline.make_split`): the ``embedding`` report entry
+(:func:`embedding_summary`: cluster sizes, EMD over clusters and over labels, and zeta (Eq. 4)
+between the clustering and the labels) and two plots: a cluster x label contingency heatmap and a
+2-D PCA scatter of the embeddings coloured by cluster and by client.
 
 References
 ----------
@@ -35,9 +35,7 @@ def embedding_extras(
 ) -> Callable[["FederatedSplit"], "tuple[dict[str, Any], Callable[[Path], list[str]]]"]:
     """The ``extras`` of an embedding split for :func:`hetbench.pipeline.make_split`.
 
-    Called with the built split, it adds a ``cluster`` column to every split of the table (the
-    partitioned split's own clusters; other splits get the nearest cluster under the same fit,
-    :meth:`~hetbench.partitioners.embedding.EmbeddingPartitioner.predict_clusters`) and returns the
+    Called with the built split (whose ``cluster`` column the partitioner derived), it returns the
     ``embedding`` report entry and a plot writer.
 
     Parameters
@@ -59,10 +57,7 @@ def embedding_extras(
 
     def extras(fs):
         train = fs.outputs["train"].source_split
-        clusters = p.last_clusters[train]
-        for split in fs.table.split_names:
-            col = clusters if split == train else p.predict_clusters(fs.table, split)
-            fs.table.splits[split] = fs.table.splits[split].add_column("cluster", np.asarray(col).tolist())
+        clusters = p.last_clusters[train]  # the split's ``cluster`` column (EmbeddingPartitioner.derive_columns)
         client_of_row = np.full(clusters.size, -1, np.int32)
         for rows in fs.outputs.values():
             if rows.source_split == train:

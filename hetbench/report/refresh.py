@@ -22,7 +22,7 @@ def _read_columns(folder: str | os.PathLike) -> dict[str, dict[str, Any]]:
     """``client_id`` and ``label`` of every split; an unreadable shard is a :class:`HetbenchError`."""
     import pyarrow as pa
 
-    from hetbench.publish.parquet import read_built_columns
+    from hetbench.publish.read_back import read_built_columns
 
     try:
         return read_built_columns(folder)
@@ -34,7 +34,7 @@ def _clusters(folder: str | os.PathLike, report: dict[str, Any]):
     """(client ids, clusters) of the train rows of an embedding split; None for other splits."""
     import pyarrow as pa
 
-    from hetbench.publish.parquet import read_built_columns
+    from hetbench.publish.read_back import read_built_columns
 
     entry = report.get("embedding")
     if not isinstance(entry, dict) or not isinstance(entry.get("clusters"), int):

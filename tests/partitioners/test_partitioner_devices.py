@@ -67,12 +67,21 @@ def test_a_device_split_goes_through_build_split_with_a_shared_test_set():
     assert split.partition.recipe["method"] == "device"
 
 
-def test_a_build_recipe_is_recorded_instead_of_the_partitioner():
+def test_a_build_recipe_is_recorded_beside_the_partitioners_own():
+    from hetbench.publish.manifest import recorded_build
+    from hetbench.splits import build_split
+
     table = device_table(["x", "y"] * 4)
     build = {"method": "iso-isp", "params": {"stages": "wb"}}
-    part = DevicePartitioner(2, {"x": 1.0, "y": 1.0}, build=build).partition(table, 0)
-    assert part.recipe["method"] == "iso-isp" and part.recipe["params"] == {"stages": "wb"}
+    p = DevicePartitioner(2, {"x": 1.0, "y": 1.0}, build=build)
+    part = p.partition(table, 0)
+    # the partition names the partitioner (the recipe's method is always a partitioner) ...
+    assert part.recipe["method"] == "device" and part.recipe["params"]["clients"] == 2
     assert part.recipe["input_fingerprint"] == table.fingerprint
+    # ... and the split's recipe records the builder beside it, which verify re-runs
+    fs = build_split(table, p, 0, test_split="client", test_fraction=0.25)
+    assert fs.recipe["build"] == build and fs.recipe["partition"]["method"] == "device"
+    assert recorded_build({"recipe": fs.recipe}) == {"method": "iso-isp", "params": {"stages": "wb"}, "seed": 0}
 
 
 def test_iid_plan_and_partition_agree():

@@ -8,6 +8,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+from tamper import rerecord, rewrite_column
 
 RAW = Path(__file__).resolve().parents[3] / "shared" / "data" / "raw"
 ISO = ("build", "iso-isp", "--stages", "wb", "--size", "32", "--crops-per-photo", "1", "--crop-size", "96", "-q")
@@ -51,36 +52,11 @@ def _shard(folder, split="train"):
 
 
 def _rewrite(path, column, change):
-    """Rewrite one parquet shard with ``change(values)`` applied to one column (schema kept)."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    table = pq.read_table(path)
-    i = table.schema.get_field_index(column)
-    values = table.column(column).to_pylist()
-    change(values)
-    table = table.set_column(i, table.schema.field(i), pa.array(values, type=table.schema.field(i).type))
-    pq.write_table(table, path)
+    rewrite_column(path, column, change)
 
 
 def _rerecord(folder):
-    """Re-record the edited shards' sha256 and column digests in the manifest (a careful forger)."""
-    import pyarrow.parquet as pq
-
-    from hetbench.publish.digest import SplitDigest, file_sha256, split_digest
-
-    m = _manifest(folder)
-    for info in m["splits"].values():
-        digest = None
-        for f in info["files"]:
-            info["file_sha256"][f] = file_sha256(folder / f)
-            pf = pq.ParquetFile(folder / f)
-            digest = digest or SplitDigest(pf.schema_arrow)
-            for batch in pf.iter_batches():
-                digest.update(batch)
-        info["column_sha256"] = digest.columns()
-        info["content_sha256"] = split_digest(info["column_sha256"])
-    _write_manifest(folder, m)
+    rerecord(folder)
 
 
 def _bump_label(values):
@@ -196,7 +172,7 @@ def test_a_symlinked_shard_escaping_the_folder_cannot_be_checked(build, run_cli,
 
 def test_the_other_readers_refuse_paths_outside_the_folder(build):
     from hetbench.errors import HetbenchError
-    from hetbench.publish.parquet import read_built_columns
+    from hetbench.publish.read_back import read_built_columns
 
     m = _manifest(build)
     m["splits"]["train"]["files"][0] = "../../etc/passwd"

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 @settings(max_examples=200, deadline=None)
 @given(st.lists(st.integers(1, 40), min_size=0, max_size=40), st.integers(1, 12), st.integers(0, 30))
 def test_row_group_bounds_hold_whole_clients_within_bounds(sizes, min_rows, extra):
-    from hetbench.publish.parquet import row_group_bounds
+    from hetbench.publish.layout import row_group_bounds
 
     max_rows = min_rows + extra
     cids = np.repeat(np.arange(len(sizes)) - 1, sizes)  # client -1 first, as shared test rows are
@@ -41,7 +41,7 @@ def test_row_group_bounds_hold_whole_clients_within_bounds(sizes, min_rows, extr
 
 
 def test_shard_bounds_fall_on_group_bounds():
-    from hetbench.publish.parquet import shard_bounds
+    from hetbench.publish.layout import shard_bounds
 
     groups = np.array([0, 5, 9, 30, 31, 40])
     assert shard_bounds(groups, 10).tolist() == [0, 30, 40]
@@ -58,7 +58,7 @@ def many_clients(tmp_path_factory):
     import pyarrow.parquet as pq
 
     from hetbench.partitioners import NaturalIdPartitioner
-    from hetbench.publish import parquet, publish_split
+    from hetbench.publish import layout, publish_split
     from hetbench.sources import load_table
     from hetbench.splits import build_split
 
@@ -69,8 +69,8 @@ def many_clients(tmp_path_factory):
     table = pa.table({"id": np.arange(20_000), "label": rng.integers(0, 5, 20_000), "user": user})
     pq.write_table(table, tmp / "rows.parquet")
     mp = pytest.MonkeyPatch()
-    mp.setattr(parquet, "MIN_GROUP_ROWS", 64)
-    mp.setattr(parquet, "MAX_GROUP_ROWS", 500)
+    mp.setattr(layout, "MIN_GROUP_ROWS", 64)
+    mp.setattr(layout, "MAX_GROUP_ROWS", 500)
     try:
         fs = build_split(load_table(str(tmp / "rows.parquet"), id_col="id"), NaturalIdPartitioner("user"))
         publish_split(fs, tmp / "out", quiet=True, shard_bytes=150_000)

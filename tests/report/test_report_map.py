@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from hetbench.builders.geo import cell_outline, densest_region, plot_map
+from hetbench.report.geo_map import cell_outline, densest_region, plot_map
 from hetbench.plotting import draw_world, pyplot
 
 
