@@ -11,6 +11,9 @@ os.environ["HF_HOME"] = _HF_HOME
 os.environ["HF_DATASETS_OFFLINE"] = "1"
 os.environ["HF_HUB_OFFLINE"] = "1"
 os.environ.setdefault("MPLBACKEND", "Agg")
+# the trainer's decoded-image cache (by default in the user's ~/.cache/hetbench/train) goes to the same
+# temporary folder; tests of where it goes set or unset HETBENCH_CACHE themselves
+os.environ["HETBENCH_CACHE"] = os.path.join(_HF_HOME, "hetbench-train-cache")
 # Ray on Linux puts its nodes on the machine's own address and its servers on every interface, even
 # with --node-ip-address=127.0.0.1, unless it treats this machine as a single-node one: then the head
 # started by the Ray tests, every local instance (hetbench's --engine ray, Flower's simulation) and

@@ -1,35 +1,42 @@
 """The decoded-image cache: every image of a split decoded once, by a pool of processes, into a
 memory-mapped uint8 ``(N, C, S, S)`` array on disk that later runs and every seed of a sweep reuse.
 
-Where: ``cache_dir`` (``--cache-dir``) if given, else ``$HETBENCH_CACHE``, else ``<split>/.hetbench-cache/``
-for a split folder, else ``$XDG_CACHE_HOME/hetbench/train`` (``~/.cache/hetbench/train``) for a hub id.
+Where: ``cache_dir`` (``--cache-dir``) if given, else ``$HETBENCH_CACHE``, else the user's cache folder,
+``$XDG_CACHE_HOME/hetbench/train`` (``~/.cache/hetbench/train``), for a split folder and a hub id alike:
+never inside the split folder (a ``--cache-dir`` there is refused), so ``train`` leaves the split folder as
+it found it and a downloaded folder cannot bring a cache of its own (the ``.hetbench-cache/`` folder older
+versions wrote there is never read).
+
 Each decoded split part is two files, ``<name>-<part>-<key>.npy`` (a NumPy array file, opened with
-``mmap_mode="r"``) and ``<name>-<part>-<key>.json`` (its meta: shape, rows, the identity it was decoded
-from, CRC-32 of every block, per-channel mean and std). ``key`` hashes the identity: the split's fingerprint
-and shard digests, the part, the rows kept, the image size and channels asked for and
-:data:`CACHE_VERSION`. A file that is missing, truncated, corrupt (a block's CRC differs) or made from
-another identity is rebuilt, never trusted.
+``mmap_mode="r"``, never unpickled) and ``<name>-<part>-<key>.json`` (its meta: shape, rows, the identity
+it was decoded from, per-channel mean and std, the array file's ``sha256`` and a ``digest``). ``key`` hashes
+the identity: the split's fingerprint and manifest digests, the sha256 of the very Arrow files the images
+are decoded from (:func:`source_digest`), the part, the rows kept, the image size and channels asked for,
+the Pillow and OpenCV versions and :data:`CACHE_VERSION`. ``digest`` is an HMAC-SHA256, keyed by the
+identity, of the rest of the meta, so a cached array is bound to the split content it was decoded from.
+An entry is used only when its meta names the same identity, the array file holds exactly the declared
+uint8 array and its sha256 and the digest match; one that is edited, zeroed, truncated, pickled or made
+from another identity is decoded again with one warning (:class:`CacheWarning`), never trusted. An entry
+without its meta (never completed) is decoded again silently.
 
 Writing is atomic: both files are written in a pid-marked temporary folder (:func:`hetbench.tempdirs.temp_dir`)
 and renamed into place, the array first; two runs decoding the same split at once write the same bytes,
 and the last rename wins.
 
-Decoding, per image, is the trainer's since before the cache (so results do not change): a split whose
-images are all grayscale (PIL mode ``L``) keeps one channel, any other becomes RGB (grayscale images
-repeated); images are resized to ``image_size`` with area interpolation when shrinking and bilinear when
-growing. A block of rows is decoded by one process and written at its offset, so the file's bytes do
-not depend on the number of processes. Decode workers map the split's Arrow files themselves and drop
-the pages they read after every block, so no process holds the encoded or the decoded split.
+Decoding is :mod:`hetbench.train.decode`'s: a block of rows is decoded by one process and written at its
+offset, so the file's bytes do not depend on the number of processes, and no process holds the split.
 """
 
 from __future__ import annotations
 
+import errno
 import hashlib
+import hmac
 import io
 import json
 import os
 import re
-import zlib
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -38,14 +45,22 @@ import numpy as np
 from hetbench.errors import HetbenchError
 from hetbench.train.decode import BlockJob, Decoder, ImageSource, decode_task, image_source, release_pages, scan_task
 
-CACHE_VERSION = 1
+CACHE_VERSION = 2
+#: the folder inside a split folder where versions before 2 kept the cache; never read or written now
 CACHE_FOLDER = ".hetbench-cache"
 #: float64 elements of one block of the channel statistics: 2048 rows up to 3 x 32 x 32 images
 STATS_ELEMENTS = 2048 * 3 * 32 * 32
+#: bytes read at a time when a file is hashed
+READ_CHUNK = 1 << 22
+
+
+class CacheWarning(UserWarning):
+    """A cache entry that could not be trusted and is decoded again (the CLI prints it as one line)."""
 
 
 def block_rows(channels: int, size: int) -> int:
-    """Rows per decode block and per block of the channel statistics (2048 for images of up to 3x32x32).
+    """Rows per decode block and per block of the channel statistics (2048 for images of up to 3x32x32),
+    for images of ``channels`` x ``size`` x ``size``.
 
     Examples
     --------
@@ -55,8 +70,40 @@ def block_rows(channels: int, size: int) -> int:
     return max(1, min(2048, STATS_ELEMENTS // (channels * size * size)))
 
 
+def default_cache_root() -> Path:
+    """The user's decoded-image cache: ``$XDG_CACHE_HOME/hetbench/train`` when that variable holds an
+    absolute path, else ``~/.cache/hetbench/train``.
+
+    Examples
+    --------
+    >>> default_cache_root().parts[-2:]
+    ('hetbench', 'train')
+    """
+    xdg = os.environ.get("XDG_CACHE_HOME", "")
+    base = Path(xdg) if xdg and os.path.isabs(xdg) else Path("~/.cache").expanduser()
+    return base / "hetbench" / "train"
+
+
 def cache_folder(split: str, cache_dir: str | os.PathLike | None = None) -> Path:
-    """Where the decoded images of ``split`` are cached (see the module docstring).
+    """Where the decoded images of ``split`` are cached: ``cache_dir``, else ``$HETBENCH_CACHE``, else
+    :func:`default_cache_root`; never inside the split folder.
+
+    Parameters
+    ----------
+    split : str
+        The split folder or hub id.
+    cache_dir : path, optional
+        The folder asked for (``--cache-dir``).
+
+    Returns
+    -------
+    Path
+        The cache folder (not created here).
+
+    Raises
+    ------
+    HetbenchError
+        When the folder is, or lies inside, the split folder.
 
     Examples
     --------
@@ -64,13 +111,20 @@ def cache_folder(split: str, cache_dir: str | os.PathLike | None = None) -> Path
     '/tmp/decoded'
     """
     if cache_dir:
-        return Path(cache_dir).expanduser()
-    if os.environ.get("HETBENCH_CACHE"):
-        return Path(os.environ["HETBENCH_CACHE"]).expanduser()
+        folder, given = Path(cache_dir).expanduser(), "--cache-dir"
+    elif os.environ.get("HETBENCH_CACHE"):
+        folder, given = Path(os.environ["HETBENCH_CACHE"]).expanduser(), "$HETBENCH_CACHE"
+    else:
+        folder, given = default_cache_root(), "the cache folder"
     path = Path(split).expanduser()
-    if path.exists():
-        return (path if path.is_dir() else path.parent) / CACHE_FOLDER
-    return Path(os.environ.get("XDG_CACHE_HOME") or "~/.cache").expanduser() / "hetbench" / "train"
+    if path.is_dir():
+        inside, top = folder.resolve(), path.resolve()
+        if inside == top or top in inside.parents:
+            raise HetbenchError(
+                f"{given} '{folder}' lies inside the split folder '{split}'; the decoded-image cache is kept "
+                "outside the split (pass another --cache-dir, or leave it out for the user's cache folder)"
+            )
+    return folder
 
 
 # -- the cache files ----------------------------------------------------------------------------------
@@ -82,11 +136,20 @@ def _npy_header(shape: tuple[int, ...]) -> bytes:
     return buf.getvalue()
 
 
+def _key(identity: dict) -> str:
+    return hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()
+
+
 def cache_stem(folder: Path, name: str, part: str, identity: dict) -> Path:
-    """``folder/<name>-<part>-<key>``: the key hashes ``identity`` (sorted JSON)."""
-    key = hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()[:20]
+    """``folder/<name>-<part>-<key>``: the key hashes ``identity`` (sorted JSON).
+
+    Examples
+    --------
+    >>> cache_stem(Path("c"), "my split", "train", {"a": 1}).name[:20]
+    'my_split-train-f9d86'
+    """
     safe = re.sub(r"[^A-Za-z0-9._-]+", "_", name).strip("._")[:60] or "split"
-    return folder / f"{safe}-{part}-{key}"
+    return folder / f"{safe}-{part}-{_key(identity)[:20]}"
 
 
 def _with(stem: Path, suffix: str) -> Path:
@@ -94,31 +157,111 @@ def _with(stem: Path, suffix: str) -> Path:
     return stem.with_name(stem.name + suffix)
 
 
-def load_cached(stem: Path, identity: dict) -> tuple[np.ndarray, dict] | None:
-    """The cached array (read-only ``np.memmap``) and meta of ``stem``, or None when they are missing, were
-    made from another identity, or the array file is truncated or corrupt (every block's CRC-32 is checked)."""
+def _sign(meta: dict) -> str:
+    """The meta's ``digest``: HMAC-SHA256 of the rest of the meta, keyed by its identity."""
+    rest = {k: v for k, v in meta.items() if k != "digest"}
+    return hmac.new(_key(meta["identity"]).encode(), json.dumps(rest, sort_keys=True).encode(), "sha256").hexdigest()
+
+
+def _sha256_of(f, skip: int = 0) -> str:
+    f.seek(skip)
+    h = hashlib.sha256()
+    for chunk in iter(lambda: f.read(READ_CHUNK), b""):
+        h.update(chunk)
+    return h.hexdigest()
+
+
+def source_digest(source: ImageSource) -> str:
+    """sha256 of what the images of ``source`` are decoded from: the bytes of its Arrow files, or the
+    buffers of its in-memory image column.
+
+    Parameters
+    ----------
+    source : ImageSource
+        A part's image column (:func:`image_source`).
+
+    Returns
+    -------
+    str
+        64 hex digits.
+
+    Examples
+    --------
+    >>> import datasets
+    >>> ds = datasets.Dataset.from_dict({"image": [None]}, features=datasets.Features({"image": datasets.Image()}))
+    >>> len(source_digest(image_source(ds, "image")))
+    64
+    """
+    h = hashlib.sha256()
+    if source.table is not None:
+        for chunk in source.table.column(source.column).chunks:
+            h.update(f"{chunk.type}:{chunk.offset}:{len(chunk)}".encode())
+            for buf in chunk.buffers():
+                h.update(b"|" if buf is None else f"|{buf.size}|".encode())
+                if buf is not None:
+                    h.update(buf)
+        return h.hexdigest()
+    for path in source.files:
+        with open(path, "rb") as f:
+            h.update(bytes.fromhex(_sha256_of(f)))
+    return h.hexdigest()
+
+
+def load_cached(stem: Path, identity: dict) -> tuple[tuple[np.ndarray, dict] | None, str | None]:
+    """The cached array (read-only ``np.memmap``) and meta of ``stem``, checked, or why not.
+
+    Parameters
+    ----------
+    stem : Path
+        The entry (:func:`cache_stem`).
+    identity : dict
+        The identity it must have been decoded from.
+
+    Returns
+    -------
+    ((np.memmap, dict) or None, str or None)
+        The entry, or None and the reason it cannot be trusted (None for an entry without a meta: never
+        written, or never completed).
+
+    Examples
+    --------
+    >>> load_cached(Path("nowhere/x-train-0"), {})
+    (None, None)
+    """
     try:
-        meta = json.loads(_with(stem, ".json").read_text())
-        if not isinstance(meta, dict) or meta.get("identity") != identity or meta.get("dtype") != "uint8":
-            return None
+        text = _with(stem, ".json").read_text()
+    except (FileNotFoundError, NotADirectoryError):
+        return None, None
+    except (OSError, UnicodeDecodeError) as exc:
+        return None, f"its meta cannot be read ({type(exc).__name__})"
+    try:
+        meta = json.loads(text)
+        if not isinstance(meta, dict) or meta.get("identity") != identity:
+            return None, "its meta is not the one of this split and image settings"
         shape = tuple(int(v) for v in meta["shape"])
-        per_block, crcs = int(meta["block_rows"]), [int(c) for c in meta["block_crc32"]]
-        row_bytes = int(np.prod(shape[1:]))
-        header = _npy_header(shape)
+        if meta.get("dtype") != "uint8" or len(shape) != 4 or min(shape) < 0 or not hmac.compare_digest(
+                str(meta.get("digest")), _sign(meta)):
+            return None, "its meta does not match its digest"
+    except (ValueError, KeyError, TypeError):
+        return None, "its meta is not valid"
+    header = _npy_header(shape)
+    try:
         with open(_with(stem, ".npy"), "rb") as f:
-            if os.fstat(f.fileno()).st_size != len(header) + shape[0] * row_bytes or f.read(len(header)) != header:
-                return None
-            if per_block < 1 or len(crcs) != -(-shape[0] // per_block):
-                return None
-            buf = memoryview(bytearray(per_block * row_bytes))
-            for b, crc in enumerate(crcs):
-                view = buf[: min(per_block, shape[0] - b * per_block) * row_bytes]
-                if f.readinto(view) != len(view) or zlib.crc32(view) != crc:
-                    return None
-        array = np.load(_with(stem, ".npy"), mmap_mode="r")
-    except (OSError, ValueError, KeyError, TypeError):
-        return None
-    return (array, meta) if array.shape == shape and array.dtype == np.uint8 else None
+            if os.fstat(f.fileno()).st_size != len(header) + int(np.prod(shape)) or f.read(len(header)) != header:
+                return None, f"its array is not the declared uint8 array of shape {list(shape)} (truncated or replaced)"
+            if not hmac.compare_digest(_sha256_of(f), str(meta.get("sha256"))):
+                return None, "its array does not match its sha256 (edited or damaged)"
+            array = np.memmap(f, dtype=np.uint8, mode="r", offset=len(header), shape=shape)
+    except FileNotFoundError:
+        return None, "its array file is missing"
+    except (OSError, ValueError) as exc:
+        return None, f"its array cannot be read ({type(exc).__name__})"
+    return (array, meta), None
+
+
+def _cannot_write(folder: Path, exc: OSError) -> HetbenchError:
+    return HetbenchError(f"cannot write the decoded-image cache in '{folder}' ({exc.strerror or type(exc).__name__}); "
+                         "pass --cache-dir DIR (or set HETBENCH_CACHE) to keep it elsewhere")
 
 
 def _writable(folder: Path) -> None:
@@ -128,10 +271,7 @@ def _writable(folder: Path) -> None:
         probe.write_bytes(b"")
         probe.unlink()
     except OSError as exc:
-        raise HetbenchError(
-            f"cannot write the decoded-image cache in '{folder}' ({exc.strerror or type(exc).__name__}); pass "
-            "--cache-dir DIR (or set HETBENCH_CACHE) to keep it elsewhere"
-        ) from None
+        raise _cannot_write(folder, exc) from None
 
 
 def scan(source: ImageSource, image_size: int | None, decoder: Decoder, desc: str, quiet: bool,
@@ -173,6 +313,8 @@ def decoded_images(
 ) -> tuple[np.ndarray, dict]:
     """Rows ``rows`` (sorted) of ``source`` decoded to uint8 ``(len(rows), C, S, S)``: from the cache when a
     valid one exists, else decoded now (every source row is checked, the ``rows`` are decoded) and cached.
+    An entry that exists but fails its checks (:func:`load_cached`) is decoded again after one
+    :class:`CacheWarning`.
 
     Parameters
     ----------
@@ -207,7 +349,7 @@ def decoded_images(
     ------
     HetbenchError
         For a missing or unreadable image, mixed sizes or non-square images without ``image_size``, or a
-        cache folder that cannot be written.
+        cache folder that cannot be written (read-only, full).
 
     Examples
     --------
@@ -220,19 +362,44 @@ def decoded_images(
     >>> x.shape, int(x[1].max()), meta["mean"]
     ((2, 1, 8, 8), 255, [0.5])
     """
-    from hetbench.progress import progress_bar
-    from hetbench.tempdirs import temp_dir
-
     identity = {**identity, "format": "hetbench-decoded-images", "version": CACHE_VERSION, "part": part,
-                "column": source.column, "source_rows": source.num_rows, "image_size": image_size,
-                "channels": channels, "rows": hashlib.sha256(np.asarray(rows, np.int64).tobytes()).hexdigest()}
+                "column": source.column, "source_rows": source.num_rows, "source_sha256": source_digest(source),
+                "image_size": image_size, "channels": channels, "decoders": _decoder_versions(),
+                "rows": hashlib.sha256(np.asarray(rows, np.int64).tobytes()).hexdigest()}
     if rows_per_block:  # the statistics are summed per block: another block size is another cache
         identity["block_rows"] = int(rows_per_block)
     stem = cache_stem(folder, name, part, identity)
-    found = load_cached(stem, identity)
+    found, damage = load_cached(stem, identity)
     if found is not None:
         return found
+    if damage:
+        warnings.warn(f"the decoded-image cache of {name} ({part}) in '{folder}' cannot be trusted: {damage}; "
+                      "decoding the images again", CacheWarning, stacklevel=2)
     _writable(folder)
+    try:
+        return _build(source, folder, stem, identity, rows, image_size, channels, decoder, quiet, stats,
+                      rows_per_block, part)
+    except OSError as exc:
+        if exc.errno not in (errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM, errno.EFBIG):
+            raise
+        raise _cannot_write(folder, exc) from None
+
+
+def _decoder_versions() -> dict[str, str]:
+    """The versions of what decodes and resizes the images (another version may give other pixels)."""
+    import cv2
+    import PIL
+
+    return {"opencv": str(cv2.__version__), "pillow": str(PIL.__version__)}
+
+
+def _build(source: ImageSource, folder: Path, stem: Path, identity: dict, rows: np.ndarray, image_size: int | None,
+           channels: int | None, decoder: Decoder, quiet: bool, stats: bool, rows_per_block: int | None,
+           part: str) -> tuple[np.ndarray, dict]:
+    """Decode the entry ``stem`` of :func:`decoded_images` in a temporary folder and rename it into place."""
+    from hetbench.progress import progress_bar
+    from hetbench.tempdirs import temp_dir
+
     with temp_dir(folder, f".{stem.name}.build-") as tmp:
         gray, size = scan(source, image_size, decoder, part, quiet)
         c = channels or (1 if gray else 3)
@@ -258,17 +425,20 @@ def decoded_images(
                 bar.update(advance=int(job.rows.size))
         with open(path, "rb+") as f:
             os.fsync(f.fileno())
+            digest = _sha256_of(f)
         meta: dict[str, Any] = {"identity": identity, "shape": list(shape), "dtype": "uint8", "rows": shape[0],
-                                "channels": c, "image_size": size, "block_rows": per_block, "block_crc32": crcs}
+                                "channels": c, "image_size": size, "block_rows": per_block, "block_crc32": crcs,
+                                "sha256": digest}
         if stats:
             mean = total / max(count, 1)
             std = np.sqrt(np.maximum(total_sq / max(count, 1) - mean**2, 1e-12))
             meta.update(mean=[float(v) for v in mean], std=[float(v) for v in std])
+        meta["digest"] = _sign(meta)
         (tmp / "meta.json").write_text(json.dumps(meta) + "\n")
         os.replace(path, _with(stem, ".npy"))  # the array first: a meta always names a complete array
         os.replace(tmp / "meta.json", _with(stem, ".json"))
-    return np.load(_with(stem, ".npy"), mmap_mode="r"), meta
+    return np.load(_with(stem, ".npy"), mmap_mode="r", allow_pickle=False), meta
 
 
-__all__ = ["CACHE_FOLDER", "CACHE_VERSION", "Decoder", "block_rows", "cache_folder", "decoded_images", "image_source",
-           "load_cached", "release_pages"]
+__all__ = ["CACHE_FOLDER", "CACHE_VERSION", "CacheWarning", "Decoder", "block_rows", "cache_folder", "decoded_images",
+           "default_cache_root", "image_source", "load_cached", "release_pages", "source_digest"]

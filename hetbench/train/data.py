@@ -3,9 +3,10 @@
 The split is read only through the output contract (``docs/output-contract.md``): ``datasets.load_dataset``
 on a built folder or hub id, the ``train`` and ``test`` splits, clients by ``client_id``, and test groups by
 ``device`` / ``domain`` / ``s2_cell`` / ``user_id`` where the split has them. Images are decoded once, in
-parallel, into a memory-mapped uint8 array per split part (:mod:`hetbench.train.cache`) that later runs
-reuse; a client is an index array into it, and a batch is gathered from the memory map, so resident
-memory holds a few batches, not the split.
+parallel, into a memory-mapped uint8 array per split part (:mod:`hetbench.train.cache`, outside the split
+folder, keyed by the split's content and checked on every read) that later runs reuse; a client is an
+index array into it, and a batch is gathered from the memory map, so resident memory holds a few batches,
+not the split.
 """
 
 from __future__ import annotations
@@ -276,7 +277,9 @@ def load_federated(
         No progress bars.
     cache_dir : path, optional
         Where the decoded images are cached (:func:`hetbench.train.cache.cache_folder`: default
-        ``$HETBENCH_CACHE``, else ``<split>/.hetbench-cache``).
+        ``$HETBENCH_CACHE``, else ``$XDG_CACHE_HOME/hetbench/train`` or ``~/.cache/hetbench/train``;
+        never inside the split folder). A cache entry that fails its checks is decoded again after one
+        :class:`hetbench.train.cache.CacheWarning`.
     processes : int, optional
         Decode processes when the cache is built (default: one per core).
 
@@ -290,7 +293,7 @@ def load_federated(
     HetbenchError
         For a split without ``client_id`` or ``label``, without a test split, with no image column, a
         missing or unreadable image, images of mixed or non-square sizes without ``image_size``, where a
-        training group has no test data, or when the cache cannot be written.
+        training group has no test data, or when the cache cannot be written or lies inside the split folder.
     """
     import torch
 

@@ -1,11 +1,16 @@
-"""The decoded-image cache (hetbench.train.cache): decoded once, reused, rebuilt when it cannot be
-trusted, the same bytes for any number of decode processes, and the images the trainer always decoded."""
+"""The decoded-image cache (hetbench.train.cache): decoded once, reused, kept outside the split folder,
+keyed by the split's content, rebuilt with one warning when it cannot be trusted, the same bytes for any
+number of decode processes, and the images the trainer always decoded."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+import shutil
 import threading
+import warnings
+import zlib
 from pathlib import Path
 
 import numpy as np
@@ -68,6 +73,37 @@ def old_decode(images: list, size: int | None) -> np.ndarray:
     return out
 
 
+@pytest.fixture(autouse=True)
+def where(tmp_path, monkeypatch) -> Path:
+    """The default cache folder, in a temporary $XDG_CACHE_HOME (no $HETBENCH_CACHE)."""
+    monkeypatch.delenv("HETBENCH_CACHE", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    return tmp_path / "xdg" / "hetbench" / "train"
+
+
+def tree(folder: Path) -> dict[str, bytes | None]:
+    """Every path under ``folder`` with its bytes (None for a folder)."""
+    return {p.relative_to(folder).as_posix(): None if p.is_dir() else p.read_bytes() for p in folder.rglob("*")}
+
+
+def forge_zeros(npy: Path, resign: bool = False) -> None:
+    """Zero the images of a cache entry and recompute its CRC-32s (what a checksum without a key allows);
+    with ``resign`` also its sha256 and digest, where it has them (what someone who knows the format does)."""
+    raw = bytearray(npy.read_bytes())
+    meta_path = npy.with_name(npy.name[:-4] + ".json")
+    meta = json.loads(meta_path.read_text())
+    start = len(raw) - int(np.prod(meta["shape"]))
+    raw[start:] = bytes(len(raw) - start)
+    npy.write_bytes(bytes(raw))
+    row = int(np.prod(meta["shape"][1:]))
+    per = int(meta["block_rows"]) * row
+    meta["block_crc32"] = [zlib.crc32(bytes(raw[a : a + per])) for a in range(start, len(raw), per)]
+    if resign and "digest" in meta:
+        meta["sha256"] = hashlib.sha256(bytes(raw)).hexdigest()
+        meta["digest"] = cache._sign(meta)
+    meta_path.write_text(json.dumps(meta))
+
+
 @pytest.fixture
 def mixed(tmp_path):
     """A split of RGB and grayscale images of several sizes (shrunk and grown to 12 px)."""
@@ -104,10 +140,9 @@ def test_an_rgb_test_split_is_averaged_to_one_channel_for_a_grayscale_train_spli
     assert data.x_train.shape[1] == 1 and np.array_equal(np.asarray(data.x_test), want)
 
 
-def test_a_second_load_reuses_the_cache_without_decoding(mixed, monkeypatch):
+def test_a_second_load_reuses_the_cache_without_decoding(mixed, where, monkeypatch):
     folder, _, _ = mixed
     first = load_federated(str(folder), image_size=12)
-    where = folder / cache.CACHE_FOLDER
     before = _files(where)
     assert sorted(n.rsplit(".", 1)[1] for n in before) == ["json", "json", "npy", "npy"]
 
@@ -145,11 +180,11 @@ def test_the_cached_bytes_do_not_depend_on_the_number_of_decode_processes(mixed,
     assert len(got["2 processes"][1]["block_crc32"]) == -(-rows.size // 4)  # several blocks were dealt out
 
 
-def test_a_corrupt_truncated_or_mismatched_cache_is_rebuilt(mixed):
+def test_a_corrupt_truncated_pickled_or_mismatched_cache_is_rebuilt_with_one_warning(mixed, tmp_path):
     folder, train, _ = mixed
     want = old_decode(train, 12)
-    load_federated(str(folder), image_size=12)
-    where = folder / cache.CACHE_FOLDER
+    where = tmp_path / "cache"
+    load_federated(str(folder), image_size=12, cache_dir=where)
     npy = next(p for p in where.glob("*-train-*.npy"))
     meta_path = npy.with_suffix(".json")
     good_meta = meta_path.read_text()
@@ -159,21 +194,109 @@ def test_a_corrupt_truncated_or_mismatched_cache_is_rebuilt(mixed):
         raw[-7] ^= 0xFF
         p.write_bytes(bytes(raw))
 
+    def pickled():
+        np.save(npy, np.array([{"images": 0}], dtype=object), allow_pickle=True)
+
     damages = {
+        "zeroed images with their CRC-32s recomputed": lambda: forge_zeros(npy),
         "a flipped byte": lambda: damage_byte(npy),
         "a truncated array": lambda: npy.write_bytes(npy.read_bytes()[:-100]),
+        "an empty array file": lambda: npy.write_bytes(b""),
+        "a pickled array": pickled,
         "a missing array": lambda: npy.unlink(),
         "a meta that is not JSON": lambda: meta_path.write_text("{not json"),
+        "a meta that is not UTF-8": lambda: meta_path.write_bytes(b"\xff\xfe{"),
         "a meta of another shape": lambda: meta_path.write_text(good_meta.replace('"shape": [42,', '"shape": [41,')),
         "a meta of another identity": lambda: meta_path.write_text(good_meta.replace('"part": "train"',
                                                                                     '"part": "test"')),
+        "an edited mean": lambda: meta_path.write_text(good_meta.replace('"mean": [', '"mean": [0.0, ')),
     }
     for what, damage in damages.items():
         damage()
-        data = load_federated(str(folder), image_size=12)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            data = load_federated(str(folder), image_size=12, cache_dir=where)
         assert np.array_equal(np.asarray(data.x_train), want), what
         assert json.loads(meta_path.read_text()) == json.loads(good_meta), what
+        assert [w.category.__name__ for w in caught] == ["CacheWarning"], what  # one warning, and only one
+        message = str(caught[0].message)
+        assert "\n" not in message and "cannot be trusted" in message and "decoding the images again" in message
     assert not [p for p in where.iterdir() if p.name.startswith(".")]  # no temporary folder left behind
+    meta_path.unlink()  # an entry without its meta, as a run killed between the two renames leaves it:
+    with warnings.catch_warnings(record=True) as caught:  # not damaged, only unfinished: no warning
+        warnings.simplefilter("always")
+        data = load_federated(str(folder), image_size=12, cache_dir=where)
+    assert not caught and np.array_equal(np.asarray(data.x_train), want)
+
+
+def test_a_cache_inside_the_split_folder_is_never_read_or_written(mixed, where, tmp_path):
+    folder, train, test = mixed
+    load_federated(str(folder), image_size=12, cache_dir=tmp_path / "made")
+    planted = folder / cache.CACHE_FOLDER  # a downloaded folder bringing zeroed images, checksums and all
+    shutil.copytree(tmp_path / "made", planted)
+    for npy in planted.glob("*.npy"):
+        forge_zeros(npy, resign=True)
+    before = tree(folder)
+    data = load_federated(str(folder), image_size=12)
+    assert np.array_equal(np.asarray(data.x_train), old_decode(train, 12))
+    assert np.asarray(data.x_test).any()
+    assert tree(folder) == before  # nothing written into the split folder
+    assert len(list(where.glob("*.npy"))) == 2
+    with pytest.raises(HetbenchError, match="lies inside the split folder") as info:
+        load_federated(str(folder), image_size=12, cache_dir=planted)
+    assert "\n" not in str(info.value)
+
+
+def _partition(out: Path, seed: int = 0) -> Path:
+    from hetbench.cli.main import main
+
+    try:
+        main(["partition", "iid", "--clients", "3", "--seed", str(seed), "--out", str(out), "-q"])
+    except SystemExit as exc:
+        assert not exc.code
+    return out
+
+
+def test_an_edited_split_does_not_reuse_the_cache(tmp_path, monkeypatch):
+    import datasets
+    import pyarrow.parquet as pq
+
+    split = _partition(tmp_path / "digits")
+    first = np.array(load_federated(str(split)).x_train)
+    manifest = json.loads((split / "hetbench.json").read_text())
+    (shard,) = manifest["splits"]["train"]["files"]
+    table = pq.read_table(split / shard)
+    images = table.column("image").to_pylist()
+    table = table.set_column(table.schema.get_field_index("image"), "image",
+                             pa_array(images[1:] + images[:1], table.schema.field("image").type))
+    pq.write_table(table, split / shard)  # other images in the shard, the manifest as it was
+    # datasets keys its own cache by the card's file patterns: a fresh one (another machine, a cleared
+    # cache) reads the new images, and so must the trainer
+    monkeypatch.setattr(datasets.config, "HF_DATASETS_CACHE", str(tmp_path / "hf-fresh"))
+    edited = np.array(load_federated(str(split)).x_train)
+    fresh = np.array(load_federated(str(split), cache_dir=tmp_path / "fresh").x_train)
+    assert np.array_equal(edited, fresh) and not np.array_equal(edited, first)
+    assert np.array_equal(edited, np.concatenate([first[1:], first[:1]]))  # rows kept in the shard's order
+    manifest["splits"]["train"]["file_sha256"][shard] = hashlib.sha256((split / shard).read_bytes()).hexdigest()
+    manifest["splits"]["train"]["content_sha256"] = "0" * 64  # the manifest re-hashed
+    (split / "hetbench.json").write_text(json.dumps(manifest))
+    monkeypatch.setattr(cache, "scan_task", _counting(cache.scan_task, calls := []))
+    assert np.array_equal(np.asarray(load_federated(str(split)).x_train), fresh)
+    assert calls  # another manifest: decoded again, not taken from the entry made under the old one
+
+
+def _counting(fn, calls: list):
+    def wrapper(*args, **kwargs):
+        calls.append(1)
+        return fn(*args, **kwargs)
+
+    return wrapper
+
+
+def pa_array(values: list, kind):
+    import pyarrow as pa
+
+    return pa.array(values, type=kind)
 
 
 def test_new_images_at_the_same_path_are_decoded_again(tmp_path):
@@ -186,7 +309,7 @@ def test_new_images_at_the_same_path_are_decoded_again(tmp_path):
     assert np.array_equal(np.asarray(load_federated(str(folder)).x_train), old_decode(second, 8))
 
 
-def test_two_loads_building_the_same_cache_at_once_both_succeed(mixed):
+def test_two_loads_building_the_same_cache_at_once_both_succeed(mixed, where):
     folder, train, _ = mixed
     results, errors = [], []
 
@@ -203,26 +326,34 @@ def test_two_loads_building_the_same_cache_at_once_both_succeed(mixed):
         t.join()
     assert not errors and len(results) == 2
     assert all(np.array_equal(r, old_decode(train, 12)) for r in results)
-    where = folder / cache.CACHE_FOLDER
     assert len(list(where.glob("*.npy"))) == 2 and not [p for p in where.iterdir() if p.name.startswith(".")]
 
 
-def test_where_the_cache_goes(tmp_path, monkeypatch):
+def test_where_the_cache_goes(tmp_path, monkeypatch, where):
     split = tmp_path / "split"
     split.mkdir()
-    monkeypatch.delenv("HETBENCH_CACHE", raising=False)
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
-    assert cache_folder(str(split)) == split / ".hetbench-cache"
-    assert cache_folder("someone/on-the-hub") == tmp_path / "xdg" / "hetbench" / "train"
+    assert cache_folder(str(split)) == where  # $XDG_CACHE_HOME/hetbench/train, for a folder as for a hub id
+    assert cache_folder("someone/on-the-hub") == where
+    monkeypatch.setenv("XDG_CACHE_HOME", "relative/xdg")  # not absolute: ignored, as the XDG spec says
+    assert cache_folder(str(split)) == Path("~/.cache/hetbench/train").expanduser()
     monkeypatch.setenv("HETBENCH_CACHE", str(tmp_path / "env"))
     assert cache_folder(str(split)) == tmp_path / "env"
     assert cache_folder(str(split), tmp_path / "given") == tmp_path / "given"
+    for inside in (split, split / "sub"):
+        with pytest.raises(HetbenchError, match="--cache-dir .* lies inside the split folder"):
+            cache_folder(str(split), inside)
+    monkeypatch.setenv("HETBENCH_CACHE", str(split / ".hetbench-cache"))
+    with pytest.raises(HetbenchError, match="HETBENCH_CACHE .* lies inside the split folder"):
+        cache_folder(str(split))
 
 
-def test_cache_dir_keeps_the_split_folder_untouched(mixed, tmp_path):
+def test_loading_leaves_the_split_folder_untouched(mixed, tmp_path, where):
     folder, _, _ = mixed
+    before = tree(folder)
+    load_federated(str(folder), image_size=12)
+    assert tree(folder) == before and len(list(where.glob("*.npy"))) == 2
     load_federated(str(folder), image_size=12, cache_dir=tmp_path / "elsewhere")
-    assert not (folder / cache.CACHE_FOLDER).exists()
+    assert tree(folder) == before
     assert sorted(p.name.split("-")[3] for p in (tmp_path / "elsewhere").glob("mixed-a0.5-n2-*.npy")) == [
         "test", "train"]
 
@@ -237,12 +368,11 @@ def test_a_cache_folder_that_cannot_be_written_is_one_line_naming_cache_dir(mixe
 
 
 @pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() == 0, reason="root can write a read-only folder")
-def test_a_read_only_split_folder_is_refused_with_the_cache_dir_hint(mixed):  # pragma: no cover - not as root
-    folder, _, _ = mixed
+def test_a_read_only_split_folder_loads(mixed):  # pragma: no cover - not as root
+    folder, train, _ = mixed
     folder.chmod(0o555)
     try:
-        with pytest.raises(HetbenchError, match="pass --cache-dir"):
-            load_federated(str(folder), image_size=12)
+        assert np.array_equal(np.asarray(load_federated(str(folder), image_size=12).x_train), old_decode(train, 12))
     finally:
         folder.chmod(0o755)
 
@@ -253,7 +383,7 @@ def test_a_read_only_split_folder_is_refused_with_the_cache_dir_hint(mixed):  # 
     ("no image", "train: row 2 has no image"),
     ("not an image", "train: row 1: cannot read the image"),
 ])
-def test_bad_images_are_one_line(case, match, tmp_path):
+def test_bad_images_are_one_line(case, match, tmp_path, where):
     rng = np.random.default_rng(4)
     train = [_image(rng, "L", 8, 8) for _ in range(4)]
     if case == "mixed sizes":
@@ -276,7 +406,7 @@ def test_bad_images_are_one_line(case, match, tmp_path):
     with pytest.raises(HetbenchError, match=match) as info:
         load_federated(str(folder))
     assert "\n" not in str(info.value)
-    assert not list((folder / cache.CACHE_FOLDER).glob("*.npy"))  # nothing half-written
+    assert not list(where.glob("*.npy")) and not (folder / cache.CACHE_FOLDER).exists()  # nothing half-written
 
 
 def test_batches_and_test_chunks_come_from_the_memory_map(mixed):

@@ -4,7 +4,11 @@ then ``hetbench leaderboard`` over the results."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import subprocess
+import sys
+import zlib
 from pathlib import Path
 
 import numpy as np
@@ -290,11 +294,20 @@ def test_skip_existing_and_resume_from_the_command_line(digits_split, tmp_path, 
     assert _without_timing(folder / "fedprox-s0.json") == _without_timing(fresh / folder.name / "fedprox-s0.json")
 
 
+def _tree(folder: Path) -> dict[str, bytes | None]:
+    return {p.relative_to(folder).as_posix(): None if p.is_dir() else p.read_bytes() for p in folder.rglob("*")}
+
+
 def test_the_decode_cache_goes_where_cache_dir_or_hetbench_cache_says(digits_split, tmp_path, run_cli, monkeypatch):
     def cached(folder):
         return sorted(p.name for p in folder.rglob("*.npy")) if folder.exists() else []
 
-    in_split = cached(digits_split / ".hetbench-cache")
+    before = _tree(digits_split)
+    monkeypatch.delenv("HETBENCH_CACHE", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    code, _, err = run_cli("train", "--split", digits_split, "--algo", "fedavg", *FAST, "--out", tmp_path / "default")
+    assert code == 0, err
+    assert len(cached(tmp_path / "xdg" / "hetbench" / "train")) == 2  # by default: the user's cache folder
     code, _, err = run_cli("train", "--split", digits_split, "--algo", "fedavg", *FAST, "--out", tmp_path / "a",
                            "--cache-dir", tmp_path / "flag")
     assert code == 0, err
@@ -303,5 +316,45 @@ def test_the_decode_cache_goes_where_cache_dir_or_hetbench_cache_says(digits_spl
     code, _, err = run_cli("train", "--split", digits_split, "--algo", "fedavg", *FAST, "--out", tmp_path / "b")
     assert code == 0, err
     assert cached(tmp_path / "env") == cached(tmp_path / "flag")
-    assert cached(digits_split / ".hetbench-cache") == in_split  # neither run wrote into the split folder
+    assert _tree(digits_split) == before  # no run wrote into the split folder
     assert _without_timing(_results(tmp_path / "a")[0]) == _without_timing(_results(tmp_path / "b")[0])
+    assert _without_timing(_results(tmp_path / "a")[0]) == _without_timing(_results(tmp_path / "default")[0])
+    code, _, err = run_cli("train", "--split", digits_split, "--algo", "fedavg", *FAST, "--out", tmp_path / "c",
+                           "--cache-dir", digits_split / ".hetbench-cache")
+    assert code == 2 and len(err.strip().splitlines()) == 1 and "lies inside the split folder" in err, err
+    assert _tree(digits_split) == before
+
+
+def _zero_images(npy: Path) -> None:
+    """Zero a cache entry's images and recompute its CRC-32s (all that an unkeyed checksum asks for)."""
+    meta_path = npy.with_name(npy.name[:-4] + ".json")
+    meta = json.loads(meta_path.read_text())
+    raw = bytearray(npy.read_bytes())
+    start = len(raw) - int(np.prod(meta["shape"]))
+    raw[start:] = bytes(len(raw) - start)
+    npy.write_bytes(bytes(raw))
+    per = int(meta["block_rows"]) * int(np.prod(meta["shape"][1:]))
+    meta["block_crc32"] = [zlib.crc32(bytes(raw[a : a + per])) for a in range(start, len(raw), per)]
+    meta_path.write_text(json.dumps(meta))
+
+
+def test_zeroed_or_pickled_cached_images_are_decoded_again_with_one_warning_line(digits_split, tmp_path, run_cli):
+    args = ["train", "--split", str(digits_split), "--algo", "fedavg", *FAST, "--cache-dir", str(tmp_path / "c")]
+    code, _, err = run_cli(*args, "--out", tmp_path / "first")
+    assert code == 0, err
+    want = _without_timing(_results(tmp_path / "first")[0])
+    npy = next((tmp_path / "c").glob("*-train-*.npy"))
+    _zero_images(npy)
+    done = subprocess.run([sys.executable, "-m", "hetbench.cli.main", *args, "--out", str(tmp_path / "zeroed")],
+                          capture_output=True, text=True, env=dict(os.environ), timeout=600)
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
+    got = _without_timing(_results(tmp_path / "zeroed")[0])
+    assert got["final"] == want["final"] and got == want  # the accuracy of the real images, not of zeros
+    warned = [line for line in done.stderr.splitlines() if "warning" in line.lower()]
+    assert len(warned) == 1 and warned[0].startswith("hetbench: warning: the decoded-image cache of "), done.stderr
+    np.save(npy, np.array([{"images": 0}], dtype=object), allow_pickle=True)  # a pickled array file
+    with pytest.warns(UserWarning, match="cannot be trusted") as caught:
+        code, _, err = run_cli(*args, "--out", tmp_path / "pickled")
+    assert code == 0 and "Traceback" not in err, err
+    assert [w.category.__name__ for w in caught if "decoded-image cache" in str(w.message)] == ["CacheWarning"]
+    assert _without_timing(_results(tmp_path / "pickled")[0]) == want
