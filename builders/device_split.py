@@ -10,6 +10,9 @@ device. Which client each training row goes to is the
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
+
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
@@ -100,7 +103,11 @@ def rendered_table(
     license: str,
 ) -> RenderedCaptures:
     """Rows of every usable capture under every device; captures held out for testing by label."""
-    skipped = [{"file": j.capture_id if not hasattr(j.source, "path") else j.source.path, "reason": r.skipped}
+    # a skipped file by its path under the folder the captures came from: no local path is published
+    paths = [os.path.abspath(j.source.path) for j in jobs if hasattr(j.source, "path")]
+    root = os.path.commonpath([os.path.dirname(p) for p in paths]) if paths else ""
+    skipped = [{"file": j.capture_id if not hasattr(j.source, "path") else
+                Path(os.path.relpath(os.path.abspath(j.source.path), root)).as_posix(), "reason": r.skipped}
                for j, r in zip(jobs, results) if r.skipped]
     kept = [r for r in results if not r.skipped]
     if not kept:

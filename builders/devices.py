@@ -74,7 +74,8 @@ def prepare_devices(
     devices = [d.name for d in devs]
     isp_of = {d.name: str(Pipeline.parse(dict(d.isp))) for d in devs}
     weights = read_device_weights(device_weights, devices) if device_weights else {d.name: d.market_share for d in devs}
-    what = "crops of the real photographs shipped in scikit-image and scikit-learn" if raw_dir is None else f"the RAW captures in '{raw_dir}'"
+    what = ("crops of the real photographs shipped in scikit-image and scikit-learn" if raw_dir is None
+            else f"the RAW captures in '{os.path.basename(os.path.abspath(raw_dir))}'")  # its name, never its path
     description = (
         f"{what}, re-captured by {len(devices)} emulated phones ('{profiles}' profiles: sensor unprocessing, "
         "Brooks et al. 2019, then each phone's own ISP), label = scene"

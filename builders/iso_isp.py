@@ -119,7 +119,8 @@ def prepare_iso_isp(
     devices = [p.short_name for p in pipelines]
     isp_of = {p.short_name: str(p) for p in pipelines}
     weights = read_device_weights(device_weights, devices)
-    description = EMBEDDED_DESCRIPTION if raw_dir is None else f"the RAW captures in '{raw_dir}'"
+    description = (EMBEDDED_DESCRIPTION if raw_dir is None  # the folder's name, never its path
+                   else f"the RAW captures in '{os.path.basename(os.path.abspath(raw_dir))}'")
     corpus = None if recipe is None else corpus_labels(recipe, raw_dir, labels)
     if corpus is not None:
         description = f"{corpus.description} (local copy '{raw_dir}')"

@@ -14,3 +14,8 @@ class HetbenchError(ValueError):
 
     def __init__(self, message: str) -> None:
         super().__init__(" ".join(str(message).split()))
+
+
+class Mismatch(Exception):
+    """A built folder does not hold what its manifest says: the one-line reason (``hetbench verify``
+    exits 1). Not bad input: a failed check."""

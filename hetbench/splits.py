@@ -21,7 +21,7 @@ Output rows are ordered by (client id, source row), so a client's rows are conti
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -63,6 +63,9 @@ class FederatedSplit:
     #: runs a model gives other bits on another CPU (:mod:`hetbench.publish.embeddings`); None when
     #: the partitioner embeds nothing
     embeddings: dict[str, np.ndarray] | None = None
+    #: dotted manifest key -> the local path the recipe names there by ``local:<name>``
+    #: (:mod:`hetbench.local_paths`; written to the unpublished sidecar)
+    local_paths: dict[str, str] = field(default_factory=dict)
 
     @property
     def num_clients(self) -> int:
@@ -404,9 +407,14 @@ def build_split(
     if test_split in ("client", "heldout") and not 0.0 < test_fraction < 1.0:
         raise HetbenchError(f"--test-fraction must be between 0 and 1 (got {test_fraction})")
 
+    from hetbench.local_paths import publicise
+
     part = partitioner.partition(table, seed, train_split)
     if part.num_kept == 0:
         raise HetbenchError("the partition kept no samples")
+    public, local = publicise(part.recipe, "recipe.partition")  # local paths by name (hetbench.local_paths)
+    if local:
+        part = part.with_recipe(**public)
     recipe: dict[str, Any] = {
         "partition": part.recipe,
         "test_split": test_split,
@@ -416,13 +424,16 @@ def build_split(
     if allow_empty:
         recipe["allow_empty"] = True  # only when set: the recipes of splits without empty clients stay as they were
     if partitioner.build is not None:  # a builder rendered the table: its recipe, beside the partition's
-        recipe["build"] = {"method": partitioner.build["method"], "params": dict(partitioner.build["params"])}
+        params, found = publicise(dict(partitioner.build["params"]), "recipe.build.params")
+        recipe["build"] = {"method": partitioner.build["method"], "params": params}
+        local.update(found)
     part, outputs, dropped = derive(_PolicyInput(table, partitioner, part, seed, test_fraction, train_split, others))
     class_map = present_classes(table, outputs)
     if not allow_empty:
         check_no_empty_clients(part.num_clients, outputs["train"].client_ids)
     fs = FederatedSplit(table=table, partition=part, outputs=outputs, recipe=recipe, dropped=dropped,
-                        class_map=class_map, embeddings=getattr(partitioner, "last_embedding", None) or None)
+                        class_map=class_map, embeddings=getattr(partitioner, "last_embedding", None) or None,
+                        local_paths=local)
     partitioner.derive_columns(fs)  # cluster, s2_cell, renamed columns: part of the split, re-derived by verify
     return fs
 

@@ -73,7 +73,7 @@ def reusable_embeddings(out, table, spec: str, layer: str | None) -> dict[str, n
     """
     from hetbench.errors import HetbenchError
     from hetbench.publish.embeddings import read_embeddings
-    from hetbench.publish.folder_checks import Mismatch
+    from hetbench.errors import Mismatch
     from hetbench.publish.manifest import MANIFEST_NAME, read_manifest
     from hetbench.version import __version__
 
@@ -83,7 +83,9 @@ def reusable_embeddings(out, table, spec: str, layer: str | None) -> dict[str, n
         manifest = read_manifest(out)
         params = manifest["recipe"]["partition"].get("params") or {}
         entry = manifest.get("embeddings") or {}
-        same = (manifest.get("input_fingerprint") == table.fingerprint and params.get("embedder") == spec
+        from hetbench.local_paths import public_value
+
+        same = (manifest.get("input_fingerprint") == table.fingerprint and params.get("embedder") == public_value("embedder", spec)[0]
                 and params.get("layer") == layer and manifest.get("hetbench_version") == __version__)
         if not same or not entry:
             return None

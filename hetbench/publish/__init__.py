@@ -147,18 +147,24 @@ def publish_split(
             from hetbench.embed.cache import model_digest
             from hetbench.publish.embeddings import write_embeddings
 
-            embeddings = write_embeddings(fs.embeddings, tmp, model_digest(fs.recipe["partition"]["params"].get("embedder")))
+            spec = fs.recipe["partition"]["params"].get("embedder")
+            model = fs.local_paths.get("recipe.partition.params.embedder")  # its model file, by its local path
+            embeddings = write_embeddings(fs.embeddings, tmp, model_digest(f"{spec.partition(':')[0]}:{model}" if model else spec))
+        from hetbench.local_paths import publicise, write_sidecar
         from hetbench.publish.inventory import file_inventory
         from hetbench.publish.published_files import card_task
 
+        source, local_source = publicise(fs.table.source, "source")
         manifest = build_manifest(fs, written, name, sample_ids, embeddings)
+        manifest["source"] = source  # sources by name: no local path is published (hetbench.local_paths)
+        write_sidecar(tmp, {**fs.local_paths, **local_source})
         manifest["files"] = file_inventory(tmp)  # the report, its statistics and plots: digested, uploaded
         write_manifest(manifest, tmp)
         task = card_task(features)
         card = render_card(
             name=name,
             description=fs.table.description,
-            source=fs.table.source,
+            source=source,
             recipe=fs.recipe,
             report=report,
             manifest=manifest,

@@ -81,7 +81,7 @@ def read_embeddings(folder: str | Path, manifest: dict[str, Any]) -> dict[str, n
     HetbenchError
         A malformed entry or a path outside the folder.
     """
-    from hetbench.publish.folder_checks import Mismatch
+    from hetbench.errors import Mismatch
     from hetbench.publish.manifest import safe_path
 
     entry = manifest.get("embeddings") or {}
@@ -119,7 +119,7 @@ def listed_files(manifest: dict[str, Any]) -> set[str]:
 def check_embedding_files(folder: str | Path, manifest: dict[str, Any]) -> None:
     """``embeddings/`` holds exactly the files the manifest lists (their digests are checked when
     they are read: :func:`read_embeddings`)."""
-    from hetbench.publish.folder_checks import Mismatch
+    from hetbench.errors import Mismatch
 
     folder = Path(folder)
     root = folder / FOLDER

@@ -17,16 +17,12 @@ from typing import Any
 
 import numpy as np
 
-from hetbench.errors import HetbenchError
+from hetbench.errors import HetbenchError, Mismatch
 from hetbench.publish.digest import DIGEST_VERSION, SplitDigest, file_sha256, split_digest
 from hetbench.publish.manifest import (
     MANIFEST_NAME, SampleIds, assignment_digest, read_sample_id_table, read_sample_ids, safe_path, sample_ids_digest,
     sample_ids_of,
 )
-
-
-class Mismatch(Exception):
-    """The folder does not hold what its manifest says: the one-line reason (verify exits 1)."""
 
 
 @dataclass

@@ -26,7 +26,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from hetbench.publish.folder_checks import Mismatch
+from hetbench.errors import Mismatch
 from hetbench.publish.inventory import INVENTORIED, file_inventory, file_sha256 as _sha256
 
 #: files of a build that the manifest digests elsewhere or that hold it

@@ -97,15 +97,24 @@ def rebuild(manifest: dict, dataset: str | None = None, rebuilders: Rebuilders |
     from hetbench.sources import load_table
     from hetbench.splits import build_split
 
+    from hetbench.local_paths import is_local_name
     from hetbench.publish.manifest import recorded_build
 
-    method = recorded_build(manifest)["method"]
+    build = recorded_build(manifest)
+    method = build["method"]
     builder = (rebuilders or {}).get(method)
+    named = [(k, v) for k, v in (build["params"] or {}).items() if is_local_name(v)] if builder else []
+    if named:
+        raise HetbenchError(f"this folder was built from files of another machine ({named[0][0]} '{named[0][1]}'); verify it "
+                            "there, beside its .hetbench-local.json")
     if builder is not None:  # a builder renders its own table: re-run the whole build
         return builder(manifest)
     src = manifest["source"]
     if not isinstance(dataset or src.get("dataset"), str):
         raise HetbenchError("hetbench.json is malformed: 'source.dataset' is missing; pass --dataset")
+    if dataset is None and is_local_name(src["dataset"]):
+        raise HetbenchError(f"the source '{src['dataset']}' is a file of the machine that built this folder; pass "
+                            "--dataset with its path here")
     table = load_table(dataset or src["dataset"], src.get("label_col"), src.get("id_col"))
     if table.fingerprint != manifest.get("input_fingerprint"):
         raise SourceChanged(
@@ -305,6 +314,7 @@ def verify_folder(folder: str | Path, dataset: str | None = None, rebuilders: Re
     >>> verify_folder("no-such-folder").exit_code
     2
     """
+    from hetbench.local_paths import restore
     from hetbench.publish.embeddings import read_embeddings
     from hetbench.publish.published_files import check_card, check_files, check_report
 
@@ -314,15 +324,16 @@ def verify_folder(folder: str | Path, dataset: str | None = None, rebuilders: Re
         data = check_folder(folder, manifest)
         check_files(folder, manifest)
         stored = read_embeddings(folder, manifest)
+        local = restore(manifest, folder)  # the recipe's local inputs, from the unpublished sidecar
         try:
-            fs = rebuild(manifest, dataset, rebuilders, stored, trust_embedder)
+            fs = rebuild(local, dataset, rebuilders, stored, trust_embedder)
         except SourceChanged as exc:
             raise Mismatch(str(exc)) from exc
         fs = legacy_layout(fs) if manifest.get("format", 2) < 4 else fs  # formats 2, 3: builder in the partition
         unchecked = _check_rebuilt(folder, manifest, fs, data)
         check_card(folder, fs, manifest, next(iter(data.values())).features)
         check_report(folder, fs, manifest)
-        embedded = _re_embed(fs, manifest, stored, trust_embedder, re_embed or trust_embedder)
+        embedded = _re_embed(fs, local, stored, trust_embedder, re_embed or trust_embedder)
     except Mismatch as exc:
         return Verdict(False, f"FAILED: {exc}", 1)
     except HetbenchError as exc:

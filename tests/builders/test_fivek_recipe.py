@@ -65,7 +65,7 @@ def test_fivek_subject_labels_devices_card_and_verify(fivek_dir, tmp_path, run_c
     assert code == 0, err
     manifest = json.loads((out / "hetbench.json").read_text())
     assert manifest["class_names"] == ["man_made", "nature", "people"]
-    assert manifest["recipe"]["partition"]["params"]["recipe"] == "fivek-subject"
+    assert manifest["recipe"]["build"]["params"]["recipe"] == "fivek-subject"
     report = json.loads((out / "report.json").read_text())
     corpus = report["corpus"]
     assert corpus["labelled"] == 11 and corpus["listed"] == 12 and corpus["classes"] == 3
