@@ -25,6 +25,16 @@ CROP_SIZE = 256
 #: What a recipe that records no crops meant: the embedded default before it was raised (issue 15),
 #: 8 crops of 384 px per photograph. A recipe made from RAW files records None (they play no part).
 RECIPE_CROPS_IF_UNRECORDED = {"crops_per_photo": 8, "crop_size": 384}
+#: Most crops per photograph (``--crops-per-photo``, a recipe's or claim's ``crops_per_photo``): 500, so
+#: 3,500 captures per device; more is refused in one line (the crops are cut in memory before rendering).
+MAX_CROPS_PER_PHOTO = 500
+#: Crop sides allowed (``--crop-size``): from 32 pixels to 512, the largest shorter side among the embedded
+#: photographs (astronaut, 512 x 512). A photograph smaller than the crop gives crops of its own shorter side
+#: (chelsea: 300); a larger value would only be clamped, so it is refused.
+CROP_SIZE_RANGE = (32, 512)
+
+#: arguments of a builder's ``prepare`` that its rebuild passes itself (never read from a manifest)
+REBUILD_PASSES = ("seed", "num_proc", "quiet", "title", "engine", "on_checked")
 
 RAW_SUFFIXES = {
     ".dng", ".nef", ".nrw", ".cr2", ".cr3", ".crw", ".arw", ".srf", ".sr2", ".rw2", ".raf", ".orf",
@@ -185,9 +195,13 @@ def rebuild_from_recipe(prepare, manifest: dict, num_proc: int = 1):
 
     import yaml
 
+    from hetbench.param_types import check_params
     from hetbench.publish.manifest import recorded_build
 
     part = recorded_build(manifest)
+    where = "recipe.build.params" if isinstance(manifest["recipe"].get("build"), dict) else "recipe.partition.params"
+    check_params(prepare, part["params"], where, exclude=REBUILD_PASSES,
+                 hints={"device_weights": dict[str, float] | None, "crops_per_photo": int | None, "crop_size": int | None})
     params = dict(part["params"])
     weights = params.pop("device_weights", None)
     with tempfile.TemporaryDirectory() as tmp:
@@ -283,6 +297,40 @@ def check_size(size: int | None) -> int | None:
     return None if size is None else int(size)
 
 
+def check_crops(crops_per_photo: object, crop_size: object) -> None:
+    """Refuse crops of the embedded photographs outside :data:`MAX_CROPS_PER_PHOTO` and
+    :data:`CROP_SIZE_RANGE` (or not integers: a manifest's values are checked too) in one line.
+
+    Parameters
+    ----------
+    crops_per_photo, crop_size : int
+        ``--crops-per-photo`` and ``--crop-size`` (a recipe's ``crops_per_photo`` and ``crop_size``).
+
+    Examples
+    --------
+    >>> from hetbench.builders.captures import check_crops
+    >>> check_crops(75, 256)
+    >>> check_crops(75, 100000)
+    Traceback (most recent call last):
+    ...
+    hetbench.errors.HetbenchError: --crop-size must be an integer between 32 and 512 pixels, the largest embedded photograph's shorter side (got 100000)
+    >>> check_crops(10**6, 256)
+    Traceback (most recent call last):
+    ...
+    hetbench.errors.HetbenchError: --crops-per-photo must be an integer between 1 and 500 (got 1000000)
+    """
+    import numbers
+
+    lo, hi = CROP_SIZE_RANGE
+    for name, value, low, high, unit in (
+        ("--crops-per-photo", crops_per_photo, 1, MAX_CROPS_PER_PHOTO, ""),
+        ("--crop-size", crop_size, lo, hi, " pixels, the largest embedded photograph's shorter side"),
+    ):
+        if isinstance(value, bool) or not isinstance(value, numbers.Integral) or not low <= value <= high:
+            shown = value if isinstance(value, numbers.Integral) and not isinstance(value, bool) else repr(value)
+            raise HetbenchError(f"{name} must be an integer between {low} and {high}{unit} (got {shown})")
+
+
 def capture_jobs(raw_dir, labels, renders, size, seed, crops_per_photo, crop_size, profile_set="heteroswitch9",
                  label_of: dict[str, str] | None = None) -> list[CaptureJob]:
     """One job per capture, from RAW files (``raw_dir``, labels from ``labels``, or the files and
@@ -303,8 +351,7 @@ def capture_jobs(raw_dir, labels, renders, size, seed, crops_per_photo, crop_siz
         ]
     if labels is not None:
         raise HetbenchError("--labels needs --raw-dir")
-    if crops_per_photo < 1 or crop_size < 32:
-        raise HetbenchError("--crops-per-photo must be >= 1 and --crop-size >= 32")
+    check_crops(crops_per_photo, crop_size)
     profiles = [p.name for p in load_profiles(profile_set)]
     return [
         CaptureJob(i, cid, label, src, tuple(renders), size, seed, base_profile=profiles[i % len(profiles)], profile_set=profile_set)

@@ -1,7 +1,8 @@
 """Images named by a metadata table (``--image-root`` / ``--image-col`` of ``build geo`` / ``build users``).
 
 Every path is resolved and must stay inside the root; every file is decoded once at build time.
-Rows whose image is outside the root, missing or undecodable are removed from the table, counted
+Rows whose image is outside the root, missing, undecodable or over hetbench's pixel bound
+(:data:`hetbench.image_limits.MAX_PIXELS`) are removed from the table, counted
 among the dropped rows (``filtered``; ``missing-value`` for a missing file) and listed in the
 report's ``skipped`` entries, as the device builds list their skipped captures.
 """
@@ -23,15 +24,18 @@ MAX_LISTED_SKIPPED = 1000
 
 
 def _image_problem(path: Path) -> str | None:
-    """Why ``path`` cannot be attached (None when it decodes)."""
-    from PIL import Image
+    """Why ``path`` cannot be attached (None when it decodes): missing, over hetbench's pixel bound
+    (checked from its header before decoding, :mod:`hetbench.image_limits`), or undecodable."""
+    from hetbench.image_limits import ImageTooLarge, open_image
 
     if not path.is_file():
         return "missing under --image-root"
     try:
-        with Image.open(path) as im:
+        with open_image(path, "image") as im:
             im.load()
-    except Exception as exc:  # any decoder failure (truncated, not an image, decompression bomb)
+    except ImageTooLarge as exc:
+        return str(exc)
+    except Exception as exc:  # any decoder failure (truncated, not an image)
         return f"cannot be decoded as an image ({type(exc).__name__}: {' '.join(str(exc).split())[:200]})"
     return None
 

@@ -47,13 +47,26 @@ def image_column(table: SampleTable, split: str = "train") -> str:
     return col
 
 
-def _decode(item: dict) -> np.ndarray:
-    """uint8 pixels of a stored image: 8-bit grey stays (H, W), everything else becomes RGB."""
-    from PIL import Image
+def _decode(item: dict, row: int | None = None) -> np.ndarray:
+    """uint8 pixels of a stored image (``item``, training ``row``): 8-bit grey stays (H, W), everything
+    else becomes RGB. Every row is noised, none skipped: an image over hetbench's pixel bound
+    (:mod:`hetbench.image_limits`), truncated or missing is a :class:`HetbenchError` naming its row."""
+    from PIL import UnidentifiedImageError
 
-    img = Image.open(io.BytesIO(item["bytes"])) if item.get("bytes") else Image.open(item["path"])
-    grey = img.mode in ("L", "1", "LA", "I", "I;16", "F")
-    return np.asarray(img.convert("L" if grey else "RGB"))
+    from hetbench.image_limits import open_image
+
+    what = "feature-noise: " + ("an image" if row is None else f"training row {row}")
+    if item is None or not (item.get("bytes") or item.get("path")):
+        raise HetbenchError(f"{what} has no image")
+    try:
+        with open_image(item["bytes"] if item.get("bytes") else item["path"], what) as img:
+            grey = img.mode in ("L", "1", "LA", "I", "I;16", "F")
+            return np.asarray(img.convert("L" if grey else "RGB"))
+    except HetbenchError:
+        raise
+    except (OSError, UnidentifiedImageError, SyntaxError, ValueError) as exc:
+        reason = " ".join(str(exc).split())[:200]
+        raise HetbenchError(f"{what}: cannot read the image ({type(exc).__name__}: {reason})") from None
 
 
 def _encode(pixels: np.ndarray) -> bytes:
@@ -120,9 +133,9 @@ def feature_noise_table(
     rng = make_rng(seed, FEATURE_STREAM)
     images = []
     with progress_bar(f"adding noise to {len(items):,} images", len(items), quiet) as bar:
-        for item, s in zip(items, std):
-            images.append({"bytes": _encode(add_gaussian_noise(_decode(item), float(s), rng)) if s > 0 else
-                           (item["bytes"] if item.get("bytes") else _encode(_decode(item))), "path": None})
+        for row, (item, s) in enumerate(zip(items, std)):
+            images.append({"bytes": _encode(add_gaussian_noise(_decode(item, row), float(s), rng)) if s > 0 else
+                           (item["bytes"] if item.get("bytes") else _encode(_decode(item, row))), "path": None})
             bar.update(1)
     image_type = table.splits["train"].features[col]
     splits["train"] = _with_columns(table.splits["train"], {

@@ -82,19 +82,30 @@ def jitter(rgb: np.ndarray, setting: dict[str, float]) -> np.ndarray:
 
 
 def _images(table: SampleTable, split: str) -> np.ndarray:
-    """Every image of a split as uint8 RGB (N, H, W, 3); images must share one size."""
-    import io
+    """Every image of a split as uint8 RGB (N, H, W, 3); images must share one size. Every row is
+    rendered, so none is skipped: an image over hetbench's pixel bound (:mod:`hetbench.image_limits`),
+    missing or unreadable is a :class:`HetbenchError` naming its split and row."""
+    from PIL import UnidentifiedImageError
 
-    from PIL import Image
+    from hetbench.image_limits import open_image
 
     ds = table.splits[split]
     col = next((c for c, f in ds.features.items() if type(f).__name__ == "Image"), None)
     if col is None:
         raise HetbenchError(f"--synthetic-color needs an image column; the data has: {', '.join(ds.column_names)}")
     arrays = []
-    for item in ds.with_format("arrow")[col].to_pylist():
-        img = Image.open(io.BytesIO(item["bytes"])) if item.get("bytes") else Image.open(item["path"])
-        arrays.append(np.asarray(img.convert("L") if img.mode in ("L", "1", "I", "I;16") else img.convert("RGB")))
+    for row, item in enumerate(ds.with_format("arrow")[col].to_pylist()):
+        what = f"--synthetic-color: row {row} of split '{split}'"
+        if item is None or not (item.get("bytes") or item.get("path")):
+            raise HetbenchError(f"{what} has no image")
+        try:
+            with open_image(item["bytes"] if item.get("bytes") else item["path"], what) as img:
+                arrays.append(np.asarray(img.convert("L") if img.mode in ("L", "1", "I", "I;16") else img.convert("RGB")))
+        except HetbenchError:
+            raise
+        except (OSError, UnidentifiedImageError, SyntaxError, ValueError) as exc:
+            reason = " ".join(str(exc).split())[:200]
+            raise HetbenchError(f"{what}: cannot read the image ({type(exc).__name__}: {reason})") from None
     shapes = {a.shape for a in arrays}
     if len(shapes) != 1:
         raise HetbenchError(f"--synthetic-color needs images of one size; found {len(shapes)} sizes")

@@ -228,12 +228,19 @@ def read_raw(path) -> RawCapture:
     >>> back.cfa, back.black_level, back.white_level, back.capture_id
     ('BGGR', (64.0, 64.0, 64.0, 64.0), 4095.0, 'example')
     """
-    import rawpy  # imported lazily: only the ISP needs LibRaw
+    from hetbench.isp.libraw_stderr import libraw_quiet
 
     p = str(path)
-    stem = _file_stem(p)
     if not os.path.isfile(p):
         raise UnsupportedRaw(p, "cannot decode: no such file")
+    with libraw_quiet():  # LibRaw's own messages: the reason in UnsupportedRaw says it in one line
+        return _read_raw(p, _file_stem(p))
+
+
+def _read_raw(p: str, stem: str) -> RawCapture:
+    """:func:`read_raw` of the file ``p`` (known to exist), whose capture id is ``stem``."""
+    import rawpy  # imported lazily: only the ISP needs LibRaw
+
     try:
         raw = rawpy.imread(p)
     except Exception as exc:  # LibRawError subclasses, OSError, ...

@@ -29,11 +29,12 @@ import numpy as np
 from hetbench.embed.color_hist import embed_color_hist
 from hetbench.embed.column import embed_column
 from hetbench.embed.hog import embed_hog
-from hetbench.embed.images import BATCH, image_column, iter_images
+from hetbench.embed.images import BATCH, UnreadableImage, image_column, iter_images
 from hetbench.embed.onnx_model import embed_onnx
 from hetbench.embed.pixels import embed_pixels
 from hetbench.embed.torch_model import embed_torch
 from hetbench.errors import HetbenchError
+from hetbench.image_limits import ImageTooLarge
 from hetbench.registry import Registry, filter_kwargs
 
 
@@ -118,7 +119,10 @@ def embed_table(table, split: str, spec: str, layer: str | None = None, quiet: b
     kind, _, arg = spec.partition(":")
     if kind not in EMBEDDERS:
         raise HetbenchError(f"unknown embedder '{spec}'; choose {_USAGE}")
-    values = EMBEDDERS.call(kind, table, split, arg=arg, spec=spec, layer=layer, quiet=quiet, engine=engine)
+    try:
+        values = EMBEDDERS.call(kind, table, split, arg=arg, spec=spec, layer=layer, quiet=quiet, engine=engine)
+    except (UnreadableImage, ImageTooLarge) as exc:  # every row is embedded: one line naming the split and row
+        raise HetbenchError(f"cannot embed split '{split}': {exc}") from None
     return _check(values, n, spec)
 
 

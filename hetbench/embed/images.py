@@ -19,6 +19,10 @@ from hetbench.errors import HetbenchError
 BATCH = 256
 
 
+class UnreadableImage(HetbenchError):
+    """A row whose image cannot be decoded (missing, truncated, not an image): one line naming the row."""
+
+
 def image_column(ds) -> str:
     """The first ``Image`` column of ``ds``; an error that names the columns when it has none."""
     col = next((c for c, f in ds.features.items() if type(f).__name__ == "Image"), None)
@@ -47,8 +51,21 @@ def iter_encoded(ds, batch: int = BATCH) -> Iterator[list[dict]]:
         yield table[start : start + batch][col].to_pylist()
 
 
-def decode(item: dict) -> np.ndarray:
+def decode(item: dict, row: int | None = None, split: str | None = None) -> np.ndarray:
     """One stored image (its bytes, else its file) as a uint8 RGB array.
+
+    The image is opened within hetbench's pixel bound (:func:`hetbench.image_limits.open_image`); an
+    image over it, truncated, missing or not an image is a :class:`HetbenchError` that names its row
+    (an embedding needs every row, so none is skipped).
+
+    Parameters
+    ----------
+    item : dict
+        ``{"bytes": ..., "path": ...}`` as an ``Image`` column stores it.
+    row : int, optional
+        Its row in the split, for the error message.
+    split : str, optional
+        The split's name, for the error message.
 
     Examples
     --------
@@ -58,15 +75,31 @@ def decode(item: dict) -> np.ndarray:
     >>> buf = io.BytesIO(); Image.new("L", (3, 2)).save(buf, "PNG")
     >>> decode({"bytes": buf.getvalue(), "path": None}).shape
     (2, 3, 3)
+    >>> decode({"bytes": buf.getvalue()[:40], "path": None}, row=7, split="train")
+    Traceback (most recent call last):
+    ...
+    hetbench.embed.images.UnreadableImage: row 7 of split 'train': cannot read the image (...)
     """
-    from PIL import Image
+    from PIL import UnidentifiedImageError
 
-    img = Image.open(io.BytesIO(item["bytes"])) if item.get("bytes") else Image.open(item["path"])
-    return np.asarray(img.convert("RGB"))
+    from hetbench.image_limits import open_image
+
+    what = "an image" if row is None else f"row {row}" + (f" of split '{split}'" if split else "")
+    if item is None or not (item.get("bytes") or item.get("path")):
+        raise UnreadableImage(f"{what} has no image")
+    try:
+        with open_image(item["bytes"] if item.get("bytes") else item["path"], what) as img:
+            return np.asarray(img.convert("RGB"))
+    except (OSError, UnidentifiedImageError, SyntaxError, ValueError) as exc:
+        if isinstance(exc, HetbenchError):
+            raise
+        reason = " ".join(str(exc).split())[:200]
+        raise UnreadableImage(f"{what}: cannot read the image ({type(exc).__name__}: {reason})") from None
 
 
-def embed_encoded(task: tuple[Callable[[list[np.ndarray]], np.ndarray], list[dict]]) -> np.ndarray:
-    """``fn(decoded batch)`` as float32 for a ``(fn, encoded batch)`` pair: one engine job.
+def embed_encoded(task: tuple) -> np.ndarray:
+    """``fn(decoded batch)`` as float32 for a ``(fn, encoded batch)`` or ``(fn, encoded batch, first row,
+    split)`` tuple: one engine job (an unreadable image is an error naming its row).
 
     Examples
     --------
@@ -78,8 +111,8 @@ def embed_encoded(task: tuple[Callable[[list[np.ndarray]], np.ndarray], list[dic
     >>> embed_encoded((np.stack, [{"bytes": buf.getvalue(), "path": None}])).shape
     (1, 2, 2, 3)
     """
-    fn, items = task
-    return np.asarray(fn([decode(item) for item in items]), dtype=np.float32)
+    fn, items, start, split = (*task, 0, None) if len(task) == 2 else task
+    return np.asarray(fn([decode(item, start + i, split) for i, item in enumerate(items)]), dtype=np.float32)
 
 
 def iter_images(ds, batch: int = BATCH) -> Iterator[list[np.ndarray]]:
@@ -100,8 +133,17 @@ def iter_images(ds, batch: int = BATCH) -> Iterator[list[np.ndarray]]:
     >>> [(len(b), b[0].shape) for b in iter_images(ds, batch=2)]
     [(2, (8, 8, 3)), (2, (8, 8, 3)), (1, (8, 8, 3))]
     """
+    split = _split_name(ds)
+    start = 0
     for items in iter_encoded(ds, batch):
-        yield [decode(item) for item in items]
+        yield [decode(item, start + i, split) for i, item in enumerate(items)]
+        start += len(items)
+
+
+def _split_name(ds) -> str | None:
+    """The name of ``ds``'s split, when the data set knows it (for error messages)."""
+    name = getattr(ds, "split", None)
+    return str(name) if name else None
 
 
 def resize(img: np.ndarray, side: int) -> np.ndarray:
@@ -169,7 +211,8 @@ def _embed_on(engine, ds, fn, bar) -> list[np.ndarray]:
 
     from hetbench.engines import open_engine
 
-    tasks = [(fn, items) for items in iter_encoded(ds)]
+    split = _split_name(ds)
+    tasks = [(fn, items, i * BATCH, split) for i, items in enumerate(iter_encoded(ds))]
     parts = []
     with open_engine(engine, os.cpu_count() or 1, len(tasks)) as eng:
         for part in eng.map(embed_encoded, tasks):

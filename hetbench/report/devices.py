@@ -14,8 +14,9 @@ import numpy as np
 from hetbench.plotting import pyplot
 
 def plot_contact_sheet(sheet: list[tuple[str, bytes]], path: Path, title: str) -> None:
-    """One capture rendered by every device/variant, labelled."""
-    import cv2
+    """One capture rendered by every device/variant, labelled (each image decoded within hetbench's pixel
+    bound, :func:`hetbench.image_limits.decode_cv2`)."""
+    from hetbench.image_limits import decode_cv2
 
     plt = pyplot()
     n = len(sheet)
@@ -25,7 +26,7 @@ def plot_contact_sheet(sheet: list[tuple[str, bytes]], path: Path, title: str) -
     for ax in axes.ravel():
         ax.axis("off")
     for ax, (label, png) in zip(axes.ravel(), sheet):
-        img = cv2.imdecode(np.frombuffer(png, np.uint8), cv2.IMREAD_COLOR)[..., ::-1]
+        img = decode_cv2(png, what=f"the contact sheet's image of '{label}'")[..., ::-1]
         ax.imshow(img)
         ax.set_title(label.replace(",", "\n"), fontsize=7)
     fig.suptitle(title, fontsize=10)

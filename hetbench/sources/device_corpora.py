@@ -101,18 +101,39 @@ class ReadImage:
 def read_image(job: tuple[str, int | None]) -> ReadImage:
     """Read one image file. ``size`` None: the file's own bytes, checked to decode (``PIL``'s
     ``verify``). Otherwise the image decoded, its shorter side scaled to ``size`` and the centre
-    ``size`` x ``size`` square cut out (Lanczos), written as PNG. An unreadable file gives its
-    reason instead (one line)."""
+    ``size`` x ``size`` square cut out (Lanczos), written as PNG. An unreadable file, or one over
+    hetbench's pixel bound (:data:`hetbench.image_limits.MAX_PIXELS`, checked from its header before
+    anything is decoded), gives its reason instead (one line).
+
+    Parameters
+    ----------
+    job : tuple
+        ``(path, size)``.
+
+    Examples
+    --------
+    >>> import struct, zlib
+    >>> from hetbench.sources.device_corpora import read_image
+    >>> def chunk(kind, body):
+    ...     return struct.pack(">I", len(body)) + kind + body + struct.pack(">I", zlib.crc32(kind + body))
+    >>> huge = (b"\\x89PNG\\r\\n\\x1a\\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", 20000, 20000, 8, 2, 0, 0, 0))
+    ...         + chunk(b"IDAT", zlib.compress(bytes(64))) + chunk(b"IEND", b""))
+    >>> _ = open("huge.png", "wb").write(huge)
+    >>> read_image(("huge.png", None)).skipped
+    "image is too large to decode: 400,000,000 pixels, over hetbench's bound of 134,217,728 pixels per image"
+    """
     from PIL import Image, UnidentifiedImageError
+
+    from hetbench.image_limits import ImageTooLarge, open_image
 
     path, size = job
     try:
         data = Path(path).read_bytes()
-        with Image.open(io.BytesIO(data)) as probe:
+        with open_image(data, "image") as probe:
             probe.verify()
         if size is None:
             return ReadImage(data)
-        with Image.open(io.BytesIO(data)) as img:
+        with open_image(data, "image") as img:
             img = img.convert("RGB")
             scale = size / min(img.size)
             w, h = max(size, round(img.width * scale)), max(size, round(img.height * scale))
@@ -121,6 +142,8 @@ def read_image(job: tuple[str, int | None]) -> ReadImage:
             out = io.BytesIO()
             img.crop((left, top, left + size, top + size)).save(out, format="PNG", optimize=False)
             return ReadImage(out.getvalue())
+    except ImageTooLarge as exc:
+        return ReadImage(None, str(exc))
     except (OSError, UnidentifiedImageError, SyntaxError, ValueError) as exc:
         reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         return ReadImage(None, f"unreadable image: {reason[:160]}")

@@ -124,8 +124,11 @@ COMMON_FORMATS = ("PNG", "JPEG")
 
 
 def open_image(item: dict | None, row: int, desc: str, cwd: str = "."):
-    """The PIL image of one cell (lazy: only the header is read), or a :class:`HetbenchError` naming the row."""
-    from PIL import Image, UnidentifiedImageError
+    """The PIL image of one cell (lazy: only the header is read), or a :class:`HetbenchError` naming the row;
+    an image over hetbench's pixel bound is refused before it is decoded (:mod:`hetbench.image_limits`)."""
+    from PIL import UnidentifiedImageError
+
+    from hetbench.image_limits import open_image as open_bounded
 
     if item is None or not (item.get("bytes") or item.get("path")):
         raise HetbenchError(f"{desc}: row {row} has no image")
@@ -133,11 +136,14 @@ def open_image(item: dict | None, row: int, desc: str, cwd: str = "."):
     def fp():
         return io.BytesIO(item["bytes"]) if item.get("bytes") else os.path.join(cwd, item["path"])
 
+    what = f"{desc}: row {row}"
     try:
         try:
-            return Image.open(fp(), formats=COMMON_FORMATS)
+            return open_bounded(fp(), what, formats=COMMON_FORMATS)
         except UnidentifiedImageError:
-            return Image.open(fp())
+            return open_bounded(fp(), what)
+    except HetbenchError:
+        raise
     except (OSError, ValueError, SyntaxError) as exc:
         raise HetbenchError(f"{desc}: row {row}: cannot read the image ({type(exc).__name__}: {exc})") from None
 

@@ -180,6 +180,8 @@ def libraw_linear(capture: RawCapture, algorithm: str, fbdd: bool) -> np.ndarray
     """
     import rawpy
 
+    from hetbench.isp.libraw_stderr import libraw_quiet
+
     key = str(algorithm).lower()
     libraw_algorithm = DEMOSAIC_ALGORITHMS[key]  # an unknown name lists the valid ones
     half = key == "bin"
@@ -199,7 +201,7 @@ def libraw_linear(capture: RawCapture, algorithm: str, fbdd: bool) -> np.ndarray
         params["demosaic_algorithm"] = getattr(rawpy.DemosaicAlgorithm, libraw_algorithm)
     pad = PAD  # numpy reflects repeatedly where the pad is wider than the image
     data = dng_bytes(_libraw_input(capture, pad))
-    with rawpy.imread(io.BytesIO(data)) as raw:
+    with libraw_quiet(), rawpy.imread(io.BytesIO(data)) as raw:
         rgb16 = raw.postprocess(**params)
     scale = 2 if half else 1
     expected = ((capture.height + 2 * pad) // scale, (capture.width + 2 * pad) // scale, 3)
