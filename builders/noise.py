@@ -406,10 +406,17 @@ def rebuild(manifest: dict, num_proc: int = 1):
     The recorded source is loaded and noised again; a source whose noised table has another input
     fingerprint raises :class:`~hetbench.publish.verify.SourceChanged`.
     """
+    from hetbench.param_types import check_params
     from hetbench.publish.verify import SourceChanged
 
     src, recipe = manifest["source"], manifest["recipe"]
     part = recipe["partition"]
+    if not isinstance(src.get("dataset"), str):
+        raise HetbenchError("hetbench.json is malformed: 'source.dataset' is missing or not a string")
+    if part["method"] not in PREPARE:
+        raise HetbenchError(f"hetbench.json is malformed: a noise build's partition method is {part['method']!r}")
+    check_params(PREPARE[part["method"]], part["params"], "recipe.partition.params", exclude=(
+        "dataset", "label_col", "id_col", "seed", "test_split", "test_fraction", "allow_empty", "quiet"))
     prepared = PREPARE[part["method"]](
         src["dataset"], src.get("label_col"), src.get("id_col"), **part["params"], seed=part["seed"],
         test_split=recipe["test_split"], test_fraction=recipe.get("test_fraction") or 0.2,

@@ -269,7 +269,11 @@ def build_real_devices(
 
 def rebuild(manifest: dict, num_proc: int = 1):
     """Re-read the recorded corpus folder with the recorded parameters (for ``hetbench verify``)."""
+    from hetbench.builders.captures import REBUILD_PASSES
+    from hetbench.param_types import check_params
     from hetbench.publish.manifest import recorded_build
 
     part = recorded_build(manifest)
+    where = "recipe.build.params" if isinstance(manifest["recipe"].get("build"), dict) else "recipe.partition.params"
+    check_params(prepare_real_devices, part["params"], where, exclude=REBUILD_PASSES)
     return prepare_real_devices(seed=part["seed"], num_proc=num_proc, quiet=True, **part["params"]).build()

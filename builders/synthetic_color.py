@@ -247,11 +247,19 @@ def build_synthetic_color(
     return out_path, report
 
 
+def _recorded(synthetic_color: int, dataset: str, clients: int | None, test_fraction: float, label_col: str | None = None,
+              size: int | None = None) -> None:
+    """The parameters a synthetic-colour recipe records, with their types (what :func:`rebuild` checks)."""
+
+
 def rebuild(manifest: dict, num_proc: int = 1):
     """Re-run the recorded recipe (for ``hetbench verify``); returns the split."""
+    from hetbench.param_types import check_params
     from hetbench.publish.manifest import recorded_build
 
     part = recorded_build(manifest)
+    where = "recipe.build.params" if isinstance(manifest["recipe"].get("build"), dict) else "recipe.partition.params"
+    check_params(_recorded, part["params"], where)
     p = dict(part["params"])
     return prepare_synthetic_color(
         p["synthetic_color"], p["dataset"], p.get("label_col"), p["clients"], p.get("size"),

@@ -90,6 +90,26 @@ def check_well_formed(manifest: dict) -> None:
         for key, typ in (("file", str), ("sha256", str), ("num_rows", int)):
             if not _typed(entry.get(key), typ):
                 raise HetbenchError(f"{MANIFEST_NAME} is malformed: 'sample_ids.{key}' is missing or not a {typ.__name__}")
+    # what the recipe's re-run reads: each optional key of its type, the partitioner's parameters of the
+    # types its constructor declares (a builder's are checked by its rebuild function)
+    from hetbench.param_types import check_params, describe, matches
+    from hetbench.partitioners import REGISTRY
+
+    recipe, optional = manifest["recipe"], (
+        ("source.dataset", str | None), ("source.label_col", str | None), ("source.id_col", str | None),
+        ("recipe.test_fraction", float | None), ("recipe.train_split", str), ("recipe.allow_empty", bool),
+        ("recipe.partition.split", str), ("recipe.build", dict), ("recipe.build.method", str),
+        ("recipe.build.params", dict))
+    for key, hint in optional:
+        parent, _, last = key.rpartition(".")
+        holder = _get(manifest, parent)
+        if isinstance(holder, dict) and last in holder and not matches(holder[last], hint):
+            raise HetbenchError(f"{MANIFEST_NAME} is malformed: '{key}' is not {describe(hint)}")
+    if "build" in recipe and not {"method", "params"} <= set(recipe["build"]):
+        raise HetbenchError(f"{MANIFEST_NAME} is malformed: 'recipe.build' lacks its method or params")
+    method = recipe["partition"]["method"]
+    if method in REGISTRY.names():
+        check_params(REGISTRY[method], recipe["partition"]["params"], "recipe.partition.params")
 
 
 def _card_data_files(folder: Path) -> dict[str, list[str]]:
