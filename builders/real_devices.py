@@ -73,6 +73,7 @@ def prepare_real_devices(
     --------
     See ``tests/builders/test_real_devices.py``, which writes a corpus in each documented layout.
     """
+    from hetbench.isp.jobs import cap_num_proc
     from hetbench.publish.recipes import recipe_mode
     from hetbench.sources.device_corpora import check_folder, corpus, read_images
 
@@ -96,6 +97,7 @@ def prepare_real_devices(
         raise HetbenchError(f"--test-fraction must be between 0 and 1 (got {test_fraction})")
     captures = sorted({im.capture for im in images})
     check_clients_fit(clients, weights, len(captures), training=False)
+    num_proc = cap_num_proc(num_proc, len(images), quiet)  # --num-proc 1000 started 83 processes on 2 cores
     if on_checked is not None:  # the inputs are checked: the output folder next, before reading the images
         on_checked()
     read = read_images(root, images, size, num_proc, quiet, engine)
