@@ -205,7 +205,12 @@ def real_devices_cmd(recipe, data_dir, clients, clients_per_device, size, test_f
         )
 
 
-def _table_summary(out: Path, report: dict, what: str) -> None:
+def _table_summary(out: Path, report: dict, what: str, quiet: bool = False) -> None:
+    from hetbench.cli.partition import warn_many_classes
+
+    warn_many_classes(int(report.get("num_classes") or 0))  # a label column of a million values, say
+    if quiet:
+        return
     # held-out rows are the test set, not lost data
     dropped = sum(v for d in report.get("dropped", {}).values() for k, v in d.items() if k != "held-out")
     click.echo(
@@ -257,8 +262,7 @@ def geo_cmd(recipe, lat_col, lon_col, nmax, nmin, test_fraction, metadata, label
         label_col=label_col, id_col=id_col, nmax=nmax, nmin=nmin, test_split=test_split, test_fraction=test_fraction,
         seed=seed, image_root=image_root, image_col=image_col,
     )
-    if not quiet:
-        _table_summary(out_path, report, "S2-cell clients")
+    _table_summary(out_path, report, "S2-cell clients", quiet)
 
 
 @build.command("users", short_help="One client per user, with the published filters (Hsu et al. 2020).")
@@ -288,8 +292,7 @@ def users_cmd(recipe, mode, user_col, filters, min_samples, test_fraction, metad
         label_col=label_col, id_col=id_col, filters=filters, min_samples=min_samples, test_split=test_split,
         test_fraction=test_fraction, seed=seed, image_root=image_root, image_col=image_col,
     )
-    if not quiet:
-        _table_summary(out_path, report, "users")
+    _table_summary(out_path, report, "users", quiet)
 
 
 @build.command("digits-domains", short_help="DapperFL-style Digits domains made offline, split by domain.")

@@ -7,6 +7,7 @@ command's temporary folders are removed, its output locks released, and one line
 
 from __future__ import annotations
 
+import errno
 import gc
 import os
 import signal
@@ -15,7 +16,7 @@ import sys
 import click
 
 from hetbench.version import __version__
-from hetbench.errors import HetbenchError
+from hetbench.errors import HetbenchError, Terminated
 
 
 class Interrupted(Exception):
@@ -26,8 +27,7 @@ class Interrupted(Exception):
         self.exit_code = 143 if terminated else 130
 
 
-class _Terminated(KeyboardInterrupt):
-    """SIGTERM, raised where the program is, so every cleanup runs as for Ctrl-C."""
+_Terminated = Terminated  # SIGTERM, raised where the program is, so every cleanup runs as for Ctrl-C
 
 
 #: command name -> (module, attribute): a command's module is imported when the command is used, so
@@ -75,6 +75,39 @@ def _declare_inputs(command: click.Command) -> None:
     command.callback = declaring
 
 
+#: the options whose value is a path a command writes (checked by :func:`hetbench.outnames.check_out_name`)
+OUT_OPTIONS = {"out": "--out", "results": "--results"}
+
+
+def _check_outputs(command: click.Command) -> None:
+    """Wrap the callback of ``command`` (of every command under a group) so that, before it runs, every
+    ``--out`` it was given is a name the file system can hold (:func:`hetbench.outnames.check_out_name`:
+    ``--out ''`` no longer means the default folder) and every ``--name`` one the card can hold
+    (:func:`hetbench.outnames.check_split_name`)."""
+    for sub in getattr(command, "commands", {}).values():
+        _check_outputs(sub)
+    callback = command.callback
+    if callback is None or getattr(callback, "_checks_outputs", False):
+        return
+
+    import functools
+
+    @functools.wraps(callback)
+    def checking(*args, **kwargs):
+        from hetbench.outnames import check_out_name, check_split_name
+
+        params = click.get_current_context().params
+        for name, option in OUT_OPTIONS.items():
+            if isinstance(params.get(name), (str, os.PathLike)):
+                check_out_name(params[name], option)
+        if isinstance(params.get("name"), str):
+            check_split_name(params["name"])
+        return callback(*args, **kwargs)
+
+    checking._checks_outputs = True  # type: ignore[attr-defined]
+    command.callback = checking
+
+
 class _Group(click.Group):
     def invoke(self, ctx: click.Context):
         try:
@@ -92,6 +125,7 @@ class _Group(click.Group):
             module, attr = COMMANDS[name]
             command = getattr(importlib.import_module(module), attr)
             _whole_short_help(command)
+            _check_outputs(command)
             if name in WRITERS:
                 _declare_inputs(command)
             self.add_command(command, name)
@@ -195,8 +229,27 @@ def main(argv: list[str] | None = None) -> None:
         if previous is not None:
             signal.signal(signal.SIGTERM, signal.SIG_IGN)  # no interruption while releasing
         release_all()
+        _join_background()
         if previous is not None:
             signal.signal(signal.SIGTERM, previous)
+
+
+#: how long the CLI waits, at its end, for hetbench's own background threads (a report's plots being drawn)
+BACKGROUND_JOIN_S = 10.0
+
+
+def _join_background(timeout: float = BACKGROUND_JOIN_S) -> None:
+    """Wait (at most ``timeout`` seconds in all) for hetbench's daemon threads (named ``hetbench-...``) that
+    a failed or interrupted command left running: killed at the interpreter's exit inside C++ code (matplotlib
+    drawing the report's plots while a full disk failed the shards), one aborted the process with
+    ``terminate called without an active exception`` and exit code 134 after the one-line error."""
+    import threading
+    import time
+
+    end = time.monotonic() + timeout
+    for thread in threading.enumerate():
+        if thread.daemon and thread.name.startswith("hetbench-") and thread is not threading.current_thread():
+            thread.join(max(0.0, end - time.monotonic()))
 
 
 def _run(argv: list[str] | None) -> None:
@@ -206,8 +259,14 @@ def _run(argv: list[str] | None) -> None:
         click.echo(f"hetbench: {exc}", err=True)
         sys.exit(exc.exit_code)
     except HetbenchError as exc:
-        click.echo(f"hetbench: error: {exc}", err=True)
+        click.echo(f"hetbench: error: {_one_line(str(exc))}", err=True)
         sys.exit(exc.exit_code)
+    except OSError as exc:
+        problem = environment_problem(exc)
+        if problem is None:
+            raise
+        click.echo(f"hetbench: error: {problem}", err=True)
+        sys.exit(2)
     except click.exceptions.NoArgsIsHelpError as exc:
         click.echo(exc.ctx.get_help() if exc.ctx else str(exc))
         sys.exit(0)
@@ -221,6 +280,57 @@ def _run(argv: list[str] | None) -> None:
     except click.exceptions.Exit as exc:
         sys.exit(exc.exit_code)
     sys.exit(code if isinstance(code, int) else 0)
+
+
+def _one_line(text: str) -> str:
+    """``text`` on one line: line breaks (a quoted ``--out`` or value may hold some) shown as ``\\n``."""
+    return text.replace("\r", "\\r").replace("\n", "\\n")
+
+
+#: errno values that say the machine cannot hold the output (not a bug of hetbench): one line, exit code 2
+ENVIRONMENT_ERRNOS = {errno.ENOSPC: "the disk is full", errno.EDQUOT: "the disk quota is exceeded",
+                      errno.EROFS: "the file system is read-only", errno.EFBIG: "a file is too large for the file system",
+                      errno.ENAMETOOLONG: "a file name is too long for the file system"}
+
+
+def environment_problem(exc: BaseException) -> str | None:
+    """The one line for an error the machine caused (a full or read-only disk, a name too long), found in
+    ``exc`` or the exceptions it was raised from; None for any other error.
+
+    Parameters
+    ----------
+    exc : BaseException
+        What a command raised.
+
+    Returns
+    -------
+    str or None
+        ``cannot write '<file>': <what happened> (<strerror>)``, or None.
+
+    Examples
+    --------
+    >>> import errno
+    >>> environment_problem(OSError(errno.ENOSPC, "No space left on device", "out/data/train.parquet"))
+    "cannot write 'out/data/train.parquet': the disk is full (No space left on device)"
+    >>> environment_problem(OSError("[Errno 30] Read-only file system"))
+    'cannot write: the file system is read-only ([Errno 30] Read-only file system)'
+    >>> environment_problem(OSError(errno.ENOENT, "No such file or directory")) is None
+    True
+    """
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        if isinstance(exc, OSError):
+            code = exc.errno
+            if code not in ENVIRONMENT_ERRNOS:  # pyarrow and others put the errno in the message only
+                code = next((c for c in ENVIRONMENT_ERRNOS if f"[Errno {c}]" in str(exc)
+                             or (os.strerror(c) in str(exc))), None)
+            if code is not None:
+                where = f" '{_one_line(os.fsdecode(exc.filename))}'" if getattr(exc, "filename", None) else ""
+                why = _one_line(exc.strerror or str(exc))
+                return f"cannot write{where}: {ENVIRONMENT_ERRNOS[code]} ({why})"
+        exc = exc.__cause__ or exc.__context__
+    return None
 
 
 def console_main() -> None:

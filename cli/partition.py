@@ -81,16 +81,36 @@ def _fmt(x: float) -> str:
 def _run(partitioner, tag: str, opts: dict[str, Any], extras: Callable | None = None) -> None:
     """Partition and publish through the one pipeline, print a summary."""
     from hetbench.pipeline import make_split
+    from hetbench.sources import load_table
 
     default = default_out_dir(opts["dataset"], tag, opts["seed"])
     out = Path(opts["out"]) if opts["out"] else default
+    table = opts.get("table")
+    if table is None:  # the input first: a bad input is reported as such, before --out is checked
+        table = load_table(opts["dataset"], opts["label_col"], opts["id_col"])
+    warn_many_classes(table.num_classes, table.label_column)
     _, report = make_split(
-        opts.get("table", opts["dataset"]), partitioner, out, label_col=opts["label_col"], id_col=opts["id_col"], seed=opts["seed"],
+        table, partitioner, out, label_col=opts["label_col"], id_col=opts["id_col"], seed=opts["seed"],
         test_split=opts["test_split"], test_fraction=opts["test_fraction"], name=opts["name"] or default.name,
         overwrite=opts["overwrite"], quiet=opts["quiet"], extras=extras, allow_empty=opts["allow_empty"],
     )
     if not opts["quiet"]:
         click.echo(_summary(out, report))
+
+
+def warn_many_classes(num_classes: int, label_col: str | None = None) -> None:
+    """One warning line on stderr for a split of more classes than :data:`hetbench.outnames.MANY_CLASSES`
+    (the card and report list every class: a million made a 27.8 MB card); nothing for fewer.
+
+    Examples
+    --------
+    >>> warn_many_classes(10)
+    """
+    from hetbench.outnames import many_classes_warning
+
+    warning = many_classes_warning(num_classes, label_col)
+    if warning is not None:
+        click.echo(f"hetbench: warning: {warning}", err=True)
 
 
 def dropped_summary(dropped: dict[str, dict[str, int]]) -> str:

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Iterator, Mapping
 
 from hetbench.errors import HetbenchError
+from hetbench.outnames import check_out_name
 from hetbench.outputs import KINDS, check_inputs, marker_problem
 from hetbench.tempdirs import PID_FILE, mark as _mark, remove_stale as _remove_stale
 
@@ -233,7 +234,7 @@ def check_out_dir(out: str | os.PathLike, overwrite: bool, kind: str = "split",
     Raises
     ------
     HetbenchError
-        ``out`` overlaps an input, is a file, exists without ``overwrite``, is not a hetbench output of
+        ``out`` is empty or has a name the file system cannot hold, overlaps an input, is a file, exists without ``overwrite``, is not a hetbench output of
         ``kind``, holds the current folder, cannot be written, or is locked by another process.
 
     Examples
@@ -251,6 +252,7 @@ def check_out_dir(out: str | os.PathLike, overwrite: bool, kind: str = "split",
     """
     if kind not in KINDS:
         raise ValueError(f"unknown output kind {kind!r}")
+    check_out_name(out)  # not empty (the current folder), names the file system can hold
     path = Path(out)
     target = _absolute(out)
     check_inputs(out, inputs)

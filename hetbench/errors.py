@@ -16,6 +16,12 @@ class HetbenchError(ValueError):
         super().__init__(" ".join(str(message).split()))
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised where the program is (as Ctrl-C raises KeyboardInterrupt), so every cleanup runs; the
+    CLI prints ``hetbench: terminated`` and exits with code 143. Library code that meets another library's
+    way of ending on SIGTERM (Ray's ``sys.exit(15)``) raises this instead."""
+
+
 class Mismatch(Exception):
     """A built folder does not hold what its manifest says: the one-line reason (``hetbench verify``
     exits 1). Not bad input: a failed check."""

@@ -76,6 +76,9 @@ def export_table(source: str, out: str | os.PathLike, *, split: str = "train", l
     from hetbench.outputs import check_inputs
     from hetbench.sources import load_table
 
+    from hetbench.outnames import check_out_name
+
+    check_out_name(out)  # not empty, names the file system can hold (with the sidecar beside it)
     path = Path(out)
     fmt = FORMATS.get(path.suffix.lower())
     if fmt is None:
@@ -98,9 +101,11 @@ def export_table(source: str, out: str | os.PathLike, *, split: str = "train", l
         ds = ds.select_columns(order)
     if not ds.column_names:
         raise HetbenchError(f"'{source}' has no column that fits in a CSV file; write a .parquet file instead")
+    made = [p for p in (path.parent, *path.parent.parents) if not p.exists()]  # removed again on failure
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
+        _remove_empty(made)
         raise HetbenchError(f"cannot write --out '{path}': {exc.strerror or exc}") from None
     tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
     marker, marker_tmp = export_marker(path), export_marker(tmp)
@@ -116,6 +121,9 @@ def export_table(source: str, out: str | os.PathLike, *, split: str = "train", l
         os.replace(marker_tmp, marker)  # the new file is whole before the old one is replaced
         os.replace(tmp, path)
     except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        marker_tmp.unlink(missing_ok=True)
+        _remove_empty(made)
         raise HetbenchError(f"cannot write --out '{path}': {exc.strerror or exc}") from None
     finally:
         tmp.unlink(missing_ok=True)
@@ -123,6 +131,15 @@ def export_table(source: str, out: str | os.PathLike, *, split: str = "train", l
         if bars:
             datasets.enable_progress_bars()
     return path, len(ds), list(ds.column_names)
+
+
+def _remove_empty(folders: list[Path]) -> None:
+    """Remove ``folders`` (deepest first) while they are empty: the ones made for a file that was not written."""
+    for folder in folders:
+        try:
+            folder.rmdir()
+        except OSError:
+            return
 
 
 def _check_replaceable(path: Path, overwrite: bool) -> None:

@@ -14,6 +14,7 @@ ratios travel as comma lists.
 from __future__ import annotations
 
 import dataclasses
+import os
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
@@ -35,6 +36,8 @@ def require_flower(simulation: bool = False) -> None:
     --------
     >>> require_flower(simulation=True)  # installed here (make test installs the flower extra)
     """
+    # before Ray is imported (it reads this then): no native stack dump when SIGTERM ends a run, one line instead
+    os.environ.setdefault("RAY_DISABLE_FAILURE_SIGNAL_HANDLER", "1")
     try:
         import flwr  # noqa: F401
         import flwr.simulation  # noqa: F401
@@ -138,12 +141,14 @@ class FlowerJob:
 
     def data(self, quiet: bool = True):
         """The run's view of the split: loaded, then restricted to its train/test groups."""
+        from hetbench.train.checks import check_labels
         from hetbench.train.data import load_federated
         from hetbench.train.groups import restrict_groups
 
         o = self.options
         data = load_federated(self.split, o.get("image_size"), o.get("group_by"), quiet=quiet,
                               cache_dir=o.get("cache_dir"))
+        check_labels(data, self.split)  # a label outside the classes: one line, not an IndexError in a ClientApp
         if o.get("train_groups") or o.get("test_groups"):
             data = restrict_groups(data, o.get("train_groups"), o.get("test_groups"))
         return data

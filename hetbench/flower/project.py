@@ -9,7 +9,6 @@ options, where the results JSON goes). The commands that run it are in :func:`de
 
 from __future__ import annotations
 
-import json
 import os
 import re
 from pathlib import Path
@@ -18,18 +17,44 @@ from hetbench.flower.job import FlowerJob
 
 
 def toml_value(value: bool | int | float | str) -> str:
-    """One TOML value (a JSON string is a valid TOML basic string).
+    """One TOML value: a boolean, a number, or a basic string with ``"``, ``\\`` and every control character
+    escaped (TOML refuses a raw control character, DEL included, inside a string; JSON leaves DEL raw).
+
+    Parameters
+    ----------
+    value : bool, int, float or str
+        What to write.
+
+    Returns
+    -------
+    str
+        The value as TOML text (``tomllib`` reads back ``value``).
+
+    Raises
+    ------
+    HetbenchError
+        A string holding a lone surrogate (a file name that is not UTF-8), which TOML cannot represent.
 
     Examples
     --------
     >>> [toml_value(v) for v in (True, 3, 0.05, 1e-06, 'a "b"')]
     ['true', '3', '0.05', '1e-06', '"a \\\\"b\\\\""']
+    >>> import tomllib
+    >>> tomllib.loads("x = " + toml_value('q"\\\\\\n\\x7fé'))["x"] == 'q"\\\\\\n\\x7fé'
+    True
     """
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, (int, float)):
         return repr(value)
-    return json.dumps(str(value))
+    text = str(value)
+    if any(0xD800 <= ord(c) <= 0xDFFF for c in text):
+        from hetbench.errors import HetbenchError
+
+        raise HetbenchError(f"{text.encode('utf-8', 'backslashreplace').decode()!r} is not valid UTF-8; a Flower app "
+                            "project (TOML) cannot hold it: rename the split folder")
+    escaped = text.replace("\\", "\\\\").replace('"', '\\"')
+    return '"' + re.sub(r"[\x00-\x1f\x7f]", lambda m: f"\\u{ord(m.group()):04x}", escaped) + '"'
 
 
 def project_name(job: FlowerJob) -> str:
@@ -51,10 +76,11 @@ def pyproject_text(job: FlowerJob, wait_s: float | None = None) -> str:
     if wait_s is not None:
         config["node-wait-s"] = float(wait_s)
     lines = [
-        "# A Flower app running hetbench's " + job.algo + " on a hetbench split (written by `hetbench flower-app`).",
+        "# A Flower app running hetbench's " + re.sub(r"[^\w+.-]", "_", job.algo) + " on a hetbench split (written by "
+        "`hetbench flower-app`).",
         "[build-system]", 'requires = ["hatchling"]', 'build-backend = "hatchling.build"', "",
         "[project]", f'name = "{project_name(job)}"', 'version = "1.0.0"',
-        f'description = "hetbench {job.algo} on {Path(job.split).name} through Flower"',
+        f"description = {toml_value(f'hetbench {job.algo} on {Path(job.split).name} through Flower')}",
         'license = "Apache-2.0"', f'dependencies = ["hetbench[flower]=={__version__}"]', "",
         "[tool.flwr.app]", 'publisher = "hetbench"', "",
         "[tool.flwr.app.components]", 'serverapp = "hetbench.flower.server_app:app"',

@@ -10,6 +10,7 @@ A deployed ServerApp writes it to the job's ``results`` path (atomically); in si
 
 from __future__ import annotations
 
+import threading
 import time
 from typing import Any
 
@@ -62,6 +63,54 @@ def connect(grid: Grid, job: ConfigRecord, num_clients: int, wait_s: float) -> d
             raise HetbenchError(f"after {wait_s:.0f} s no SuperNode serves clients {shown} of {num_clients}; start "
                                 "one per partition id (--node-config \"partition-id=K num-partitions=N\")")
         time.sleep(0.1)
+
+
+def stoppable(grid: Grid, stop: threading.Event) -> Grid:
+    """``grid`` whose ``send_and_receive`` stops waiting for replies (HetbenchError) once ``stop`` is set.
+
+    The simulation runs the ServerApp in a thread of its own; when the caller's thread is interrupted
+    (Ctrl-C, SIGTERM) the ClientApps are gone, and Flower's in-memory grid would wait for their replies
+    until the round's timeout (an hour) while the process could not exit.
+
+    Parameters
+    ----------
+    grid : Grid
+        Flower's grid (its ``push_messages``, ``pull_messages`` and ``pull_interval`` are used).
+    stop : threading.Event
+        Set by the caller when the run is to end.
+
+    Returns
+    -------
+    Grid
+        The same object, its ``send_and_receive`` replaced.
+
+    Examples
+    --------
+    >>> import threading
+    >>> from types import SimpleNamespace
+    >>> stop = threading.Event(); stop.set()
+    >>> grid = SimpleNamespace(push_messages=lambda ms: ["m1"], pull_messages=lambda ids: [], pull_interval=0.01)
+    >>> stoppable(grid, stop).send_and_receive([object()], timeout=60)
+    Traceback (most recent call last):
+    hetbench.errors.HetbenchError: the Flower simulation was stopped
+    """
+
+    def send_and_receive(messages, *, timeout: float | None = None):
+        waiting = set(grid.push_messages(messages))
+        end = None if timeout is None else time.time() + timeout
+        replies = []
+        while waiting and (end is None or time.time() < end):
+            if stop.is_set():
+                raise HetbenchError("the Flower simulation was stopped")
+            got = list(grid.pull_messages(waiting))
+            replies.extend(got)
+            waiting.difference_update(m.metadata.reply_to_message_id for m in got)
+            if waiting:
+                time.sleep(getattr(grid, "pull_interval", 0.1))
+        return replies
+
+    grid.send_and_receive = send_and_receive  # type: ignore[method-assign]
+    return grid
 
 
 def serve(grid: Grid, flat: dict[str, Any], data: Any = None, workers: int | None = None,
@@ -126,6 +175,8 @@ def main(grid: Grid, context: Context) -> None:
     """The ServerApp's entry point (simulation: the hand-over in :data:`LOCAL`; deployment: the run config)."""
     if LOCAL.get("job") is not None:
         try:
+            if LOCAL.get("stop") is not None:
+                grid = stoppable(grid, LOCAL["stop"])
             LOCAL["result"] = serve(grid, LOCAL["job"], LOCAL.get("data"), LOCAL.get("workers"),
                                     LOCAL.get("central_accuracy"), LOCAL.get("on_round"),
                                     LOCAL.get("wait_s", NODE_WAIT_S))

@@ -11,10 +11,14 @@ from __future__ import annotations
 
 import logging
 import os
+import signal
+import threading
 import warnings
-from typing import Any, Callable
+from contextlib import contextmanager
+from typing import Any, Callable, Iterator
 
 from hetbench.engines.ray_engine import loopback_ray
+from hetbench.errors import Terminated
 from hetbench.flower.job import FlowerJob, require_flower
 
 
@@ -102,10 +106,11 @@ def run_flower_simulation(
     }
     local = server_app.LOCAL
     local.clear()
+    stop = threading.Event()  # set when this thread is interrupted: the ServerApp's thread then ends at once
     local.update(job=job.to_config(), data=data, workers=workers, central_accuracy=central_accuracy,
-                 on_round=on_round, result=None, error=None)
+                 on_round=on_round, result=None, error=None, stop=stop)
     try:
-        with loopback_ray():  # Flower's Ray instance is never reachable from other hosts (Ray has no authentication)
+        with loopback_ray(), _sigterm_kept():  # never reachable from other hosts (Ray has no authentication)
             run_simulation(server_app=server_app.app, client_app=client_app, num_supernodes=data.num_clients,
                            backend_name="ray", backend_config=backend_config, verbose_logging=verbose)
         if local["error"] is not None:
@@ -113,5 +118,27 @@ def run_flower_simulation(
         if local["result"] is None:
             raise RuntimeError("the Flower simulation ended without a result (run with --verbose to see its logs)")
         return local["result"]
+    except BaseException:
+        stop.set()
+        raise
     finally:
         local.clear()
+
+
+@contextmanager
+def _sigterm_kept() -> Iterator[None]:
+    """Inside, SIGTERM ends the run as hetbench's own handler does (:class:`~hetbench.errors.Terminated`,
+    every cleanup runs, one line): ``ray.init`` replaces the handler by one calling ``sys.exit(15)``, which
+    skipped hetbench's message and left Flower's ServerApp thread running; the handler is put back on exit.
+    """
+    main = threading.current_thread() is threading.main_thread()
+    saved = signal.getsignal(signal.SIGTERM) if main else None
+    try:
+        yield
+    except SystemExit as exc:
+        if exc.code != signal.SIGTERM:
+            raise
+        raise Terminated() from None
+    finally:
+        if main and saved is not None:
+            signal.signal(signal.SIGTERM, saved)

@@ -51,6 +51,59 @@ class Reproduced:
         return lines + [f"wrote {self.out}/claims.md, claims.html, claims.json"]
 
 
+def check_metadata(metadata: str | None) -> None:
+    """Refuse a ``--metadata`` that names nothing readable, before any claim runs (it used to make the
+    metadata checks 'not run' while the run ended 'reproduced' with exit code 0).
+
+    Parameters
+    ----------
+    metadata : str, optional
+        A built-in, a local file or folder (or ``SPLIT=PATH,...``), ``inat2017:ANNOTATIONS.json+LOCATIONS.json``
+        or a hub id; None: not given.
+
+    Returns
+    -------
+    None
+
+    Raises
+    ------
+    HetbenchError
+        An unknown built-in, a file that does not exist, an ``inat2017:`` source that does not name two files.
+
+    Examples
+    --------
+    >>> check_metadata(None); check_metadata("builtin:observations")
+    >>> check_metadata("nope.csv")
+    Traceback (most recent call last):
+    hetbench.errors.HetbenchError: --metadata 'nope.csv' not found (no such file or folder, and not a built-in, an inat2017: source or a hub id)
+    """
+    from hetbench.sources.builtins import BUILTINS
+    from hetbench.sources.hub import looks_like_hub_id
+
+    if metadata is None:
+        return
+    if not metadata.strip():
+        raise HetbenchError("--metadata is empty; name a table, or leave --metadata out")
+    if metadata.startswith("inat2017:"):
+        files = metadata[len("inat2017:"):].split("+")
+        if len(files) != 2 or not all(f.strip() for f in files):
+            raise HetbenchError(f"--metadata '{metadata}' must name two files: inat2017:ANNOTATIONS.json+LOCATIONS.json")
+        missing = [f for f in files if not Path(f).expanduser().is_file()]
+        if missing:
+            raise HetbenchError(f"--metadata '{metadata}': {', '.join(repr(f) for f in missing)} not found")
+        return
+    if metadata.startswith("builtin:"):
+        BUILTINS[metadata]  # an unknown name lists the valid ones
+        return
+    per_split = "=" in metadata and not Path(metadata).expanduser().exists()
+    paths = [part.partition("=")[2].strip() for part in metadata.split(",")] if per_split else [metadata]
+    for path in paths:
+        if not (path and (Path(path).expanduser().exists() or looks_like_hub_id(path))):
+            shown = metadata if path == metadata else f"{metadata}': '{path}"
+            raise HetbenchError(f"--metadata '{shown}' not found (no such file or folder, and not a built-in, an "
+                                "inat2017: source or a hub id)")
+
+
 def parse_seeds(seeds: str | Sequence[int] | None) -> list[int] | None:
     """``--seeds``: a comma list of distinct non-negative integers (None: the mode's default).
 
@@ -181,7 +234,7 @@ def reproduce(
     ------
     HetbenchError
         Before anything runs: an unknown claim id (listing the valid ones), a mode or seeds out of range, a
-        definition that does not validate, a device this machine lacks, an output folder that exists.
+        ``--metadata`` that names nothing readable (:func:`check_metadata`), a definition that does not validate, a device this machine lacks, an output folder that exists.
 
     Examples
     --------
@@ -199,6 +252,7 @@ def reproduce(
     if mode not in MODES:
         raise HetbenchError(f"mode '{mode}' is not one of {', '.join(MODES)}")
     seed_list = parse_seeds(seeds)
+    check_metadata(metadata)
     loaded = [load_claim(i) for i in ids]  # every definition validates before anything runs
     if threads is not None and not threads > 0:
         raise HetbenchError(f"--threads must be a positive number (got {threads})")

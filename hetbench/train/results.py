@@ -41,8 +41,28 @@ DEFAULT_LAST_K = 3
 DIGITS = 6
 
 
+#: the longest name :func:`_safe` returns: a longer one keeps its start and a digest of the whole (a split
+#: named with 300 characters made every result path too long for the file system)
+MAX_SAFE_NAME = 120
+
+
 def _safe(text: str) -> str:
-    return re.sub(r"[^A-Za-z0-9._+=-]+", "_", str(text)).strip("._") or "split"
+    """``text`` as one file or folder name: letters, digits and ``._+=-``, at most :data:`MAX_SAFE_NAME` long.
+
+    Examples
+    --------
+    >>> _safe("digits-iid-n10-s0"), _safe("my split/v2")
+    ('digits-iid-n10-s0', 'my_split_v2')
+    >>> len(_safe("a" * 300)), _safe("a" * 300)[-12:]
+    (120, 'a-9835fa6bf4')
+    """
+    safe = re.sub(r"[^A-Za-z0-9._+=-]+", "_", str(text)).strip("._") or "split"
+    if len(safe) <= MAX_SAFE_NAME:
+        return safe
+    import hashlib
+
+    digest = hashlib.sha256(str(text).encode("utf-8", "surrogatepass")).hexdigest()[:10]
+    return f"{safe[: MAX_SAFE_NAME - 11]}-{digest}"
 
 
 def _fmt(v: Any) -> str:
@@ -108,15 +128,47 @@ def dumps(doc: dict) -> str:
 
 
 def write_result(doc: dict, path: Path) -> None:
-    """Write ``doc`` to ``path`` through a temporary file and an atomic rename."""
-    path.parent.mkdir(parents=True, exist_ok=True)
+    """Write ``doc`` to ``path`` through a temporary file and an atomic rename.
+
+    Parameters
+    ----------
+    doc : dict
+        The results document.
+    path : Path
+        Where it goes; missing folders are made.
+
+    Returns
+    -------
+    None
+
+    Raises
+    ------
+    HetbenchError
+        When it cannot be written (a full or read-only disk, ...): one line; no partial file is left, nor a
+        folder made for it.
+
+    Examples
+    --------
+    >>> write_result({"kind": "hetbench-train-result"}, Path("results/split/fedavg-s0.json"))
+    >>> json.loads(Path("results/split/fedavg-s0.json").read_text())
+    {'kind': 'hetbench-train-result'}
+    """
+    missing = [p for p in (path.parent, *path.parent.parents) if not p.exists()]
     tmp = path.parent / f".{path.name}.tmp-{uuid.uuid4().hex[:8]}"
     try:
+        path.parent.mkdir(parents=True, exist_ok=True)
         tmp.write_text(dumps(doc))
         os.replace(tmp, path)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        for folder in missing:  # deepest first: only the folders made for this file, if still empty
+            try:
+                folder.rmdir()
+            except OSError:
+                break
+        raise HetbenchError(f"cannot write the result '{path}': {exc.strerror or exc}") from None
     finally:
-        if tmp.exists():
-            tmp.unlink()
+        tmp.unlink(missing_ok=True)
 
 
 def _finite(x: Any) -> float | None:

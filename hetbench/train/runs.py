@@ -288,15 +288,16 @@ class _Plan:
         from hetbench.train.checkpoint import checkpoint_path
         from hetbench.train.data import load_federated
         from hetbench.train.groups import plan_group_runs
-        from hetbench.outputs import check_inputs
+        from hetbench.train.checks import check_out, check_run
         from hetbench.train.results import result_path
 
         split_path = str(split) if split is not None else str(default_split(quiet))
         # the Flower engine's ClientApps read the split in their own processes: an absolute path where it is one
         self.split_path = os.path.abspath(split_path) if os.path.exists(split_path) else split_path
-        check_inputs(out, {"--split": split_path})  # results inside the split would change what verify sees
+        check_out(out, split_path)  # a name the file system holds, not inside the split (verify would see it)
         self.data = load_federated(split_path, config.image_size, config.group_by, quiet=quiet,
                                    cache_dir=config.cache_dir)
+        check_run(self.data, split_path, out)  # labels in range, a results folder that can be written
         group_runs = plan_group_runs(self.data, config.train_groups, config.test_groups, protocol)
         self._views: dict = {}
         self.hyper, self.algos, self.quiet = hyper, algos, quiet

@@ -54,10 +54,11 @@ def test_flower_simulation_gives_the_local_engine_results(split4, tmp_path, run_
         assert _strip(got[name]) == _strip(want[name]), name  # the same models, bit for bit
 
     # the leaderboard reads both: one row per engine, none skipped as a duplicate
-    code, out, err = run_cli("leaderboard", tmp_path, "--out", tmp_path / "board")
+    board_dir = tmp_path.with_name(tmp_path.name + "-board")  # outside the results folder it reads
+    code, out, err = run_cli("leaderboard", tmp_path, "--out", board_dir)
     assert code == 0, err
     assert "4 configuration(s) from 4 result(s)" in out + err
-    board = (tmp_path / "board" / "leaderboard.md").read_text()
+    board = (board_dir / "leaderboard.md").read_text()
     assert "scaffold (engine=flower)" in board and "fedavg (engine=flower)" in board
 
 
