@@ -9,6 +9,8 @@ Results come back in job order (``imap``, one job at a time per worker).
 
 from __future__ import annotations
 
+import signal
+from contextlib import contextmanager
 from typing import Any, Callable, Iterator, Sequence
 
 from hetbench.engines.base import Engine
@@ -30,6 +32,58 @@ def worker_context(preload: Sequence[str] = ()):
     ctx = mp.get_context("forkserver")
     ctx.set_forkserver_preload(list(preload))
     return ctx
+
+
+def _quiet_worker(initializer: Callable[[], None] | None = None) -> None:
+    """Set up a worker: Ctrl-C is the parent's to handle (it stops the pool and prints one line; each
+    worker printed its own KeyboardInterrupt traceback, 42 lines for two workers), then ``initializer``.
+
+    Examples
+    --------
+    >>> import signal
+    >>> saved = signal.getsignal(signal.SIGINT)
+    >>> _quiet_worker(); signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+    True
+    >>> _ = signal.signal(signal.SIGINT, saved)
+    """
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if initializer is not None:
+        initializer()
+
+
+def _start_forkserver_deaf(ctx) -> None:
+    """Start ``ctx``'s forkserver (if it is one, and not running yet) with Ctrl-C ignored: it inherits that, so a
+    Ctrl-C while it imports ``preload`` (seconds) no longer prints its 40-line traceback; this process stays
+    interruptible, the pool's workers ignore Ctrl-C (:func:`_quiet_worker`) and the parent stops them."""
+    import threading
+
+    if ctx.get_start_method() != "forkserver" or threading.current_thread() is not threading.main_thread():
+        return
+    from multiprocessing import forkserver
+
+    saved = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        forkserver.ensure_running()
+    finally:
+        signal.signal(signal.SIGINT, saved)
+
+
+@contextmanager
+def _signals_held() -> Iterator[list[int]]:
+    """Inside, Ctrl-C and SIGTERM are recorded, not acted on (the list yielded gets them); the handlers are put
+    back on exit, and the caller raises what was held once it can stop cleanly."""
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        yield []
+        return
+    held: list[int] = []
+    saved = {sig: signal.signal(sig, lambda signum, frame: held.append(signum)) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield held
+    finally:
+        for sig, handler in saved.items():
+            signal.signal(sig, handler)
 
 
 class LocalEngine(Engine):
@@ -67,7 +121,13 @@ class LocalEngine(Engine):
 
     def __enter__(self) -> "LocalEngine":
         if self.workers > 1:
-            self._pool = worker_context(self.preload).Pool(self.workers, initializer=self.initializer)
+            ctx = worker_context(self.preload)
+            _start_forkserver_deaf(ctx)
+            with _signals_held() as held:  # a pool half made left workers that printed tracebacks
+                self._pool = ctx.Pool(self.workers, initializer=_quiet_worker, initargs=(self.initializer,))
+            if held:
+                self.__exit__(None, None, None)  # every worker stopped before the signal acts
+                signal.raise_signal(held[0])
         return self
 
     def __exit__(self, *exc: Any) -> None:
