@@ -173,10 +173,12 @@ def _first_row(folder: Path, manifest: dict, fs, split: str, column: str, featur
     return f", rows {lo}-{hi - 1}"
 
 
-def legacy_layout(fs):
+def legacy_layout(fs, recorded: dict | None = None):
     """The split as formats 2 and 3 recorded it: a builder's method and parameters in place of the
-    partitioner's in both recipes (format 4 keeps them apart: the recipe's ``build``), so that their
-    fingerprints can be compared.
+    partitioner's in both recipes (format 4 keeps them apart: the recipe's ``build``), and a local
+    path as the recipe gave it where format 4 records ``local:<name>`` (``recorded``: the folder's
+    manifest, whose value is kept when it names the same file), so that their fingerprints can be
+    compared.
 
     Examples
     --------
@@ -188,17 +190,56 @@ def legacy_layout(fs):
     True
     """
     import dataclasses
+    import os
 
     build = fs.recipe.get("build")
-    if not build:
+    if not build and not fs.local_paths:
         return fs
-    part = fs.partition.with_recipe(method=build["method"], params=dict(build["params"]))
+    old_part = ((recorded or {}).get("recipe") or {}).get("partition") or {}
+    old_params = old_part.get("params") if isinstance(old_part.get("params"), dict) else {}
+    params = dict(build["params"]) if build else dict(fs.partition.recipe["params"])
+    for key, local in fs.local_paths.items():  # recipe.build.params.x or recipe.partition.params.x
+        name = key.rpartition(".")[2]
+        given = old_params.get(name)
+        if name in params and isinstance(given, str):
+            kind, _, arg = given.partition(":")
+            same = os.path.abspath(given) == local or (name == "embedder" and os.path.abspath(arg) == local)
+            params[name] = given if same else params[name]
+    updates = {"params": params} | ({"method": build["method"]} if build else {})
+    part = fs.partition.with_recipe(**updates)
     recipe = {k: v for k, v in fs.recipe.items() if k != "build"}
     recipe["partition"] = part.recipe
     return dataclasses.replace(fs, partition=part, recipe=recipe)
 
 
-def _check_rebuilt(folder: Path, manifest: dict, fs, data: dict[str, SplitData]) -> list[str]:
+def _check_recorded(manifest: dict, fs, dataset_given: bool) -> None:
+    """Every other entry the manifest records equals what the re-run gives: the whole recipe (a
+    builder's and its partitioner's), the source (its dataset unless ``--dataset`` named another
+    copy), the dropped rows, each split's source split and row count, the sample-id row count."""
+    import json
+
+    from hetbench.local_paths import publicise
+    from hetbench.publish.published_files import _first_difference
+
+    source = publicise(fs.table.source, "source")[0]
+    expected: dict[str, Any] = {"recipe": fs.recipe, "dropped": fs.dropped, "source": source,
+                                "splits": {s: {"source_split": r.source_split, "num_rows": len(r)} for s, r in fs.outputs.items()}}
+    recorded: dict[str, Any] = {"recipe": manifest["recipe"], "dropped": manifest.get("dropped"),
+                                "source": dict(manifest["source"]),
+                                "splits": {s: {k: info.get(k) for k in ("source_split", "num_rows")}
+                                           for s, info in manifest["splits"].items()}}
+    if dataset_given:
+        recorded["source"].pop("dataset", None)
+        expected["source"] = {k: v for k, v in source.items() if k != "dataset"}
+    if manifest.get("format", 2) >= 3:
+        expected["sample_ids.num_rows"] = sum(len(r) for r in fs.outputs.values())
+        recorded["sample_ids.num_rows"] = manifest["sample_ids"].get("num_rows")
+    where = _first_difference(json.loads(json.dumps(recorded)), json.loads(json.dumps(expected)))
+    if where:
+        raise Mismatch(f"hetbench.json's '{where}' differs from what re-running the recipe gives")
+
+
+def _check_rebuilt(folder: Path, manifest: dict, fs, data: dict[str, SplitData], dataset_given: bool = False) -> list[str]:
     """The recipe re-run gives the recorded fingerprints, names and column digests; returns the
     folder's columns that the re-run cannot derive (checked against the manifest only)."""
     from hetbench.publish.parquet import output_features, split_content
@@ -219,6 +260,7 @@ def _check_rebuilt(folder: Path, manifest: dict, fs, data: dict[str, SplitData])
             raise Mismatch(f"{key} in hetbench.json differ from the ones re-running the recipe gives")
     if set(fs.outputs) != set(manifest["splits"]):
         raise Mismatch(f"re-running the recipe gives the splits {', '.join(sorted(fs.outputs))}")
+    _check_recorded(manifest, fs, dataset_given)
     features = output_features(fs)
     unchecked: set[str] = set()
     for split in fs.outputs:
@@ -329,8 +371,8 @@ def verify_folder(folder: str | Path, dataset: str | None = None, rebuilders: Re
             fs = rebuild(local, dataset, rebuilders, stored, trust_embedder)
         except SourceChanged as exc:
             raise Mismatch(str(exc)) from exc
-        fs = legacy_layout(fs) if manifest.get("format", 2) < 4 else fs  # formats 2, 3: builder in the partition
-        unchecked = _check_rebuilt(folder, manifest, fs, data)
+        fs = legacy_layout(fs, manifest) if manifest.get("format", 2) < 4 else fs  # formats 2, 3: old layout
+        unchecked = _check_rebuilt(folder, manifest, fs, data, dataset is not None or manifest.get("format", 2) < 4)
         check_card(folder, fs, manifest, next(iter(data.values())).features)
         check_report(folder, fs, manifest)
         embedded = _re_embed(fs, local, stored, trust_embedder, re_embed or trust_embedder)

@@ -77,3 +77,28 @@ def test_a_raw_dir_is_recorded_by_name_and_the_build_verifies(tmp_path, run_cli)
     (out / ".hetbench-local.json").unlink()
     code, _, err = run_cli("verify", out)
     assert code == 2 and ".hetbench-local.json" in err
+
+
+def test_a_format_3_folder_that_recorded_the_local_path_still_verifies(tmp_path, run_cli):
+    """Before format 4 the source was recorded as given (here an absolute path), and the recipe too."""
+    src = _rows(tmp_path / "data")
+    out = tmp_path / "out"
+    assert run_cli("partition", "iid", "--dataset", src, "--label-col", "label", "--id-col", "id", "--clients", "3",
+                   "--out", out, "-q")[0] == 0
+    manifest = json.loads((out / "hetbench.json").read_text())
+    manifest.update(format=3, source={**manifest["source"], "dataset": str(src)})
+    manifest.pop("files")
+    (out / "hetbench.json").write_text(json.dumps(manifest, sort_keys=True, indent=1))
+    (out / ".hetbench-local.json").unlink()
+    code, text, err = run_cli("verify", out)
+    assert code == 0 and text.startswith("OK:"), text + err
+
+
+def test_an_edited_partition_recipe_of_a_builder_build_fails(tmp_path, run_cli):
+    out = tmp_path / "sc"
+    assert run_cli("build", "devices", "--synthetic-color", "3", "--clients", "6", "--out", out, "-q")[0] == 0
+    manifest = json.loads((out / "hetbench.json").read_text())
+    manifest["recipe"]["partition"]["params"]["allocation"] = "deal"  # what the card and users read
+    (out / "hetbench.json").write_text(json.dumps(manifest, sort_keys=True, indent=1))
+    code, text, err = run_cli("verify", out)
+    assert code == 1 and "recipe.partition.params.allocation" in text, text + err
