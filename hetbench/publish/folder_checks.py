@@ -70,6 +70,9 @@ def check_well_formed(manifest: dict) -> None:
         if not _typed(_get(manifest, key), typ):
             raise HetbenchError(f"{MANIFEST_NAME} is malformed: '{key}' is missing or not a {typ.__name__}")
     version = manifest["content_digest"].get("version")
+    if manifest["content_digest"].get("algorithm") != "sha256":
+        raise HetbenchError(f"{MANIFEST_NAME} uses content digest algorithm "
+                            f"{manifest['content_digest'].get('algorithm')!r}; this hetbench checks sha256")
     if version != DIGEST_VERSION:
         raise HetbenchError(f"{MANIFEST_NAME} uses content digest version {version!r}; this hetbench checks version {DIGEST_VERSION}")
     for key in ("client_names", "class_names"):
