@@ -85,7 +85,8 @@ HYPER_OPTIONS = ("server_lr", "server_momentum", "mu", "q", "vc_size", "ema_alph
               "recorded in the results).")
 @click.option("--cache-dir", default=None, envvar="HETBENCH_CACHE", type=click.Path(file_okay=False),
               help="Folder for the decoded-image cache, reused by later runs and every seed (default: "
-              "$HETBENCH_CACHE, else inside the split folder).")
+              "$HETBENCH_CACHE, else $XDG_CACHE_HOME/hetbench/train or ~/.cache/hetbench/train; never inside the "
+              "split folder).")
 @click.option("--train-groups", default=None, metavar="G1,G2",
               help="Train only the clients whose training rows all belong to these test groups (the values of the "
               "--group-by column: devices, domains, cells, users); every group is still tested, and results give "

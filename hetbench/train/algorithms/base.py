@@ -54,7 +54,7 @@ class TrainConfig:
     workers: int | None = None  # parallel client threads (None: one per core, at most clients per round)
     device: str = "auto"  # auto | cpu | cuda | cuda:N | mps (hetbench.train.device.resolve_device)
     amp: bool = False  # bf16 autocast on CUDA
-    cache_dir: str | None = None  # where decoded images are cached (None: HETBENCH_CACHE, else beside the split)
+    cache_dir: str | None = None  # where decoded images are cached (None: HETBENCH_CACHE, else ~/.cache/hetbench/train)
     checkpoint_every: int | None = None  # rounds between checkpoints (None: no checkpoints)
     last_k: int = 3  # evaluations averaged by the "mean of the last k" statistics
     train_groups: tuple[str, ...] | None = None  # train only on clients of these test groups (None: all clients)
