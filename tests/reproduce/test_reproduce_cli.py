@@ -89,17 +89,25 @@ def test_quick_footprint_and_geo_end_to_end(run_cli, tmp_path):
     assert {p.name: p.read_bytes() for p in out.iterdir() if p.is_file()} == before
 
 
-def test_missing_inaturalist_files_are_not_run_with_the_reason(run_cli, tmp_path):
+def test_missing_inaturalist_files_are_refused_and_unreadable_ones_not_run(run_cli, tmp_path):
+    """Files that do not exist: one line, exit 2, before any claim runs (issue 25: it ended 'reproduced' with
+    exit 0). Files that exist but cannot be read: the checks on them are 'not run', with the reason."""
     out = tmp_path / "o"
-    code, _, err = run_cli("reproduce", "--claims", "hsu-geo-clients", "--out", out, "-q",
-                           "--metadata", f"inat2017:{tmp_path}/train2017.json+{tmp_path}/train2017_locations.json")
+    metadata = f"inat2017:{tmp_path}/train2017.json+{tmp_path}/train2017_locations.json"
+    code, _, err = run_cli("reproduce", "--claims", "hsu-geo-clients", "--out", out, "-q", "--metadata", metadata)
+    assert code == 2 and "train2017.json'" in err and err.strip().endswith("not found"), err
+    assert len(err.strip().splitlines()) == 1, err
+    assert not out.exists()
+    for name in ("train2017.json", "train2017_locations.json"):
+        (tmp_path / name).write_text("not json")
+    code, _, err = run_cli("reproduce", "--claims", "hsu-geo-clients", "--out", out, "-q", "--metadata", metadata)
     assert code == 0, err
     claim = json.loads((out / "claims.json").read_text())["claims"][0]
     checks = {c["measure"]: c for c in claim["checks"]}
     assert checks["observations"]["verdict"] != "not run"
     for measure in ("metadata", "inaturalist"):
         assert checks[measure]["verdict"] == "not run"
-        assert "train2017.json not found" in checks[measure]["reason"] or "not found" in checks[measure]["reason"]
+        assert "cannot be read" in checks[measure]["reason"], checks[measure]["reason"]
     assert "not run" in (out / "claims.md").read_text()
 
 
@@ -123,11 +131,17 @@ def test_a_real_metadata_table_is_measured(run_cli, tmp_path):
 
 
 def test_a_claim_whose_data_cannot_be_read_is_not_run(tmp_path):
+    from hetbench.errors import HetbenchError
     from hetbench.reproduce import reproduce
 
-    done = reproduce("hsu-geo-clients", out=tmp_path / "o", quiet=True, metadata=str(tmp_path / "missing.parquet"))
+    with pytest.raises(HetbenchError, match="missing.parquet' not found"):  # names nothing: refused up front
+        reproduce("hsu-geo-clients", out=tmp_path / "o", quiet=True, metadata=str(tmp_path / "missing.parquet"))
+    assert not (tmp_path / "o").exists()
+    broken = tmp_path / "broken.parquet"
+    broken.write_bytes(b"PAR1 not parquet")
+    done = reproduce("hsu-geo-clients", out=tmp_path / "o", quiet=True, metadata=str(broken))
     checks = {c["measure"]: c for c in done.doc["claims"][0]["checks"]}
-    assert checks["metadata"]["verdict"] == "not run" and "missing.parquet" in checks["metadata"]["reason"]
+    assert checks["metadata"]["verdict"] == "not run" and "broken.parquet" in checks["metadata"]["reason"]
 
 
 @pytest.mark.slow
