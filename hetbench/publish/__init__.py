@@ -62,6 +62,11 @@ class Background:
         except BaseException as exc:  # noqa: BLE001 - handed to the caller by result()
             self._error = exc
 
+    def wait(self, timeout: float) -> None:
+        """Wait at most ``timeout`` seconds for the thread (after a failure elsewhere, so that it does
+        not write into a folder being removed)."""
+        self._thread.join(timeout)
+
     def result(self) -> Any:
         self._thread.join()
         if self._error is not None:
@@ -116,8 +121,11 @@ def publish_split(
     >>> report["num_clients"], datasets.load_dataset("digits-shards", split="train").num_rows == report["num_samples"]
     (10, True)
     """
+    from hetbench.outnames import check_split_name
+
     out = Path(out)
     name = name or out.name
+    check_split_name(name)  # the card, the manifest and results folders hold it as given
     features = output_features(fs)
     total = sum(len(r) for r in fs.outputs.values())
     report = compute_report(
@@ -135,9 +143,13 @@ def publish_split(
         # the report's plots draw on a second thread while the shards are written: writing is Arrow
         # and sha256 work that releases the GIL, drawing is Python (matplotlib's Agg, one thread)
         drawn = Background(write_report, report, tmp)
-        with progress_bar(f"writing {name}", total, quiet) as bar:
-            for split in fs.outputs:
-                written[split] = write_split(fs, split, features, data_dir, bar, shard_bytes)
+        try:
+            with progress_bar(f"writing {name}", total, quiet) as bar:
+                for split in fs.outputs:
+                    written[split] = write_split(fs, split, features, data_dir, bar, shard_bytes)
+        except Exception:  # a full disk, say: let the plots finish before the folder is removed
+            drawn.wait(10.0)  # (Ctrl-C and SIGTERM do not wait for a plot)
+            raise
         sample_ids = write_sample_ids(fs, tmp)
         plots = drawn.result()
         if extra_plots is not None:

@@ -146,3 +146,14 @@ def test_publish_uploads_exactly_the_listed_files(build, monkeypatch):
     assert "extra/poison.parquet" not in chosen and ".hetbench-cache/c" not in chosen
     assert {"README.md", "hetbench.json", "report.json", "sample_ids.parquet"} <= set(chosen)
     assert any(f.startswith("data/train-") for f in chosen) and any(f.startswith("plots/") for f in chosen)
+
+
+@pytest.mark.parametrize("name", ["two\nlines", "---", " "])
+def test_the_python_api_refuses_a_name_the_card_cannot_hold(tmp_path, name):
+    from hetbench.errors import HetbenchError
+    from hetbench.partitioners import IIDPartitioner
+    from hetbench.pipeline import make_split
+
+    with pytest.raises(HetbenchError):
+        make_split("builtin:digits", IIDPartitioner(2), tmp_path / "out", name=name, quiet=True)
+    assert not (tmp_path / "out").exists()
