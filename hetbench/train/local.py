@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Callable
+from typing import Any, Callable
 
 import numpy as np
 import torch
@@ -40,6 +40,9 @@ class LocalResult:
     steps: int
     mean_loss: float  # running mean of the mini-batch losses (HeteroSwitch Alg. 1 line 14)
     num_samples: int
+    #: the momentum buffer after the last step (None without momentum): pass it back to ``local_sgd`` to
+    #: continue the same optimisation (DapperFL's epochs around its pruning step)
+    velocity: Any = None
 
 
 class Workspace:
@@ -120,11 +123,14 @@ def local_sgd(
     grad_hook: Callable[[torch.Tensor], torch.Tensor] | None = None,
     transform: Callable[[torch.Tensor], torch.Tensor] | None = None,
     after_step: Callable[[int], None] | None = None,
+    velocity: Any = None,
 ) -> LocalResult:
     """Run one SGD step per batch on ``ws.flat.params`` in place; return the steps and mean batch loss.
 
     ``transform`` maps a [0, 1] batch to a [0, 1] batch before normalisation; ``grad_hook`` may change the
     flat gradient (it gets weight decay already added); ``after_step(i)`` runs after step ``i`` (0-based).
+    ``velocity``: the momentum buffer of an earlier call (its ``LocalResult.velocity``) to continue from,
+    so that two calls train as one continuous optimisation; by default the buffer starts at zero.
     """
     flat = ws.flat
     model = ws.model
@@ -134,7 +140,12 @@ def local_sgd(
     # (the same arithmetic, element by element, as on the flat vector, so the same bits) and skips
     # concatenating them into one vector on every step.
     per_tensor = grad_hook is None
-    if momentum:
+    if momentum and velocity is not None:  # continue an earlier call's optimisation, in this call's layout
+        if per_tensor and not isinstance(velocity, list):
+            velocity = [velocity[a:b].view_as(p).clone() for p, (a, b) in zip(flat.param_list, flat.offsets)]
+        elif not per_tensor and isinstance(velocity, list):
+            velocity = torch.cat([v.reshape(-1) for v in velocity])
+    elif momentum:
         velocity = [torch.zeros_like(p) for p in flat.param_list] if per_tensor else torch.zeros_like(flat.params)
     mean_loss = 0.0
     seen = 0
@@ -170,7 +181,7 @@ def local_sgd(
         seen += rows.size
         if after_step is not None:
             after_step(i)
-    return LocalResult(steps=len(batches), mean_loss=mean_loss, num_samples=seen)
+    return LocalResult(steps=len(batches), mean_loss=mean_loss, num_samples=seen, velocity=velocity if momentum else None)
 
 
 @torch.no_grad()

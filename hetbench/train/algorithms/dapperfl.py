@@ -205,9 +205,11 @@ class DapperFL(Algorithm):
         self.achieved[ratio] = pruned / max(total, 1)
         steps, loss_total = first.steps, first.mean_loss * first.steps
         if cfg.local_epochs > 1:
+            # the same optimisation goes on (Alg. 2 trains E local epochs; the released code keeps one
+            # optimiser for all of them): the momentum of the first epoch carries over
             rest = local_sgd(
                 ws, epoch_batches(rows, cfg.batch_size, cfg.local_epochs - 1, rng), cfg.lr, cfg.momentum,
-                cfg.weight_decay, loss_fn=loss_fn, after_step=lambda _i: params.mul_(mask),
+                cfg.weight_decay, loss_fn=loss_fn, after_step=lambda _i: params.mul_(mask), velocity=first.velocity,
             )
             steps += rest.steps
             loss_total += rest.mean_loss * rest.steps

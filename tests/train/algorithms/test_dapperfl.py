@@ -86,3 +86,38 @@ def test_dapperfl_flops_dense_equivalent_is_table_5s_linear_count(tiny_data, tra
                                        clients["flops_dense_equivalent"][1:]):
         assert structural < linear  # both sides of a layer lose channels
         assert structural == pytest.approx((1 - rho) ** 2 * dense, rel=0.3)  # lenet's classifier is never pruned
+
+
+def test_dapperfl_without_fusion_pruning_and_dar_is_fedavg_with_momentum_across_epochs(tiny_data, train):
+    """Its local epochs are one optimisation: with Eq. 1's fusion, the pruning and the DAR switched off,
+    DapperFL is FedAvg, momentum included (before, the momentum restarted after the first epoch)."""
+    data = tiny_data(sizes=(12, 12, 12, 12))
+    off = make_algorithm("dapperfl", alpha0=0.0, alpha_min=0.0, dar_gamma=0.0, pruning_ratios=(0.0,))
+    config = dict(rounds=2, clients_per_round=4, model="lenet", local_epochs=3, momentum=0.9, batch_size=4)
+    dapper, run_d = train(data, off, **config)
+    fedavg, run_f = train(data, make_algorithm("fedavg"), **config)
+    assert torch.equal(run_d.global_params, run_f.global_params)
+    assert dapper["curves"]["loss"] == fedavg["curves"]["loss"]
+
+
+@pytest.mark.parametrize("first_hook, then_hook", [(False, False), (True, True), (False, True), (True, False)])
+def test_local_sgd_continues_an_earlier_calls_momentum_in_either_layout(tiny_data, train, first_hook, then_hook):
+    """Two ``local_sgd`` calls that pass the velocity on train as one call over all the batches, whether
+    each keeps the momentum per parameter (no gradient hook) or as one flat vector (a hook)."""
+    from hetbench.train.local import local_sgd
+
+    _, run = train(tiny_data(sizes=(16, 16)), "fedavg", model="lenet")
+    ws, rows = run.ws, run.data.client_rows[0]
+    batches = [rows[i : i + 4] for i in range(0, 16, 4)]
+    start = ws.flat.params.clone()
+    hook = {True: (lambda g: g), False: None}
+    local_sgd(ws, batches, 0.05, 0.9)
+    whole = ws.flat.params.clone()
+    ws.flat.load(start)
+    first = local_sgd(ws, batches[:2], 0.05, 0.9, grad_hook=hook[first_hook])
+    local_sgd(ws, batches[2:], 0.05, 0.9, grad_hook=hook[then_hook], velocity=first.velocity)
+    assert torch.allclose(ws.flat.params, whole, rtol=0, atol=1e-6)
+    ws.flat.load(start)
+    first = local_sgd(ws, batches[:2], 0.05, 0.9)
+    local_sgd(ws, batches[2:], 0.05, 0.9)  # momentum restarted: another optimisation
+    assert not torch.allclose(ws.flat.params, whole, rtol=0, atol=1e-6)
