@@ -2,7 +2,11 @@
 
 Client i starts from the server model x with control variates c (server) and c_i (its own, zero until it
 first takes part) and takes K local steps y <- y - eta_l (g_i(y) - c_i + c). Option II then sets
-c_i+ = c_i - c + (x - y) / (K eta_l) and reports dy = y - x and dc = c_i+ - c_i. The server applies
+c_i+ = c_i - c + (x - y) / (K eta_l) and reports dy = y - x and dc = c_i+ - c_i. Under plain SGD that
+c_i+ is exactly the mean of the K plain gradients g_i(y), which is how it is computed here: with client
+momentum (``--momentum``), x - y no longer equals eta_l times the sum of the corrected steps, and the
+formula would inflate c_i by up to 1 / (1 - beta); the mean of the gradients is what option II
+estimates whatever the local optimiser. The server applies
 x <- x + eta_g * mean_S(dy) and c <- c + (1/N) * sum_S(dc) with N the number of clients. The paper
 averages client updates uniformly over the sampled set S (not by n_k); that is what this does.
 
@@ -72,13 +76,19 @@ class Scaffold(Algorithm):
         c_i = self.c_i.get(client)
         correction = self.c - c_i if c_i is not None else self.c  # (c - c_i)
         batches = self.batches(run, round_index, client)
-        result = local_sgd(
-            ws, batches, cfg.lr, cfg.momentum, cfg.weight_decay, grad_hook=lambda g: g.add_(correction)
-        )
+        gradients = torch.zeros_like(self.c)  # the sum of the plain gradients g_i(y) of the K steps
+
+        def corrected(g: torch.Tensor) -> torch.Tensor:
+            gradients.add_(g)
+            return g.add_(correction)
+
+        result = local_sgd(ws, batches, cfg.lr, cfg.momentum, cfg.weight_decay, grad_hook=corrected)
         update = self.make_update(run, client, result)
-        k_eta = max(result.steps, 1) * cfg.lr
         old = c_i if c_i is not None else torch.zeros_like(self.c)
-        new = old - self.c + (run.global_params - update.params) / k_eta  # option II
+        # option II: c_i+ = c_i - c + (x - y) / (K eta_l). With plain SGD, x - y = eta_l sum_k (g_k - c_i + c),
+        # so c_i+ is the mean of the plain gradients g_k; taken from them directly, it stays that mean when
+        # client momentum makes x - y up to 1 / (1 - beta) times larger (which inflated c_i tenfold at 0.9)
+        new = gradients / max(result.steps, 1)
         update.extra["dc"] = new - old
         self.c_i[client] = new
         update.weight = 1.0  # uniform over the sampled clients (Karimireddy et al. Alg. 1 line 16)

@@ -34,3 +34,32 @@ def test_scaffold_control_variate_option_two(tiny_data, train):
     c_mean = (algo.c_i[0] + algo.c_i[1]) / 2
     assert torch.allclose(c_mean, (x0 - y_mean) / (2 * 0.1), atol=1e-5)
     assert torch.allclose(algo.c, c_mean * 2 / data.num_clients, atol=1e-6)
+
+
+@pytest.mark.parametrize("momentum", [0.0, 0.9])
+def test_scaffold_control_variate_is_the_mean_plain_gradient_whatever_the_momentum(tiny_data, train, monkeypatch, momentum):
+    """Option II's c_i+ is the mean of the client's plain gradients under plain SGD; with client momentum
+    (x - y) / (K eta) would be up to 1 / (1 - beta) larger, so c_i comes from the gradients themselves."""
+    import hetbench.train.algorithms.scaffold as mod
+
+    seen: list[list[torch.Tensor]] = []
+    real = mod.local_sgd
+
+    def recording(*args, grad_hook=None, **kwargs):
+        mine: list[torch.Tensor] = []
+        seen.append(mine)
+
+        def hook(g):
+            mine.append(g.clone())
+            return grad_hook(g)
+
+        return real(*args, grad_hook=hook, **kwargs)
+
+    monkeypatch.setattr(mod, "local_sgd", recording)
+    data = tiny_data(sizes=(12, 12))
+    algo = make_algorithm("scaffold")
+    train(data, algo, rounds=1, clients_per_round=2, lr=0.05, batch_size=4, local_epochs=2, momentum=momentum)
+    assert len(seen) == 2 and all(len(g) == 6 for g in seen)
+    means = [torch.stack(g).mean(0) for g in seen]
+    assert any(torch.allclose(algo.c_i[k], means[0], atol=1e-6) for k in algo.c_i)
+    assert any(torch.allclose(algo.c_i[k], means[1], atol=1e-6) for k in algo.c_i)
