@@ -162,3 +162,11 @@ def test_grid_pca_is_sign_fixed_and_projects_like_pca():
 
     ref = PCA(3).fit(z).components_.T
     assert np.allclose(np.abs(comps.T @ ref).diagonal(), 1, atol=1e-4)  # the same axes
+
+
+def test_a_stray_embedding_file_fails_verify(tmp_path, run_cli, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert run_cli("partition", "embedding", "--clusters", "4", "--embedder", "pixels:4", "--out", "emb", "-q")[0] == 0
+    np.save(tmp_path / "emb" / "embeddings" / "test.npy", np.zeros((3, 2), np.float32))
+    code, out, _ = run_cli("verify", "emb")
+    assert code == 1 and "file embeddings/test.npy: not in hetbench.json" in out

@@ -45,9 +45,11 @@ def model_digest(spec: str | None) -> str | None:
     """
     if not isinstance(spec, str):
         return None
+    from hetbench.local_paths import MODEL_FILE_EMBEDDERS
+
     kind, _, arg = spec.partition(":")
     path: Path | None = None
-    if kind in ("torchscript", "onnx"):
+    if kind in MODEL_FILE_EMBEDDERS:
         path = Path(arg)
     elif kind == "torch":
         module = arg.rpartition(":")[0] or arg

@@ -87,7 +87,6 @@ def read_embeddings(folder: str | Path, manifest: dict[str, Any]) -> dict[str, n
     entry = manifest.get("embeddings") or {}
     if not isinstance(entry, dict):
         raise HetbenchError("hetbench.json is malformed: 'embeddings' is not an object")
-    check_embedding_files(folder, manifest)
     out = {}
     for split, info in entry.items():
         if not isinstance(info, dict) or not all(isinstance(info.get(k), t) for k, t in
@@ -114,20 +113,6 @@ def listed_files(manifest: dict[str, Any]) -> set[str]:
     """The embedding files the manifest lists (relative paths)."""
     entry = manifest.get("embeddings") or {}
     return {info["file"] for info in entry.values() if isinstance(info, dict) and isinstance(info.get("file"), str)}
-
-
-def check_embedding_files(folder: str | Path, manifest: dict[str, Any]) -> None:
-    """``embeddings/`` holds exactly the files the manifest lists (their digests are checked when
-    they are read: :func:`read_embeddings`)."""
-    from hetbench.errors import Mismatch
-
-    folder = Path(folder)
-    root = folder / FOLDER
-    present = sorted(p.relative_to(folder).as_posix() for p in root.rglob("*") if p.is_file() or p.is_symlink()) \
-        if root.is_dir() else []
-    stray = [p for p in present if p not in listed_files(manifest)]
-    if stray:
-        raise Mismatch(f"file {stray[0]}: not in hetbench.json (a folder holds only the embeddings its manifest lists)")
 
 
 def embedding_drift(stored: np.ndarray, again: np.ndarray, stored_clusters: np.ndarray | None,
@@ -165,4 +150,4 @@ def embedding_drift(stored: np.ndarray, again: np.ndarray, stored_clusters: np.n
     return out
 
 
-__all__ = ["FOLDER", "write_embeddings", "read_embeddings", "listed_files", "check_embedding_files", "embedding_drift"]
+__all__ = ["FOLDER", "write_embeddings", "read_embeddings", "listed_files", "embedding_drift"]

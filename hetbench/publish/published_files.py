@@ -94,19 +94,25 @@ def expected_card_metadata(fs, manifest: dict[str, Any], features) -> dict[str, 
     return yaml.safe_load(data.to_yaml())
 
 
-def _first_difference(a: Any, b: Any, path: str = "") -> str | None:
-    """The path of the first place where ``a`` and ``b`` differ, or None."""
+def first_difference(a: Any, b: Any, path: str = "") -> str | None:
+    """The path of the first place where ``a`` and ``b`` (nested dicts and lists) differ, or None.
+
+    Examples
+    --------
+    >>> first_difference({"configs": [{"a": 1}]}, {"configs": [{"a": 2}]}), first_difference([1], [1])
+    ('configs[0].a', None)
+    """
     if isinstance(a, dict) and isinstance(b, dict):
         for key in sorted(set(a) | set(b), key=str):
             if key not in a or key not in b:
                 return f"{path}.{key}".lstrip(".")
-            found = _first_difference(a[key], b[key], f"{path}.{key}")
+            found = first_difference(a[key], b[key], f"{path}.{key}")
             if found:
                 return found
         return None
     if isinstance(a, list) and isinstance(b, list):
         for i, (x, y) in enumerate(zip(a, b)):
-            found = _first_difference(x, y, f"{path}[{i}]".lstrip("."))
+            found = first_difference(x, y, f"{path}[{i}]".lstrip("."))
             if found:
                 return found
         return f"{path}[{min(len(a), len(b))}]".lstrip(".") if len(a) != len(b) else None
@@ -130,7 +136,7 @@ def card_front_matter(folder: Path) -> Any:
 def check_card(folder: Path, fs, manifest: dict[str, Any], features) -> None:
     """The card's front matter equals what hetbench writes for the re-run split (module notes)."""
     found = card_front_matter(folder)
-    where = _first_difference(found, expected_card_metadata(fs, manifest, features))
+    where = first_difference(found, expected_card_metadata(fs, manifest, features))
     if where:
         raise Mismatch(f"README.md's YAML field '{where}' differs from what hetbench wrote (it decides what "
                        "load_dataset reads or what the Hub shows)")
@@ -169,4 +175,4 @@ def check_report(folder: Path, fs, manifest: dict[str, Any]) -> None:
 
 
 __all__ = ["INVENTORIED", "file_inventory", "published_paths", "check_files", "check_card", "check_report", "card_task",
-           "expected_card_metadata", "card_front_matter"]
+           "expected_card_metadata", "card_front_matter", "first_difference"]

@@ -219,7 +219,7 @@ def _check_recorded(manifest: dict, fs, dataset_given: bool) -> None:
     import json
 
     from hetbench.local_paths import publicise
-    from hetbench.publish.published_files import _first_difference
+    from hetbench.publish.published_files import first_difference
 
     source = publicise(fs.table.source, "source")[0]
     expected: dict[str, Any] = {"recipe": fs.recipe, "dropped": fs.dropped, "source": source,
@@ -234,7 +234,7 @@ def _check_recorded(manifest: dict, fs, dataset_given: bool) -> None:
     if manifest.get("format", 2) >= 3:
         expected["sample_ids.num_rows"] = sum(len(r) for r in fs.outputs.values())
         recorded["sample_ids.num_rows"] = manifest["sample_ids"].get("num_rows")
-    where = _first_difference(json.loads(json.dumps(recorded)), json.loads(json.dumps(expected)))
+    where = first_difference(json.loads(json.dumps(recorded)), json.loads(json.dumps(expected)))
     if where:
         raise Mismatch(f"hetbench.json's '{where}' differs from what re-running the recipe gives")
 
