@@ -6,18 +6,18 @@ from typing import Any
 
 import click
 
-from hetbench.cli.train import HYPER_OPTIONS, _float_list, train
+from hetbench.cli.train import WithHyperOptions, split_hyper, train
 
 #: the ``hetbench train`` options that describe a run (the rest, sweeps, resuming and the local engine's
 #: threads, do not apply to one deployed run)
 RUN_OPTIONS = ("rounds", "clients_per_round", "local_epochs", "batch_size", "lr", "momentum", "weight_decay", "model",
-               "norm", "image_size", "group_by", "eval_every", "target_accuracy", *HYPER_OPTIONS, "pruning_ratios",
+               "norm", "image_size", "group_by", "eval_every", "target_accuracy",
                "device", "amp", "cache_dir", "train_groups", "test_groups", "last_k")
 
 
 def _flower_app_command(fn):
     """``fn`` as a click command with the run options of ``hetbench train`` (same flags, help and defaults)."""
-    command = click.command("flower-app")(fn)
+    command = click.command("flower-app", cls=WithHyperOptions)(fn)
     shared = [p for p in train.params if p.name in RUN_OPTIONS]
     command.params = [*command.params, *shared]
     return command
@@ -37,7 +37,7 @@ def _flower_app_command(fn):
 @click.option("--overwrite", is_flag=True, help="Replace an existing project folder.")
 @click.option("--quiet", "-q", is_flag=True, help="Do not print the commands that run the project.")
 def flower_app(split: str, algo: str, seed: int, out: str, results: str | None, node_wait: float, overwrite: bool,
-               quiet: bool, pruning_ratios: str | None, train_groups: str | None, test_groups: str | None,
+               quiet: bool, train_groups: str | None, test_groups: str | None,
                **opts: Any) -> None:
     """Write a Flower app project (pyproject.toml) that runs one hetbench algorithm on a split with Flower's
     deployment engine: a SuperLink, one SuperNode per client (node config partition-id=K num-partitions=N), flwr run.
@@ -61,8 +61,7 @@ def flower_app(split: str, algo: str, seed: int, out: str, results: str | None, 
     require_flower()
     if not (node_wait > 0):
         raise HetbenchError(f"--node-wait must be a positive number of seconds (got {node_wait})")
-    hyper = {k: opts.pop(k) for k in HYPER_OPTIONS}
-    hyper["pruning_ratios"] = _float_list(pruning_ratios, "--pruning-ratios")
+    hyper = split_hyper(opts)
     config = TrainConfig(seed=seed, train_groups=parse_groups(train_groups, "--train-groups"),
                          test_groups=parse_groups(test_groups, "--test-groups"), **opts)
     split_path = os.path.abspath(split) if os.path.exists(split) else split

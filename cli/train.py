@@ -29,11 +29,54 @@ def _float_list(text: str | None, flag: str) -> tuple[float, ...] | None:
     return values  # the range is checked where the algorithm is made
 
 
-HYPER_OPTIONS = ("server_lr", "server_momentum", "mu", "q", "vc_size", "ema_alpha", "wb_degree", "gamma_degree",
-                 "alpha0", "alpha_min", "fusion_eps", "dar_gamma")
+def hyper_params() -> list[click.Option]:
+    """One flag per hyper-parameter any algorithm declares (``hetbench.train.algorithms.hyper_options``),
+    help and defaults from the declarations: an option exists only in its algorithm's module."""
+    from hetbench.train.algorithms import hyper_options
+
+    out = []
+    for name, takers in hyper_options().items():
+        spec = takers[0][1]
+        defaults = {}
+        for algo, s in takers:
+            shown = ",".join(f"{v:g}" for v in s.default) if s.sequence else s.default
+            defaults.setdefault(str(shown), []).append(algo)
+        said = "; ".join(f"{'/'.join(algos)} {value}" for value, algos in defaults.items())
+        kind: Any = str if spec.sequence else click.Choice(spec.choices) if spec.choices else int if spec.integer else float
+        out.append(click.Option([spec.flag(name), name], default=None, type=kind,
+                                show_default=False, help=f"{spec.help} Default: {said} ({spec.source})."))
+    return out
 
 
-@click.command("train", short_help="Simulate FL algorithms on a split; one results JSON per run.")
+class WithHyperOptions(click.Command):
+    """A command whose algorithm flags are made from the algorithms' declarations when it first parses or
+    shows help (importing the algorithms imports torch: ``hetbench --help`` and the other commands do not
+    pay for it)."""
+
+    hyper_after = "target_accuracy"
+
+    def get_params(self, ctx: click.Context) -> list[click.Parameter]:
+        if not getattr(self, "_hyper_added", False):
+            at = next(i for i, p in enumerate(self.params) if p.name == self.hyper_after) + 1
+            self.params[at:at] = [p for p in hyper_params() if p.name not in {q.name for q in self.params}]
+            self._hyper_added = True
+        return super().get_params(ctx)
+
+
+def split_hyper(opts: dict[str, Any]) -> dict[str, Any]:
+    """Take the algorithm options out of a command's ``opts`` (comma lists parsed)."""
+    from hetbench.train.algorithms import hyper_options
+
+    hyper = {}
+    for name, takers in hyper_options().items():
+        value = opts.pop(name, None)
+        if value is not None and takers[0][1].sequence:
+            value = _float_list(value, takers[0][1].flag(name))
+        hyper[name] = value
+    return hyper
+
+
+@click.command("train", cls=WithHyperOptions, short_help="Simulate FL algorithms on a split; one results JSON per run.")
 @click.option("--split", default=None, help="Built split folder or hub id (default: the embedded digits Dirichlet split, "
               "built on first use).")
 @click.option("--algo", default="fedavg", show_default=True,
@@ -59,20 +102,6 @@ HYPER_OPTIONS = ("server_lr", "server_momentum", "mu", "q", "vc_size", "ema_alph
 @click.option("--eval-every", default=1, show_default=True, type=int, help="Evaluate every N rounds (and the last).")
 @click.option("--target-accuracy", default=None, type=float,
               help="Accuracy (percent) for rounds-to-target (default: 90% of the centralised run when it runs too).")
-@click.option("--server-lr", default=None, type=float, help="Server learning rate (FedAvg family, SCAFFOLD; default 1, with --server-momentum beta > 0: "
-              "1 - beta, an effective step of 1).")
-@click.option("--server-momentum", default=None, type=float, help="Server momentum beta (FedAvgM 0.9; FedIR/FedVC 0).")
-@click.option("--mu", default=None, type=float, help="FedProx proximal weight (default 0.1).")
-@click.option("--q", "q", default=None, type=float, help="q-FedAvg fairness exponent (default 1e-6).")
-@click.option("--vc-size", default=None, type=int, help="FedVC examples per virtual client N_VC (default 256).")
-@click.option("--ema-alpha", default=None, type=float, help="HeteroSwitch loss EMA factor (default 0.9).")
-@click.option("--wb-degree", default=None, type=float, help="HeteroSwitch random white-balance degree (default 0.001).")
-@click.option("--gamma-degree", default=None, type=float, help="HeteroSwitch random gamma degree (default 0.9).")
-@click.option("--alpha0", default=None, type=float, help="DapperFL initial fusion factor (default 0.9).")
-@click.option("--alpha-min", default=None, type=float, help="DapperFL minimum fusion factor (default 0.1).")
-@click.option("--fusion-eps", default=None, type=float, help="DapperFL fusion decay epsilon (default 0.2).")
-@click.option("--dar-gamma", default=None, type=float, help="DapperFL DAR weight gamma (default 0.01).")
-@click.option("--pruning-ratios", default=None, help="DapperFL pruning ratio per device level (default 0,0.2,0.4,0.6,0.8).")
 @click.option("--workers", default=None, type=int,
               help="Clients trained in parallel threads, one torch thread each (default: one per core); results "
               "do not depend on it.")
@@ -118,7 +147,7 @@ HYPER_OPTIONS = ("server_lr", "server_momentum", "mu", "q", "vc_size", "ema_alph
 @click.option("--overwrite", is_flag=True, help="Replace existing result files.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar or summary.")
 def train(split: str | None, algo: str, seed: str, threads: int | None, out: str, overwrite: bool, quiet: bool,
-          pruning_ratios: str | None, train_groups: str | None, test_groups: str | None, protocol: str | None,
+          train_groups: str | None, test_groups: str | None, protocol: str | None,
           resume: bool, skip_existing: bool, engine: str, flower_actors: int | None, **opts: Any) -> None:
     """Simulate federated training of one or more algorithms on a split; write one results JSON per run.
 
@@ -137,8 +166,7 @@ def train(split: str | None, algo: str, seed: str, threads: int | None, out: str
     from hetbench.train.groups import parse_groups
 
     seeds = _int_list(seed, "--seed")
-    hyper = {k: opts.pop(k) for k in HYPER_OPTIONS}
-    hyper["pruning_ratios"] = _float_list(pruning_ratios, "--pruning-ratios")
+    hyper = split_hyper(opts)
     config = TrainConfig(seed=seeds[0], train_groups=parse_groups(train_groups, "--train-groups"),
                          test_groups=parse_groups(test_groups, "--test-groups"), **opts)
     runs = sweep(split, algo, seeds, config, hyper=hyper, out=out, overwrite=overwrite, quiet=quiet,

@@ -8,7 +8,7 @@ the ClientApps, so every side rebuilds the same data view, model and algorithm f
 Keys: ``split``, ``algo``, every non-None :class:`~hetbench.train.algorithms.TrainConfig` option with ``-``
 for ``_`` (``clients-per-round``), every given hyper-parameter as ``hyper-<name>`` (``hyper-mu``), and
 ``results`` (where a deployed ServerApp writes the results JSON). Group lists and DapperFL's pruning
-ratios travel as comma lists.
+ratios travel as comma lists (a hyper-parameter declared as a sequence).
 """
 
 from __future__ import annotations
@@ -99,13 +99,14 @@ class FlowerJob:
             out[key.replace("_", "-")] = ",".join(value) if key in _LISTS else value
         for key, value in self.hyper.items():
             out[f"hyper-{key.replace('_', '-')}"] = (",".join(repr(float(v)) for v in value)
-                                                    if key == "pruning_ratios" else value)
+                                                    if isinstance(value, (list, tuple)) else value)
         return out
 
     @classmethod
     def from_config(cls, flat: Mapping[str, Any]) -> "FlowerJob":
-        from hetbench.train.algorithms import TrainConfig
+        from hetbench.train.algorithms import TrainConfig, hyper_options
 
+        sequences = {k for k, takers in hyper_options().items() if takers[0][1].sequence}
         fields = {f.name for f in dataclasses.fields(TrainConfig)}
         options: dict[str, Any] = {}
         hyper: dict[str, Any] = {}
@@ -115,7 +116,7 @@ class FlowerJob:
                 continue
             if name.startswith("hyper_"):
                 name = name[len("hyper_"):]
-                hyper[name] = tuple(float(v) for v in str(value).split(",")) if name == "pruning_ratios" else value
+                hyper[name] = tuple(float(v) for v in str(value).split(",")) if name in sequences else value
             elif name in fields:
                 options[name] = tuple(s for s in str(value).split(",") if s) if name in _LISTS else value
             else:
@@ -132,12 +133,14 @@ class FlowerJob:
 
     def algorithm(self):
         """A fresh algorithm; ``central`` is refused (it trains one model on all data: nothing to federate)."""
-        from hetbench.train.algorithms import make_algorithm
+        from hetbench.train.algorithms import check_hyper_parameters, make_algorithm, options_for
 
         if self.algo.strip().lower() == "central":
             raise HetbenchError("Flower runs federated algorithms; 'central' trains one model on the union "
                                 "of the clients' data: run it with hetbench train --engine local")
-        return make_algorithm(self.algo, **self.hyper)
+        name = self.algo.strip().lower()
+        check_hyper_parameters([name], self.hyper)  # an option this algorithm does not take: one line, exit 2
+        return make_algorithm(name, **options_for(name, self.hyper))
 
     def data(self, quiet: bool = True):
         """The run's view of the split: loaded, then restricted to its train/test groups."""

@@ -149,7 +149,8 @@ def sweep(
         defaults of :class:`~hetbench.train.algorithms.TrainConfig`.
     hyper : mapping, optional
         Algorithm hyper-parameters by name (``mu``, ``server_momentum``, ``pruning_ratios``, ...); None or
-        missing: each paper's default. Each is range-checked; an algorithm ignores those it does not use.
+        missing: each paper's default. Each is range-checked; each algorithm gets those it takes, and an
+        option that no algorithm of the sweep takes is refused.
     out : path
         Results folder: ``<out>/<split name>/<algorithm>[-<non-default params>][-<groups>]-s<seed>.json``,
         where ``<groups>`` is ``train_<g1+g2>`` / ``test_<g1+g2>`` for restricted runs and ``logo_<held out>``
@@ -204,7 +205,7 @@ def sweep(
     >>> [(r.path.name, r.skipped) for r in again]
     [('fedavg-s0.json', True), ('fedprox-s0.json', False)]
     """
-    from hetbench.train.algorithms import TrainConfig, make_algorithm
+    from hetbench.train.algorithms import TrainConfig, check_hyper_parameters, make_algorithm, options_for
     from hetbench.train.groups import PROTOCOLS
 
     names = algorithm_names(algorithms)
@@ -229,7 +230,8 @@ def sweep(
     if not seeds:
         raise HetbenchError("--seed is empty")
     hyper = dict(hyper or {})
-    algos = {a: make_algorithm(a, **hyper) for a in names}  # unknown names and bad values fail here
+    algos = {a: make_algorithm(a, **options_for(a, hyper)) for a in names}  # unknown names fail here
+    check_hyper_parameters(names, hyper)  # options no algorithm of the sweep takes, values out of range
     for s in seeds:  # every seed is checked before any run writes a result
         dataclasses.replace(config, seed=s).check()
     if "central" in names:  # first, so the others get relative accuracy and a default target
@@ -320,7 +322,7 @@ class _Plan:
 
     def check_existing(self, overwrite: bool, keep: bool, resume: bool) -> None:
         """Refuse, keep or replace the results that exist; with ``resume``, check every checkpoint."""
-        from hetbench.train.algorithms import make_algorithm
+        from hetbench.train.algorithms import make_algorithm, options_for
         from hetbench.train.checkpoint import check_resumable
         from hetbench.train.results import existing_result
 
@@ -345,7 +347,8 @@ class _Plan:
                     f"'{folder}' (a run writes one with --checkpoint-every K); run without --resume to start afresh"
                 )
             for job in todo:
-                check_resumable(job.checkpoint, self.view(job.groups), make_algorithm(job.algorithm, **self.hyper),
+                fresh = make_algorithm(job.algorithm, **options_for(job.algorithm, self.hyper))
+                check_resumable(job.checkpoint, self.view(job.groups), fresh,
                                 job.config)
                 job.resume = True
 
@@ -376,7 +379,7 @@ class _Plan:
         return doc
 
     def run(self) -> list[RunResult]:
-        from hetbench.train.algorithms import make_algorithm
+        from hetbench.train.algorithms import make_algorithm, options_for
         from hetbench.train.checkpoint import remove_checkpoint
         from hetbench.train.results import write_result
 
@@ -388,7 +391,7 @@ class _Plan:
             if job.kept is not None:
                 doc = job.kept
             else:
-                algorithm = make_algorithm(job.algorithm, **self.hyper)  # fresh state per run
+                algorithm = make_algorithm(job.algorithm, **options_for(job.algorithm, self.hyper))  # fresh state per run
                 doc = self._train(job, algorithm, central.get(key))
                 write_result(doc, job.path)
                 remove_checkpoint(job.checkpoint)  # the result is safe: the checkpoint has done its job
@@ -426,7 +429,10 @@ class _Plan:
                 from hetbench.flower.job import FlowerJob
                 from hetbench.flower.simulation import run_flower_simulation
 
-                flower_job = FlowerJob.make(self.split_path, job.algorithm, job.config, self.hyper)
+                from hetbench.train.algorithms import options_for
+
+                flower_job = FlowerJob.make(self.split_path, job.algorithm, job.config,
+                                            options_for(job.algorithm, self.hyper))
                 return run_flower_simulation(flower_job, self.view(job.groups), actors=self.flower_actors,
                                              central_accuracy=central_acc, on_round=advance,
                                              workers=job.config.workers)

@@ -10,8 +10,12 @@ Examples
 >>> from hetbench.train.algorithms import ALGORITHMS, make_algorithm
 >>> ALGORITHMS.names()
 ('fedavg', 'fedavgm', 'fedprox', 'scaffold', 'qfedavg', 'fedir', 'fedvc', 'heteroswitch', 'dapperfl', 'central')
->>> make_algorithm("FedProx", mu=0.01, q=0.5).params  # q is q-FedAvg's: FedProx ignores it
+>>> make_algorithm("FedProx", mu=0.01).params
 {'server_lr': 1.0, 'mu': 0.01}
+>>> make_algorithm("FedProx", q=0.5)  # q is q-FedAvg's option
+Traceback (most recent call last):
+...
+hetbench.errors.HetbenchError: fedprox takes no option --q (options: --server-lr, --mu)
 >>> make_algorithm("fedmagic")
 Traceback (most recent call last):
 ...
@@ -19,8 +23,6 @@ hetbench.registry.UnknownNameError: unknown algorithm 'fedmagic' for --algo; cho
 """
 
 from __future__ import annotations
-
-import math
 
 from hetbench.errors import HetbenchError
 from hetbench.registry import Registry
@@ -32,6 +34,7 @@ from hetbench.train.algorithms.fedir import FedIR
 from hetbench.train.algorithms.fedprox import FedProx
 from hetbench.train.algorithms.fedvc import FedVC
 from hetbench.train.algorithms.heteroswitch import HeteroSwitch
+from hetbench.train.algorithms.hyper import Hyper
 from hetbench.train.algorithms.qfedavg import QFedAvg
 from hetbench.train.algorithms.scaffold import Scaffold
 
@@ -44,30 +47,55 @@ ALGORITHMS: Registry[type[Algorithm]] = Registry(
 """The algorithms by their ``--algo`` name, in the order ``hetbench train --help`` lists them."""
 
 
-HYPER_RANGES: dict[str, tuple[float, float, bool]] = {  # name: (low, high, high included); low included
-    "server_momentum": (0.0, 1.0, False), "mu": (0.0, math.inf, False), "q": (0.0, math.inf, False),
-    "ema_alpha": (0.0, 1.0, True), "wb_degree": (0.0, 1.0, False), "gamma_degree": (0.0, 1.0, False),
-    "alpha0": (0.0, 1.0, True), "alpha_min": (0.0, 1.0, True), "fusion_eps": (0.0, 1.0, True),
-    "dar_gamma": (0.0, math.inf, False),
-}
+def hyper_options() -> dict[str, list[tuple[str, Hyper]]]:
+    """Every hyper-parameter name any algorithm declares, with the algorithms that take it and their
+    declarations, in registry order (what ``hetbench train`` makes its flags from).
+
+    Examples
+    --------
+    >>> [name for name, _ in hyper_options()["server_momentum"]]
+    ['fedavgm', 'fedir', 'fedvc']
+    """
+    out: dict[str, list[tuple[str, Hyper]]] = {}
+    for name in ALGORITHMS.names():
+        for key, spec in ALGORITHMS[name].hyper.items():
+            out.setdefault(key, []).append((name, spec))
+    return out
 
 
-def check_hyper_parameters(params: dict) -> None:
-    """Refuse hyper-parameters outside the range their equation allows (messages name the CLI flag)."""
-    for key, v in params.items():
-        if v is None:
+def options_for(name: str, params: dict) -> dict:
+    """The options of ``params`` that algorithm ``name`` takes (the others are other algorithms' options
+    of the same sweep).
+
+    Examples
+    --------
+    >>> options_for("fedprox", {"mu": 0.01, "q": 0.5, "server_lr": None})
+    {'mu': 0.01, 'server_lr': None}
+    """
+    cls = ALGORITHMS[name.strip().lower()]
+    return {k: v for k, v in params.items() if k in cls.hyper}
+
+
+def check_hyper_parameters(names: list[str], params: dict) -> None:
+    """Refuse options that none of the algorithms ``names`` takes, and values out of the range their
+    equation allows (messages name the CLI flag; exit 2).
+
+    Examples
+    --------
+    >>> check_hyper_parameters(["fedavg", "fedprox"], {"mu": 0.01})
+    >>> check_hyper_parameters(["fedavg", "fedprox"], {"tau": 0.01})
+    Traceback (most recent call last):
+    ...
+    hetbench.errors.HetbenchError: --tau is not an option of fedavg or fedprox
+    """
+    for key, value in params.items():
+        if value is None:
             continue
-        flag = "--" + key.replace("_", "-")
-        if key in ("server_lr", "vc_size"):
-            if not (math.isfinite(v) and v > 0):
-                raise HetbenchError(f"{flag} must be a positive number (got {v})")
-        elif key == "pruning_ratios":
-            if not v or any(not 0.0 <= r < 1.0 for r in v):
-                raise HetbenchError(f"{flag} needs ratios in [0, 1) (got {v})")
-        elif key in HYPER_RANGES:
-            low, high, closed = HYPER_RANGES[key]
-            if not (math.isfinite(v) and v >= low and (v <= high if closed else v < high)):
-                raise HetbenchError(f"{flag} must be in [{low:g}, {high:g}{']' if closed else ')'} (got {v})")
+        takers = [n for n in names if key in ALGORITHMS[n].hyper]
+        if not takers:
+            raise HetbenchError(f"{Hyper.flag(key)} is not an option of {' or '.join(names)}")
+        for n in takers:
+            ALGORITHMS[n].hyper[key].check(key, value)
 
 
 def make_algorithm(name: str, **params) -> Algorithm:
@@ -78,14 +106,15 @@ def make_algorithm(name: str, **params) -> Algorithm:
     name : str
         One of :data:`ALGORITHMS`; any other raises :class:`~hetbench.registry.UnknownNameError` listing them.
     **params
-        Hyper-parameters (None: the paper's default). Every given value is range-checked (messages name the
-        ``hetbench train`` flag), then those the algorithm does not use are ignored.
+        Hyper-parameters (None: the paper's default). Each is range-checked against the algorithm's
+        declaration; an option the algorithm does not take is refused (messages name the ``hetbench train``
+        flag, exit 2). A sweep of several algorithms passes each one its own (:func:`options_for`).
     """
-    check_hyper_parameters(params)
     cls = ALGORITHMS[name.strip().lower()]
-    return cls(**{k: v for k, v in params.items() if k in cls.defaults})
+    return cls(**params)
 
 
 __all__ = [
-    "ALGORITHMS", "Algorithm", "ClientUpdate", "RunState", "TrainConfig", "check_hyper_parameters", "make_algorithm",
+    "ALGORITHMS", "Algorithm", "ClientUpdate", "Hyper", "RunState", "TrainConfig", "check_hyper_parameters",
+    "hyper_options", "make_algorithm", "options_for",
 ]

@@ -20,6 +20,7 @@ import torch
 
 from hetbench.errors import HetbenchError
 from hetbench.seeding import check_seed
+from hetbench.train.algorithms.hyper import Hyper
 from hetbench.train.local import LocalResult, Workspace, epoch_batches, local_sgd
 from hetbench.train.sampling import select_uniform
 
@@ -194,24 +195,50 @@ class ClientUpdate:
 class Algorithm:
     """Base class: FedAvg's client selection, local SGD and size-weighted averaging (McMahan et al. 2017).
 
-    Subclasses override the parts their paper changes. ``defaults`` are the paper's hyper-parameters;
-    ``params`` holds the values in force for this run.
+    Subclasses override the parts their paper changes and declare, in their own module, everything an
+    engine needs to run them anywhere:
+
+    * ``hyper``: the hyper-parameters (:class:`~hetbench.train.algorithms.hyper.Hyper`: default, the paper's
+      source for it, the range its equation allows); ``defaults`` is derived from it and ``params`` holds
+      the values in force for this run;
+    * ``server_to_client``: attributes of the server's state that a client update reads; an engine that
+      runs clients elsewhere (Flower) sends them with every train message;
+    * ``client_state``: attributes holding per-client state, ``{client: value}`` dicts that a client keeps
+      between the rounds it takes part in (SCAFFOLD's ``c_i``); an engine that runs clients elsewhere keeps
+      each client's entry with that client and never on the server.
+
+    Everything else a client sends back travels in :class:`ClientUpdate` (``extra`` included), and every
+    other attribute a client update uses is derived from the data or the model by :meth:`setup`.
     """
 
     name: ClassVar[str] = "base"
     citation: ClassVar[str] = ""
-    defaults: ClassVar[dict[str, float]] = {}
+    hyper: ClassVar[dict[str, Hyper]] = {}
+    #: ``{name: default}`` of :attr:`hyper` (set for every subclass)
+    defaults: ClassVar[dict[str, Any]] = {}
+    #: server state a client update reads (sent with every train message by engines that need it)
+    server_to_client: ClassVar[tuple[str, ...]] = ()
+    #: per-client state, ``{client: value}`` attributes each client keeps between its rounds
+    client_state: ClassVar[tuple[str, ...]] = ()
     #: the client learning rate when ``--lr`` is not given (None: :data:`DEFAULT_LR`)
     default_lr: ClassVar[float | None] = None
     #: attributes that ``setup`` or ``begin_round`` rebuild, so a checkpoint leaves them out (the round's
     #: running sums, structure derived from the data or the model)
     rebuilt: ClassVar[tuple[str, ...]] = ("_sum", "_bsum", "_wsum")
 
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        cls.defaults = {key: h.default for key, h in cls.hyper.items()}
+
     def __init__(self, **params: Any) -> None:
-        unknown = set(params) - set(self.defaults)
+        given = {k: v for k, v in params.items() if v is not None}
+        unknown = sorted(set(given) - set(self.hyper))
         if unknown:
-            raise TypeError(f"{self.name} takes no parameter(s) {sorted(unknown)}")
-        self.params: dict[str, Any] = {**self.defaults, **{k: v for k, v in params.items() if v is not None}}
+            raise HetbenchError(f"{self.name} takes no option {Hyper.flag(unknown[0])}"
+                                + (f" (options: {', '.join(Hyper.flag(k) for k in self.hyper)})" if self.hyper
+                                   else " (it has no hyper-parameters)"))
+        self.params: dict[str, Any] = {**self.defaults,
+                                       **{k: self.hyper[k].check(k, v) for k, v in given.items()}}
 
     # -- lifecycle ----------------------------------------------------------------------------------
     def setup(self, run: RunState) -> None:

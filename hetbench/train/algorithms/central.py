@@ -40,7 +40,6 @@ class Central(Algorithm):
 
     name = "central"
     citation = "centralised SGD on the union of the clients' data"
-    defaults = {}
     rebuilt = (*Algorithm.rebuilt, "rows", "per_round")  # checkpoints keep the sample stream (_stream, _pass)
 
     def setup(self, run: RunState) -> None:

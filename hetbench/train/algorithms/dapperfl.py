@@ -44,6 +44,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from hetbench.train.algorithms.base import Algorithm, ClientUpdate, RunState
+from hetbench.train.algorithms.hyper import Hyper
 from hetbench.train.local import epoch_batches, local_sgd
 
 _NORMS = (nn.GroupNorm, nn.BatchNorm1d, nn.BatchNorm2d, nn.LayerNorm)
@@ -162,12 +163,16 @@ class DapperFL(Algorithm):
 
     name = "dapperfl"
     citation = "Jia et al. 2024, DapperFL: domain adaptive federated learning with model fusion pruning"
-    defaults = {
-        "alpha0": 0.9,
-        "alpha_min": 0.1,
-        "fusion_eps": 0.2,
-        "dar_gamma": 0.01,
-        "pruning_ratios": (0.0, 0.2, 0.4, 0.6, 0.8),
+    hyper = {
+        "alpha0": Hyper(0.9, "DapperFL initial fusion factor alpha_0 (Eq. 2).", "Jia et al. 2024, Table 4",
+                        low=0.0, high=1.0),
+        "alpha_min": Hyper(0.1, "DapperFL minimum fusion factor alpha_min (Eq. 2).", "Jia et al. 2024, Table 4",
+                           low=0.0, high=1.0),
+        "fusion_eps": Hyper(0.2, "DapperFL fusion decay epsilon (Eq. 2).", "Jia et al. 2024, Table 4",
+                            low=0.0, high=1.0),
+        "dar_gamma": Hyper(0.01, "DapperFL DAR weight gamma (Eq. 5).", "Jia et al. 2024, Table 4", low=0.0),
+        "pruning_ratios": Hyper((0.0, 0.2, 0.4, 0.6, 0.8), "DapperFL pruning ratio per device level (comma list).",
+                                "Jia et al. 2024, sec. 4.1", low=0.0, high=1.0, high_open=True, sequence=True),
     }
 
     def setup(self, run: RunState) -> None:

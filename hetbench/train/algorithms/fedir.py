@@ -14,7 +14,8 @@ import torch
 import torch.nn.functional as F
 
 from hetbench.train.algorithms.base import RunState
-from hetbench.train.algorithms.fedavg import FedAvg, ServerMomentum
+from hetbench.train.algorithms.fedavg import SERVER_MOMENTUM, FedAvg, ServerMomentum
+from hetbench.train.algorithms.hyper import SERVER_LR
 from hetbench.train.local import LocalResult, local_sgd
 
 
@@ -58,7 +59,7 @@ class FedIR(ServerMomentum, FedAvg):
 
     name = "fedir"
     citation = "Hsu, Qi, Brown 2020, Federated visual classification with real-world data distribution (FedIR)"
-    defaults = {"server_lr": 1.0, "server_momentum": 0.0}
+    hyper = {"server_lr": SERVER_LR, "server_momentum": SERVER_MOMENTUM}
 
     def setup(self, run: RunState) -> None:
         d = run.data

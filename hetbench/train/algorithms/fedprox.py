@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from hetbench.train.algorithms.base import RunState
+from hetbench.train.algorithms.hyper import SERVER_LR, Hyper
 from hetbench.train.algorithms.fedavg import FedAvg
 from hetbench.train.local import LocalResult, local_sgd
 
@@ -43,7 +44,8 @@ class FedProx(FedAvg):
 
     name = "fedprox"
     citation = "Li et al. 2020, Federated optimization in heterogeneous networks"
-    defaults = {"server_lr": 1.0, "mu": 0.1}
+    hyper = {"server_lr": SERVER_LR,
+             "mu": Hyper(0.1, "FedProx proximal weight mu.", "HeteroSwitch Appendix A; DapperFL Table 4", low=0.0)}
 
     def train_locally(self, run: RunState, round_index: int, client: int, batches: list[np.ndarray]) -> LocalResult:
         c = run.config

@@ -12,7 +12,8 @@ from __future__ import annotations
 import numpy as np
 
 from hetbench.train.algorithms.base import ClientUpdate, RunState
-from hetbench.train.algorithms.fedavg import FedAvg, ServerMomentum
+from hetbench.train.algorithms.fedavg import SERVER_MOMENTUM, FedAvg, ServerMomentum
+from hetbench.train.algorithms.hyper import SERVER_LR, Hyper
 from hetbench.train.sampling import select_proportional
 
 
@@ -31,7 +32,7 @@ class FedVC(ServerMomentum, FedAvg):
     ----------
     server_lr, server_momentum : float, default 1.0 and 0.0
         The server's learning rate and momentum beta in [0, 1) (> 0: FedVC on FedAvgM). With a momentum
-        and no learning rate given, the learning rate is ``1 - beta`` (as FedAvgM's).
+        and no ``--lr`` given, the client learning rate is ``1 - beta`` times the default (as FedAvgM's).
     vc_size : int, default 256
         Examples per virtual client N_VC (sec. 6.3).
 
@@ -54,7 +55,9 @@ class FedVC(ServerMomentum, FedAvg):
 
     name = "fedvc"
     citation = "Hsu, Qi, Brown 2020, Federated visual classification with real-world data distribution (FedVC)"
-    defaults = {"server_lr": 1.0, "server_momentum": 0.0, "vc_size": 256}
+    hyper = {"server_lr": SERVER_LR, "server_momentum": SERVER_MOMENTUM,
+             "vc_size": Hyper(256, "FedVC examples per virtual client N_VC.", "Hsu et al. 2020, sec. 6.3", low=0.0,
+                              low_open=True, integer=True)}
 
     def select(self, run: RunState, round_index: int) -> np.ndarray:
         return select_proportional(run.config.seed, round_index, run.data.client_sizes, run.config.clients_per_round)

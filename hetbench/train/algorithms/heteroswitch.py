@@ -22,6 +22,7 @@ import numpy as np
 import torch
 
 from hetbench.train.algorithms.base import ClientUpdate, RunState
+from hetbench.train.algorithms.hyper import SERVER_LR, Hyper
 from hetbench.train.algorithms.fedavg import FedAvg
 from hetbench.train.local import dataset_loss, local_sgd
 
@@ -89,7 +90,16 @@ class HeteroSwitch(FedAvg):
 
     name = "heteroswitch"
     citation = "Kim et al. 2024, HeteroSwitch: characterizing and taming system-induced data heterogeneity in FL"
-    defaults = {"server_lr": 1.0, "ema_alpha": 0.9, "wb_degree": 0.001, "gamma_degree": 0.9}
+    hyper = {
+        "server_lr": SERVER_LR,
+        "ema_alpha": Hyper(0.9, "HeteroSwitch loss EMA factor alpha (Eq. 1).", "Kim et al. 2024, Appendix A",
+                           low=0.0, high=1.0),
+        "wb_degree": Hyper(0.001, "HeteroSwitch random white-balance degree d (Eq. 2).", "Kim et al. 2024, Appendix A",
+                           low=0.0, high=1.0, high_open=True),
+        "gamma_degree": Hyper(0.9, "HeteroSwitch random gamma degree d (Eq. 3).", "Kim et al. 2024, Appendix A",
+                              low=0.0, high=1.0, high_open=True),
+    }
+    server_to_client = ("l_ema",)
 
     def setup(self, run: RunState) -> None:
         self.l_ema: float | None = None

@@ -10,6 +10,7 @@ local models.
 from __future__ import annotations
 
 from hetbench.train.algorithms.base import Algorithm, ClientUpdate, RunState
+from hetbench.train.algorithms.hyper import Hyper
 from hetbench.train.local import dataset_loss
 
 
@@ -53,7 +54,8 @@ class QFedAvg(Algorithm):
 
     name = "qfedavg"
     citation = "Li et al. 2020, Fair resource allocation in federated learning (q-FedAvg)"
-    defaults = {"q": 1e-6}
+    hyper = {"q": Hyper(1e-6, "q-FedAvg fairness exponent q (0: the uniform average).", "HeteroSwitch Appendix A",
+                        low=0.0)}
     rebuilt = (*Algorithm.rebuilt, "_h")
 
     def client_update(self, run: RunState, round_index: int, client: int) -> ClientUpdate:

@@ -19,6 +19,7 @@ from __future__ import annotations
 import torch
 
 from hetbench.train.algorithms.base import Algorithm, ClientUpdate, RunState
+from hetbench.train.algorithms.hyper import Hyper
 from hetbench.train.local import local_sgd
 
 
@@ -61,7 +62,10 @@ class Scaffold(Algorithm):
 
     name = "scaffold"
     citation = "Karimireddy et al. 2020, SCAFFOLD: stochastic controlled averaging for federated learning"
-    defaults = {"server_lr": 1.0}
+    hyper = {"server_lr": Hyper(1.0, "SCAFFOLD global step size eta_g.", "Karimireddy et al. 2020, Algorithm 1",
+                                low=0.0, low_open=True)}
+    server_to_client = ("c",)
+    client_state = ("c_i",)
     default_lr = 0.02  # see the class docstring: 0.05 (the others' default) diverges on strongly skewed splits
     rebuilt = (*Algorithm.rebuilt, "_dc")  # c and every c_i go into checkpoints (Algorithm.state_dict)
 

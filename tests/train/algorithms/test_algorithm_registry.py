@@ -35,6 +35,20 @@ def test_algorithms_are_a_registry_that_names_the_option_and_the_choices():
     assert type(make_algorithm(" FedAvgM ")).__name__ == "FedAvgM"
 
 
-def test_make_algorithm_keeps_the_defaults_and_ignores_parameters_it_does_not_use():
+def test_make_algorithm_keeps_the_defaults_and_refuses_options_the_algorithm_does_not_take():
+    from hetbench.errors import HetbenchError
+
     assert make_algorithm("fedprox").params == {"server_lr": 1.0, "mu": 0.1}
-    assert make_algorithm("fedprox", mu=None, vc_size=32).params == {"server_lr": 1.0, "mu": 0.1}
+    assert make_algorithm("fedprox", mu=None, vc_size=None).params == {"server_lr": 1.0, "mu": 0.1}
+    with pytest.raises(HetbenchError, match="fedprox takes no option --vc-size"):
+        make_algorithm("fedprox", vc_size=32)
+
+
+def test_every_hyper_parameter_is_declared_with_its_source_and_a_default_its_range_allows():
+    for name in ALGORITHMS:
+        cls = ALGORITHMS[name]
+        for key, spec in cls.hyper.items():
+            assert spec.source and spec.help.endswith("."), (name, key)
+            assert spec.check(key, spec.default) == (tuple(spec.default) if spec.sequence else spec.default)
+        assert cls.defaults == {k: s.default for k, s in cls.hyper.items()}
+        assert set(cls.client_state).isdisjoint(cls.server_to_client)

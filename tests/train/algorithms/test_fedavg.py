@@ -26,36 +26,41 @@ def test_fedavg_one_client_one_step_is_one_sgd_step(tiny_data, train):
     assert not torch.allclose(run.global_params, torch.cat([p.reshape(-1) for p in model.parameters()]))
 
 
-def test_fedavgm_server_lr_defaults_to_one_minus_beta_and_a_given_one_is_kept():
-    from hetbench.train.algorithms import ALGORITHMS, make_algorithm
+def test_fedavgm_follows_hsu_et_al_server_step_one_and_client_rate_scaled_by_one_minus_beta():
+    """Hsu et al. 2020 (sec. 6.5, Appendix A.1): server step 1, beta 0.9, effective rate eta / (1 - beta)."""
+    from hetbench.train.algorithms import ALGORITHMS, TrainConfig, make_algorithm
     from hetbench.train.results import result_path
 
     def named(**params) -> str:
         algo = make_algorithm("fedavgm", **params)
         return result_path("out", "split", "fedavgm", algo.params, ALGORITHMS["fedavgm"].defaults, 0).name
 
-    assert make_algorithm("fedavgm").params == {"server_lr": 0.1, "server_momentum": 0.9}  # effective step 1
-    assert make_algorithm("fedavgm", server_momentum=0.99).params["server_lr"] == 0.01
-    assert make_algorithm("fedavgm", server_momentum=0.0).params["server_lr"] == 1.0
-    assert make_algorithm("fedavgm", server_lr=1.0).params == {"server_lr": 1.0, "server_momentum": 0.9}
-    assert make_algorithm("fedavgm", server_lr=None, server_momentum=None).params["server_lr"] == 0.1
+    def lr(name: str, given: float | None = None, **params) -> float:
+        return TrainConfig(lr=given).for_algorithm(make_algorithm(name, **params)).lr
+
+    assert make_algorithm("fedavgm").params == {"server_lr": 1.0, "server_momentum": 0.9}
+    assert lr("fedavgm") == 0.005 and lr("fedavg") == 0.05  # eta_eff = 0.005 / (1 - 0.9) = FedAvg's 0.05
+    assert lr("fedavgm", server_momentum=0.99) == 0.0005 and lr("fedavgm", server_momentum=0.0) == 0.05
+    assert lr("fedavgm", 0.01) == 0.01  # a given --lr is used as it is
+    assert make_algorithm("fedavgm", server_lr=0.3).params == {"server_lr": 0.3, "server_momentum": 0.9}
     # a default run keeps its plain name; values that differ from the defaults name the file
-    assert named() == named(server_lr=0.1) == named(server_momentum=0.9) == "fedavgm-s0.json"
-    assert named(server_lr=1.0) == "fedavgm-server_lr1-s0.json"
-    assert named(server_momentum=0.5) == "fedavgm-server_lr0.5-server_momentum0.5-s0.json"
-    # FedIR and FedVC on FedAvgM follow the same rule; without momentum their server_lr stays 1
-    assert make_algorithm("fedvc", server_momentum=0.9).params["server_lr"] == 0.1
-    assert make_algorithm("fedir").params["server_lr"] == 1.0
+    assert named() == named(server_lr=1.0) == named(server_momentum=0.9) == "fedavgm-s0.json"
+    assert named(server_lr=0.1) == "fedavgm-server_lr0.1-s0.json"
+    # FedIR and FedVC on FedAvgM follow the same rule; without momentum they are FedAvg's
+    assert make_algorithm("fedvc", server_momentum=0.9).params["server_lr"] == 1.0
+    assert lr("fedvc", server_momentum=0.9) == lr("fedir", server_momentum=0.9) == 0.005
+    assert lr("fedir") == lr("fedvc") == 0.05
 
 
 def test_fedavgm_velocity_builds_up_to_the_effective_step():
     import torch
-    from hetbench.train.algorithms import make_algorithm
+    from hetbench.train.algorithms import TrainConfig, make_algorithm
 
     algo = make_algorithm("fedavgm")
+    eta = TrainConfig().for_algorithm(algo).lr
     run = type("Run", (), {})()
-    run.global_params = torch.zeros(1)
-    for _ in range(200):  # a constant update g_bar = -1: the step tends to server_lr / (1 - beta) = 1
+    run.global_params = torch.zeros(1, dtype=torch.float64)
+    for _ in range(300):  # a client step of eta per round: the server's step tends to eta / (1 - beta) = 0.05
         before = run.global_params.clone()
-        algo.apply_server_update(run, torch.tensor([-1.0]))
-    assert abs(float(run.global_params - before) - 1.0) < 1e-6
+        algo.apply_server_update(run, torch.tensor([-eta], dtype=torch.float64))
+    assert abs(float(run.global_params - before) - 0.05) < 1e-9
