@@ -147,7 +147,7 @@ def serve(grid: Grid, flat: dict[str, Any], data: Any = None, workers: int | Non
         node_of_client = connect(grid, record, data.num_clients, wait_s)
         connect_s = time.perf_counter() - t0
         strategy = HetbenchStrategy(run, algorithm, record, node_of_client, history)
-        evaluate_fn, spent = evaluation(pool, run, history, int(config.rounds), int(config.eval_every), on_round)
+        evaluate_fn, spent = evaluation(pool, algorithm, run, history, int(config.rounds), int(config.eval_every), on_round)
         strategy.start(grid=grid, initial_arrays=strategy.model_record(), num_rounds=int(config.rounds),
                        evaluate_fn=evaluate_fn)
     finally:

@@ -165,7 +165,7 @@ class HetbenchStrategy(Strategy):
         return None
 
 
-def evaluation(pool: Any, run: Any, history: Any, rounds: int, eval_every: int,
+def evaluation(pool: Any, algorithm: Any, run: Any, history: Any, rounds: int, eval_every: int,
                on_round: Callable[[int, dict], None] | None) -> tuple[Callable, dict]:
     """The ``evaluate_fn`` of ``Strategy.start``: the global model on every test row every ``eval_every``
     rounds and after the last, with ``pool.predict`` (``--engine local``'s evaluation); also returns the
@@ -180,7 +180,7 @@ def evaluation(pool: Any, run: Any, history: Any, rounds: int, eval_every: int,
         summary: dict = {}
         if server_round % max(int(eval_every), 1) == 0 or server_round == rounds:
             t0 = time.perf_counter()
-            correct, loss = pool.predict()
+            correct, loss = algorithm.evaluate(run, pool)
             summary = metrics_from_correct(correct, loss, run.data).summary()
             history.add_eval(server_round, summary, per_group(run.data, correct), correct)
             spent["eval_s"] += time.perf_counter() - t0

@@ -123,7 +123,7 @@ def run_training(
             summary: dict = {}
             if r % max(int(config.eval_every), 1) == 0 or r == config.rounds:
                 t0 = time.perf_counter()
-                correct, loss = pool.predict()
+                correct, loss = algorithm.evaluate(run, pool)
                 summary = metrics_from_correct(correct, loss, data).summary()
                 history.add_eval(r, summary, per_group(data, correct), correct)
                 t_eval += time.perf_counter() - t0

@@ -331,5 +331,14 @@ class Algorithm:
         if run.global_buffers.numel():
             run.global_buffers = self._bsum.div_(self._wsum)
 
+    def evaluate(self, run: RunState, pool: Any) -> tuple[np.ndarray, float]:
+        """The global model on every test row: (correct per row, mean cross-entropy).
+
+        ``pool`` is the run's :class:`~hetbench.train.client_pool.ClientPool`, whose ``predict`` evaluates
+        ``run.global_params`` in parallel. Algorithms whose clients keep part of the model (FedBN) override
+        this to evaluate each client's rows with its own model.
+        """
+        return pool.predict()
+
     def apply_server_update(self, run: RunState, g_bar: torch.Tensor) -> None:
         run.global_params = run.global_params - float(self.params.get("server_lr", 1.0)) * g_bar
