@@ -9,9 +9,21 @@ Client i at round t (Algorithm 2, local epoch 1 is Algorithm 1):
      channels of every convolution and hidden linear layer, with their bias and following norm scale and
      shift); w <- w * M;
   4. local epochs 2..E train the pruned model w * M (re-masked after every step) with
-     L = L_CE + gamma ||z||^2 (Eq. 3-5), z the encoder output, gamma = 0.01.
-The client reports w * M and M. Server: recovery w_i := w_i * M_i + W^(t-1) * not(M_i) (Eq. 6), then
-W^t = sum_i |D_i| / |D| w_i over the reporting clients (Eq. 7).
+     L = L_CE + gamma ||z||_2^2 (Eq. 3-5), z the encoder output, gamma = 0.01.
+The client reports w * M, M and the fraction of prunable channels its mask removed. Server: recovery
+w_i := w_i * M_i + W^(t-1) * not(M_i) (Eq. 6), then W^t = sum_i |D_i| / |D| w_i over the reporting clients
+(Eq. 7).
+
+The DAR term (``--dar-form``): Eq. 3 is the *squared* L2 norm of the representation, L_DAR = ||z||_2^2, and
+sec. 3.3 argues for the square; that is the default (``squared``). The authors' released code
+(github.com/jyzgh/DapperFL, ``fedml_api/standalone/domain_generalization/models/dapperfl.py``, its local
+training loop) adds the *unsquared* norm instead, the batch mean of ||z||_2 (``--dar-form unsquared``); both
+are weighted by gamma (Eq. 5).
+
+Per-round diagnostics, recorded by the server in ``curves.algorithm`` of the results (computed from what
+the clients send, so every engine records the same): ``fusion_alpha``, the round's alpha_t (Eq. 2), and
+``pruned_fraction``, the mean over the round's reporting clients of the fraction of prunable channels their
+masks removed.
 
 Pruning ratios come from device levels: clients are spread over levels 1..5 in turn (client k gets level
 k mod 5), rho in {0, 0.2, 0.4, 0.6, 0.8} (sec. 4.1). Depthwise convolutions are not pruned on their own
@@ -55,10 +67,20 @@ def fusion_factor(round_index: int, alpha0: float = 0.9, alpha_min: float = 0.1,
     return max((1.0 - eps) ** (round_index - 1) * alpha0, alpha_min)
 
 
-def dar_loss(model: nn.Module, x: torch.Tensor, y: torch.Tensor, gamma: float) -> torch.Tensor:
-    """Eq. 5: cross-entropy (Eq. 4) + gamma * squared L2 norm of the encoder output (Eq. 3), batch mean."""
+#: the DAR term's forms: Eq. 3's squared L2 norm (the paper) and the unsquared norm (the released code)
+DAR_FORMS = ("squared", "unsquared")
+
+
+def dar_loss(model: nn.Module, x: torch.Tensor, y: torch.Tensor, gamma: float, form: str = "squared") -> torch.Tensor:
+    """Eq. 5: cross-entropy (Eq. 4) + gamma * L_DAR, batch mean; L_DAR is Eq. 3's squared L2 norm of the
+    encoder output ``||z||_2^2`` (``form="squared"``) or the released code's ``||z||_2`` (``"unsquared"``)."""
     z = model.features(x)
-    return F.cross_entropy(model.classifier(z), y) + gamma * z.pow(2).sum(dim=1).mean()
+    ce = F.cross_entropy(model.classifier(z), y)
+    if form == "squared":
+        return ce + gamma * z.pow(2).sum(dim=1).mean()
+    if form == "unsquared":  # vector_norm's gradient at z = 0 is 0, not NaN
+        return ce + gamma * torch.linalg.vector_norm(z, dim=1).mean()
+    raise ValueError(f"unknown DAR form {form!r} (choose from {', '.join(DAR_FORMS)})")
 
 
 def recover(local: torch.Tensor, mask: torch.Tensor, global_prev: torch.Tensor) -> torch.Tensor:
@@ -141,6 +163,9 @@ class DapperFL(Algorithm):
         Fusion decay epsilon of Eq. 2, in [0, 1].
     dar_gamma : float, default 0.01
         Weight gamma of the DAR term in Eq. 5, >= 0.
+    dar_form : {"squared", "unsquared"}, default "squared"
+        The DAR term: Eq. 3's squared L2 norm ``||z||_2^2`` of the representation, or the unsquared norm
+        ``||z||_2`` the authors' released code adds.
     pruning_ratios : sequence of float, default (0.0, 0.2, 0.4, 0.6, 0.8)
         Pruning ratio rho per device level, each in [0, 1); client k gets level ``k mod len`` (sec. 4.1).
 
@@ -155,7 +180,7 @@ class DapperFL(Algorithm):
     >>> from hetbench.train.algorithms import make_algorithm
     >>> from hetbench.train.algorithms.dapperfl import fusion_factor
     >>> make_algorithm("dapperfl").params
-    {'alpha0': 0.9, 'alpha_min': 0.1, 'fusion_eps': 0.2, 'dar_gamma': 0.01,
+    {'alpha0': 0.9, 'alpha_min': 0.1, 'fusion_eps': 0.2, 'dar_gamma': 0.01, 'dar_form': 'squared',
      'pruning_ratios': (0.0, 0.2, 0.4, 0.6, 0.8)}
     >>> [round(fusion_factor(t), 3) for t in (1, 2, 3, 11)]  # Eq. 2, floored at alpha_min
     [0.9, 0.72, 0.576, 0.1]
@@ -171,9 +196,13 @@ class DapperFL(Algorithm):
         "fusion_eps": Hyper(0.2, "DapperFL fusion decay epsilon (Eq. 2).", "Jia et al. 2024, Table 4",
                             low=0.0, high=1.0),
         "dar_gamma": Hyper(0.01, "DapperFL DAR weight gamma (Eq. 5).", "Jia et al. 2024, Table 4", low=0.0),
+        "dar_form": Hyper("squared", "DapperFL DAR term: squared, the paper's squared L2 norm of the representation, "
+                          "or unsquared, the plain L2 norm the authors' released code uses.",
+                          "Jia et al. 2024, Eq. 3 and sec. 3.3", choices=DAR_FORMS),
         "pruning_ratios": Hyper((0.0, 0.2, 0.4, 0.6, 0.8), "DapperFL pruning ratio per device level (comma list).",
                                 "Jia et al. 2024, sec. 4.1", low=0.0, high=1.0, high_open=True, sequence=True),
     }
+    rebuilt = (*Algorithm.rebuilt, "_pruned")  # the round's achieved fractions, rebuilt by begin_round
 
     def setup(self, run: RunState) -> None:
         from hetbench.train.models.profile import profile
@@ -193,11 +222,11 @@ class DapperFL(Algorithm):
     def client_update(self, run: RunState, round_index: int, client: int) -> ClientUpdate:
         cfg = run.config
         ws = run.ws
-        gamma = float(self.params["dar_gamma"])
+        gamma, form = float(self.params["dar_gamma"]), self.params["dar_form"]
         rows = run.data.client_rows[client]
         rng = run.rng(round_index, client, 1)
         ws.flat.load(run.global_params, run.global_buffers)
-        loss_fn = lambda model, x, y, _rows: dar_loss(model, x, y, gamma)  # noqa: E731
+        loss_fn = lambda model, x, y, _rows: dar_loss(model, x, y, gamma, form)  # noqa: E731
         first = local_sgd(ws, epoch_batches(rows, cfg.batch_size, 1, rng), cfg.lr, cfg.momentum, cfg.weight_decay,
                           loss_fn=loss_fn)
         alpha = fusion_factor(round_index, self.params["alpha0"], self.params["alpha_min"], self.params["fusion_eps"])
@@ -207,7 +236,6 @@ class DapperFL(Algorithm):
             ratio = self.ratio_of(client)
             mask, pruned, total = l1_channel_mask(params, self.groups, ratio)
             params.mul_(mask)
-        self.achieved[ratio] = pruned / max(total, 1)
         steps, loss_total = first.steps, first.mean_loss * first.steps
         if cfg.local_epochs > 1:
             # the same optimisation goes on (Alg. 2 trains E local epochs; the released code keeps one
@@ -218,7 +246,8 @@ class DapperFL(Algorithm):
             )
             steps += rest.steps
             loss_total += rest.mean_loss * rest.steps
-        update = self.make_update(run, client, first, mask=mask)
+        # the server fills ``achieved`` and the diagnostics from this (an engine may run clients elsewhere)
+        update = self.make_update(run, client, first, mask=mask, pruned_fraction=pruned / max(total, 1))
         update.steps = steps
         update.loss = loss_total / max(steps, 1)
         return update
@@ -242,10 +271,23 @@ class DapperFL(Algorithm):
         out["flops_dense_equivalent"] = dense_equivalent_flops(self.dense_macs, ratio)  # Table 5's FLOPs
         return out
 
+    def begin_round(self, run: RunState, round_index: int) -> None:
+        super().begin_round(run, round_index)
+        self._pruned: list[float] = []
+
     def accumulate(self, run: RunState, round_index: int, update: ClientUpdate) -> None:
         mask = update.extra.pop("mask")
+        fraction = float(update.extra.pop("pruned_fraction"))
+        self.achieved[self.ratio_of(update.client)] = fraction  # the same for every client of a level
+        self._pruned.append(fraction)
         update.params = recover(update.params, mask, run.global_params)  # Eq. 6
         super().accumulate(run, round_index, update)  # Eq. 7 weights |D_i|
+
+    def end_round(self, run: RunState, round_index: int) -> None:
+        super().end_round(run, round_index)
+        p = self.params
+        run.record("fusion_alpha", round(fusion_factor(round_index, p["alpha0"], p["alpha_min"], p["fusion_eps"]), 6))
+        run.record("pruned_fraction", round(sum(self._pruned) / len(self._pruned), 6) if self._pruned else None)
 
     def client_footprints(self, run: RunState) -> dict[str, list]:
         """Per client: the pruned model's structural ``parameters`` and ``macs`` (dead channels removed from

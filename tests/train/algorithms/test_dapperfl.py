@@ -121,3 +121,85 @@ def test_local_sgd_continues_an_earlier_calls_momentum_in_either_layout(tiny_dat
     first = local_sgd(ws, batches[:2], 0.05, 0.9)
     local_sgd(ws, batches[2:], 0.05, 0.9)  # momentum restarted: another optimisation
     assert not torch.allclose(ws.flat.params, whole, rtol=0, atol=1e-6)
+
+
+def test_dapperfl_unsquared_dar_is_cross_entropy_plus_gamma_times_the_plain_norm():
+    """--dar-form unsquared (the released code's term): CE + gamma * mean_b ||z_b||_2, by hand."""
+    import math
+
+    torch.manual_seed(0)
+    model = build_model("digits-cnn", 1, 3, 8)
+    x = torch.randn(4, 1, 8, 8)
+    y = torch.tensor([0, 1, 2, 1])
+    with torch.no_grad():
+        z = model.features(x).tolist()
+        ce = float(F.cross_entropy(model(x), y))
+    norms = [math.sqrt(sum(v * v for v in row)) for row in z]
+    expected = ce + 0.3 * sum(norms) / len(norms)
+    squared = ce + 0.3 * sum(n * n for n in norms) / len(norms)  # Eq. 3, the default
+    with torch.no_grad():
+        assert float(dar_loss(model, x, y, 0.3, "unsquared")) == pytest.approx(expected, rel=1e-5)
+        assert float(dar_loss(model, x, y, 0.3)) == pytest.approx(squared, rel=1e-5)
+        assert float(dar_loss(model, x, y, 0.3, "squared")) == pytest.approx(squared, rel=1e-5)
+    assert abs(expected - squared) > 1e-3  # the two forms are different objectives here
+
+
+def test_dapperfl_unsquared_dar_has_a_finite_gradient_at_a_zero_representation():
+    z = torch.zeros(2, 5, requires_grad=True)
+    torch.linalg.vector_norm(z, dim=1).mean().backward()
+    assert torch.isfinite(z.grad).all()
+
+
+def test_dapperfl_dar_form_is_declared_and_a_misspelt_one_is_refused(run_cli, tmp_path):
+    from hetbench.errors import HetbenchError
+
+    assert make_algorithm("dapperfl").params["dar_form"] == "squared"
+    assert make_algorithm("dapperfl", dar_form="unsquared").params["dar_form"] == "unsquared"
+    with pytest.raises(HetbenchError) as exc:
+        make_algorithm("dapperfl", dar_form="unsqared")
+    assert str(exc.value) == "--dar-form must be one of squared, unsquared (got 'unsqared')"
+    code, _, err = run_cli("train", "--algo", "dapperfl", "--dar-form", "unsqared", "--out", tmp_path / "out")
+    assert code == 2 and "--dar-form" in err and len(err.strip().splitlines()) == 1
+    code, _, err = run_cli("train", "--algo", "fedavg", "--dar-form", "unsquared", "--out", tmp_path / "out")
+    assert code == 2 and "--dar-form is not an option of fedavg" in err and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "out").exists()
+
+
+def test_dapperfl_unsquared_form_trains_another_model(tiny_data, train):
+    data = tiny_data(sizes=(8, 8))
+    config = dict(rounds=1, clients_per_round=2, model="lenet", local_epochs=2)
+    _, squared = train(data, make_algorithm("dapperfl", dar_gamma=0.5), **config)
+    doc, unsquared = train(data, make_algorithm("dapperfl", dar_gamma=0.5, dar_form="unsquared"), **config)
+    assert doc["algorithm"]["params"]["dar_form"] == "unsquared"
+    assert not torch.equal(squared.global_params, unsquared.global_params)
+
+
+def test_dapperfl_achieved_ratio_is_filled_by_the_server_from_what_the_client_sends(tiny_data, train):
+    """A client only reports its fraction (in ``extra``); ``achieved`` is the server's, so an engine that runs
+    clients in another process keeps it."""
+    data = tiny_data(sizes=(8, 8, 8, 8, 8))
+    algo = make_algorithm("dapperfl")
+    _, run = train(data, algo, rounds=1, clients_per_round=5, model="lenet")
+    achieved = dict(algo.achieved)
+    algo.achieved.clear()
+    update = algo.client_update(run, 2, 4)
+    assert algo.achieved == {}  # the client side leaves the server's record alone
+    assert update.extra["pruned_fraction"] == achieved[0.8]
+    algo.begin_round(run, 2)
+    algo.accumulate(run, 2, update)
+    assert algo.achieved == {0.8: achieved[0.8]} and "pruned_fraction" not in update.extra
+
+
+def test_dapperfl_records_the_fusion_factor_and_the_mean_achieved_ratio_per_round(tiny_data, train):
+    data = tiny_data(sizes=(8, 8, 8, 8, 8))
+    algo = make_algorithm("dapperfl")
+    doc, run = train(data, algo, rounds=3, clients_per_round=5, model="lenet")
+    assert run.log["fusion_alpha"] == [0.9, 0.72, 0.576]  # Eq. 2, round by round
+    mean_achieved = sum(algo.achieved.values()) / 5  # every level takes part in every round
+    assert run.log["pruned_fraction"] == [pytest.approx(mean_achieved, abs=1e-6)] * 3
+    assert 0.35 < mean_achieved < 0.45  # levels 0, 0.2, ..., 0.8
+    assert doc["curves"]["algorithm"]["fusion_alpha"] == [0.9, 0.72, 0.576]
+    assert doc["curves"]["algorithm"]["pruned_fraction"] == run.log["pruned_fraction"]
+    pair = make_algorithm("dapperfl", pruning_ratios=(0.0, 0.8))
+    _, two = train(tiny_data(sizes=(8, 8)), pair, rounds=1, clients_per_round=2, model="lenet")
+    assert two.log["pruned_fraction"] == [pytest.approx(pair.achieved[0.8] / 2, abs=1e-6)]  # (0 + 0.8) / 2
