@@ -12,6 +12,11 @@ averages client updates uniformly over the sampled set S (not by n_k); that is w
 
 Memory: c_i is state per client by design of the method; it is kept (float32, one vector) only for the
 clients that have taken part.
+
+Per-round diagnostics, recorded by the server in ``curves.algorithm`` of the results: ``c_norm``, the L2
+norm ||c||_2 of the server control variate after the round's update, and ``c_i_norm_mean``, the mean over
+the round's reporting clients of ||c_i+||_2, their control variates after the round. The server never holds
+c_i (a client keeps it), so each client sends its norm as a number beside dc.
 """
 
 from __future__ import annotations
@@ -67,7 +72,7 @@ class Scaffold(Algorithm):
     server_to_client = ("c",)
     client_state = ("c_i",)
     default_lr = 0.02  # see the class docstring: 0.05 (the others' default) diverges on strongly skewed splits
-    rebuilt = (*Algorithm.rebuilt, "_dc")  # c and every c_i go into checkpoints (Algorithm.state_dict)
+    rebuilt = (*Algorithm.rebuilt, "_dc", "_ci_norms")  # c and every c_i go into checkpoints (Algorithm.state_dict)
 
     def setup(self, run: RunState) -> None:
         self.c = torch.zeros_like(run.global_params)
@@ -94,6 +99,7 @@ class Scaffold(Algorithm):
         # client momentum makes x - y up to 1 / (1 - beta) times larger (which inflated c_i tenfold at 0.9)
         new = gradients / max(result.steps, 1)
         update.extra["dc"] = new - old
+        update.extra["c_i_norm"] = float(torch.linalg.vector_norm(new))  # the server cannot derive it from dc
         self.c_i[client] = new
         update.weight = 1.0  # uniform over the sampled clients (Karimireddy et al. Alg. 1 line 16)
         return update
@@ -101,11 +107,27 @@ class Scaffold(Algorithm):
     def begin_round(self, run: RunState, round_index: int) -> None:
         super().begin_round(run, round_index)
         self._dc = torch.zeros_like(run.global_params)
+        self._ci_norms: list[float] = []
 
     def accumulate(self, run: RunState, round_index: int, update: ClientUpdate) -> None:
         super().accumulate(run, round_index, update)
         self._dc.add_(update.extra.pop("dc"))
+        self._ci_norms.append(float(update.extra.pop("c_i_norm")))
 
     def end_round(self, run: RunState, round_index: int) -> None:
         super().end_round(run, round_index)
         self.c.add_(self._dc, alpha=1.0 / run.data.num_clients)
+        run.record("c_norm", significant(float(torch.linalg.vector_norm(self.c))))
+        norms = self._ci_norms
+        run.record("c_i_norm_mean", significant(sum(norms) / len(norms)) if norms else None)
+
+
+def significant(x: float, digits: int = 6) -> float:
+    """``x`` to ``digits`` significant digits (a diagnostic's value in the results).
+
+    Examples
+    --------
+    >>> significant(123.456789), significant(0.000123456789)
+    (123.457, 0.000123457)
+    """
+    return float(f"{x:.{digits}g}")

@@ -63,3 +63,35 @@ def test_scaffold_control_variate_is_the_mean_plain_gradient_whatever_the_moment
     means = [torch.stack(g).mean(0) for g in seen]
     assert any(torch.allclose(algo.c_i[k], means[0], atol=1e-6) for k in algo.c_i)
     assert any(torch.allclose(algo.c_i[k], means[1], atol=1e-6) for k in algo.c_i)
+
+
+def test_scaffold_records_the_control_variate_norms_per_round(tiny_data, train):
+    data = tiny_data(sizes=(8, 8, 8, 8), skew=True)
+    algo = make_algorithm("scaffold")
+    doc, run = train(data, algo, rounds=1, clients_per_round=4)
+    assert run.log["c_norm"] == [pytest.approx(float(algo.c.norm()), rel=1e-5)]
+    mean_ci = sum(float(c.norm()) for c in algo.c_i.values()) / 4  # every client took part
+    assert run.log["c_i_norm_mean"] == [pytest.approx(mean_ci, rel=1e-5)]
+    assert doc["curves"]["algorithm"]["c_norm"] == run.log["c_norm"]
+    algo = make_algorithm("scaffold")
+    doc, run = train(data, algo, rounds=3, clients_per_round=2)
+    assert len(run.log["c_norm"]) == len(run.log["c_i_norm_mean"]) == 3
+    assert run.log["c_norm"][-1] == pytest.approx(float(algo.c.norm()), rel=1e-5)
+    assert all(v > 0 for v in run.log["c_norm"] + run.log["c_i_norm_mean"])
+
+
+def test_scaffold_diagnostics_come_from_what_the_clients_send(tiny_data, train):
+    """The server holds no c_i on an engine that runs clients elsewhere: a client sends ||c_i+|| beside dc."""
+    data = tiny_data(sizes=(8, 8))
+    algo = make_algorithm("scaffold")
+    _, run = train(data, algo, rounds=1, clients_per_round=2)
+    updates = [algo.client_update(run, 2, k) for k in (0, 1)]
+    norms = [float(algo.c_i[k].norm()) for k in (0, 1)]
+    assert [u.extra["c_i_norm"] for u in updates] == pytest.approx(norms, rel=1e-6)
+    algo.c_i.clear()  # as on the Flower server
+    algo.begin_round(run, 2)
+    for u in updates:
+        algo.accumulate(run, 2, u)
+    algo.end_round(run, 2)
+    assert run.log["c_i_norm_mean"][-1] == pytest.approx(sum(norms) / 2, rel=1e-5)
+    assert run.log["c_norm"][-1] == pytest.approx(float(algo.c.norm()), rel=1e-5)
