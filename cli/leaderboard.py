@@ -10,7 +10,8 @@ from hetbench.leaderboard import DEFAULT_RANK_BY, DEFAULT_STATISTIC, METRIC_NAME
 @click.command("leaderboard", short_help="Rank train results per split (Markdown, CSV, HTML, curves).")
 @click.argument("results_dir", type=click.Path(file_okay=False))
 @click.option("--out", required=True, type=click.Path(file_okay=False),
-              help="Output folder: leaderboard.md, leaderboard.csv, leaderboard.html, curves_<split>.png.")
+              help="Output folder: leaderboard.md, leaderboard.csv, leaderboard.html, curves_<split>.png (learning "
+                   "curves, then a panel per algorithm diagnostic the results record, e.g. SCAFFOLD's ||c||).")
 @click.option("--rank-by", default=DEFAULT_RANK_BY, show_default=True, metavar="METRIC",
               help=f"Metric to rank by, in its own direction: {', '.join(METRIC_NAMES)}.")
 @click.option("--statistic", default=DEFAULT_STATISTIC, show_default=True, type=click.Choice(STATISTICS),

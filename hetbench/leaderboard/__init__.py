@@ -13,7 +13,10 @@ One module per step (``docs/architecture.md``), each importing only the ones bef
 - :mod:`~hetbench.leaderboard.groups`: per-group accuracy and drop of runs with ``--train-groups``
   (leave-one-group-out tables);
 - :mod:`~hetbench.leaderboard.text`: ``leaderboard.md`` and ``leaderboard.csv``;
-- :mod:`~hetbench.leaderboard.curves`: learning curves as inline SVG and as PNG;
+- :mod:`~hetbench.leaderboard.diagnostics`: what the algorithms' per-round diagnostics (a result's
+  ``curves.algorithm``) are, in words and units;
+- :mod:`~hetbench.leaderboard.curves`: learning curves, with the diagnostics' small panels, as inline SVG
+  and as PNG;
 - :mod:`~hetbench.leaderboard.html`: the self-contained ``leaderboard.html``;
 - :mod:`~hetbench.leaderboard.write`: all of them into an output folder, atomically.
 

@@ -7,7 +7,9 @@ configuration (name, params, config without the seed: runs with different ``trai
 chosen statistic (:data:`hetbench.leaderboard.metrics.STATISTICS`). Relative accuracy is a seed's
 accuracy over the same seed's ``central`` accuracy of the same split (both by that statistic); with the
 ``final`` statistic a value the result gives is kept. Learning curves are the mean over seeds, with the
-seeds' minimum and maximum per round (the band the plots draw).
+seeds' minimum and maximum per round (the band the plots draw). So are the algorithms' per-round
+diagnostics (the lists in a result's ``curves.algorithm``, one value per trained round), under the key
+``algorithm.<name>``.
 """
 
 from __future__ import annotations
@@ -21,9 +23,12 @@ from hetbench.leaderboard.load import Result, json_text
 from hetbench.leaderboard.metrics import CURVES, DEFAULT_STATISTIC, METRIC_NAMES, check_statistic
 from hetbench.leaderboard.statistics import number
 
-__all__ = ["CENTRAL", "Row", "SplitTable", "Stat", "aggregate", "format_value", "summarize"]
+__all__ = ["CENTRAL", "DIAGNOSTIC_PREFIX", "Row", "SplitTable", "Stat", "aggregate", "diagnostic_names", "format_value",
+           "summarize"]
 
 CENTRAL = "central"
+#: the prefix of a row curve that is an algorithm's per-round diagnostic (``curves.algorithm.<name>``)
+DIAGNOSTIC_PREFIX = "algorithm."
 
 
 @dataclass
@@ -99,7 +104,9 @@ class Row:
     stats : dict[str, Stat]
         Per metric name, the statistics over the seeds.
     curves : dict[str, tuple[list[float], list[float or None]]]
-        Per curve key, (rounds, mean over seeds).
+        Per curve key, (rounds, mean over seeds). The keys are the metrics of
+        :data:`~hetbench.leaderboard.metrics.CURVES` against the evaluated rounds and, against the trained
+        rounds, ``algorithm.<name>`` for every per-round diagnostic the results' ``curves.algorithm`` hold.
     bands : dict[str, tuple[list[float], list[float or None], list[float or None]]]
         Per curve key, (rounds, min over seeds, max over seeds); None where fewer than two seeds have a value.
     rank : int or None
@@ -216,16 +223,66 @@ def _central_reference(rows: list[Row]) -> Row | None:
     return min(central, key=key)
 
 
+def _evaluated(curves: dict, key: str) -> tuple[Any, Any]:
+    """(x, y) of a metric curve: ``curves.round`` and ``curves[key]``."""
+    return curves.get("round"), curves.get(key)
+
+
+def _trained(curves: dict, key: str) -> tuple[Any, Any]:
+    """(x, y) of a diagnostic ``algorithm.<name>``: one value per trained round, against ``curves.train_round``
+    when it has as many entries, else rounds 1, 2, ..."""
+    log = curves.get("algorithm")
+    ys = log.get(key[len(DIAGNOSTIC_PREFIX):]) if isinstance(log, dict) else None
+    if not isinstance(ys, list):
+        return None, None
+    xs = curves.get("train_round")
+    return (xs if isinstance(xs, list) and len(xs) == len(ys) else list(range(1, len(ys) + 1))), ys
+
+
+def diagnostic_names(results: Iterable[Result]) -> list[str]:
+    """The per-round diagnostics some result records: the lists of ``curves.algorithm`` (dicts there, such as
+    DapperFL's ``achieved_pruning_ratio``, are not per round), sorted.
+
+    Parameters
+    ----------
+    results : Iterable[Result]
+        Results.
+
+    Returns
+    -------
+    list[str]
+        The names, without the ``algorithm.`` prefix.
+
+    Examples
+    --------
+    >>> from hetbench.leaderboard.aggregate import diagnostic_names
+    >>> from hetbench.leaderboard.load import example_result, parse_result
+    >>> run = example_result(curves={"round": [1], "accuracy": [50.0],
+    ...                              "algorithm": {"l_ema": [2.1], "achieved_pruning_ratio": {"0.2": 0.19}}})
+    >>> diagnostic_names([parse_result(run)])
+    ['l_ema']
+    """
+    names = set()
+    for res in results:
+        curves = res.data.get("curves")
+        log = curves.get("algorithm") if isinstance(curves, dict) else None
+        if isinstance(log, dict):
+            names.update(k for k, v in log.items() if isinstance(k, str) and isinstance(v, list))
+    return sorted(names)
+
+
 def _mean_curve(results: list[Result], key: str) -> tuple[list[float], list, list, list] | None:
-    """(rounds, mean, min, max) over seeds of ``curves[key]`` against ``curves.round``; None when no seed
-    has it. min and max are None where fewer than two seeds have a value."""
+    """(rounds, mean, min, max) over seeds of ``curves[key]`` against ``curves.round`` (of the diagnostic
+    ``curves.algorithm.<name>`` against the trained rounds when ``key`` is ``algorithm.<name>``); None when no
+    seed has it. min and max are None where fewer than two seeds have a value."""
     per_round: dict[float, list[float]] = {}
     found = False
+    series = _trained if key.startswith(DIAGNOSTIC_PREFIX) else _evaluated
     for res in results:
         curves = res.data.get("curves")
         if not isinstance(curves, dict):
             continue
-        xs, ys = curves.get("round"), curves.get(key)
+        xs, ys = series(curves, key)
         if not isinstance(xs, list) or not isinstance(ys, list) or len(xs) != len(ys):
             continue
         for x, y in zip(xs, ys):
@@ -271,7 +328,7 @@ def _row_stats(row: Row, ref_acc: dict[str, float | None], statistic: str) -> No
         for m in METRIC_NAMES:
             per_metric[m].append(vals[m])
     row.stats = {m: summarize(v) for m, v in per_metric.items()}
-    for key, _ in CURVES:
+    for key in [k for k, _ in CURVES] + [DIAGNOSTIC_PREFIX + n for n in diagnostic_names(row.results)]:
         curve = _mean_curve(row.results, key)
         if curve is not None:
             rounds, mean, lo, hi = curve

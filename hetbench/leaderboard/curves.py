@@ -2,16 +2,20 @@
 
 Both draw the mean over seeds of each curve in :data:`hetbench.leaderboard.metrics.CURVES` against
 the round, one line per row, in the same colours, and the seeds' spread as a shaded band from their
-minimum to their maximum at each round (rows with two or more seeds; a title line says so).
+minimum to their maximum at each round (rows with two or more seeds; a title line says so). Below them
+come the algorithms' per-round diagnostics (:mod:`hetbench.leaderboard.diagnostics`: HeteroSwitch's
+switch fractions, SCAFFOLD's control-variate norms, ...), a small panel each, drawn the same way.
 """
 
 from __future__ import annotations
 
 import html
 import math
+import textwrap
 from pathlib import Path
 
 from hetbench.leaderboard.aggregate import SplitTable
+from hetbench.leaderboard.diagnostics import Diagnostic, diagnostic_panels
 from hetbench.leaderboard.metrics import CURVES
 from hetbench.plotting import pyplot
 
@@ -124,7 +128,8 @@ def _tick_text(v: float) -> str:
     return f"{v:g}"
 
 
-def curves_svg(table: SplitTable, key: str, title: str, width: int = 640, height: int = 340) -> str | None:
+def curves_svg(table: SplitTable, key: str, title: str, width: int = 640, height: int = 340,
+               ylabel: str | None = None, limits: tuple[float, float] | None = None) -> str | None:
     """One curve of a table as an inline ``<svg>``: one polyline per row, with a legend.
 
     Parameters
@@ -137,6 +142,10 @@ def curves_svg(table: SplitTable, key: str, title: str, width: int = 640, height
         The plot's title.
     width, height : int
         The picture's size in pixels.
+    ylabel : str, optional
+        The y axis's label (a diagnostic's quantity and unit).
+    limits : tuple of float, optional
+        A y range the axis covers whatever the data (0 to 1 for fractions).
 
     Returns
     -------
@@ -157,11 +166,12 @@ def curves_svg(table: SplitTable, key: str, title: str, width: int = 640, height
     series = [(i, r) for i, r in enumerate(table.rows) if key in r.curves]
     if not series:
         return None
-    ml, mr, mt, mb = 52, 190, 30, 42
+    ml, mr, mt, mb = 52 + (14 if ylabel else 0), 190, 30, 42
     pw, ph = width - ml - mr, height - mt - mb
     xs_all = [x for _, r in series for x in r.curves[key][0]]
     ys_all = [y for _, r in series for y in r.curves[key][1] if y is not None]
     ys_all += [y for _, r in series if key in r.bands for ys in r.bands[key][1:] for y in ys if y is not None]
+    ys_all += list(limits or ())
     xt = nice_ticks(min(xs_all), max(xs_all), 6, integer=True)
     yt = nice_ticks(min(ys_all), max(ys_all), 5)
     x0, x1, y0, y1 = xt[0], xt[-1], yt[0], yt[-1]
@@ -189,6 +199,9 @@ def curves_svg(table: SplitTable, key: str, title: str, width: int = 640, height
         out.append(f'<line x1="{ml}" y1="{y:.1f}" x2="{ml + pw}" y2="{y:.1f}" stroke="#eee"/>'
                    f'<text x="{ml - 6}" y="{y + 4:.1f}" text-anchor="end" font-size="11">{e(_tick_text(v))}</text>')
     out.append(f'<text x="{ml + pw / 2:.1f}" y="{height - 6}" text-anchor="middle" font-size="12">round</text>')
+    if ylabel:
+        out.append(f'<text class="ylabel" x="14" y="{mt + ph / 2:.1f}" text-anchor="middle" font-size="11" '
+                   f'transform="rotate(-90 14 {mt + ph / 2:.1f})">{e(ylabel)}</text>')
     if band:
         for j, part in enumerate(BAND_NOTE.split("; ")):
             out.append(f'<text class="band-note" x="{ml + pw + 14}" y="{height - 20 + 13 * j}" font-size="10" '
@@ -227,8 +240,45 @@ def curves_svg(table: SplitTable, key: str, title: str, width: int = 640, height
     return "\n".join(out)
 
 
+#: diagnostic panels per row of the PNG, their height and the learning curves' (inches)
+DIAGNOSTICS_PER_ROW, DIAGNOSTIC_HEIGHT, CURVES_HEIGHT = 3, 2.7, 4.2
+
+
+def _draw(ax, drawn: list, key: str, alpha: float, handles: dict) -> None:
+    """Each row's mean line of curve ``key`` and its seeds' band, in the row's colour."""
+    for i, r in drawn:
+        if key not in r.curves:
+            continue
+        color = PALETTE[i % len(PALETTE)]
+        xs, ys = r.curves[key]
+        (line,) = ax.plot(xs, [math.nan if y is None else y for y in ys], color=color,
+                          marker="o" if len(xs) < 2 else None, markersize=3, linewidth=1.6, label=r.label)
+        handles.setdefault(i, line)
+        for seg in _band_segments(*r.bands[key]) if key in r.bands else []:
+            bx, lo, hi = zip(*seg)
+            if len(seg) == 1:  # one round: a whisker
+                ax.vlines(bx, lo, hi, color=color, alpha=2 * alpha, linewidth=5)
+            else:
+                ax.fill_between(bx, lo, hi, color=color, alpha=alpha, linewidth=0)
+
+
+def _diagnostic_axes(ax, d: Diagnostic) -> None:
+    """A diagnostic panel's title, labels and (for a bounded quantity) its whole range."""
+    ax.set_title("\n".join(textwrap.wrap(d.title, 48)), fontsize=9.5)  # a long (unknown) name on two lines
+    ax.set_ylabel(d.ylabel, fontsize=8.5)
+    ax.set_xlabel("round", fontsize=8.5)
+    ax.tick_params(labelsize=8)
+    if d.limits is not None:  # the whole range, so that 0.4 of the clients does not look like most of them
+        lo, hi = d.limits
+        y0, y1 = ax.get_ylim()
+        pad = 0.04 * (hi - lo)
+        ax.set_ylim(min(lo - pad, y0), max(hi + pad, y1))
+
+
 def curves_figure(table: SplitTable):
-    """The matplotlib figure of :func:`plot_curves_png`: a panel per curve that some row has.
+    """The matplotlib figure of :func:`plot_curves_png`: a panel per curve that some row has, then a small
+    panel per algorithm diagnostic that some row has (:func:`hetbench.leaderboard.diagnostics.diagnostic_panels`,
+    three to a line, each titled with its algorithm and what it is, its y axis with the unit).
 
     Each row is its mean line and, where two or more seeds have a value, a band from the seeds'
     minimum to their maximum (``fill_between``; a vertical whisker for a one-round band), in the
@@ -242,7 +292,7 @@ def curves_figure(table: SplitTable):
     Returns
     -------
     matplotlib.figure.Figure or None
-        The figure (the caller closes it); None when the table has no curves.
+        The figure (the caller closes it); None when the table has no curves and no diagnostics.
 
     Examples
     --------
@@ -255,46 +305,59 @@ def curves_figure(table: SplitTable):
     (1, (1.0, 40.0, 1.0, 40.0))
     >>> from hetbench.plotting import pyplot
     >>> pyplot().close(fig)
+    >>> run = example_result(algorithm="scaffold", curves={"round": [1, 2], "accuracy": [40.0, 60.0],
+    ...                                                    "algorithm": {"c_norm": [0.5, 0.7]}})
+    >>> fig = curves_figure(aggregate([parse_result(run)])[0])
+    >>> [ax.get_title() for ax in fig.axes], fig.axes[1].get_ylabel()
+    (['test accuracy (%)', 'SCAFFOLD: server control variate ‖c‖₂'], 'L2 norm (gradient units)')
+    >>> pyplot().close(fig)
     """
     panels = [(k, t) for k, t in CURVES if any(k in r.curves for r in table.rows)]
-    if not panels:
+    diagnostics = diagnostic_panels(table)
+    if not panels and not diagnostics:
         return None
     plt = pyplot()
     from matplotlib.ticker import MaxNLocator
 
-    drawn = [(i, r) for i, r in enumerate(table.rows) if any(k in r.curves for k, _ in panels)]
+    keys = [k for k, _ in panels] + [k for k, _ in diagnostics]
+    drawn = [(i, r) for i, r in enumerate(table.rows) if any(k in r.curves for k in keys)]
     ncol = min(3, len(drawn))
     legend_rows = math.ceil(len(drawn) / ncol)
     legend_h = 0.19 * legend_rows + 0.12  # inches under the panels for the shared legend
-    height = 4.2 + legend_h
-    banded = sum(1 for _, r in drawn if any(_band_segments(*r.bands[k]) for k, _ in panels if k in r.bands))
+    lines = math.ceil(len(diagnostics) / DIAGNOSTICS_PER_ROW)
+    heights = ([CURVES_HEIGHT] if panels else []) + [DIAGNOSTIC_HEIGHT] * lines
+    height = sum(heights) + legend_h
+    banded = sum(1 for _, r in drawn if any(_band_segments(*r.bands[k]) for k in keys if k in r.bands))
     alpha = 0.2 if banded <= 3 else 0.1  # many overlapping bands: lighter, so the lines stay readable
-    fig, axes = plt.subplots(1, len(panels), squeeze=False, figsize=(6.2 * len(panels), height), dpi=110)
+    if not diagnostics:
+        fig, axes = plt.subplots(1, len(panels), squeeze=False, figsize=(6.2 * len(panels), height), dpi=110)
+        curve_axes, diagnostic_axes = list(axes[0]), []
+    else:  # a grid of 6 columns: the learning curves take 3 each, the diagnostics 2
+        fig = plt.figure(figsize=(6.2 * 2, height), dpi=110)
+        grid = fig.add_gridspec(len(heights), 6, height_ratios=heights)
+        spans = [(0, 3), (3, 6)] if len(panels) == 2 else [(1, 5)]
+        curve_axes = [fig.add_subplot(grid[0, a:b]) for (a, b), _ in zip(spans, panels)]
+        first = 1 if panels else 0
+        diagnostic_axes = [fig.add_subplot(grid[first + n // DIAGNOSTICS_PER_ROW,
+                                                2 * (n % DIAGNOSTICS_PER_ROW):2 * (n % DIAGNOSTICS_PER_ROW) + 2])
+                           for n in range(len(diagnostics))]
     try:
-        handles = {}
-        for ax, (key, title) in zip(axes[0], panels):
-            for i, r in drawn:
-                if key not in r.curves:
-                    continue
-                color = PALETTE[i % len(PALETTE)]
-                xs, ys = r.curves[key]
-                (line,) = ax.plot(xs, [math.nan if y is None else y for y in ys], color=color,
-                                  marker="o" if len(xs) < 2 else None, markersize=3, linewidth=1.6, label=r.label)
-                handles.setdefault(i, line)
-                for seg in _band_segments(*r.bands[key]) if key in r.bands else []:
-                    bx, lo, hi = zip(*seg)
-                    if len(seg) == 1:  # one round: a whisker
-                        ax.vlines(bx, lo, hi, color=color, alpha=2 * alpha, linewidth=5)
-                    else:
-                        ax.fill_between(bx, lo, hi, color=color, alpha=alpha, linewidth=0)
+        handles: dict = {}
+        for ax, (key, title) in zip(curve_axes, panels):
+            _draw(ax, drawn, key, alpha, handles)
             ax.set_title(title)
             ax.set_xlabel("round")
+            ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+            ax.grid(alpha=0.3)
+        for ax, (key, d) in zip(diagnostic_axes, diagnostics):
+            _draw(ax, drawn, key, alpha, handles)
+            _diagnostic_axes(ax, d)
             ax.xaxis.set_major_locator(MaxNLocator(integer=True))
             ax.grid(alpha=0.3)
         order = sorted(handles)
         fig.legend([handles[i] for i in order], [table.rows[i].label for i in order], loc="lower center",
                    ncol=ncol, fontsize=8, frameon=False)
-        band = any(has_band(table, key) for key, _ in panels)
+        band = any(has_band(table, key) for key in keys)
         fig.suptitle(table.title + (f"\n{BAND_NOTE}" if band else ""), fontsize=11)
         fig.tight_layout(rect=(0, legend_h / height, 1, 1))
     except BaseException:
@@ -304,7 +367,8 @@ def curves_figure(table: SplitTable):
 
 
 def plot_curves_png(table: SplitTable, path: str | Path) -> bool:
-    """The curves of :func:`curves_svg` as one PNG (:func:`curves_figure`), a panel per curve that some row has.
+    """The curves of :func:`curves_svg` as one PNG (:func:`curves_figure`): a panel per curve that some row
+    has, then a small panel per algorithm diagnostic that some row has.
 
     Parameters
     ----------
@@ -316,7 +380,7 @@ def plot_curves_png(table: SplitTable, path: str | Path) -> bool:
     Returns
     -------
     bool
-        True when written; False (and no file) when the table has no curves.
+        True when written; False (and no file) when the table has no curves and no diagnostics.
 
     Examples
     --------

@@ -1,7 +1,8 @@
 """``leaderboard.html``: one self-contained page with a sortable table and inline SVG curves per split.
 
 No external resources: the style sheet and the column sorter are inline. The cell texts and header
-lines are those of :mod:`hetbench.leaderboard.text`; the curves are :func:`hetbench.leaderboard.curves.curves_svg`.
+lines are those of :mod:`hetbench.leaderboard.text`; the curves are :func:`hetbench.leaderboard.curves.curves_svg`,
+and so are the algorithms' per-round diagnostics (:mod:`hetbench.leaderboard.diagnostics`) under them.
 """
 
 from __future__ import annotations
@@ -10,7 +11,8 @@ import html
 from typing import Any
 
 from hetbench.leaderboard.aggregate import SplitTable, Stat
-from hetbench.leaderboard.curves import curves_svg
+from hetbench.leaderboard.curves import BAND_NOTE, curves_svg
+from hetbench.leaderboard.diagnostics import diagnostic_panels
 from hetbench.leaderboard.load import Skipped
 from hetbench.leaderboard.groups import group_tables
 from hetbench.leaderboard.metrics import CURVES, Metric, statistic_text
@@ -172,6 +174,14 @@ def render_html(tables: list[SplitTable], skipped: list[Skipped] | None = None) 
         if svgs:
             out.append('<div class="figures">')
             out.extend(svgs)
+            out.append("</div>")
+        diagnostics = [s for s in (curves_svg(t, k, d.title, 560, 260, ylabel=d.ylabel, limits=d.limits)
+                                   for k, d in diagnostic_panels(t)) if s]
+        if diagnostics:
+            out.append(f'<h3>Algorithm diagnostics</h3><p class="note">Per trained round, as each algorithm\'s '
+                       f'server recorded them (the results\' <code>curves.algorithm</code>); {e(BAND_NOTE)}.</p>')
+            out.append('<div class="figures diagnostics">')
+            out.extend(diagnostics)
             out.append("</div>")
         out.append("</section>")
     if skipped:
