@@ -84,3 +84,17 @@ def test_the_declared_criterion_decides_from_the_numbers():
     assert evaluate(Measurement([[5.0, 6.0, 7.0]]), criterion).verdict == "reproduced"
     assert evaluate(Measurement([[0.5, 1.0, 1.5]]), criterion).verdict == "partially reproduced"
     assert evaluate(Measurement([[-2.0, 0.5, -1.0]]), criterion).verdict == "not reproduced"
+
+
+def test_both_algorithms_train_at_one_client_rate_when_the_claim_gives_none(tmp_path):
+    """FedAvgM's own default client rate is (1 - beta) x 0.05; the claim passes one rate to both, so that an
+    effective step of the grid is the same step for FedAvg and FedAvgM."""
+    (tmp_path / "work").mkdir()
+    settings = copy.deepcopy(TINY)
+    del settings["train"]["lr"]
+    settings["train"]["rounds"] = 1
+    ctx = Context(work=tmp_path / "work", runs=tmp_path / "runs", seeds=[0], mode="quick", threads=1)
+    out = ServerMomentumRunner().run(ServerMomentumRunner().check_settings(settings, "t"), ctx)
+    docs = [json.loads(p.read_text()) for p in (tmp_path / "runs").rglob("*.json")]
+    assert {d["algorithm"]["name"] for d in docs} == {"fedavg", "fedavgm"}
+    assert {d["config"]["lr"] for d in docs} == {0.05} and out.facts["train"]["lr"] == 0.05

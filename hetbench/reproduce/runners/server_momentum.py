@@ -7,6 +7,12 @@ server_lr v_t`` (:class:`hetbench.train.algorithms.fedavg.FedAvgM`), whose stead
 *effective step* ``s = server_lr / (1 - beta)`` (the paper's ``eta_eff = eta / (1 - beta)``). FedAvg is
 ``beta = 0``, where ``s = server_lr``.
 
+The grid is of server steps at one client learning rate, the same for both algorithms: the claim's
+``train.lr``, or FedAvg's default 0.05 when it gives none (:func:`client_config`), always passed explicitly.
+Left to its default, FedAvgM would train its clients at ``(1 - beta) x 0.05`` (0.005 at beta = 0.9: Hsu et
+al.'s convention of folding the momentum into the client rate, the default of ``hetbench train --algo
+fedavgm``), and each of its steps on the grid would be ten times smaller than FedAvg's at the same ``s``.
+
 Protocol: two client-scheme Dirichlet splits of the source at one alpha (:func:`dirichlet_split`): an
 evaluation split and a tuning split (another split seed: another draw and other held-out rows). Every
 algorithm (``fedavg`` and ``fedavgm``) is trained on the tuning split at every effective step of the grid
@@ -113,6 +119,29 @@ def momentum_hyper(algo: str, step: float, beta: float) -> dict[str, float]:
     return {"server_momentum": float(beta), "server_lr": round(float(step) * (1.0 - float(beta)), 12)}
 
 
+def client_config(config):
+    """``config`` with its client learning rate given: ``lr`` as set, else FedAvg's default (0.05). Both
+    algorithms then train their clients at that rate, FedAvgM too (whose own default is ``(1 - beta)`` times
+    it), so that an effective step of the grid is the same step for both.
+
+    Examples
+    --------
+    >>> from hetbench.reproduce.runners.label_skew import train_config
+    >>> from hetbench.reproduce.runners.server_momentum import client_config
+    >>> from hetbench.train.algorithms import make_algorithm
+    >>> config = client_config(train_config({"rounds": 2}, "x"))
+    >>> config.lr, config.for_algorithm(make_algorithm("fedavgm")).lr, config.for_algorithm(make_algorithm("fedavg")).lr
+    (0.05, 0.05, 0.05)
+    >>> client_config(train_config({"lr": 0.01}, "x")).lr
+    0.01
+    """
+    if config.lr is not None:
+        return config
+    from hetbench.train.algorithms.base import DEFAULT_LR
+
+    return dataclasses.replace(config, lr=DEFAULT_LR)
+
+
 def choose_step(grid: list[float], accuracy: list[float]) -> float:
     """The step of ``grid`` with the highest accuracy (the first of the grid on a tie).
 
@@ -160,7 +189,8 @@ class ServerMomentumRunner(Runner):
         from hetbench.sources import load_table
         from hetbench.train import sweep
 
-        config = dataclasses.replace(train_config(dict(settings["train"]), "train"), device=ctx.device)
+        # one client rate for both algorithms (FedAvgM's default would be (1 - beta) times it)
+        config = client_config(dataclasses.replace(train_config(dict(settings["train"]), "train"), device=ctx.device))
         beta = float(settings["server_momentum"])
         alpha = float(settings["alpha"])
         grid = [float(s) for s in settings["effective_steps"]]
