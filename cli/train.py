@@ -131,8 +131,8 @@ def split_hyper(opts: dict[str, Any]) -> dict[str, Any]:
               help="Write a checkpoint beside each result every K rounds (deleted once the result is written), so "
               "--resume can continue a killed run.")
 @click.option("--resume", is_flag=True,
-              help="Continue the runs that left a checkpoint, keep the results that exist, start the rest; the "
-              "results equal an uninterrupted run's.")
+              help="Continue the runs that left a checkpoint, keep the results that exist, start the rest afresh "
+              "(so a killed job can be re-queued with the same command); the results equal an uninterrupted run's.")
 @click.option("--skip-existing", is_flag=True,
               help="Keep the results that exist (written with the same options) and run only the missing ones.")
 @click.option("--engine", type=click.Choice(["local", "flower"]), default="local", show_default=True,
@@ -161,7 +161,7 @@ def train(split: str | None, algo: str, seed: str, threads: int | None, out: str
       hetbench train --algo fedavg,scaffold --engine flower --flower-actors 2
       hetbench leaderboard hetbench_results --out leaderboard
     """
-    from hetbench.train import sweep
+    from hetbench.sweep import sweep
     from hetbench.train.algorithms import TrainConfig
     from hetbench.train.groups import parse_groups
 
@@ -196,7 +196,8 @@ def _print_summary(runs: list) -> None:
     for run in runs:
         f = run.doc["final"]
         best = (f.get("best") or {}).get("accuracy") or {}
-        row = [run.algorithm + (" (kept)" if run.skipped else " (resumed)" if run.resumed else ""),
+        row = [run.algorithm + (" (kept)" if run.skipped else " (resumed)" if run.resumed
+                                else " (afresh: no checkpoint)" if run.afresh else ""),
                *([run.groups or "all", str(run.doc["split"]["num_clients"])] if grouped else []), str(run.seed), _cell(f["accuracy"]),
                _cell((f.get("last_k") or {}).get("accuracy")), _cell(best.get("value")),
                _cell(f["worst_group_accuracy"]), _cell(f["group_accuracy_variance"]),

@@ -8,7 +8,7 @@ The public API (``docs/architecture.md`` shows where each part sits in the pipel
     hetbench.publish_split(split, out)            # -> a Hugging Face dataset folder (parquet, card, manifest, report)
     hetbench.make_split(source, partitioner, out) # the three steps above in one call
     hetbench.verify(folder)                       # does a built folder still say what its manifest says?
-    hetbench.train.sweep(...)                     # score FL algorithms on a split (torch)
+    hetbench.sweep.sweep(...)                     # score FL algorithms on a split (torch)
 
 Everything heavy (datasets, matplotlib, torch) is imported on first use, so ``import hetbench``
 stays cheap.

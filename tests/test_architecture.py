@@ -16,7 +16,7 @@ ROOT = Path(__file__).resolve().parents[1]
 FOLDERS = {"hetbench": "hetbench", "isp": "hetbench.isp", "builders": "hetbench.builders", "cli": "hetbench.cli"}
 #: what the ISP pipeline may use of hetbench besides itself: infrastructure with no dependencies
 ISP_ALLOWED = {"hetbench.errors", "hetbench.progress", "hetbench.registry", "hetbench.seeding"}
-CONSUMERS = ("hetbench.train", "hetbench.leaderboard", "hetbench.flower", "hetbench.reproduce")
+CONSUMERS = ("hetbench.train", "hetbench.leaderboard", "hetbench.flower", "hetbench.sweep", "hetbench.reproduce")
 
 
 def _modules() -> dict[str, Path]:
@@ -125,6 +125,27 @@ def test_core_never_imports_the_layers_above_it(name):
 def test_builders_and_consumers_never_import_the_cli(name):
     cli = {m for m in GRAPH[name] if _layer(m) == "hetbench.cli"}
     assert not cli, f"{name} imports {sorted(cli)}"
+
+
+#: the layers from the bottom up (docs/architecture.md). A layer imports only layers below it: the trainer
+#: knows no engine but its own, the Flower engine builds on the trainer, and the sweep, which runs either
+#: engine, sits above both. Layers of one rank (the trainer and the builders; the leaderboard and Flower)
+#: never import each other. The facade (``hetbench/__init__``) is left out: it is the public face that
+#: loads the layers on demand.
+LAYER_RANK = {"core": 0, "hetbench.isp": 1, "hetbench.builders": 2, "hetbench.train": 2, "hetbench.leaderboard": 3,
+              "hetbench.flower": 3, "hetbench.sweep": 4, "hetbench.reproduce": 5, "hetbench.cli": 6}
+
+
+def test_every_layer_has_a_rank():
+    assert set(LAYER_RANK) == {_layer(n) for n in GRAPH} - {"facade"}
+
+
+@pytest.mark.parametrize("name", sorted(n for n in GRAPH if _layer(n) != "facade"))
+def test_no_import_runs_to_a_layer_at_or_above_its_own(name):
+    """Folder-level back-edges (not only cycles): ``hetbench.train`` importing ``hetbench.flower`` fails."""
+    own = _layer(name)
+    wrong = sorted(m for m in GRAPH[name] if _layer(m) not in ("facade", own) and LAYER_RANK[_layer(m)] >= LAYER_RANK[own])
+    assert not wrong, f"{name} ({own}) imports {wrong}, which are not below it"
 
 
 #: the longest a module may be (docs/architecture.md: small modules with one job)

@@ -7,12 +7,12 @@ gives a SuperNode) or ``partition-ids="0,3,7"`` (several). Two message types:
 * ``query``: the ServerApp asks which clients this node serves; the node checks them against the split
   (``num-partitions`` too, when given) and answers with them, or with one line saying what is wrong;
 * ``train``: one client update. The message carries the job (:class:`~hetbench.flower.job.FlowerJob`),
-  the round, the client, the global model and the server state the update reads
-  (:data:`~hetbench.flower.records.SERVER_TO_CLIENT`). The node runs ``Algorithm.client_update`` through a
-  one-worker :class:`~hetbench.train.client_pool.ClientPool`, the code path (threads, generator seeding,
-  finiteness checks) of ``--engine local``, and replies with the update. Per-client state
-  (:data:`~hetbench.flower.records.CLIENT_STATE`, SCAFFOLD's ``c_i``) is read from and written back to the
-  node's ``context.state``: it never leaves the client.
+  the round, the client, the global model and the server state the algorithm declares its update reads
+  (``Algorithm.server_to_client``). The node runs ``Algorithm.client_update`` through a one-worker
+  :class:`~hetbench.train.client_pool.ClientPool`, the code path (threads, generator seeding, finiteness
+  checks) of ``--engine local``, and replies with the update (:func:`hetbench.flower.backend.update_record`).
+  The per-client state the algorithm declares (``Algorithm.client_state``, SCAFFOLD's ``c_i``) is read
+  from and written back to the node's ``context.state``: it never leaves the client.
 
 Each process keeps the loaded split, the model and the set-up algorithm of a job between messages (a Ray
 actor in simulation, the SuperNode's ClientApp process in deployment).
@@ -28,39 +28,23 @@ from flwr.clientapp import ClientApp
 
 from hetbench.errors import HetbenchError
 from hetbench.flower.job import FlowerJob
-from hetbench.flower.records import CLIENT_STATE, SERVER_TO_CLIENT, pack, unpack
+from hetbench.flower.backend import update_record
+from hetbench.flower.records import pack, unpack
 
 app = ClientApp()
 _PREPARED: dict[str, Any] = {}
-#: per algorithm: dict attributes a client update fills that the server's results report (DapperFL's
-#: achieved pruning ratio per level); the client sends its entries, the server merges them
-REPORTED: dict[str, tuple[str, ...]] = {"dapperfl": ("achieved",)}
 
 
 class _Client:
-    """A job's data view, workspace, run state, set-up algorithm and one-worker pool in this process."""
+    """A job's data view and training session (model, set-up algorithm, one-worker pool) in this process."""
 
     def __init__(self, flat: dict[str, Any]) -> None:
-        import torch
-
-        from hetbench.train.algorithms import RunState
-        from hetbench.train.client_pool import ClientPool
-        from hetbench.train.device import resolve_device
-        from hetbench.train.local import Workspace
-        from hetbench.train.models import build_model
+        from hetbench.train.session import TrainingSession
 
         job = FlowerJob.from_config(flat)
-        self.algorithm = job.algorithm()
-        self.config = job.train_config(workers=1).for_algorithm(self.algorithm).check()
         self.data = job.data()
-        model_name = self.config.model_for(self.data.image_size)
-        torch.manual_seed(int(self.config.seed))
-        model = build_model(model_name, self.data.in_channels, self.data.num_classes, self.data.image_size,
-                            self.config.norm)
-        ws = Workspace(self.data, model, resolve_device(self.config.device))
-        self.run = RunState(ws, self.config, ws.flat.params.clone(), ws.flat.buffers.clone())
-        self.algorithm.setup(self.run)
-        self.pool = ClientPool(self.run, model_name, self.algorithm, self.config)
+        self.session = TrainingSession.start(self.data, job.algorithm(), job.train_config(workers=1))
+        self.algorithm, self.run, self.pool = self.session.algorithm, self.session.run, self.session.pool
 
 
 def _prepared(job: ConfigRecord) -> _Client:
@@ -125,9 +109,9 @@ def query(msg: Message, context: Context) -> Message:
 
 @app.train()
 def train(msg: Message, context: Context) -> Message:
-    """One client update with hetbench's ``Algorithm.client_update``; per-client state in ``context.state``."""
+    """One client update with hetbench's ``Algorithm.client_update``; the per-client state the algorithm
+    declares lives in ``context.state``."""
     import numpy as np
-    import torch
 
     client = _prepared(msg.content["job"])
     algorithm, run = client.algorithm, client.run
@@ -139,26 +123,15 @@ def train(msg: Message, context: Context) -> Message:
     run.global_params, run.global_buffers = model["params"], model["buffers"]
     run.round = r
     for attr, value in unpack(msg.content["server-arrays"], msg.content["server-config"]).items():
-        if attr in SERVER_TO_CLIENT.get(algorithm.name, ()):
+        if attr in algorithm.server_to_client:
             setattr(algorithm, attr, value)
-    for attr in CLIENT_STATE.get(algorithm.name, ()):
+    for attr in algorithm.client_state:  # this client's entry only: other clients' state is not here
         key = f"hetbench.{attr}.{k}"
         setattr(algorithm, attr, {k: unpack(context.state[key], ConfigRecord())["value"]}
                 if key in context.state else {})
-    for attr in REPORTED.get(algorithm.name, ()):
-        getattr(algorithm, attr).clear()
     (update,) = list(client.pool.updates(r, np.array([k])))
-    for attr in CLIENT_STATE.get(algorithm.name, ()):
+    for attr in algorithm.client_state:
         mine = getattr(algorithm, attr).pop(k, None)
         if mine is not None:
             context.state[f"hetbench.{attr}.{k}"] = pack({"value": mine})[0]
-    values: dict[str, Any] = {"params": update.params, "buffers": update.buffers}
-    values.update({f"extra.{name}": v for name, v in update.extra.items()})
-    for attr in REPORTED.get(algorithm.name, ()):
-        got = getattr(algorithm, attr)
-        values[f"report.{attr}"] = torch.tensor([[float(a), float(b)] for a, b in sorted(got.items())],
-                                                dtype=torch.float64).reshape(-1, 2)
-    arrays, scalars = pack(values)
-    for name in ("client", "weight", "loss", "steps", "num_samples"):
-        scalars[f"update.{name}"] = getattr(update, name)
-    return Message(RecordDict({"update-arrays": arrays, "update": scalars}), reply_to=msg)
+    return Message(update_record(update), reply_to=msg)

@@ -1,16 +1,8 @@
 """hetbench values in Flower records, bit for bit: tensors as float32/int64 ``Array`` entries of an
 ``ArrayRecord``, numbers, strings and booleans as ``ConfigRecord`` entries, None as a name in a list.
 
-Which algorithm state travels where (the paper's side of each):
-
-* :data:`SERVER_TO_CLIENT`: server state a client update reads, sent with every train message (SCAFFOLD's
-  server control variate ``c``, HeteroSwitch's loss average ``L_EMA``);
-* :data:`CLIENT_STATE`: state each client keeps between the rounds it takes part in (SCAFFOLD's ``c_i``);
-  it lives in the ClientApp's ``context.state``, never on the server.
-
-Every other algorithm attribute a client update uses is derived from the data or the model by
-``Algorithm.setup`` (FedIR's population label counts, DapperFL's prune groups), which each ClientApp runs
-once for itself.
+Which algorithm state travels where is each algorithm's own declaration (``Algorithm.server_to_client``,
+``Algorithm.client_state``); this module only turns values into records and back.
 """
 
 from __future__ import annotations
@@ -19,8 +11,6 @@ from typing import Any
 
 import numpy as np
 
-SERVER_TO_CLIENT: dict[str, tuple[str, ...]] = {"scaffold": ("c",), "heteroswitch": ("l_ema",)}
-CLIENT_STATE: dict[str, tuple[str, ...]] = {"scaffold": ("c_i",)}
 _NONE = "__none__"
 
 

@@ -4,7 +4,7 @@ A claim is a definition file, ``manifests/claims/<id>.yaml`` (:mod:`hetbench.rep
 paper, the figure or table, the claim in one sentence, the protocol, a runner with ``quick`` and ``full``
 settings, and checks whose criteria (:mod:`hetbench.reproduce.criteria`) are declared before any run. A
 runner (:mod:`hetbench.reproduce.runners`) measures with the library (builders, partitioners,
-:func:`hetbench.train.sweep`); the criteria decide; :mod:`hetbench.reproduce.write` writes
+:func:`hetbench.sweep.sweep`); the criteria decide; :mod:`hetbench.reproduce.write` writes
 ``claims.json``, ``claims.md`` and a self-contained ``claims.html`` with a plot per claim
 (:mod:`hetbench.reproduce.plots`). The user guide is ``docs/reproduce.md``.
 

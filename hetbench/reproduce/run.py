@@ -2,7 +2,7 @@
 
 Every claim definition is loaded and validated, the seeds and the device checked, and the output folder
 checked and locked before anything runs. Each claim's runner measures (building the splits it needs in a
-scratch folder and training through :func:`hetbench.train.sweep`); each check's declared criterion turns
+scratch folder and training through :func:`hetbench.sweep.sweep`); each check's declared criterion turns
 its measurement into a verdict; the claim's verdict combines its checks'
 (:func:`hetbench.reproduce.criteria.combine`). The folder is written atomically:
 

@@ -12,25 +12,7 @@ The path through the package (``docs/architecture.md``)::
           --simulation.run_training(algorithms.make_algorithm(name), TrainConfig)--> results document
           --results.write_result--> <out>/<split>/<algorithm>[-<params>][-<groups>]-s<seed>.json
 
-:func:`sweep` (in :mod:`hetbench.train.runs`) does all of it for every algorithm and seed, as
-``hetbench train`` does; :func:`default_split` is the split it uses when none is given. Importing this
-package does not import torch (the names below load on first use).
+:func:`hetbench.sweep.sweep` does all of it for every algorithm and seed, as ``hetbench train`` does; it
+sits above this package and :mod:`hetbench.flower`, whose engine it can also run. Importing this package
+does not import torch.
 """
-
-from __future__ import annotations
-
-from typing import Any
-
-__all__ = ["RunResult", "default_split", "sweep"]
-
-
-def __getattr__(name: str) -> Any:
-    if name in __all__:
-        from hetbench.train import runs
-
-        return getattr(runs, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def __dir__() -> list[str]:
-    return sorted([*globals(), *__all__])

@@ -1,11 +1,18 @@
-"""The simulated FL run: rounds of client selection, local training and aggregation in one process, with
-the global model evaluated on every group's test data every ``eval_every`` rounds.
+"""The round loop of every engine: rounds of client selection, local work and aggregation, with the global
+model evaluated on every group's test data every ``eval_every`` rounds, checkpoints and the results.
+
+The loop is the same whatever carries the client work: a :class:`ClientBackend` only runs a round's
+client updates and hands them back in selection order. :class:`LocalClients` runs them in this process
+(:class:`~hetbench.train.client_pool.ClientPool`'s worker threads); Flower's backend
+(:class:`hetbench.flower.backend.FlowerClients`) sends them as messages to ClientApps, which run the same
+``Algorithm.client_update``. Selection, aggregation, server state, evaluation, history, checkpoints and the
+results document are all here, once.
 
 Randomness: the initial model comes from ``torch.manual_seed(seed)``; client selection, shuffling and
 augmentation come from generators seeded by (seed, round, client), and torch's global generator (dropout)
 is reseeded the same way before every local update, so a run depends only on its seed and options.
 
-The parts: :class:`~hetbench.train.client_pool.ClientPool` runs a round's client updates and the evaluation,
+The parts: :class:`~hetbench.train.session.TrainingSession` builds the model, the run state and the pool,
 :class:`~hetbench.train.document.History` collects the curves, :mod:`hetbench.train.checkpoint` saves and
 restores the run between rounds, and :func:`~hetbench.train.document.results_document` writes them up at
 the end. A resumed run rebuilds everything a fresh one does (model, algorithm setup, workers) and then
@@ -17,25 +24,73 @@ from __future__ import annotations
 import math
 import time
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterable, Protocol
 
-import torch
+import numpy as np
 
 from hetbench.errors import HetbenchError
-from hetbench.train.algorithms import Algorithm, RunState, TrainConfig
+from hetbench.train.algorithms import Algorithm, ClientUpdate, RunState, TrainConfig
 from hetbench.train.checkpoint import restore_checkpoint, run_identity, save_checkpoint
-from hetbench.train.client_pool import ClientPool
 from hetbench.train.data import FederatedData
-from hetbench.train.device import device_info, resolve_device
+from hetbench.train.device import device_info
 from hetbench.train.document import History, elapsed, results_document
 from hetbench.train.evaluate import metrics_from_correct, per_group
-from hetbench.train.local import TrainingDiverged, Workspace
-from hetbench.train.models import build_model, count_parameters, profile
+from hetbench.train.local import TrainingDiverged
+from hetbench.train.models import count_parameters, profile
+from hetbench.train.session import TrainingSession
+
+
+class ClientBackend(Protocol):
+    """What carries a round's client work: the one thing an engine provides.
+
+    ``engine`` names it in the results (``local``, ``flower``); ``updates`` runs the clients' updates for
+    a round and yields them in selection order (clients that failed may be left out; when all fail it
+    raises); ``timing`` and ``report`` add the engine's own figures to the results' ``timing`` block and
+    the document; ``close`` releases what it holds.
+    """
+
+    engine: str
+
+    def updates(self, round_index: int, clients: np.ndarray) -> Iterable[ClientUpdate]: ...
+
+    def timing(self) -> dict[str, Any]: ...
+
+    def report(self) -> dict[str, Any]: ...
+
+    def close(self) -> None: ...
+
+
+class LocalClients:
+    """The local engine: client updates in this process, on the session's pool of worker threads."""
+
+    engine = "local"
+
+    def __init__(self, session: TrainingSession) -> None:
+        self.pool = session.pool
+
+    def updates(self, round_index: int, clients: np.ndarray) -> Iterable[ClientUpdate]:
+        return self.pool.updates(round_index, clients)
+
+    def timing(self) -> dict[str, Any]:
+        return {"workers": self.pool.workers, "client_threads": self.pool.client_threads}
+
+    def report(self) -> dict[str, Any]:
+        return {}
+
+    def close(self) -> None:
+        """Nothing: the session owns the pool."""
 
 
 def resolve_model(config: TrainConfig, data: FederatedData) -> str:
     """The model name: ``config.model``, or the default for the split's image size when it is ``auto``."""
     return config.model_for(data.image_size)
+
+
+def check_finite_model(run: RunState, round_index: int) -> None:
+    """Stop the run (exit 3) when the global model has become NaN/inf."""
+    if not math.isfinite(float(run.global_params.sum())):
+        raise TrainingDiverged(f"training diverged: the global model became NaN/inf after round {round_index}; "
+                               "lower --lr")
 
 
 def run_training(
@@ -47,8 +102,9 @@ def run_training(
     return_state: bool = False,
     checkpoint: Path | None = None,
     resume: bool = False,
+    backend: Callable[[TrainingSession], ClientBackend] | None = None,
 ) -> dict[str, Any] | tuple[dict[str, Any], RunState]:
-    """Simulate ``config.rounds`` rounds of ``algorithm`` on ``data``.
+    """Run ``config.rounds`` rounds of ``algorithm`` on ``data``; the client work goes through ``backend``.
 
     Parameters
     ----------
@@ -71,6 +127,9 @@ def run_training(
     resume : bool
         Continue from ``checkpoint`` (:func:`hetbench.train.checkpoint.check_resumable` says whether one
         can), at the round after the one it saved, instead of round 1.
+    backend : callable, optional
+        ``backend(session)`` gives the :class:`ClientBackend` that runs the client updates, once the
+        session (model, algorithm set up, pool) exists; None: :class:`LocalClients`.
 
     Returns
     -------
@@ -90,17 +149,13 @@ def run_training(
     every = config.checkpoint_every
     if (resume or every) and checkpoint is None:
         raise HetbenchError(f"{'--resume' if resume else '--checkpoint-every'} needs a checkpoint path")
-    device = resolve_device(config.device)
-    model_name = resolve_model(config, data)
     identity = run_identity(data, algorithm, config)
-    torch.manual_seed(int(config.seed))
-    model = build_model(model_name, data.in_channels, data.num_classes, data.image_size, config.norm)
-    ws = Workspace(data, model, device)
-    run = RunState(ws=ws, config=config, global_params=ws.flat.params.clone(), global_buffers=ws.flat.buffers.clone())
-    algorithm.setup(run)
-    pool = ClientPool(run, model_name, algorithm, config)
+    session = TrainingSession.start(data, algorithm, config)
+    run, pool = session.run, session.pool
     done, history, spent = 0, History(list(data.group_names)), {"train_s": 0.0, "eval_s": 0.0, "wall_s": 0.0}
+    clients_backend: ClientBackend | None = None
     try:
+        clients_backend = (backend or LocalClients)(session)
         if resume:  # after everything a fresh run builds (and draws from torch's generator for)
             done, history, spent = restore_checkpoint(checkpoint, identity, run, algorithm)
         t_train, t_eval = spent["train_s"], spent["eval_s"]
@@ -110,14 +165,12 @@ def run_training(
             clients = algorithm.select(run, r)
             algorithm.begin_round(run, r)
             loss_sum = weight_sum = 0.0
-            for update in pool.updates(r, clients):
+            for update in clients_backend.updates(r, clients):
                 loss_sum += update.num_samples * update.loss
                 weight_sum += update.num_samples
                 algorithm.accumulate(run, r, update)
             algorithm.end_round(run, r)
-            if not math.isfinite(float(run.global_params.sum())):
-                raise TrainingDiverged(
-                    f"training diverged: the global model became NaN/inf after round {r}; lower --lr")
+            check_finite_model(run, r)
             history.add_train(r, loss_sum / max(weight_sum, 1.0))
             t_train += time.perf_counter() - t0
             summary: dict = {}
@@ -133,24 +186,29 @@ def run_training(
             if on_round is not None:  # the round's mean client loss too, for the progress bar (not the history's dict)
                 on_round(r, {**summary, "train_loss": history.train_loss[-1]})
     finally:
-        pool.close()
-    ws.flat.load(run.global_params, run.global_buffers)
+        if clients_backend is not None:
+            clients_backend.close()
+        session.close()
+    model = session.model
+    run.main_ws.flat.load(run.global_params, run.global_buffers)
     full = profile(model, data.in_channels, data.image_size)
     doc = results_document(
         data=data,
         algorithm=algorithm,
-        config=config,
-        model_name=model_name,
+        config=session.config,
+        model_name=session.model_name,
         model_info={"norm": config.norm, "parameters": count_parameters(model), "macs": int(full["macs"])},
         history=history,
         groups=per_group(data, history.last_correct),
         log=run.log,
         clients=algorithm.client_footprints(run) if hasattr(algorithm, "client_footprints") else None,
         central_accuracy=central_accuracy,
-        device=device_info(device, config.amp),
+        device=device_info(session.device, config.amp),
         timing={"wall_time_s": round(spent["wall_s"] + elapsed(t_start), 3), "train_s": round(t_train, 3),
-                "eval_s": round(t_eval, 3), "workers": pool.workers, "client_threads": pool.client_threads},
+                "eval_s": round(t_eval, 3), **clients_backend.timing()},
+        engine=None if clients_backend.engine == "local" else clients_backend.engine,
     )
+    doc.update(clients_backend.report())
     final = doc["final"]
     if any(isinstance(v, float) and not math.isfinite(v) for v in final.values() if v is not None):
         raise TrainingDiverged("training diverged: the final test loss is not finite; lower --lr")

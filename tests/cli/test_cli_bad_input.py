@@ -238,7 +238,6 @@ TRAIN_CATALOGUE = {
                               "holding out 'a', leaves no training client"),
     "groups without a group column": (["--group-by", "all", "--train-groups", "a"], "fresh",
                                       "--train-groups needs groups, but the split has none"),
-    "resume without checkpoint": (["--resume"], "fresh", "--resume: no checkpoint of this sweep's 1 unfinished run"),
     "resume with overwrite": (["--resume", "--overwrite"], "killed", "cannot be combined with --overwrite"),
     "skip-existing with overwrite": (["--skip-existing", "--overwrite"], "killed", "cannot be combined with --overwrite"),
     "resume another configuration": (["--resume", "--checkpoint-every", "1"], "killed",

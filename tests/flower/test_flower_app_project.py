@@ -69,7 +69,7 @@ def test_flower_app_writes_a_project_flower_accepts(split3, tmp_path, run_cli):
     from flwr.cli.config_utils import load_and_validate
 
     app = tmp_path / "app"
-    code, out, err = run_cli("flower-app", "--split", split3, "--algo", "SCAFFOLD", "--rounds", "3", "--mu", "0.5",
+    code, out, err = run_cli("flower-app", "--split", split3, "--algo", "SCAFFOLD", "--rounds", "3", "--server-lr", "0.5",
                              "--clients-per-round", "2", "--train-groups", "0,1", "--group-by", "client_id",
                              "--out", app, "--results", tmp_path / "r.json")
     assert code == 0, err
@@ -79,7 +79,7 @@ def test_flower_app_writes_a_project_flower_accepts(split3, tmp_path, run_cli):
     run = config["tool"]["flwr"]["app"]["config"]
     assert (run["algo"], run["rounds"], run["clients-per-round"], run["train-groups"]) == ("scaffold", 3, 2, "0,1")
     assert run["split"] == str(split3.resolve()) and run["results"] == str(tmp_path / "r.json")
-    assert "hyper-mu" in run  # given hyper-parameters travel; the algorithm ignores those it does not use
+    assert run["hyper-server-lr"] == 0.5  # given hyper-parameters travel
     assert sorted(p.name for p in app.iterdir()) == ["pyproject.toml"]
     assert tomllib.loads((app / "pyproject.toml").read_text())["tool"]["flwr"]["app"]["components"] == {
         "serverapp": "hetbench.flower.server_app:app", "clientapp": "hetbench.flower.client_app:app"}
@@ -88,6 +88,7 @@ def test_flower_app_writes_a_project_flower_accepts(split3, tmp_path, run_cli):
 @pytest.mark.parametrize("args, message", [
     (("--algo", "central"), "'central' trains one model"),
     (("--algo", "fedmagic"), "unknown algorithm 'fedmagic'"),
+    (("--algo", "scaffold", "--mu", "0.5"), "--mu is not an option of scaffold"),
     (("--rounds", "0"), "--rounds must be a positive number"),
     (("--node-wait", "0"), "--node-wait must be a positive number"),
     (("--train-groups", "nope", "--group-by", "client_id"), "nope"),

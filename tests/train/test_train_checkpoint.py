@@ -39,7 +39,7 @@ def _config(**options) -> TrainConfig:
 
 
 def _algo(name: str):
-    return make_algorithm(name, vc_size=16)  # FedVC: 16 examples per virtual client (the others ignore it)
+    return make_algorithm(name, **({"vc_size": 16} if name == "fedvc" else {}))  # FedVC: 16 examples per virtual client
 
 
 def _without_timing(doc: dict) -> str:

@@ -163,10 +163,11 @@ def test_train_on_iso_isp_and_digits_domains_then_leaderboard(tmp_path, run_cli)
     code, _, err = run_cli("build", "digits-domains", "--fraction", "0.05", "-q", "--out", dom)
     assert code == 0, err
     res = tmp_path / "res"
-    for split, algos in ((iso, "central,fedavg,fedavgm,fedprox,scaffold,qfedavg,fedir,fedvc,heteroswitch,dapperfl"),
-                         (dom, "central,fedavg,dapperfl")):
+    for split, algos, extra in (
+            (iso, "central,fedavg,fedavgm,fedprox,scaffold,qfedavg,fedir,fedvc,heteroswitch,dapperfl", ("--vc-size", "32")),
+            (dom, "central,fedavg,dapperfl", ())):
         code, _, err = run_cli("train", "--split", split, "--algo", algos, "--rounds", "2", "--batch-size", "16",
-                               "--vc-size", "32", "--seed", "0,1", "--image-size", "16", "--threads", "1", "-q",
+                               *extra, "--seed", "0,1", "--image-size", "16", "--threads", "1", "-q",
                                "--out", res)
         assert code == 0, err
     iso_doc = json.loads(next(res.rglob("heteroswitch-s0.json")).read_text())

@@ -1,4 +1,4 @@
-"""The library's sweep (hetbench.train.sweep): what ``hetbench train`` does, in one call."""
+"""The library's sweep (hetbench.sweep.sweep): what ``hetbench train`` does, in one call."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from hetbench.errors import HetbenchError
-from hetbench.train import sweep
+from hetbench.sweep import sweep
 from hetbench.train.algorithms import TrainConfig
 from hetbench.train.data import load_federated
 
@@ -48,6 +48,8 @@ def test_sweep_checks_everything_before_training(split, tmp_path):
         sweep(split, "fedavg,FedAvg", config=CONFIG, out=tmp_path, quiet=True)
     with pytest.raises(HetbenchError, match="--mu must be in"):
         sweep(split, "fedprox", config=CONFIG, hyper={"mu": -1.0}, out=tmp_path, quiet=True)
+    with pytest.raises(HetbenchError, match="^--mu is not an option of fedavg or scaffold$"):  # not silently ignored
+        sweep(split, "fedavg,scaffold", config=CONFIG, hyper={"mu": 0.1}, out=tmp_path, quiet=True)
     with pytest.raises(HetbenchError, match="--rounds must be a positive number"):
         sweep(split, "fedavg", config=TrainConfig(rounds=0), out=tmp_path, quiet=True)
     with pytest.raises(HetbenchError, match="--threads must be a positive number"):
@@ -211,16 +213,14 @@ def test_resume_continues_a_killed_sweep_and_equals_an_uninterrupted_one(domains
     assert [(r.skipped, r.resumed) for r in runs] == [(True, False), (False, True)]
     assert _no_timing(json.loads(fedprox_path.read_text())) == _no_timing(whole[1].doc)
     assert not checkpoint_path(fedprox_path).exists()  # deleted once the result was written
-    with pytest.raises(HetbenchError, match="--resume: no checkpoint to resume .* all 2 results of this sweep exist"):
-        sweep(domains, "fedavg,fedprox", 0, config, out=out, quiet=True, resume=True)
+    again = sweep(domains, "fedavg,fedprox", 0, config, out=out, quiet=True, resume=True)  # all done: all kept
+    assert [(r.skipped, r.resumed, r.afresh) for r in again] == [(True, False, False)] * 2
 
 
 def test_resume_refuses_before_training(split, tmp_path, monkeypatch):
     from hetbench.train.checkpoint import checkpoint_path
 
     config = dataclasses.replace(FAST, rounds=3, checkpoint_every=1)
-    with pytest.raises(HetbenchError, match="--resume: no checkpoint of this sweep's 1 unfinished run in"):
-        sweep(split, "fedavg", 0, config, out=tmp_path, quiet=True, resume=True)
     with pytest.raises(HetbenchError, match="--resume .* cannot be combined with --overwrite"):
         sweep(split, "fedavg", 0, config, out=tmp_path, quiet=True, resume=True, overwrite=True)
     with monkeypatch.context() as m:
@@ -233,3 +233,14 @@ def test_resume_refuses_before_training(split, tmp_path, monkeypatch):
     with pytest.raises(HetbenchError):  # the checkpoint is of another configuration (learning rate)
         sweep(split, "fedavg", 0, dataclasses.replace(config, lr=0.01), out=tmp_path, quiet=True, resume=True)
     assert _files(tmp_path) == before
+
+
+def test_resume_starts_runs_without_a_checkpoint_afresh_so_the_same_command_can_be_requeued(split, tmp_path, capsys):
+    """A job killed before its first checkpoint (or run without --checkpoint-every) is re-queued with the same
+    command line: --resume starts it at round 1, says so, and gives the uninterrupted results."""
+    config = dataclasses.replace(FAST, rounds=2, checkpoint_every=1)
+    (plain,) = sweep(split, "fedavg", 0, config, out=tmp_path / "plain", quiet=True, threads=1)
+    (requeued,) = sweep(split, "fedavg", 0, config, out=tmp_path / "requeued", threads=1, resume=True)
+    assert "starting 1 run afresh: no checkpoint of it" in capsys.readouterr().err
+    assert (requeued.afresh, requeued.resumed, requeued.skipped) == (True, False, False)
+    assert _no_timing(requeued.doc) == _no_timing(plain.doc)

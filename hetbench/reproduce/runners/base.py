@@ -2,7 +2,7 @@
 
 A runner measures; it never decides. It turns a claim's settings (``quick`` or ``full``, from the claim's
 yaml) into :class:`~hetbench.reproduce.criteria.Measurement` objects by calling the library (builders,
-partitioners, :func:`hetbench.train.sweep`), and says how to plot each one. The verdicts come from the
+partitioners, :func:`hetbench.sweep.sweep`), and says how to plot each one. The verdicts come from the
 claim's declared criteria (:mod:`hetbench.reproduce.criteria`).
 """
 

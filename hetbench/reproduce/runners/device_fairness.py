@@ -10,7 +10,7 @@ every phone: each device's test set is the same scenes seen through that device,
 number of held-out captures (``round(test_fraction x 7 x crops_per_photo)``).
 
 FedAvg and HeteroSwitch (:class:`hetbench.train.algorithms.heteroswitch.HeteroSwitch`) are trained with
-the same options and every seed by :func:`hetbench.train.sweep` with ``group_by="device"``. A device's
+the same options and every seed by :func:`hetbench.sweep.sweep` with ``group_by="device"``. A device's
 accuracy a_d is the trainer's stable metric, the mean of its last k evaluations
 (``final.last_k.group_accuracy``). Per algorithm and seed (Table 4's two columns, sec. 6):
 
@@ -130,7 +130,7 @@ class DeviceFairnessRunner(Runner):
 
     def run(self, settings: dict[str, Any], ctx: Context) -> RunOutput:
         from hetbench.builders.devices import build_devices
-        from hetbench.train import sweep
+        from hetbench.sweep import sweep
 
         config = dataclasses.replace(train_config(dict(settings["train"]), "train"), device=ctx.device,
                                      group_by="device")

@@ -4,7 +4,7 @@ The split is ``hetbench build digits-domains`` (:func:`hetbench.builders.digits_
 clients spread over the four domains, each client a disjoint ``fraction`` of its domain's training rows,
 one test set per domain). FedAvg and DapperFL (the trainer's ``dapperfl``: model fusion pruning at each
 client's pruning ratio, DAR loss, masked aggregation; pruning ratios by device level, client k at level
-k mod 5) are trained on it with every seed by :func:`hetbench.train.sweep`, with the group protocol
+k mod 5) are trained on it with every seed by :func:`hetbench.sweep.sweep`, with the group protocol
 ``group_by="domain"`` so that every result carries each domain's test accuracy
 (``final.last_k.group_accuracy``, the mean of the last k evaluations). Seed by seed:
 
@@ -94,7 +94,7 @@ class DomainsRunner(Runner):
 
     def run(self, settings: dict[str, Any], ctx: Context) -> RunOutput:
         from hetbench.builders.digits_domains import build_digits_domains
-        from hetbench.train import sweep
+        from hetbench.sweep import sweep
 
         config = dataclasses.replace(train_config(dict(settings["train"]), "train"), device=ctx.device,
                                      group_by="domain")

@@ -4,7 +4,7 @@ The split is ``hetbench build iso-isp`` (:func:`hetbench.builders.iso_isp.build_
 path): the embedded photographs' crops rendered by the Table 3 baseline pipeline (device ``baseline``)
 and by each Table 3 option of each listed stage with every other stage at baseline (devices
 ``wb=none``, ``tone=srgb-gamma+equalize``, ...), ``clients_per_device`` clients per device. FedAvg is
-trained with every seed by :func:`hetbench.train.sweep` on the baseline device's clients only
+trained with every seed by :func:`hetbench.sweep.sweep` on the baseline device's clients only
 (``train_groups=("baseline",)``, ``hetbench train --train-groups baseline``) and tested on every device.
 Each accuracy is the trainer's stable metric, the mean of the last k evaluations
 (``final.last_k.group_accuracy``).
@@ -208,7 +208,7 @@ class IspStageDropRunner(Runner):
     def run(self, settings: dict[str, Any], ctx: Context) -> RunOutput:
         from hetbench.builders.iso_isp import build_iso_isp
         from hetbench.isp.pipeline import table3_variants
-        from hetbench.train import sweep
+        from hetbench.sweep import sweep
 
         stages = _stage_list(settings["stages"], "stages")
         devices = [p.short_name for p in table3_variants(stages)]

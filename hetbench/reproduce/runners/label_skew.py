@@ -4,7 +4,7 @@ data distribution for federated visual classification", Fig. 4).
 For every Dirichlet concentration alpha of the grid, a split of the source is made with the client
 scheme (:class:`hetbench.partitioners.DirichletPartitioner`: every client has the same size and its own
 class proportions drawn from Dir(alpha x prior)) through :func:`hetbench.pipeline.make_split`, and FedAvg
-is trained on it with every seed by :func:`hetbench.train.sweep`; the centralised run (``central``) trains
+is trained on it with every seed by :func:`hetbench.sweep.sweep`; the centralised run (``central``) trains
 on the lowest-alpha split's pooled training rows. Every number is the trainer's stable metric: the mean of
 the last k evaluations (``final.last_k.accuracy``). Relative accuracy is FedAvg's over the centralised
 run's, seed by seed.
@@ -79,7 +79,7 @@ class LabelSkewRunner(Runner):
         from hetbench.partitioners import DirichletPartitioner
         from hetbench.pipeline import make_split
         from hetbench.sources import load_table
-        from hetbench.train import sweep
+        from hetbench.sweep import sweep
 
         config = dataclasses.replace(train_config(dict(settings["train"]), "train"), device=ctx.device)
         central = dataclasses.replace(config, **settings.get("central", {}))

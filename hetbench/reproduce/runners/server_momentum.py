@@ -187,7 +187,7 @@ class ServerMomentumRunner(Runner):
 
     def run(self, settings: dict[str, Any], ctx: Context) -> RunOutput:
         from hetbench.sources import load_table
-        from hetbench.train import sweep
+        from hetbench.sweep import sweep
 
         # one client rate for both algorithms (FedAvgM's default would be (1 - beta) times it)
         config = client_config(dataclasses.replace(train_config(dict(settings["train"]), "train"), device=ctx.device))

@@ -94,7 +94,7 @@ class VirtualClientsRunner(Runner):
 
     def run(self, settings: dict[str, Any], ctx: Context) -> RunOutput:
         from hetbench.sources import load_table
-        from hetbench.train import sweep
+        from hetbench.sweep import sweep
 
         config = dataclasses.replace(train_config(dict(settings["train"]), "train"), device=ctx.device)
         sigmas = [float(s) for s in settings["size_sigmas"]]
