@@ -15,13 +15,15 @@ import os
 import queue
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor
+from typing import Callable, Sequence
 
 import numpy as np
 import torch
 
 from hetbench.train.algorithms import Algorithm, RunState, TrainConfig
 from hetbench.train.device import check_amp
-from hetbench.train.evaluate import predict_range
+from hetbench.train.evaluate import predict_rows
+from hetbench.train.flat import FlatModel
 from hetbench.train.local import Workspace
 from hetbench.train.models import build_model
 
@@ -190,42 +192,68 @@ class ClientPool:
         finally:
             self.run.data.release_pages()
 
-    def predict(self) -> tuple[np.ndarray, float]:
-        """Global model on every test row: (correct per row, mean cross-entropy).
+    def predict(self, rows: np.ndarray | None = None, params: torch.Tensor | None = None,
+                buffers: torch.Tensor | None = None) -> tuple[np.ndarray, float]:
+        """One model on test rows: (correct per row, mean cross-entropy).
 
-        The test rows go in fixed batches of ``EVAL_BATCH`` dealt out to the workers, each on the thread
-        count client updates use, and the batch losses are added up in row order, so the numbers do not
-        depend on the number of workers either. Large images go through in smaller passes
-        (:func:`eval_rows`), so memory stays bounded by a few passes per worker."""
+        ``rows``: test row indices (default: every test row, in order); ``params`` / ``buffers``: flat vectors
+        of the model (default: ``run.global_params`` / ``run.global_buffers``). The rows go in fixed batches of
+        ``EVAL_BATCH`` dealt out to the workers, each on the thread count client updates use, and the batch
+        losses are added up in row order, so the numbers do not depend on the number of workers either. Large
+        images go through in smaller passes (:func:`eval_rows`), so memory stays bounded by a few passes per
+        worker."""
         run = self.run
-        data = run.data
-        n = data.y_test.numel()
-        for ws in self.spaces:
-            ws.flat.load(run.global_params, run.global_buffers)
+        params = run.global_params if params is None else params
+        buffers = run.global_buffers if buffers is None else buffers
+        rows = np.arange(run.data.num_test) if rows is None else np.asarray(rows, dtype=np.int64)
+        (correct,), total = self.predict_parts([(rows, lambda flat: flat.load(params, buffers))])
+        return correct, total / max(rows.size, 1)
+
+    def predict_parts(self, parts: Sequence[tuple[np.ndarray, Callable[[FlatModel], None]]]
+                      ) -> tuple[list[np.ndarray], float]:
+        """Several models, each on its own test rows: ``parts`` holds (test row indices, ``load``) pairs, where
+        ``load(flat)`` puts that part's model into a workspace's :class:`~hetbench.train.flat.FlatModel` (FedBN:
+        the global model with one client's normalisation layers). Returns (correct per row, one array per
+        part, and the summed cross-entropy over all of them).
+
+        Each part's rows go in fixed batches of ``EVAL_BATCH``; the batches of all parts, in part order, are
+        dealt to the workers in equal contiguous shares, and a worker loads a part's model when its share
+        reaches that part, so at most one model per worker exists at a time however many parts there are.
+        Batches and the order the losses are added in do not depend on the number of workers."""
+        data = self.run.data
+        rows_of = [np.asarray(rows, dtype=np.int64) for rows, _ in parts]
+        units = [(i, a) for i, rows in enumerate(rows_of) for a in range(0, rows.size, EVAL_BATCH)]
         per_pass = eval_rows(int(np.prod(data.x_test.shape[1:])))
-        starts = list(range(0, n, EVAL_BATCH))
-        share = -(-len(starts) // self.workers) if starts else 0
-        chunks = [(starts[i * share], min(n, starts[i * share] + share * EVAL_BATCH))
-                  for i in range(self.workers) if i * share < len(starts)]
+        share = -(-len(units) // self.workers) if units else 0
+        shares = [units[i * share : (i + 1) * share] for i in range(self.workers) if i * share < len(units)]
+
+        def work(ws: Workspace, todo: list[tuple[int, int]]) -> list[tuple[np.ndarray, list[float]]]:
+            out, loaded = [], None
+            for i, a in todo:
+                if loaded != i:
+                    parts[i][1](ws.flat)
+                    loaded = i
+                out.append(predict_rows(ws.model, data, ws.mean, ws.std, rows_of[i][a : a + EVAL_BATCH], per_pass,
+                                        ws.amp))
+            return out
+
         self.trim()
         try:
             if self.executor is None:
-                ws = self.spaces[0]
-                got = [predict_range(ws.model, data, ws.mean, ws.std, a, b, per_pass, ws.amp) for a, b in chunks]
+                got = [r for todo in shares for r in work(self.spaces[0], todo)]
             else:
-                parts = [self.executor.submit(predict_range, ws.model, data, ws.mean, ws.std, a, b, per_pass, ws.amp)
-                         for ws, (a, b) in zip(self.spaces, chunks)]
-                got = [p.result() for p in parts]
+                futures = [self.executor.submit(work, ws, todo) for ws, todo in zip(self.spaces, shares)]
+                got = [r for f in futures for r in f.result()]
         finally:
             data.release_pages()
             self.trim()
-        if not got:
-            return np.zeros(0, dtype=bool), 0.0
         total = 0.0
-        for _, losses in got:
+        pieces: list[list[np.ndarray]] = [[] for _ in parts]
+        for (i, _), (correct, losses) in zip(units, got):
+            pieces[i].append(correct)
             for loss in losses:
                 total += loss
-        return np.concatenate([g[0] for g in got]), total / max(n, 1)
+        return [np.concatenate(p) if p else np.zeros(0, dtype=bool) for p in pieces], total
 
     def close(self) -> None:
         """Stop the worker threads and give the main thread back its thread count."""

@@ -14,7 +14,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from hetbench.train.data import FederatedData, read_rows
+from hetbench.train.data import FederatedData, gather_rows, read_rows
 from hetbench.train.device import autocast, to_device
 
 
@@ -56,20 +56,43 @@ def predict_range(model: torch.nn.Module, data: FederatedData, mean: torch.Tenso
     device of ``mean`` (the model's), under bf16 autocast when ``amp``. The losses come per batch, so a
     caller that splits the rows into ranges can add them up in the same order as one range would.
     """
+    return predict_rows(model, data, mean, std, np.arange(start, stop), batch, amp)
+
+
+def _contiguous(rows: np.ndarray) -> bool:
+    return rows.size > 0 and int(rows[-1]) - int(rows[0]) == rows.size - 1 and bool((np.diff(rows) == 1).all())
+
+
+@torch.no_grad()
+def predict_rows(model: torch.nn.Module, data: FederatedData, mean: torch.Tensor, std: torch.Tensor,
+                 rows: np.ndarray, batch: int = 512, amp: bool = False) -> tuple[np.ndarray, list[float]]:
+    """As :func:`predict_range` for the test rows ``rows`` (indices, any order): (correct per row of ``rows``,
+    summed cross-entropy of every batch of ``batch`` consecutive entries of ``rows``).
+
+    A batch of consecutive rows is read as one slice of the memory map, any other is gathered
+    (:func:`~hetbench.train.data.gather_rows`); either way the model sees the same rows in the same passes.
+    """
+    rows = np.asarray(rows, dtype=np.int64)
     device = mean.device
     pin = device.type == "cuda"
     was_training = model.training
     model.eval()
-    correct = np.zeros(stop - start, dtype=bool)
+    correct = np.zeros(rows.size, dtype=bool)
     losses: list[float] = []
-    for a in range(start, stop, batch):
-        b = min(a + batch, stop)
-        x = to_device(read_rows(data.x_test, a, b, pin), device).float().div_(255.0)
-        y = to_device(data.y_test[a:b], device)
+    for a in range(0, rows.size, batch):
+        part = rows[a : a + batch]
+        if _contiguous(part):
+            x_u8 = read_rows(data.x_test, int(part[0]), int(part[-1]) + 1, pin)
+            y = data.y_test[int(part[0]) : int(part[-1]) + 1]
+        else:
+            x_u8 = gather_rows(data.x_test, part, pin)
+            y = data.y_test.index_select(0, torch.from_numpy(part))
+        x = to_device(x_u8, device).float().div_(255.0)
+        y = to_device(y, device)
         with autocast(device, amp):
             logits = model((x - mean) / std)
             losses.append(float(F.cross_entropy(logits, y, reduction="sum")))
-        correct[a - start : b - start] = (logits.argmax(1) == y).cpu().numpy()
+        correct[a : a + part.size] = (logits.argmax(1) == y).cpu().numpy()
     model.train(was_training)
     return correct, losses
 

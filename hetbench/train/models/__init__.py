@@ -16,6 +16,7 @@ Hsu et al. 2020), ``batch`` or ``none``.
 
 from __future__ import annotations
 
+import inspect
 from typing import Callable
 
 from torch import nn
@@ -87,6 +88,31 @@ def default_model(image_size: int) -> str:
     return "resnet10"
 
 
+def models_with_norm() -> tuple[str, ...]:
+    """The models that have normalisation layers (unless ``norm`` is ``none``): those whose factory takes
+    ``norm``. ``digits-cnn`` and ``lenet`` have none whatever ``--norm`` says.
+
+    Examples
+    --------
+    >>> models_with_norm()
+    ('resnet10', 'resnet18', 'mobilenetv3-small')
+    """
+    return tuple(name for name in MODEL_NAMES if "norm" in inspect.signature(MODELS[name]).parameters)
+
+
+def has_norm_layers(model_name: str, norm: str) -> bool:
+    """Whether model ``model_name`` built with ``norm`` has normalisation layers (BatchNorm or GroupNorm), without
+    building it (an unknown model or norm raises :class:`HetbenchError`).
+
+    Examples
+    --------
+    >>> has_norm_layers("resnet10", "batch"), has_norm_layers("resnet10", "none"), has_norm_layers("lenet", "group")
+    (True, False, False)
+    """
+    MODELS[model_name]
+    return check_norm(norm) != "none" and model_name in models_with_norm()
+
+
 def count_parameters(model: nn.Module) -> int:
     """Number of parameters (every tensor in ``model.parameters()``, trainable or not)."""
     return sum(p.numel() for p in model.parameters())
@@ -103,5 +129,7 @@ __all__ = [
     "build_model",
     "count_parameters",
     "default_model",
+    "has_norm_layers",
+    "models_with_norm",
     "profile",
 ]
