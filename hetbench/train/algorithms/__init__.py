@@ -9,7 +9,8 @@ Examples
 --------
 >>> from hetbench.train.algorithms import ALGORITHMS, make_algorithm
 >>> ALGORITHMS.names()
-('fedavg', 'fedavgm', 'fedprox', 'scaffold', 'qfedavg', 'fedir', 'fedvc', 'heteroswitch', 'dapperfl', 'central')
+('fedavg', 'fedavgm', 'fedprox', 'scaffold', 'qfedavg', 'fedir', 'fedvc', 'heteroswitch', 'dapperfl', 'fedbn',
+ 'fedadam', 'fedyogi', 'fedadagrad', 'central')
 >>> make_algorithm("FedProx", mu=0.01).params
 {'server_lr': 1.0, 'mu': 0.01}
 >>> make_algorithm("FedProx", q=0.5)  # q is q-FedAvg's option
@@ -30,7 +31,9 @@ from hetbench.train.algorithms.base import Algorithm, ClientUpdate, RunState, Tr
 from hetbench.train.algorithms.central import Central
 from hetbench.train.algorithms.dapperfl import DapperFL
 from hetbench.train.algorithms.fedavg import FedAvg, FedAvgM
+from hetbench.train.algorithms.fedbn import FedBN
 from hetbench.train.algorithms.fedir import FedIR
+from hetbench.train.algorithms.fedopt import FedAdagrad, FedAdam, FedYogi
 from hetbench.train.algorithms.fedprox import FedProx
 from hetbench.train.algorithms.fedvc import FedVC
 from hetbench.train.algorithms.heteroswitch import HeteroSwitch
@@ -41,7 +44,7 @@ from hetbench.train.algorithms.scaffold import Scaffold
 ALGORITHMS: Registry[type[Algorithm]] = Registry(
     "algorithm",
     {cls.name: cls for cls in (FedAvg, FedAvgM, FedProx, Scaffold, QFedAvg, FedIR, FedVC, HeteroSwitch, DapperFL,
-                               Central)},
+                               FedBN, FedAdam, FedYogi, FedAdagrad, Central)},
     option="--algo",
 )
 """The algorithms by their ``--algo`` name, in the order ``hetbench train --help`` lists them."""
@@ -98,6 +101,28 @@ def check_hyper_parameters(names: list[str], params: dict) -> None:
             ALGORITHMS[n].hyper[key].check(key, value)
 
 
+def check_models(names: list[str], model_name: str, norm: str) -> None:
+    """Refuse, before anything is trained or written, a model that an algorithm of ``names`` cannot run on:
+    FedBN (``requires_norm``) needs normalisation layers, which ``digits-cnn``, ``lenet`` and every model
+    with ``--norm none`` lack (:func:`hetbench.train.models.has_norm_layers`; one line, exit 2).
+    ``model_name`` is the resolved model (``TrainConfig.model_for(image_size)``, not ``auto``).
+
+    Examples
+    --------
+    >>> check_models(["fedavg"], "lenet", "group")
+    >>> check_models(["fedavg", "fedbn"], "lenet", "group")
+    Traceback (most recent call last):
+    ...
+    hetbench.errors.HetbenchError: fedbn keeps each client's normalisation layers, but the model lenet has none; use --model resnet10, resnet18 or mobilenetv3-small with --norm batch or group
+    """
+    from hetbench.train.algorithms.fedbn import norm_refusal
+    from hetbench.train.models import has_norm_layers
+
+    for name in names:
+        if getattr(ALGORITHMS[name.strip().lower()], "requires_norm", False) and not has_norm_layers(model_name, norm):
+            raise HetbenchError(norm_refusal(model_name, norm))
+
+
 def make_algorithm(name: str, **params) -> Algorithm:
     """The algorithm ``name`` (case and surrounding spaces ignored) with the given hyper-parameters.
 
@@ -116,5 +141,5 @@ def make_algorithm(name: str, **params) -> Algorithm:
 
 __all__ = [
     "ALGORITHMS", "Algorithm", "ClientUpdate", "Hyper", "RunState", "TrainConfig", "check_hyper_parameters",
-    "hyper_options", "make_algorithm", "options_for",
+    "check_models", "hyper_options", "make_algorithm", "options_for",
 ]

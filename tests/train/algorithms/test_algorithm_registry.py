@@ -27,7 +27,8 @@ def test_library_callers_get_the_same_checks_as_the_cli(tiny_data):
 def test_algorithms_are_a_registry_that_names_the_option_and_the_choices():
     assert isinstance(ALGORITHMS, Registry)
     assert ALGORITHMS.names() == (
-        "fedavg", "fedavgm", "fedprox", "scaffold", "qfedavg", "fedir", "fedvc", "heteroswitch", "dapperfl", "central")
+        "fedavg", "fedavgm", "fedprox", "scaffold", "qfedavg", "fedir", "fedvc", "heteroswitch", "dapperfl", "fedbn",
+        "fedadam", "fedyogi", "fedadagrad", "central")
     assert all(ALGORITHMS[name].name == name for name in ALGORITHMS)
     with pytest.raises(KeyError) as err:
         make_algorithm("fedmagic")

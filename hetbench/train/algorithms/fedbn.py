@@ -1,0 +1,194 @@
+"""FedBN (Li, Jiang, Zhang, Kamp and Dou, ICLR 2021, Algorithm 1): clients keep their normalisation layers.
+
+Features shift between clients (other cameras, scanners, ISPs) while the labels do not; FedBN lets each
+client keep the parameters and running statistics of its normalisation layers and federates the rest.
+Client k, at the start of its update, overwrites the normalisation entries of the global model it loaded
+with its own saved copy (a client taking part for the first time keeps the global model's), trains as
+FedAvg does, and saves its copy again (``client_state``: on Flower it stays on the client).
+
+The "normalisation entries" are every parameter and floating-point buffer of a BatchNorm layer (weight,
+bias, running mean, running variance), and, with ``--norm group``, the affine weight and bias of every
+GroupNorm layer: GroupNorm keeps no running statistics, but its affine parameters play the same part as
+BatchNorm's. Models without normalisation layers (``digits-cnn``, ``lenet``, any model with ``--norm
+none``) leave nothing to keep local and are refused (:attr:`FedBN.requires_norm`).
+
+The server averages everything with FedAvg's weights n_k, normalisation entries included; those averaged
+entries are never what a returning client trains from. They form the global model that serves (a) clients
+taking part for the first time and (b) the shared test rows.
+
+Evaluation (:meth:`FedBN.evaluate`): a test row that belongs to client k (``data.test_client == k``) is
+evaluated with the global model plus client k's own normalisation entries, the model client k would use
+(the paper evaluates each client on its own test data, sec. 5). A shared test row (``test_client == -1``)
+belongs to no client, so no client's statistics describe it; it is evaluated with the global model, whose
+normalisation entries are the n_k-weighted average of the clients': the one model all clients trained, the
+one a new client starts from. A client with test rows that never took part is evaluated with the global
+model too. Because on Flower a client's copy never leaves the client between its rounds while evaluation
+runs on the server, each client also sends its copy back with its update (``extra["norm"]``); the server
+keeps it for evaluation only (``eval_norm``, updated in :meth:`FedBN.accumulate`) and never sends it to a
+client, so both engines evaluate the same models.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+from torch import nn
+
+from hetbench.errors import HetbenchError
+from hetbench.train.algorithms.base import Algorithm, ClientUpdate, RunState
+from hetbench.train.algorithms.fedavg import FedAvg
+from hetbench.train.flat import FlatModel
+
+#: layer types whose parameters and float buffers stay with the clients
+NORM_LAYERS = (nn.modules.batchnorm._NormBase, nn.GroupNorm, nn.LayerNorm)
+
+
+def norm_refusal(model_name: str, norm: str) -> str:
+    """The one line that refuses FedBN on a model without normalisation layers.
+
+    Examples
+    --------
+    >>> norm_refusal("lenet", "group")
+    "fedbn keeps each client's normalisation layers, but the model lenet has none; use --model resnet10, resnet18 or mobilenetv3-small with --norm batch or group"
+    """
+    from hetbench.train.models import models_with_norm
+
+    names = models_with_norm()
+    where = f"{model_name} with --norm none" if norm == "none" and model_name in names else model_name
+    return (f"fedbn keeps each client's normalisation layers, but the model {where} has none; use --model "
+            f"{', '.join(names[:-1])} or {names[-1]} with --norm batch or group")
+
+
+def norm_positions(flat: FlatModel) -> tuple[torch.Tensor, torch.Tensor]:
+    """Positions in ``flat.params`` and ``flat.buffers`` of the normalisation layers' parameters and float
+    buffers (:data:`NORM_LAYERS`), as index tensors on the model's device.
+
+    Examples
+    --------
+    >>> from torch import nn
+    >>> from hetbench.train.flat import FlatModel
+    >>> flat = FlatModel(nn.Sequential(nn.Conv2d(1, 2, 1), nn.BatchNorm2d(2), nn.Conv2d(2, 1, 1)))
+    >>> p, b = norm_positions(flat)
+    >>> p.tolist(), b.tolist()  # conv weight 0-1, bias 2-3; BN weight 4-5, bias 6-7; running mean, var
+    ([4, 5, 6, 7], [0, 1, 2, 3])
+    """
+    param_at = {id(p): ab for p, ab in zip(flat.param_list, flat.offsets)}
+    buffer_at, start = {}, 0
+    for b in flat.buffer_list:
+        buffer_at[id(b)] = (start, start + b.numel())
+        start += b.numel()
+    device = flat.params.device
+    ps: list[torch.Tensor] = [torch.zeros(0, dtype=torch.long)]
+    bs: list[torch.Tensor] = [torch.zeros(0, dtype=torch.long)]
+    for module in flat.model.modules():
+        if isinstance(module, NORM_LAYERS):
+            ps.extend(torch.arange(*param_at[id(p)]) for p in module.parameters(recurse=False))
+            bs.extend(torch.arange(*buffer_at[id(b)]) for b in module.buffers(recurse=False) if id(b) in buffer_at)
+    return torch.cat(ps).to(device), torch.cat(bs).to(device)
+
+
+class FedBN(FedAvg):
+    """FedBN: FedAvg whose clients keep their own normalisation layers (BatchNorm; GroupNorm's affine
+    parameters with ``--norm group``).
+
+    Client k trains from the global model with its own saved normalisation entries in place (the global
+    model's the first time) and saves them again; the server averages every entry with weights n_k. Test
+    rows of client k are evaluated with client k's normalisation entries, shared test rows with the global
+    model's averaged ones (see the module docstring for the rule and its reason). Models without
+    normalisation layers are refused in one line (exit 2).
+
+    FedBN has no hyper-parameters of its own (the paper's server is a plain average); the client learning
+    rate is ``--lr`` as for FedAvg.
+
+    References
+    ----------
+    .. [1] X. Li, M. Jiang, X. Zhang, M. Kamp and Q. Dou, "FedBN: federated learning on non-IID features via
+       local batch normalization", ICLR 2021, Algorithm 1 (local BN layers, the rest averaged) and sec. 5
+       (each client evaluated on its own test data).
+
+    Examples
+    --------
+    >>> from hetbench.train.algorithms import make_algorithm
+    >>> fedbn = make_algorithm("fedbn")
+    >>> fedbn.params, fedbn.client_state, fedbn.requires_norm
+    ({}, ('norm_i',), True)
+    >>> from hetbench.train.algorithms import check_models
+    >>> check_models(["fedavg", "fedbn"], "resnet10", "batch")
+    >>> check_models(["fedavg", "fedbn"], "resnet10", "none")
+    Traceback (most recent call last):
+    ...
+    hetbench.errors.HetbenchError: fedbn keeps each client's normalisation layers, but the model resnet10 with --norm none has none; use --model resnet10, resnet18 or mobilenetv3-small with --norm batch or group
+    """
+
+    name = "fedbn"
+    citation = "Li, Jiang, Zhang, Kamp, Dou 2021, FedBN: federated learning on non-IID features via local batch normalization"
+    hyper = {}
+    client_state = ("norm_i",)
+    #: the model must have normalisation layers (checked by ``hetbench.train.algorithms.check_models``)
+    requires_norm = True
+    rebuilt = (*Algorithm.rebuilt, "_pidx", "_bidx")
+
+    def setup(self, run: RunState) -> None:
+        self._pidx, self._bidx = norm_positions(run.main_ws.flat)
+        if not (self._pidx.numel() or self._bidx.numel()):
+            raise HetbenchError(norm_refusal(run.config.model_for(run.data.image_size), run.config.norm))
+        self.norm_i: dict[int, torch.Tensor] = {}  # each client's own copy (stays on the client)
+        self.eval_norm: dict[int, torch.Tensor] = {}  # the server's copy of the last one each client sent
+
+    def take_norm(self, flat: FlatModel) -> torch.Tensor:
+        """The normalisation entries of ``flat``: its parameters, then its buffers, as one new vector."""
+        return torch.cat([flat.params.index_select(0, self._pidx), flat.buffers.index_select(0, self._bidx)])
+
+    def put_norm(self, flat: FlatModel, norm: torch.Tensor) -> None:
+        """Overwrite the normalisation entries of ``flat`` with ``norm`` (from :meth:`take_norm`)."""
+        norm = norm.to(flat.params.device)
+        n = self._pidx.numel()
+        with torch.no_grad():
+            flat.params.index_copy_(0, self._pidx, norm[:n])
+            if self._bidx.numel():
+                flat.buffers.index_copy_(0, self._bidx, norm[n:])
+
+    def client_update(self, run: RunState, round_index: int, client: int) -> ClientUpdate:
+        """Load the global model, put this client's own normalisation entries in (if it has any), train,
+        and keep the trained entries (Algorithm 1)."""
+        flat = run.ws.flat
+        flat.load(run.global_params, run.global_buffers)
+        own = self.norm_i.get(client)
+        if own is not None:
+            self.put_norm(flat, own)
+        result = self.train_locally(run, round_index, client, self.batches(run, round_index, client))
+        update = self.make_update(run, client, result)
+        mine = self.take_norm(flat)
+        self.norm_i[client] = mine
+        update.extra["norm"] = mine  # for the server's evaluation copy, never sent back to a client
+        return update
+
+    def accumulate(self, run: RunState, round_index: int, update: ClientUpdate) -> None:
+        norm = update.extra.pop("norm")
+        super().accumulate(run, round_index, update)
+        self.eval_norm[update.client] = norm
+
+    def _loader(self, run: RunState, own: torch.Tensor | None):
+        params, buffers = run.global_params, run.global_buffers
+
+        def load(flat: FlatModel) -> None:
+            flat.load(params, buffers)
+            if own is not None:
+                self.put_norm(flat, own)
+
+        return load
+
+    def evaluate(self, run: RunState, pool) -> tuple[np.ndarray, float]:
+        """Each client's test rows with the global model plus that client's normalisation entries, shared
+        test rows with the global model: (correct per test row, mean cross-entropy). Rows go client by
+        client through ``pool.predict_parts``, in parallel and independent of the number of workers."""
+        tc = np.asarray(run.data.test_client)
+        order = np.argsort(tc, kind="stable")  # shared rows (-1) first, then client by client, rows ascending
+        keys, starts = np.unique(tc[order], return_index=True)
+        parts = [(rows, self._loader(run, self.eval_norm.get(int(key)) if key >= 0 else None))
+                 for key, rows in zip(keys, np.split(order, starts[1:]))]
+        got, total = pool.predict_parts(parts)
+        correct = np.zeros(tc.size, dtype=bool)
+        for (rows, _), hits in zip(parts, got):
+            correct[rows] = hits
+        return correct, total / max(tc.size, 1)
