@@ -61,7 +61,8 @@ def norm_refusal(model_name: str, norm: str) -> str:
 
 def norm_positions(flat: FlatModel) -> tuple[torch.Tensor, torch.Tensor]:
     """Positions in ``flat.params`` and ``flat.buffers`` of the normalisation layers' parameters and float
-    buffers (:data:`NORM_LAYERS`), as index tensors on the model's device.
+    buffers (:data:`NORM_LAYERS`), as index tensors on the devices of ``flat.params`` and ``flat.buffers``
+    (a model without float buffers has an empty CPU buffer vector).
 
     Examples
     --------
@@ -77,19 +78,19 @@ def norm_positions(flat: FlatModel) -> tuple[torch.Tensor, torch.Tensor]:
     for b in flat.buffer_list:
         buffer_at[id(b)] = (start, start + b.numel())
         start += b.numel()
-    device = flat.params.device
     ps: list[torch.Tensor] = [torch.zeros(0, dtype=torch.long)]
     bs: list[torch.Tensor] = [torch.zeros(0, dtype=torch.long)]
     for module in flat.model.modules():
         if isinstance(module, NORM_LAYERS):
             ps.extend(torch.arange(*param_at[id(p)]) for p in module.parameters(recurse=False))
             bs.extend(torch.arange(*buffer_at[id(b)]) for b in module.buffers(recurse=False) if id(b) in buffer_at)
-    return torch.cat(ps).to(device), torch.cat(bs).to(device)
+    return torch.cat(ps).to(flat.params.device), torch.cat(bs).to(flat.buffers.device)
 
 
 class FedBN(FedAvg):
-    """FedBN: FedAvg whose clients keep their own normalisation layers (BatchNorm; GroupNorm's affine
-    parameters with ``--norm group``).
+    """FedBN: FedAvg whose clients keep their own normalisation layers (BatchNorm, or GroupNorm's affine part).
+
+    With ``--norm group`` the normalisation entries are the GroupNorm layers' affine weights and biases.
 
     Client k trains from the global model with its own saved normalisation entries in place (the global
     model's the first time) and saves them again; the server averages every entry with weights n_k. Test
@@ -137,7 +138,10 @@ class FedBN(FedAvg):
 
     def take_norm(self, flat: FlatModel) -> torch.Tensor:
         """The normalisation entries of ``flat``: its parameters, then its buffers, as one new vector."""
-        return torch.cat([flat.params.index_select(0, self._pidx), flat.buffers.index_select(0, self._bidx)])
+        own = flat.params.index_select(0, self._pidx)
+        if not self._bidx.numel():  # GroupNorm: no running statistics
+            return own
+        return torch.cat([own, flat.buffers.index_select(0, self._bidx).to(own.device)])
 
     def put_norm(self, flat: FlatModel, norm: torch.Tensor) -> None:
         """Overwrite the normalisation entries of ``flat`` with ``norm`` (from :meth:`take_norm`)."""
@@ -146,7 +150,7 @@ class FedBN(FedAvg):
         with torch.no_grad():
             flat.params.index_copy_(0, self._pidx, norm[:n])
             if self._bidx.numel():
-                flat.buffers.index_copy_(0, self._bidx, norm[n:])
+                flat.buffers.index_copy_(0, self._bidx, norm[n:].to(flat.buffers.device))
 
     def client_update(self, run: RunState, round_index: int, client: int) -> ClientUpdate:
         """Load the global model, put this client's own normalisation entries in (if it has any), train,
