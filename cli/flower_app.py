@@ -26,7 +26,8 @@ def _flower_app_command(fn):
 @click.option("--split", required=True, help="Built split folder (every SuperNode and the SuperLink's ServerApp read "
               "it: a path they all see) or hub id.")
 @click.option("--algo", default="fedavg", show_default=True,
-              help="One algorithm: fedavg, fedavgm, fedprox, scaffold, qfedavg, fedir, fedvc, heteroswitch, dapperfl.")
+              help="One algorithm: fedavg, fedavgm, fedprox, scaffold, qfedavg, fedir, fedvc, heteroswitch, dapperfl, "
+              "fedbn, fedadam, fedyogi, fedadagrad.")
 @click.option("--seed", default=0, show_default=True, type=int, help="Seed.")
 @click.option("--out", required=True, type=click.Path(file_okay=False), help="Folder of the Flower app project.")
 @click.option("--results", default=None, type=click.Path(dir_okay=False),

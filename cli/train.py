@@ -81,7 +81,7 @@ def split_hyper(opts: dict[str, Any]) -> dict[str, Any]:
               "built on first use).")
 @click.option("--algo", default="fedavg", show_default=True,
               help="Algorithm or comma list: fedavg, fedavgm, fedprox, scaffold, qfedavg, fedir, fedvc, heteroswitch, "
-              "dapperfl, central.")
+              "dapperfl, fedbn (needs a model with normalisation layers), fedadam, fedyogi, fedadagrad, central.")
 @click.option("--rounds", default=20, show_default=True, type=int, help="Communication rounds.")
 @click.option("--clients-per-round", default=10, show_default=True, type=int, help="Clients selected per round (K).")
 @click.option("--local-epochs", default=1, show_default=True, type=int, help="Local epochs per round (E).")
