@@ -55,7 +55,7 @@ def flower_app(split: str, algo: str, seed: int, out: str, results: str | None, 
     from hetbench.errors import HetbenchError
     from hetbench.flower.job import FlowerJob, require_flower
     from hetbench.flower.project import deployment_commands, write_app_project
-    from hetbench.train.algorithms import TrainConfig
+    from hetbench.train.algorithms import TrainConfig, check_models
     from hetbench.train.groups import parse_groups
     from hetbench.train.results import result_path
 
@@ -70,6 +70,7 @@ def flower_app(split: str, algo: str, seed: int, out: str, results: str | None, 
     algorithm = job.algorithm()  # unknown names, central and bad hyper-parameters are refused here
     config = config.for_algorithm(algorithm).check()
     data = job.data(quiet=quiet)  # the split must load (and its groups exist) before a project is written
+    check_models([algorithm.name], config.model_for(data.image_size), config.norm)  # fedbn: normalisation layers
     if results is None:
         results = str(result_path("hetbench_results", data.name, algorithm.name, algorithm.params,
                                   type(algorithm).defaults, seed))

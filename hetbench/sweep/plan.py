@@ -78,6 +78,7 @@ class Plan:
     flower_actors: int | None = None
 
     def __init__(self, split, names, seeds, config, hyper, algos, out: Path, protocol, quiet: bool) -> None:
+        from hetbench.train.algorithms import check_models
         from hetbench.train.checkpoint import checkpoint_path
         from hetbench.train.data import load_federated
         from hetbench.train.groups import plan_group_runs
@@ -91,6 +92,7 @@ class Plan:
         self.data = load_federated(split_path, config.image_size, config.group_by, quiet=quiet,
                                    cache_dir=config.cache_dir)
         check_run(self.data, split_path, out)  # labels in range, a results folder that can be written
+        check_models(names, config.model_for(self.data.image_size), config.norm)  # fedbn needs normalisation layers
         group_runs = plan_group_runs(self.data, config.train_groups, config.test_groups, protocol)
         self._views: dict = {}
         self.hyper, self.algos, self.quiet = hyper, algos, quiet

@@ -244,7 +244,7 @@ def restore_checkpoint(path: Path, identity: dict[str, Any], run: RunState,
     device = run.global_params.device
     try:
         params = state["model"]["params"].to(device)
-        buffers = state["model"]["buffers"].to(device)
+        buffers = state["model"]["buffers"].to(run.global_buffers.device)  # an empty buffer vector stays on the CPU
         if params.shape != run.global_params.shape or buffers.shape != run.global_buffers.shape:
             raise ValueError("the model's size differs")
         history = History(**decode(state["history"]))

@@ -94,7 +94,7 @@ def test_flower_app_writes_a_project_flower_accepts(split3, tmp_path, run_cli):
     (("--train-groups", "nope", "--group-by", "client_id"), "nope"),
 ])
 def test_flower_app_refuses_bad_input_and_writes_nothing(split3, tmp_path, run_cli, args, message):
-    code, _, err = run_cli("flower-app", "--split", split3, *args, "--out", tmp_path / "app")
+    code, _, err = run_cli("flower-app", "--split", split3, *args, "-q", "--out", tmp_path / "app")  # -q: no decode bars
     assert code == 2, err
     assert message in err and len(err.strip().splitlines()) == 1
     assert not (tmp_path / "app").exists()

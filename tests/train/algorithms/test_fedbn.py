@@ -251,7 +251,6 @@ def test_a_model_without_normalisation_layers_is_refused_in_one_line(digits_spli
     assert not out.exists() or not any(out.rglob("*"))
 
 
-@pytest.mark.xfail(strict=True, reason="needs the sweep to call check_models before any run (hetbench/sweep/plan.py)")
 def test_the_refusal_comes_before_any_other_algorithm_of_the_sweep_writes(digits_split, tmp_path, run_cli):
     out = tmp_path / "out"
     code, _, err = run_cli("train", "--split", digits_split, "--algo", "fedavg,fedbn", "--rounds", "1", "-q",
