@@ -26,8 +26,7 @@ def _flower_app_command(fn):
 @click.option("--split", required=True, help="Built split folder (every SuperNode and the SuperLink's ServerApp read "
               "it: a path they all see) or hub id.")
 @click.option("--algo", default="fedavg", show_default=True,
-              help="One algorithm: fedavg, fedavgm, fedprox, scaffold, qfedavg, fedir, fedvc, heteroswitch, dapperfl, "
-              "fedbn, fedadam, fedyogi, fedadagrad.")
+              help="One algorithm: {federated}.")
 @click.option("--seed", default=0, show_default=True, type=int, help="Seed.")
 @click.option("--out", required=True, type=click.Path(file_okay=False), help="Folder of the Flower app project.")
 @click.option("--results", default=None, type=click.Path(dir_okay=False),
@@ -69,6 +68,8 @@ def flower_app(split: str, algo: str, seed: int, out: str, results: str | None, 
     job = FlowerJob.make(split_path, algo.strip().lower(), config, hyper)
     algorithm = job.algorithm()  # unknown names, central and bad hyper-parameters are refused here
     config = config.for_algorithm(algorithm).check()
+    if config.model != "auto":  # before the split is read
+        check_models([algorithm.name], config.model, config.norm)
     data = job.data(quiet=quiet)  # the split must load (and its groups exist) before a project is written
     check_models([algorithm.name], config.model_for(data.image_size), config.norm)  # fedbn: normalisation layers
     if results is None:

@@ -37,6 +37,7 @@ def hyper_params() -> list[click.Option]:
     out = []
     for name, takers in hyper_options().items():
         spec = takers[0][1]
+        helps = list(dict.fromkeys(s.help for _, s in takers))  # one sentence per meaning (--server-lr: FedAvg's, eta)
         defaults = {}
         for algo, s in takers:
             shown = ",".join(f"{v:g}" for v in s.default) if s.sequence else s.default
@@ -44,19 +45,26 @@ def hyper_params() -> list[click.Option]:
         said = "; ".join(f"{'/'.join(algos)} {value}" for value, algos in defaults.items())
         kind: Any = str if spec.sequence else click.Choice(spec.choices) if spec.choices else int if spec.integer else float
         out.append(click.Option([spec.flag(name), name], default=None, type=kind,
-                                show_default=False, help=f"{spec.help} Default: {said} ({spec.source})."))
+                                show_default=False, help=f"{' '.join(helps)} Default: {said}."))
     return out
 
 
 class WithHyperOptions(click.Command):
-    """A command whose algorithm flags are made from the algorithms' declarations when it first parses or
-    shows help (importing the algorithms imports torch: ``hetbench --help`` and the other commands do not
-    pay for it)."""
+    """A command whose algorithm flags, and the algorithm list of its ``--algo`` help (``{algorithms}``),
+    are made from the algorithms' registry and declarations when it first parses or shows help (importing
+    the algorithms imports torch: ``hetbench --help`` and the other commands do not pay for it)."""
 
     hyper_after = "target_accuracy"
 
     def get_params(self, ctx: click.Context) -> list[click.Parameter]:
         if not getattr(self, "_hyper_added", False):
+            from hetbench.train.algorithms import ALGORITHMS
+
+            names = ALGORITHMS.names()
+            for p in self.params:
+                if p.name == "algo" and "{" in (p.help or ""):  # {algorithms}: all; {federated}: all but central
+                    p.help = p.help.format(algorithms=", ".join(names),
+                                           federated=", ".join(n for n in names if n != "central"))
             at = next(i for i, p in enumerate(self.params) if p.name == self.hyper_after) + 1
             self.params[at:at] = [p for p in hyper_params() if p.name not in {q.name for q in self.params}]
             self._hyper_added = True
@@ -80,13 +88,13 @@ def split_hyper(opts: dict[str, Any]) -> dict[str, Any]:
 @click.option("--split", default=None, help="Built split folder or hub id (default: the embedded digits Dirichlet split, "
               "built on first use).")
 @click.option("--algo", default="fedavg", show_default=True,
-              help="Algorithm or comma list: fedavg, fedavgm, fedprox, scaffold, qfedavg, fedir, fedvc, heteroswitch, "
-              "dapperfl, fedbn (needs a model with normalisation layers), fedadam, fedyogi, fedadagrad, central.")
+              help="Algorithm or comma list: {algorithms}.")
 @click.option("--rounds", default=20, show_default=True, type=int, help="Communication rounds.")
 @click.option("--clients-per-round", default=10, show_default=True, type=int, help="Clients selected per round (K).")
 @click.option("--local-epochs", default=1, show_default=True, type=int, help="Local epochs per round (E).")
 @click.option("--batch-size", default=32, show_default=True, type=int, help="Local mini-batch size (B).")
-@click.option("--lr", default=None, type=float, help="Client learning rate (default 0.05; scaffold 0.02).")
+@click.option("--lr", default=None, type=float, help="Client learning rate (default 0.05; scaffold 0.02; with server "
+              "momentum beta (fedavgm 0.9) (1 - beta) x 0.05, Hsu et al.'s effective rate: fedavgm 0.005).")
 @click.option("--momentum", default=0.0, show_default=True, type=float, help="Client SGD momentum.")
 @click.option("--weight-decay", default=0.0, show_default=True, type=float, help="Client weight decay.")
 @click.option("--model", default="auto", show_default=True,

@@ -58,7 +58,8 @@ def verify(folder: Any, dataset: str | None = None, *, re_embed: bool = False, t
     return verify_folder(folder, dataset, rebuilders(), re_embed=re_embed, trust_embedder=trust_embedder)
 
 
-_SUBPACKAGES = ("train", "partitioners", "sources", "embed", "report", "publish", "leaderboard", "builders", "isp")
+_SUBPACKAGES = ("train", "sweep", "partitioners", "sources", "embed", "report", "publish", "leaderboard", "builders",
+                "isp", "flower", "reproduce")
 
 
 def __getattr__(name: str) -> Any:

@@ -26,6 +26,10 @@ from flwr.serverapp import Grid
 from hetbench.errors import HetbenchError
 from hetbench.flower.records import pack, unpack
 
+#: how long a round waits for its clients' replies (Flower's own ``Strategy.start`` default); a client that
+#: has not replied by then is left out of the round as a failed one
+ROUND_TIMEOUT_S = 3600.0
+
 #: the ClientUpdate fields that travel as numbers (params, buffers and extra travel as arrays or values)
 UPDATE_FIELDS = ("client", "weight", "loss", "steps", "num_samples")
 
@@ -131,7 +135,7 @@ class FlowerClients:
     def updates(self, round_index: int, clients: np.ndarray) -> Iterator[Any]:
         """Send the round's train messages, wait for the replies and yield the updates in selection order."""
         selected = [int(k) for k in clients]
-        replies = list(self.grid.send_and_receive(self._messages(round_index, selected)))
+        replies = list(self.grid.send_and_receive(self._messages(round_index, selected), timeout=ROUND_TIMEOUT_S))
         good = [m for m in replies if not m.has_error()]
         bad = [m for m in replies if m.has_error()]
         reason = error_line(bad[0].error.reason) if bad else "no reply before the timeout"

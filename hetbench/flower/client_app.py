@@ -127,11 +127,11 @@ def train(msg: Message, context: Context) -> Message:
             setattr(algorithm, attr, value)
     for attr in algorithm.client_state:  # this client's entry only: other clients' state is not here
         key = f"hetbench.{attr}.{k}"
-        setattr(algorithm, attr, {k: unpack(context.state[key], ConfigRecord())["value"]}
+        setattr(algorithm, attr, {k: unpack(context.state[key], context.state[key + ".config"])["value"]}
                 if key in context.state else {})
     (update,) = list(client.pool.updates(r, np.array([k])))
     for attr in algorithm.client_state:
-        mine = getattr(algorithm, attr).pop(k, None)
-        if mine is not None:
-            context.state[f"hetbench.{attr}.{k}"] = pack({"value": mine})[0]
+        if k in getattr(algorithm, attr):  # a tensor, an array, a number, a string, a boolean or None
+            key = f"hetbench.{attr}.{k}"
+            context.state[key], context.state[key + ".config"] = pack({"value": getattr(algorithm, attr).pop(k)})
     return Message(update_record(update), reply_to=msg)

@@ -114,7 +114,7 @@ def sweep(
         Keep the results that exist (when they were written with the same options) and run the others.
     resume : bool
         As ``skip_existing``, and runs that left a checkpoint (``config.checkpoint_every``) continue from it;
-        the others start afresh (announced, and marked ``afresh`` in the results), so a scheduler can re-run
+        the others start afresh (announced, and marked ``afresh`` in the returned RunResult), so a scheduler can re-run
         the same command line. Only a checkpoint written with other options is refused.
     engine : str
         ``local`` (this process, :func:`hetbench.train.simulation.run_training`) or ``flower`` (Flower's
@@ -153,7 +153,7 @@ def sweep(
     [('fedavg-s0.json', True), ('fedprox-s0.json', False)]
     """
     from hetbench.sweep.plan import Plan, check_flower
-    from hetbench.train.algorithms import TrainConfig, check_hyper_parameters, make_algorithm, options_for
+    from hetbench.train.algorithms import TrainConfig, check_hyper_parameters, check_models, make_algorithm, options_for
     from hetbench.train.groups import PROTOCOLS
 
     names = algorithm_names(algorithms)
@@ -180,6 +180,8 @@ def sweep(
     hyper = dict(hyper or {})
     algos = {a: make_algorithm(a, **options_for(a, hyper)) for a in names}  # unknown names fail here
     check_hyper_parameters(names, hyper)  # options no algorithm of the sweep takes, values out of range
+    if config is not None and config.model not in ("auto", "", None):  # before the split is read or built
+        check_models(names, config.model, config.norm)
     for s in seeds:  # every seed is checked before any run writes a result
         dataclasses.replace(config, seed=s).check()
     if "central" in names:  # first, so the others get relative accuracy and a default target

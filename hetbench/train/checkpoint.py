@@ -37,7 +37,7 @@ from hetbench.train.data import FederatedData
 from hetbench.train.document import History
 
 FORMAT = "hetbench-train-checkpoint"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # 2: per-round algorithm diagnostics (a version-1 run resumed would lack its early rounds)
 _NDARRAY = "__ndarray__"
 _SECTIONS = ("identity", "round", "model", "algorithm", "log", "rng", "history", "timing")
 

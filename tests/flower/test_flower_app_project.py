@@ -89,6 +89,8 @@ def test_flower_app_writes_a_project_flower_accepts(split3, tmp_path, run_cli):
     (("--algo", "central"), "'central' trains one model"),
     (("--algo", "fedmagic"), "unknown algorithm 'fedmagic'"),
     (("--algo", "scaffold", "--mu", "0.5"), "--mu is not an option of scaffold"),
+    (("--algo", "fedbn", "--model", "lenet"), "fedbn keeps each client's normalisation layers, but the model lenet"),
+    (("--algo", "fedbn"), "fedbn keeps each client's normalisation layers, but the model digits-cnn"),
     (("--rounds", "0"), "--rounds must be a positive number"),
     (("--node-wait", "0"), "--node-wait must be a positive number"),
     (("--train-groups", "nope", "--group-by", "client_id"), "nope"),

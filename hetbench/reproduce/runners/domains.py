@@ -95,6 +95,7 @@ class DomainsRunner(Runner):
     def run(self, settings: dict[str, Any], ctx: Context) -> RunOutput:
         from hetbench.builders.digits_domains import build_digits_domains
         from hetbench.sweep import sweep
+        from hetbench.train.algorithms import options_for
 
         config = dataclasses.replace(train_config(dict(settings["train"]), "train"), device=ctx.device,
                                      group_by="domain")
@@ -107,8 +108,8 @@ class DomainsRunner(Runner):
         test_rows: dict[str, int] = {}
         for seed in ctx.seeds:
             for algo in ALGOS:
-                run = sweep(folder, algo, seeds=[seed], config=config, hyper=hyper, out=ctx.runs, quiet=True,
-                            threads=ctx.threads)[0]
+                run = sweep(folder, algo, seeds=[seed], config=config, hyper=options_for(algo, hyper), out=ctx.runs,
+                            quiet=True, threads=ctx.threads)[0]
                 acc[algo].append(domain_accuracy(run.doc))
                 test_rows = {g: int(v["num_test"]) for g, v in sorted(run.doc["groups"].items())}
                 ctx.note(f"{algo} seed {seed}: " + ", ".join(f"{g} {v:.1f}%" for g, v in acc[algo][-1].items()))

@@ -103,8 +103,8 @@ def check_hyper_parameters(names: list[str], params: dict) -> None:
 
 def check_models(names: list[str], model_name: str, norm: str) -> None:
     """Refuse, before anything is trained or written, a model that an algorithm of ``names`` cannot run on:
-    FedBN (``requires_norm``) needs normalisation layers, which ``digits-cnn``, ``lenet`` and every model
-    with ``--norm none`` lack (:func:`hetbench.train.models.has_norm_layers`; one line, exit 2).
+    each algorithm's ``check_model`` says (FedBN needs normalisation layers, which ``digits-cnn``, ``lenet``
+    and every model with ``--norm none`` lack; one line, exit 2).
     ``model_name`` is the resolved model (``TrainConfig.model_for(image_size)``, not ``auto``).
 
     Examples
@@ -115,12 +115,8 @@ def check_models(names: list[str], model_name: str, norm: str) -> None:
     ...
     hetbench.errors.HetbenchError: fedbn keeps each client's normalisation layers, but the model lenet has none; use --model resnet10, resnet18 or mobilenetv3-small with --norm batch or group
     """
-    from hetbench.train.algorithms.fedbn import norm_refusal
-    from hetbench.train.models import has_norm_layers
-
     for name in names:
-        if getattr(ALGORITHMS[name.strip().lower()], "requires_norm", False) and not has_norm_layers(model_name, norm):
-            raise HetbenchError(norm_refusal(model_name, norm))
+        ALGORITHMS[name.strip().lower()].check_model(model_name, norm)
 
 
 def make_algorithm(name: str, **params) -> Algorithm:

@@ -240,6 +240,11 @@ class Algorithm:
         self.params: dict[str, Any] = {**self.defaults,
                                        **{k: self.hyper[k].check(k, v) for k, v in given.items()}}
 
+    @classmethod
+    def check_model(cls, model_name: str, norm: str) -> None:
+        """Refuse (HetbenchError, one line) a model this algorithm cannot run on, before anything is read or
+        written; ``model_name`` is resolved (not ``auto``). Every model by default."""
+
     # -- lifecycle ----------------------------------------------------------------------------------
     def setup(self, run: RunState) -> None:
         """Called once before round 1 (and before :meth:`load_state_dict` when a run resumes)."""

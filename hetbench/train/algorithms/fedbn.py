@@ -129,6 +129,14 @@ class FedBN(FedAvg):
     requires_norm = True
     rebuilt = (*Algorithm.rebuilt, "_pidx", "_bidx")
 
+    @classmethod
+    def check_model(cls, model_name: str, norm: str) -> None:
+        """Refuse a model without normalisation layers (:func:`norm_refusal`)."""
+        from hetbench.train.models import has_norm_layers
+
+        if not has_norm_layers(model_name, norm):
+            raise HetbenchError(norm_refusal(model_name, norm))
+
     def setup(self, run: RunState) -> None:
         self._pidx, self._bidx = norm_positions(run.main_ws.flat)
         if not (self._pidx.numel() or self._bidx.numel()):
