@@ -45,6 +45,10 @@ side is its own process, timed from launch to exit. Target: Flower time / hetben
   a ``ClientApp`` / ``ServerApp`` pair run by ``flwr.simulation.run_simulation`` on the Ray backend, one
   single-threaded ClientApp actor per CPU (``num_cpus=1`` per client); see that module's docstring.
 
+hetbench's Flower backend (``hetbench train --engine flower``, the same round loop with each round's
+client work sent as Flower messages) is run on the same split too, and its per-round cost is printed
+(``timing.train_s / rounds``) beside the local engine's and Flower's own FedAvg's, for information.
+
 Why it is fair: both sides decode the same images into the same normalised tensors, start from the same
 weights (``torch.manual_seed(seed)`` then ``build_model``), train the clients
 ``hetbench.train.sampling.select_uniform`` picks (the report checks Flower's), shuffle every client with
@@ -277,6 +281,13 @@ def overhead_part(say: Report, split: Path, setting: dict, args, tmp: Path) -> l
         f"{eval_s:.1f} s), Ray shutdown {d['simulation_s'] - tl['rounds_done']:.1f} s, interpreter + imports + "
         f"split before the simulation {flw['wall'] - d['simulation_s']:.1f} s")
     say("  check  " + selection_check(d, setting["clients"], run))
+    # hetbench's own Flower backend: the same round loop, the client work as Flower messages
+    hfl = run_hetbench_cli(split, tmp, run, extra=("--engine", "flower"), tag="flower")
+    rounds = setting["rounds"]
+    say(f"  hetbench train --engine flower: wall {hfl['wall']:.1f} s, accuracy {hfl['accuracy']:.2f} % (--engine "
+        f"local {het['accuracy']:.2f} %); per round {1000 * hfl['timing'].get('train_s', float('nan')) / rounds:.0f} ms "
+        f"of client work through Flower (train_s / rounds) against {1000 * t.get('train_s', float('nan')) / rounds:.0f} "
+        f"ms locally; Flower's own FedAvg {1000 * (tl['rounds_done'] - tl['handshake_done'] - eval_s) / rounds:.0f} ms")
     say()
     gap = abs(round(flw["accuracy"], 4) - het["accuracy"])  # hetbench's results round to 4 decimals
     return [Figure("b", "overhead: Flower / hetbench, end to end", flw["wall"] / het["wall"], "overhead"),

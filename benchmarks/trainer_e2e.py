@@ -55,15 +55,15 @@ def _sgd_args(run: dict) -> list[str]:
             "--eval-every", str(run["eval_every"])]
 
 
-def run_hetbench_cli(split: Path, tmp: Path, run: dict) -> dict:
-    """``hetbench train --algo fedavg`` with its default threads and workers: wall time, final accuracy,
-    the run's own timing."""
-    out = tmp / f"results-{split.name}"
+def run_hetbench_cli(split: Path, tmp: Path, run: dict, extra: tuple[str, ...] = (), tag: str = "") -> dict:
+    """``hetbench train --algo fedavg`` with its default threads and workers (and the ``extra`` flags, such as
+    ``--engine flower``): wall time, final accuracy, the run's own timing."""
+    out = tmp / f"results-{split.name}{'-' + tag if tag else ''}"
     cmd = hetbench_exe() + [
         "train", "--split", str(split), "--algo", "fedavg", "--model", run["model"],
-        "--clients-per-round", str(run["per_round"]), *_sgd_args(run), "--out", str(out), "--quiet",
+        "--clients-per-round", str(run["per_round"]), *_sgd_args(run), *extra, "--out", str(out), "--quiet",
     ]
-    wall = run_timed(cmd, tmp / "hetbench-train.log")
+    wall = run_timed(cmd, tmp / f"hetbench-train{'-' + tag if tag else ''}.log")
     docs = []
     for path in sorted(out.glob("**/*.json")):
         try:
