@@ -345,6 +345,9 @@ def curves_figure(table: SplitTable):
         handles: dict = {}
         for ax, (key, title) in zip(curve_axes, panels):
             _draw(ax, drawn, key, alpha, handles)
+            lo, hi = ax.get_ylim()
+            if lo < 0:  # accuracies are percentages: all-zero curves would get an axis showing negative ones
+                ax.set_ylim(0.0, max(hi, 1.0))
             ax.set_title(title)
             ax.set_xlabel("round")
             ax.xaxis.set_major_locator(MaxNLocator(integer=True))
