@@ -48,7 +48,7 @@ demo: $(STAMP)
 	@echo "demo: verdicts in $(DEMO)/claims/claims.{md,html,json}"
 
 test: $(STAMP) chromium
-	HF_DATASETS_OFFLINE=1 HF_HUB_OFFLINE=1 $(PY) -m pytest -n 2 -q
+	HF_DATASETS_OFFLINE=1 HF_HUB_OFFLINE=1 $(PY) -m pytest -n 2 -q --durations=25
 
 # headless Chromium renders leaderboard.html in the browser test (Debian's package, installed where missing)
 chromium:

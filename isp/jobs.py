@@ -16,6 +16,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from hetbench.cores import available_cores
 from hetbench.errors import HetbenchError
 from hetbench.seeding import make_rng
 
@@ -258,7 +259,8 @@ def _worker_context():
 
 
 def cap_num_proc(num_proc: int, num_jobs: int, quiet: bool = False) -> int:
-    """``num_proc`` capped at the machine's cores (``os.cpu_count()``) and at ``num_jobs``; a cap
+    """``num_proc`` capped at the cores this process may use (:func:`hetbench.cores.available_cores`: affinity
+    and cgroup quota) and at ``num_jobs``; a cap
     above the cores is noted on stderr (one line, unless ``quiet``), a value below 1 is an error.
 
     Parameters
@@ -288,7 +290,7 @@ def cap_num_proc(num_proc: int, num_jobs: int, quiet: bool = False) -> int:
     if isinstance(num_proc, bool) or int(num_proc) != num_proc or num_proc < 1:
         raise HetbenchError(f"--num-proc must be at least 1 (got {num_proc})")
     num_proc = int(num_proc)
-    cores = os.cpu_count() or 1
+    cores = available_cores()
     if num_proc > cores:
         if not quiet:
             print(f"hetbench: note: --num-proc {num_proc} is more than the {cores} CPU cores; using {cores}", file=sys.stderr)

@@ -14,6 +14,7 @@ from typing import Callable, Iterator
 
 import numpy as np
 
+from hetbench.cores import available_cores
 from hetbench.errors import HetbenchError
 
 BATCH = 256
@@ -214,7 +215,7 @@ def _embed_on(engine, ds, fn, bar) -> list[np.ndarray]:
     split = _split_name(ds)
     tasks = [(fn, items, i * BATCH, split) for i, items in enumerate(iter_encoded(ds))]
     parts = []
-    with open_engine(engine, os.cpu_count() or 1, len(tasks)) as eng:
+    with open_engine(engine, available_cores(), len(tasks)) as eng:
         for part in eng.map(embed_encoded, tasks):
             parts.append(part)
             bar.update(len(part))

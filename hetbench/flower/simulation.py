@@ -17,6 +17,7 @@ import warnings
 from contextlib import contextmanager
 from typing import Any, Callable, Iterator
 
+from hetbench.cores import available_cores
 from hetbench.engines.ray_engine import loopback_ray
 from hetbench.errors import Terminated
 from hetbench.flower.job import FlowerJob, require_flower
@@ -40,7 +41,7 @@ def default_actors(clients_per_round: int) -> int:
     >>> default_actors(1)
     1
     """
-    return max(1, min(os.cpu_count() or 1, int(clients_per_round)))
+    return max(1, min(available_cores(), int(clients_per_round)))
 
 
 def run_flower_simulation(

@@ -32,6 +32,7 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
+from hetbench.cores import available_cores
 from hetbench.errors import HetbenchError
 from hetbench.sweep.default_split import DEFAULT_SPLIT, default_split
 from hetbench.sweep.plan import RunResult
@@ -195,6 +196,8 @@ def sweep(
     saved_threads = torch.get_num_threads()
     if threads:
         torch.set_num_threads(int(threads))
+    elif saved_threads > available_cores():  # torch counts the machine's cores, not the affinity or cgroup quota
+        torch.set_num_threads(available_cores())
     try:
         plan = Plan(split, names, seeds, config, hyper, algos, Path(out), protocol, quiet)
         plan.engine, plan.flower_actors = engine, flower_actors

@@ -20,6 +20,7 @@ from typing import Callable, Sequence
 import numpy as np
 import torch
 
+from hetbench.cores import available_cores
 from hetbench.train.algorithms import Algorithm, RunState, TrainConfig
 from hetbench.train.device import check_amp
 from hetbench.train.evaluate import predict_rows
@@ -94,7 +95,8 @@ class HeapTrim:
 
 
 def default_workers() -> int:
-    return max(1, os.cpu_count() or 1)
+    """Client worker threads by default: one per core this process may run on (affinity and cgroup quota)."""
+    return available_cores()
 
 
 def _stochastic(model: torch.nn.Module) -> bool:

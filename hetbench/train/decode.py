@@ -25,6 +25,7 @@ from typing import Any, Callable, Iterator
 
 import numpy as np
 
+from hetbench.cores import available_cores
 from hetbench.errors import HetbenchError
 
 
@@ -287,11 +288,8 @@ class Decoder:
 
 
 def default_processes() -> int:
-    """Decode processes by default: one per core this process may run on."""
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except AttributeError:  # pragma: no cover - not Linux
-        return max(1, os.cpu_count() or 1)
+    """Decode processes by default: one per core this process may run on (affinity and cgroup quota)."""
+    return available_cores()
 
 
 def release_pages(x: Any) -> None:

@@ -28,11 +28,11 @@ fairness setting of sec. 4.1).
 from __future__ import annotations
 
 import dataclasses
-import os
 from typing import Any
 
 import numpy as np
 
+from hetbench.cores import available_cores
 from hetbench.errors import HetbenchError
 from hetbench.reproduce.criteria import Measurement
 from hetbench.reproduce.runners.base import Axes, Context, Runner, RunOutput, check_render_settings, require_test_rows
@@ -140,7 +140,7 @@ class DeviceFairnessRunner(Runner):
         ctx.note(f"building {name}: {settings['crops_per_photo']} crops of {SCENES} photographs x every device")
         _, report = build_devices(folder, name=name, profiles=settings["profiles"], size=settings["size"],
                                   clients=settings["clients"], test_fraction=settings["test_fraction"],
-                                  seed=split_seed, num_proc=max(1, min(8, os.cpu_count() or 1)),
+                                  seed=split_seed, num_proc=max(1, min(8, available_cores())),
                                   crops_per_photo=settings["crops_per_photo"], crop_size=settings["crop_size"],
                                   quiet=True)
         devices = list(report["devices"])

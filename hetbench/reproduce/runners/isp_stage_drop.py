@@ -28,11 +28,11 @@ Gamut variants (``stages: all``, Fig. 3's sixth stage) are tested and reported b
 from __future__ import annotations
 
 import dataclasses
-import os
 from typing import Any
 
 import numpy as np
 
+from hetbench.cores import available_cores
 from hetbench.errors import HetbenchError
 from hetbench.reproduce.criteria import Measurement
 from hetbench.reproduce.runners.base import Axes, Context, Runner, RunOutput, check_render_settings, require_test_rows
@@ -122,7 +122,7 @@ def _stage_list(text: str, where: str) -> list[str]:
 def _build_processes(crops_per_photo: int) -> int:
     """Worker processes for the render (the split is the same bytes whatever renders it): one for a few
     crops, where starting workers costs more than it saves, else one per core up to 8."""
-    return 1 if crops_per_photo < 15 else max(1, min(8, os.cpu_count() or 1))
+    return 1 if crops_per_photo < 15 else max(1, min(8, available_cores()))
 
 
 def _mean_se(values: list[float]) -> str:
