@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from hetbench.cores import available_cores, quota_cpus
+from hetbench.cores import quota_cpus
 
 
 def test_the_cgroup_quota_is_read_from_v2_then_v1(tmp_path):
@@ -46,4 +46,3 @@ def test_a_process_pinned_to_one_cpu_gets_one_client_worker_and_one_decode_proce
             "print(available_cores(), default_workers(), default_processes(), os.cpu_count())")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
     assert out[:3] == ["1", "1", "1"] and int(out[3]) >= 2  # the machine has more; the process may use one
-    assert 1 <= available_cores() <= (os.cpu_count() or 1)

@@ -81,11 +81,6 @@ class LocalClients:
         """Nothing: the session owns the pool."""
 
 
-def resolve_model(config: TrainConfig, data: FederatedData) -> str:
-    """The model name: ``config.model``, or the default for the split's image size when it is ``auto``."""
-    return config.model_for(data.image_size)
-
-
 def check_finite_model(run: RunState, round_index: int) -> None:
     """Stop the run (exit 3) when the global model has become NaN/inf."""
     if not math.isfinite(float(run.global_params.sum())):

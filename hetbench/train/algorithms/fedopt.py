@@ -38,6 +38,8 @@ eta m_t / (sqrt(v_t) + tau), in the results' ``log``.
 
 from __future__ import annotations
 
+import abc
+
 import torch
 
 from hetbench.train.algorithms.base import Algorithm, RunState
@@ -62,7 +64,7 @@ BETA2 = Hyper(0.99, "Second-moment decay beta2 of FedAdam's and FedYogi's v.",
               f"{_PAPER}, Algorithm 2 and sec. 5 (beta2 = 0.99)", low=0.0, high=1.0, high_open=True)
 
 
-class FedOpt(Algorithm):
+class FedOpt(Algorithm, abc.ABC):
     """The shared server of Reddi et al.'s Algorithm 2; subclasses say how ``v`` is updated.
 
     Not an ``--algo`` of its own: :class:`FedAdagrad`, :class:`FedAdam` and :class:`FedYogi` are.
@@ -76,9 +78,9 @@ class FedOpt(Algorithm):
         self.m = torch.zeros_like(run.global_params)
         self.v = torch.full_like(run.global_params, float(self.params["tau"]) ** 2)
 
+    @abc.abstractmethod
     def second_moment(self, v: torch.Tensor, delta_sq: torch.Tensor) -> None:
-        """Update ``v`` in place from ``Delta_t^2``."""
-        raise NotImplementedError
+        """Update ``v`` in place from ``Delta_t^2`` (Adagrad's, Yogi's or Adam's rule: each subclass's own)."""
 
     def apply_server_update(self, run: RunState, g_bar: torch.Tensor) -> None:
         p = self.params
