@@ -113,6 +113,13 @@ def split_hyper(opts: dict[str, Any]) -> dict[str, Any]:
 @click.option("--workers", default=None, type=int,
               help="Clients trained in parallel threads, one torch thread each (default: one per core); results "
               "do not depend on it.")
+@click.option("--client-exec", type=click.Choice(["auto", "sequential", "lockstep"]), default="auto",
+              show_default=True,
+              help="How a round's clients train: lockstep trains them together as one batched computation "
+              "(stacked models, torch.func vmap; every algorithm but central, models without dropout, --engine "
+              "local); sequential one after another; auto: lockstep on a GPU, and on a CPU when one client step is "
+              "small (at most 25 MFLOP; larger steps are compute-bound there). Results match to float rounding "
+              "(recorded under execution in the results).")
 @click.option("--threads", default=None, type=int, help="Torch threads for the centralised run and evaluation "
               "(default: all cores).")
 @click.option("--device", default="auto", show_default=True,

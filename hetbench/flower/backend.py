@@ -160,9 +160,11 @@ class FlowerClients:
         return {"connect_s": round(self.connect_s, 3), "nodes": len(set(self.node_of_client.values()))}
 
     def report(self) -> dict[str, Any]:
+        execution = {"execution": {"clients": "sequential",
+                                   "reason": "the flower engine trains each client in its own ClientApp"}}
         if not self.failed:
-            return {}
-        return {"flower": {"failed_clients": {str(r): c for r, c in sorted(self.failed.items())}}}
+            return execution
+        return {**execution, "flower": {"failed_clients": {str(r): c for r, c in sorted(self.failed.items())}}}
 
     def close(self) -> None:
         """Nothing to release: the grid belongs to Flower."""

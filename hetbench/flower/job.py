@@ -129,7 +129,8 @@ class FlowerJob:
         """The :class:`~hetbench.train.algorithms.TrainConfig` (with ``runtime`` options such as ``workers``)."""
         from hetbench.train.algorithms import TrainConfig
 
-        return TrainConfig(**{**self.options, **runtime})
+        # a ClientApp trains the one client of each message and the ServerApp none: never in lockstep
+        return TrainConfig(**{**self.options, "client_exec": "sequential", **runtime})
 
     def algorithm(self):
         """A fresh algorithm; ``central`` is refused (it trains one model on all data: nothing to federate)."""

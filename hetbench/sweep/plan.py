@@ -68,6 +68,9 @@ def check_flower(names: list[str], config: "TrainConfig | None", resume: bool) -
                             "the clients' data: run it with --engine local")
     if resume or (config is not None and config.checkpoint_every):
         raise HetbenchError("--engine flower does not write checkpoints: drop --checkpoint-every / --resume")
+    if config is not None and config.client_exec == "lockstep":
+        raise HetbenchError("--client-exec lockstep trains a round's clients together in this process; --engine "
+                            "flower trains each client in its own ClientApp: drop --client-exec or use --engine local")
     require_flower(simulation=True)
 
 

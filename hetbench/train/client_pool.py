@@ -26,6 +26,7 @@ from hetbench.train.device import check_amp
 from hetbench.train.evaluate import predict_rows
 from hetbench.train.flat import FlatModel
 from hetbench.train.local import Workspace
+from hetbench.train.lockstep import LockstepGroup, choose_client_exec, lockstep_chunk, lockstep_refusal, step_flop
 from hetbench.train.models import build_model
 
 EVAL_BATCH = 256  # test rows per forward pass (fewer for large images: eval_rows)
@@ -129,8 +130,14 @@ class ClientPool:
         wanted = config.workers or default_workers()
         self.total_threads = torch.get_num_threads()
         self.stochastic = _stochastic(run.main_ws.model)
+        refusal = lockstep_refusal(algorithm, per_round, self.stochastic)
+        flop = step_flop(run.main_ws.model, data.in_channels, data.image_size, config.batch_size)
+        self.client_exec, self.exec_reason = choose_client_exec(config.client_exec, refusal, device, flop)
+        lockstep = self.client_exec == "lockstep"
+        self.chunk = lockstep_chunk(device, per_round) if lockstep else 1
         serial = per_round <= 1 or self.stochastic or not self.on_cpu
-        self.workers = 1 if serial else max(1, min(int(wanted), per_round))
+        units = -(-per_round // self.chunk)  # lockstep: chunks of clients; sequential: clients
+        self.workers = 1 if serial else max(1, min(int(wanted), units))
         # one intra-op thread per client update keeps updates identical for any number of workers; the
         # centralised run, models with dropout and GPU runs train serially on every thread instead
         self.client_threads = self.total_threads if serial else 1
@@ -143,6 +150,16 @@ class ClientPool:
         for w in self.spaces:
             self.free.put(w)
         self.executor = ThreadPoolExecutor(self.workers) if self.workers > 1 else None
+        self.groups: list[LockstepGroup] = []
+        if lockstep:
+            def make_model() -> torch.nn.Module:
+                return build_model(model_name, data.in_channels, data.num_classes, data.image_size, config.norm)
+
+            self.groups = [LockstepGroup(data, make_model, self.chunk, device, amp=bool(config.amp))
+                           for _ in range(self.workers)]
+        self.free_groups: queue.SimpleQueue = queue.SimpleQueue()
+        for g in self.groups:
+            self.free_groups.put(g)
         self.trim = HeapTrim()
         # the main thread runs on the clients' thread count until close(): its server steps are
         # element-wise and small next to the clients' work, and with every core busy training clients,
@@ -152,6 +169,21 @@ class ClientPool:
 
     def _one(self, round_index: int, client: int):
         ws = self.free.get()
+        try:
+            return self._update(ws, round_index, client)
+        finally:
+            self.free.put(ws)
+
+    def _chunk(self, round_index: int, clients: list[int]) -> list:
+        """One chunk of clients trained in lockstep on a free group."""
+        group = self.free_groups.get()
+        try:
+            return group.run(lambda ws, client: self._update(ws, round_index, client), clients)
+        finally:
+            self.free_groups.put(group)
+
+    def _update(self, ws: Workspace, round_index: int, client: int):
+        """``client``'s update for ``round_index`` on workspace ``ws`` (bound to the calling thread)."""
         try:
             self.run.bind(ws)
             ws.round, ws.client = round_index, client
@@ -168,10 +200,12 @@ class ClientPool:
         finally:
             ws.client = -1
             self.run.bind(None)
-            self.free.put(ws)
 
     def updates(self, round_index: int, clients: np.ndarray):
         """Yield the clients' updates in client order."""
+        if self.groups:
+            yield from self._lockstep_updates(round_index, clients)
+            return
         try:
             if self.executor is None:
                 for k in clients:
@@ -193,6 +227,43 @@ class ClientPool:
                 self.trim()
         finally:
             self.run.data.release_pages()
+
+    def _lockstep_updates(self, round_index: int, clients: np.ndarray):
+        """Yield the clients' updates in client order, chunks of :attr:`chunk` clients trained in lockstep
+        (dealt to the workers, at most ``workers`` chunks in flight)."""
+        order = [int(k) for k in clients]
+        chunks = [order[i : i + self.chunk] for i in range(0, len(order), self.chunk)]
+        try:
+            if self.executor is None:
+                for chunk in chunks:
+                    yield from self._chunk(round_index, chunk)
+                    self.trim()
+                return
+            pending: deque = deque()
+            todo = iter(chunks)
+            for chunk in todo:
+                pending.append(self.executor.submit(self._chunk, round_index, chunk))
+                if len(pending) >= self.workers:
+                    break
+            while pending:
+                done = pending.popleft().result()
+                nxt = next(todo, None)
+                if nxt is not None:
+                    pending.append(self.executor.submit(self._chunk, round_index, nxt))
+                yield from done
+                self.trim()
+        finally:
+            self.run.data.release_pages()
+
+    def execution(self) -> dict[str, object]:
+        """How client updates run, for the results: ``clients`` (``sequential`` | ``lockstep``), ``reason``,
+        and in lockstep the clients per group and the batched passes computed so far."""
+        out: dict[str, object] = {"clients": self.client_exec, "reason": self.exec_reason}
+        if self.groups:
+            out["clients_per_group"] = self.chunk
+            out["batched_passes"] = sum(g.batched_calls for g in self.groups)
+            out["client_steps"] = sum(g.client_steps for g in self.groups)
+        return out
 
     def predict(self, rows: np.ndarray | None = None, params: torch.Tensor | None = None,
                 buffers: torch.Tensor | None = None) -> tuple[np.ndarray, float]:
@@ -261,4 +332,6 @@ class ClientPool:
         """Stop the worker threads and give the main thread back its thread count."""
         if self.executor is not None:
             self.executor.shutdown(wait=True)
+        for group in self.groups:
+            group.close()
         torch.set_num_threads(self.total_threads)

@@ -13,14 +13,34 @@ from torch import nn
 
 
 class FlatModel:
-    """Bind ``model``'s parameters (and float buffers) to flat vectors ``params`` (and ``buffers``)."""
+    """Bind ``model``'s parameters (and float buffers) to flat vectors ``params`` (and ``buffers``).
 
-    def __init__(self, model: nn.Module) -> None:
+    Parameters
+    ----------
+    model : nn.Module
+        The model; its parameters and floating-point buffers become views into the flat vectors, with their
+        current values.
+    params, buffers : torch.Tensor, optional
+        1-D float32 tensors (of the model's parameter and float-buffer counts) to bind to instead of new ones:
+        a row of a stacked ``(clients, size)`` tensor, so that several models live side by side in one tensor
+        (:class:`hetbench.train.lockstep.LockstepGroup`).
+
+    Examples
+    --------
+    >>> import torch
+    >>> rows = torch.zeros(2, 3)
+    >>> flat = FlatModel(torch.nn.Linear(2, 1), params=rows[1])
+    >>> flat.model.bias.data.fill_(7.0) is not None, rows[1, 2].item()
+    (True, 7.0)
+    """
+
+    def __init__(self, model: nn.Module, params: torch.Tensor | None = None,
+                 buffers: torch.Tensor | None = None) -> None:
         self.model = model
         self.param_list = [p for p in model.parameters()]
-        self.params = self._bind(self.param_list)
+        self.params = self._bind(self.param_list, params)
         self.buffer_list = [b for b in model.buffers() if b.is_floating_point()]
-        self.buffers = self._bind(self.buffer_list)
+        self.buffers = self._bind(self.buffer_list, buffers)
         self.offsets = []
         start = 0
         for p in self.param_list:
@@ -28,10 +48,15 @@ class FlatModel:
             start += p.numel()
 
     @staticmethod
-    def _bind(tensors: list[torch.Tensor]) -> torch.Tensor:
+    def _bind(tensors: list[torch.Tensor], out: torch.Tensor | None = None) -> torch.Tensor:
         total = sum(t.numel() for t in tensors)
         device = tensors[0].device if tensors else torch.device("cpu")
-        flat = torch.empty(total, dtype=torch.float32, device=device)
+        if out is None:
+            flat = torch.empty(total, dtype=torch.float32, device=device)
+        else:
+            if out.dim() != 1 or out.numel() != total or out.dtype != torch.float32 or out.stride(0) != 1:
+                raise ValueError(f"cannot bind {total} values to a tensor of shape {tuple(out.shape)}")
+            flat = out
         start = 0
         with torch.no_grad():
             for t in tensors:

@@ -32,7 +32,11 @@ class TrainingDiverged(HetbenchError):
     exit_code = 3
 
 
-LossFn = Callable[[torch.nn.Module, torch.Tensor, torch.Tensor, np.ndarray], torch.Tensor]
+#: ``loss_fn(model, x, y, *loss_args) -> scalar loss``: ``x`` the normalised batch, ``y`` its labels and
+#: ``loss_args`` the client's own tensors (FedIR's class weights). It must depend on the client only through
+#: ``loss_args``, so that lockstep execution can apply one function to every client at once (a
+#: ``functools.partial`` of a module-level function is the way to bind constants).
+LossFn = Callable[..., torch.Tensor]
 
 
 @dataclass
@@ -49,15 +53,22 @@ class Workspace:
     """What every client of a run shares: the data, the working model (on ``device``) and its flat vectors.
 
     ``amp``: run forward passes under bf16 autocast (CUDA only; :func:`hetbench.train.device.check_amp`).
+    ``params`` / ``buffers``: rows of stacked tensors to bind the model to (a slot of a
+    :class:`~hetbench.train.lockstep.LockstepGroup`, which then computes this workspace's gradients together
+    with its other slots'); by default the model gets flat vectors of its own.
     """
 
     def __init__(self, data: FederatedData, model: torch.nn.Module,
-                 device: torch.device | str = "cpu", amp: bool = False) -> None:
+                 device: torch.device | str = "cpu", amp: bool = False,
+                 params: torch.Tensor | None = None, buffers: torch.Tensor | None = None) -> None:
         self.data = data
         self.device = torch.device(device)
         self.amp = bool(amp)
         self.model = model.to(self.device)
-        self.flat = FlatModel(self.model)
+        self.flat = FlatModel(self.model, params, buffers)
+        #: the lockstep group this workspace is a slot of (None: it computes its own gradients)
+        self.lockstep: Any = None
+        self.slot = -1
         c = data.in_channels
         self.mean = torch.tensor(data.mean, dtype=torch.float32).reshape(1, c, 1, 1).to(self.device)
         self.std = torch.tensor(data.std, dtype=torch.float32).reshape(1, c, 1, 1).to(self.device)
@@ -103,7 +114,8 @@ def epoch_batches(rows: np.ndarray, batch_size: int, epochs: int, rng: np.random
     return out
 
 
-def cross_entropy(model: torch.nn.Module, x: torch.Tensor, y: torch.Tensor, rows: np.ndarray) -> torch.Tensor:
+def cross_entropy(model: torch.nn.Module, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    """The mean cross-entropy of ``model`` on the batch (FedAvg's client loss)."""
     return F.cross_entropy(model(x), y)
 
 
@@ -124,6 +136,7 @@ def local_sgd(
     transform: Callable[[torch.Tensor], torch.Tensor] | None = None,
     after_step: Callable[[int], None] | None = None,
     velocity: Any = None,
+    loss_args: tuple[torch.Tensor, ...] = (),
 ) -> LocalResult:
     """Run one SGD step per batch on ``ws.flat.params`` in place; return the steps and mean batch loss.
 
@@ -131,6 +144,11 @@ def local_sgd(
     flat gradient (it gets weight decay already added); ``after_step(i)`` runs after step ``i`` (0-based).
     ``velocity``: the momentum buffer of an earlier call (its ``LocalResult.velocity``) to continue from,
     so that two calls train as one continuous optimisation; by default the buffer starts at zero.
+    ``loss_fn(model, x, y, *loss_args)`` is the loss of a batch (:data:`LossFn`).
+
+    When ``ws`` is a slot of a :class:`~hetbench.train.lockstep.LockstepGroup`, the loss and its gradient
+    come from the group, which computes them for every slot at the same step in one batched pass; the rest
+    of the step (weight decay, ``grad_hook``, momentum, ``after_step``) runs here on this slot's row.
     """
     flat = ws.flat
     model = ws.model
@@ -153,12 +171,20 @@ def local_sgd(
         x01, y = ws.train_batch(rows)
         if transform is not None:
             x01 = transform(x01)
-        with ws.autocast():
-            loss = loss_fn(model, ws.normalise(x01), y, rows)
-        value = float(loss.detach())
-        ws.check_finite(value)
+        group = ws.lockstep
+        if group is not None:  # the group computes every slot's loss and gradient of this step together
+            value, g_row = group.gradient(ws, ws.normalise(x01), y, loss_fn, loss_args)
+            ws.check_finite(value)
+        else:
+            with ws.autocast():
+                loss = loss_fn(model, ws.normalise(x01), y, *loss_args)
+            value = float(loss.detach())
+            ws.check_finite(value)
         if per_tensor:
-            grads = _param_grads(flat, loss)
+            if group is not None:
+                grads = [g_row[a:b].view_as(p) for p, (a, b) in zip(flat.param_list, flat.offsets)]
+            else:
+                grads = _param_grads(flat, loss)
             with torch.no_grad():
                 if weight_decay:
                     torch._foreach_add_(grads, flat.param_list, alpha=weight_decay)
@@ -168,7 +194,7 @@ def local_sgd(
                     grads = velocity
                 torch._foreach_add_(flat.param_list, grads, alpha=-lr)
         else:
-            g = flat.grad_of(loss)
+            g = g_row if group is not None else flat.grad_of(loss)
             with torch.no_grad():
                 if weight_decay:
                     g.add_(flat.params, alpha=weight_decay)

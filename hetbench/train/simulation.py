@@ -75,7 +75,7 @@ class LocalClients:
         return {"workers": self.pool.workers, "client_threads": self.pool.client_threads}
 
     def report(self) -> dict[str, Any]:
-        return {}
+        return {"execution": self.pool.execution()}
 
     def close(self) -> None:
         """Nothing: the session owns the pool."""

@@ -53,6 +53,7 @@ class TrainConfig:
     target_accuracy: float | None = None
     group_by: str | None = None
     workers: int | None = None  # parallel client threads (None: one per core, at most clients per round)
+    client_exec: str = "auto"  # auto | sequential | lockstep (hetbench.train.lockstep.choose_client_exec)
     device: str = "auto"  # auto | cpu | cuda | cuda:N | mps (hetbench.train.device.resolve_device)
     amp: bool = False  # bf16 autocast on CUDA
     cache_dir: str | None = None  # where decoded images are cached (None: HETBENCH_CACHE, else ~/.cache/hetbench/train)
@@ -62,7 +63,7 @@ class TrainConfig:
     test_groups: tuple[str, ...] | None = None  # evaluate only these test groups (None: all)
 
     #: options that change how a run is executed but not what it computes; results leave them out
-    RUNTIME_OPTIONS: ClassVar[tuple[str, ...]] = ("workers", "device", "cache_dir", "checkpoint_every")
+    RUNTIME_OPTIONS: ClassVar[tuple[str, ...]] = ("workers", "device", "cache_dir", "checkpoint_every", "client_exec")
 
     def as_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -115,6 +116,8 @@ class TrainConfig:
                 f"--image-size must be an integer between {IMAGE_SIZE_RANGE[0]} and {IMAGE_SIZE_RANGE[1]} pixels "
                 f"(got {self.image_size})"
             )
+        if self.client_exec not in ("auto", "sequential", "lockstep"):
+            raise HetbenchError(f"--client-exec must be auto, sequential or lockstep (got {self.client_exec!r})")
         check_seed(self.seed)
         return self
 
@@ -220,6 +223,11 @@ class Algorithm:
     server_to_client: ClassVar[tuple[str, ...]] = ()
     #: per-client state, ``{client: value}`` attributes each client keeps between its rounds
     client_state: ClassVar[tuple[str, ...]] = ()
+    #: whether the client updates can train in lockstep (:mod:`hetbench.train.lockstep`): every algorithm
+    #: whose client update is gradient steps through :func:`~hetbench.train.local.local_sgd` can, with no code
+    #: of its own; ``lockstep_refusal`` says why one cannot
+    lockstep: ClassVar[bool] = True
+    lockstep_refusal: ClassVar[str | None] = None
     #: the client learning rate when ``--lr`` is not given (None: :data:`DEFAULT_LR`)
     default_lr: ClassVar[float | None] = None
     #: attributes that ``setup`` or ``begin_round`` rebuild, so a checkpoint leaves them out (the round's

@@ -39,6 +39,8 @@ class Central(Algorithm):
     """
 
     name = "central"
+    lockstep = False
+    lockstep_refusal = "central trains one client per round (the pooled data)"
     citation = "centralised SGD on the union of the clients' data"
     rebuilt = (*Algorithm.rebuilt, "rows", "per_round")  # checkpoints keep the sample stream (_stream, _pass)
 

@@ -48,6 +48,8 @@ with the released code.
 
 from __future__ import annotations
 
+import functools
+
 from dataclasses import dataclass
 
 import numpy as np
@@ -226,7 +228,7 @@ class DapperFL(Algorithm):
         rows = run.data.client_rows[client]
         rng = run.rng(round_index, client, 1)
         ws.flat.load(run.global_params, run.global_buffers)
-        loss_fn = lambda model, x, y, _rows: dar_loss(model, x, y, gamma, form)  # noqa: E731
+        loss_fn = functools.partial(dar_loss, gamma=gamma, form=form)
         first = local_sgd(ws, epoch_batches(rows, cfg.batch_size, 1, rng), cfg.lr, cfg.momentum, cfg.weight_decay,
                           loss_fn=loss_fn)
         alpha = fusion_factor(round_index, self.params["alpha0"], self.params["alpha_min"], self.params["fusion_eps"])

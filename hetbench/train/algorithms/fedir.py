@@ -31,6 +31,13 @@ def self_normalised_loss(losses: torch.Tensor, weights: torch.Tensor) -> torch.T
     return (losses * weights).sum() / weights.sum()
 
 
+def importance_weighted_loss(model: torch.nn.Module, x: torch.Tensor, y: torch.Tensor,
+                             class_weights: torch.Tensor) -> torch.Tensor:
+    """FedIR's client loss (Eq. 4): the batch's cross-entropies weighted by ``class_weights[y]`` (Eq. 3's
+    w_k(y), the client's own), self-normalised."""
+    return self_normalised_loss(F.cross_entropy(model(x), y, reduction="none"), class_weights[y])
+
+
 class FedIR(ServerMomentum, FedAvg):
     """FedIR: each client reweights its examples by ``w_k(y) = p(y) / q_k(y)`` (self-normalised per batch).
 
@@ -72,7 +79,6 @@ class FedIR(ServerMomentum, FedAvg):
         q_counts = np.bincount(labels, minlength=run.data.num_classes).astype(np.float64)  # stays on the client
         w = torch.tensor(importance_weights(self.population, q_counts), dtype=torch.float32, device=run.ws.device)
 
-        def loss_fn(model, x, y, rows):
-            return self_normalised_loss(F.cross_entropy(model(x), y, reduction="none"), w[y])
 
-        return local_sgd(run.ws, batches, c.lr, c.momentum, c.weight_decay, loss_fn=loss_fn)
+        return local_sgd(run.ws, batches, c.lr, c.momentum, c.weight_decay, loss_fn=importance_weighted_loss,
+                         loss_args=(w,))

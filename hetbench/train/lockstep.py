@@ -1,0 +1,405 @@
+"""Lockstep clients: several client updates of a round trained as one batched computation.
+
+Each client update runs its algorithm's own ``client_update`` code, unchanged, in a thread of its own, on a
+*slot*: a :class:`~hetbench.train.local.Workspace` whose flat parameter and buffer vectors are rows of two
+stacked ``(slots, size)`` tensors. Whenever a client's :func:`~hetbench.train.local.local_sgd` needs the
+loss and gradient of a mini-batch it hands the batch to the group and waits; once every client still
+training is waiting (or done), the group computes all of them together with ``torch.func``:
+``vmap(grad_and_value(loss))`` over the stacked parameters, each client with its own batch, its own
+normalisation statistics (BatchNorm running statistics are per-slot buffers, updated in place under
+``vmap``) and its own loss arguments (FedIR's class weights). Everything else in a step -- weight decay,
+FedProx's proximal term, SCAFFOLD's correction, momentum, pruning masks, SWA averages, HeteroSwitch's
+random ISP -- stays in the client's own code on its own row, so every algorithm whose client update is
+gradient steps runs in lockstep with no code of its own.
+
+Clients that take fewer steps simply stop asking; clients whose batches have different sizes at the same
+step (the short last batch of an epoch) or different loss functions are computed in separate batched
+calls, so no batch is padded and batch statistics are exact. One step of ``K`` clients is then one forward
+and backward pass over ``K`` stacked models instead of ``K`` small ones: the per-operation dispatch cost is
+paid once. That is what helps small models and small batches on a CPU, and every model on a GPU, where a
+client's step is far too small to fill the device. On a CPU, models whose step is already compute-bound
+gain nothing (``vmap`` turns a convolution into a grouped one, which oneDNN runs slower than ``K`` plain
+ones): :func:`choose_client_exec` picks the mode.
+
+Determinism: the client threads never compute a gradient themselves, and the group serves requests in
+slot order once all are in, so a run gives the same bits every time; the slots a round's clients take are
+fixed by their order (chunks of :func:`lockstep_chunk` clients), not by the number of workers. Lockstep
+and sequential execution differ only in the order of floating-point sums inside the batched kernels.
+
+References
+----------
+.. [1] R. Frostig et al. / JAX authors, ``jax.vmap`` (automatic vectorisation), as used by JAX-based FL
+   simulators to train a round's clients together; PyTorch's ``torch.func`` (functorch) provides the same
+   transforms (``vmap``, ``grad``, ``functional_call``).
+
+Examples
+--------
+>>> from hetbench.train.algorithms import TrainConfig, make_algorithm
+>>> from hetbench.train.data import load_federated
+>>> from hetbench.train.session import TrainingSession
+>>> from hetbench.sweep import default_split
+>>> data = load_federated(default_split(quiet=True), quiet=True)
+>>> session = TrainingSession.start(data, make_algorithm("fedprox"), TrainConfig(workers=1, client_exec="lockstep"))
+>>> session.pool.client_exec
+'lockstep'
+>>> clients = session.algorithm.select(session.run, 1)
+>>> updates = list(session.pool.updates(1, clients))
+>>> [u.client for u in updates] == [int(k) for k in clients], updates[0].steps > 0
+(True, True)
+>>> session.close()
+"""
+
+from __future__ import annotations
+
+import functools
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Callable, Sequence
+
+import torch
+from torch import nn
+
+from hetbench.errors import HetbenchError
+from hetbench.train.device import autocast
+from hetbench.train.local import Workspace
+
+#: ``--client-exec`` choices
+CLIENT_EXEC = ("auto", "sequential", "lockstep")
+
+#: On a CPU, ``auto`` trains in lockstep when one client step costs at most this many floating-point
+#: operations (forward and backward, about 3 x 2 x MACs per image x batch): measured on AMD EPYC (one
+#: thread per worker), 50 clients of digits-cnn at 8 px train 1.9x faster in lockstep with batches of 3
+#: (12 MFLOP per step) and 0.92x with batches of 10 (40 MFLOP); see benchmarks/bench_trainer.py (d).
+CPU_LOCKSTEP_MAX_FLOP = 25e6
+
+#: Clients per lockstep group on a CPU: the round's clients are cut into chunks of this many, in selection
+#: order, and the chunks are dealt to the workers (one torch thread each), so a client's slot and the
+#: group it trains with do not depend on the number of workers. On a GPU one group holds the whole round.
+CPU_CHUNK = 10
+
+
+class LockstepAborted(Exception):
+    """Raised in a client thread when another client of its group failed: the round stops."""
+
+
+class ClientExecRefused(HetbenchError):
+    """``--client-exec lockstep`` for a run that cannot train in lockstep (exit code 2)."""
+
+
+def lockstep_chunk(device: torch.device, clients_per_round: int) -> int:
+    """Clients per lockstep group: all of a round's on a GPU, :data:`CPU_CHUNK` on a CPU.
+
+    Examples
+    --------
+    >>> import torch
+    >>> lockstep_chunk(torch.device("cpu"), 50), lockstep_chunk(torch.device("cuda"), 50)
+    (10, 50)
+    """
+    return max(1, int(clients_per_round)) if device.type != "cpu" else min(CPU_CHUNK, max(1, int(clients_per_round)))
+
+
+def lockstep_refusal(algorithm: Any, per_round: int, stochastic: bool) -> str | None:
+    """Why a run cannot train in lockstep (None: it can).
+
+    Parameters
+    ----------
+    algorithm : Algorithm
+        Its class attribute ``lockstep`` (False for algorithms whose client update is not a set of gradient
+        steps of several clients, e.g. the centralised run) says whether it can.
+    per_round : int
+        Clients per round: one client has nothing to train together with.
+    stochastic : bool
+        Whether the model draws random numbers in training (dropout): each client reseeds torch's global
+        generator, which one batched pass cannot do per client.
+
+    Examples
+    --------
+    >>> from hetbench.train.algorithms import make_algorithm
+    >>> lockstep_refusal(make_algorithm("fedavg"), 10, False) is None
+    True
+    >>> lockstep_refusal(make_algorithm("central"), 1, False)
+    'central trains one client per round (the pooled data)'
+    """
+    if not getattr(algorithm, "lockstep", True):
+        return getattr(algorithm, "lockstep_refusal", None) or f"{algorithm.name} does not train in lockstep"
+    if per_round <= 1:
+        return "one client per round: nothing to train together"
+    if stochastic:
+        return "the model uses dropout, drawn per client from torch's global generator"
+    return None
+
+
+def step_flop(model: nn.Module, in_channels: int, image_size: int, batch_size: int) -> float:
+    """Floating-point operations of one training step of one client: 3 (forward and backward) x 2 x the
+    model's MACs per image x the batch size (:func:`hetbench.train.models.profile`).
+
+    Examples
+    --------
+    >>> from hetbench.train.models import build_model
+    >>> model = build_model("digits-cnn", 1, 10, 8, "group")
+    >>> round(step_flop(model, 1, 8, 1) / 1e6, 1), round(step_flop(model, 1, 8, 3) / 1e6, 1)
+    (8.0, 23.9)
+    """
+    from hetbench.train.models import profile
+
+    return 6.0 * float(profile(model, in_channels, image_size)["macs"]) * int(batch_size)
+
+
+def choose_client_exec(requested: str, refusal: str | None, device: torch.device, flop: float) -> tuple[str, str]:
+    """The execution mode of a run and why: (``sequential`` | ``lockstep``, reason).
+
+    ``requested`` is ``--client-exec``. ``lockstep`` for a run that cannot (``refusal``) is refused
+    (:class:`ClientExecRefused`); ``auto`` trains in lockstep on a GPU whenever it can, and on a CPU when one
+    client step costs at most :data:`CPU_LOCKSTEP_MAX_FLOP` (``flop``); the rule depends only on the run's
+    options and model, so a run's mode, and so its bits, never change from one start to the next.
+
+    Examples
+    --------
+    >>> import torch
+    >>> choose_client_exec("auto", None, torch.device("cpu"), 8e6)[0]
+    'lockstep'
+    >>> choose_client_exec("auto", None, torch.device("cpu"), 4e8)
+    ('sequential', 'auto: one client step is 400 MFLOP, compute-bound on a CPU (lockstep up to 25 MFLOP)')
+    >>> choose_client_exec("auto", "the model uses dropout", torch.device("cuda"), 1e6)
+    ('sequential', 'auto: the model uses dropout')
+    """
+    if requested not in CLIENT_EXEC:
+        raise ClientExecRefused(f"--client-exec must be one of {', '.join(CLIENT_EXEC)} (got {requested!r})")
+    if requested == "sequential":
+        return "sequential", "requested"
+    if requested == "lockstep":
+        if refusal:
+            raise ClientExecRefused(f"--client-exec lockstep is not possible here: {refusal}; use --client-exec "
+                                    "sequential or auto")
+        return "lockstep", "requested"
+    if refusal:
+        return "sequential", f"auto: {refusal}"
+    if device.type != "cpu":
+        return "lockstep", f"auto: {device.type} device"
+    if flop <= CPU_LOCKSTEP_MAX_FLOP:
+        return "lockstep", (f"auto: one client step is {flop / 1e6:.0f} MFLOP, dispatch-bound on a CPU (lockstep up "
+                            f"to {CPU_LOCKSTEP_MAX_FLOP / 1e6:.0f} MFLOP)")
+    return "sequential", (f"auto: one client step is {flop / 1e6:.0f} MFLOP, compute-bound on a CPU (lockstep up "
+                          f"to {CPU_LOCKSTEP_MAX_FLOP / 1e6:.0f} MFLOP)")
+
+
+def loss_key(loss_fn: Callable[..., torch.Tensor]) -> Any:
+    """What makes two clients' loss functions the same function: the function itself, or for a
+    ``functools.partial`` its function and bound arguments (DapperFL's ``gamma`` and ``form``).
+
+    Examples
+    --------
+    >>> import functools, operator
+    >>> loss_key(functools.partial(operator.add, 1)) == loss_key(functools.partial(operator.add, 1))
+    True
+    """
+    if isinstance(loss_fn, functools.partial):
+        return (loss_fn.func, loss_fn.args, tuple(sorted(loss_fn.keywords.items())))
+    return loss_fn
+
+
+class _Call(nn.Module):
+    """Calls ``fn(base, *args)`` as its forward, so ``functional_call`` can run any loss (``model.features``
+    included) on the base model with substituted parameters."""
+
+    def __init__(self, base: nn.Module) -> None:
+        super().__init__()
+        self.base = base
+
+    def forward(self, fn: Callable[..., torch.Tensor], *args: torch.Tensor) -> torch.Tensor:
+        return fn(self.base, *args)
+
+
+class LockstepGroup:
+    """Slots that train clients together: stacked parameters, one batched pass per step.
+
+    Parameters
+    ----------
+    data : FederatedData
+        The run's data (every slot reads it).
+    make_model : callable
+        ``make_model()`` builds a fresh model of the run's architecture (one per slot and one base for
+        ``functional_call``; their initial values are overwritten when a client loads the global model).
+    capacity : int
+        Slots: the most clients trained together.
+    device : torch.device
+        Where the stacked tensors live.
+    amp : bool
+        bf16 autocast of the batched forward pass (CUDA only).
+    """
+
+    def __init__(self, data, make_model: Callable[[], nn.Module], capacity: int, device: torch.device,
+                 amp: bool = False) -> None:
+        self.device = torch.device(device)
+        self.amp = bool(amp)
+        self.base = make_model().to(self.device)
+        self.base.train()
+        self._call = _Call(self.base)
+        self.names = [n for n, _ in self.base.named_parameters()]
+        self.buffer_names = [n for n, b in self.base.named_buffers() if b.is_floating_point()]
+        #: other buffers (BatchNorm's num_batches_tracked): given to every client as copies of the base's, whose
+        #: in-place updates are dropped (they only matter for a cumulative average, momentum=None, which no
+        #: hetbench model uses)
+        self.other_buffers = {n: b for n, b in self.base.named_buffers() if not b.is_floating_point()}
+        params = list(self.base.parameters())
+        buffers = [b for b in self.base.buffers() if b.is_floating_point()]
+        self.shapes = [tuple(p.shape) for p in params]
+        self.buffer_shapes = [tuple(b.shape) for b in buffers]
+        self.offsets = _offsets(params)
+        self.buffer_offsets = _offsets(buffers)
+        n_params = self.offsets[-1][1] if self.offsets else 0
+        n_buffers = self.buffer_offsets[-1][1] if self.buffer_offsets else 0
+        self.params = torch.zeros(capacity, n_params, dtype=torch.float32, device=self.device)
+        self.buffers = torch.zeros(capacity, n_buffers, dtype=torch.float32, device=self.device)
+        self.spaces: list[Workspace] = []
+        for k in range(capacity):
+            ws = Workspace(data, make_model(), self.device, amp=amp, params=self.params[k], buffers=self.buffers[k])
+            ws.lockstep, ws.slot = self, k
+            self.spaces.append(ws)
+        self.capacity = capacity
+        self._cond = threading.Condition()
+        self._requests: dict[int, tuple] = {}
+        self._replies: dict[int, tuple[float, torch.Tensor]] = {}
+        self._abort = False
+        self._threads = ThreadPoolExecutor(capacity, thread_name_prefix="hetbench-lockstep")
+        self._compiled: dict[tuple, Callable] = {}
+        self.batched_calls = 0  # batched passes computed (for the results' timing block)
+        self.client_steps = 0  # client steps they covered
+
+    # -- client side -----------------------------------------------------------------------------
+    def gradient(self, ws: Workspace, x: torch.Tensor, y: torch.Tensor, loss_fn: Callable[..., torch.Tensor],
+                 loss_args: tuple[torch.Tensor, ...]) -> tuple[float, torch.Tensor]:
+        """The loss value and flat gradient of slot ``ws``'s model on batch (``x``, ``y``); blocks until the
+        group has computed the step of every slot still training."""
+        slot = ws.slot
+        with self._cond:
+            if self._abort:
+                raise LockstepAborted
+            self._requests[slot] = (x, y, loss_fn, tuple(loss_args))
+            self._cond.notify_all()
+            while slot not in self._replies and not self._abort:
+                self._cond.wait()
+            if self._abort:
+                raise LockstepAborted
+            return self._replies.pop(slot)
+
+    # -- group side ------------------------------------------------------------------------------
+    def run(self, task: Callable[[Workspace, int], Any], clients: Sequence[int]) -> list[Any]:
+        """``task(ws, client)`` for each client on slots 0, 1, ...; their gradients computed together.
+
+        Returns the tasks' results in client order. If a task raises, the others stop at their next step
+        and the error of the first failing client in client order is raised.
+        """
+        clients = [int(k) for k in clients]
+        if len(clients) > self.capacity:
+            raise ValueError(f"{len(clients)} clients for {self.capacity} lockstep slots")
+        self._abort = False
+        self._requests.clear()
+        self._replies.clear()
+        done: dict[int, tuple[bool, Any]] = {}
+
+        def one(slot: int, client: int) -> None:
+            try:
+                result = (True, task(self.spaces[slot], client))
+            except BaseException as exc:  # noqa: BLE001 - handed to the caller below
+                result = (False, exc)
+            with self._cond:
+                done[slot] = result
+                self._cond.notify_all()
+
+        for slot, client in enumerate(clients):
+            self._threads.submit(one, slot, client)
+        live = set(range(len(clients)))
+        try:
+            while live:
+                with self._cond:
+                    self._cond.wait_for(lambda: all(s in self._requests or s in done for s in live))
+                    live -= set(done)
+                    if any(not ok for ok, _ in done.values()):
+                        break
+                    requests = {s: self._requests.pop(s) for s in sorted(live)}
+                if not requests:
+                    continue
+                replies = self._compute(requests)
+                with self._cond:
+                    self._replies.update(replies)
+                    self._cond.notify_all()
+        except BaseException:
+            self._stop(live, done)
+            raise
+        if any(not ok for ok, _ in done.values()) or live:
+            self._stop(live, done)
+            failures = [done[s][1] for s in sorted(done) if not done[s][0]
+                        and not isinstance(done[s][1], LockstepAborted)]
+            raise failures[0] if failures else RuntimeError("lockstep clients stopped")
+        return [done[s][1] for s in range(len(clients))]
+
+    def _stop(self, live: set[int], done: dict) -> None:
+        """Make every client still waiting raise :class:`LockstepAborted` and wait until all have ended."""
+        with self._cond:
+            self._abort = True
+            self._cond.notify_all()
+            self._cond.wait_for(lambda: all(s in done for s in live))
+
+    def _compute(self, requests: dict[int, tuple]) -> dict[int, tuple[float, torch.Tensor]]:
+        """Loss and gradient of every request, one batched call per (loss function, shapes) group."""
+        groups: dict[tuple, list[int]] = {}
+        for slot, (x, y, loss_fn, args) in requests.items():
+            key = (loss_key(loss_fn), tuple(x.shape), tuple(y.shape), tuple(tuple(a.shape) for a in args))
+            groups.setdefault(key, []).append(slot)
+        replies: dict[int, tuple[float, torch.Tensor]] = {}
+        for slots in groups.values():
+            x, y, loss_fn, args = requests[slots[0]]
+            xs = torch.stack([requests[s][0] for s in slots])
+            ys = torch.stack([requests[s][1] for s in slots])
+            arg_stacks = tuple(torch.stack([requests[s][3][i] for s in slots]) for i in range(len(args)))
+            values, grads = self._batched(slots, loss_fn, xs, ys, arg_stacks)
+            for j, s in enumerate(slots):
+                replies[s] = (values[j], grads[j])
+            self.batched_calls += 1
+            self.client_steps += len(slots)
+        return replies
+
+    def _batched(self, slots: list[int], loss_fn: Callable[..., torch.Tensor], xs: torch.Tensor, ys: torch.Tensor,
+                 args: tuple[torch.Tensor, ...]) -> tuple[list[float], torch.Tensor]:
+        from torch.func import functional_call, grad_and_value, vmap
+
+        k = len(slots)
+        index = torch.tensor(slots, dtype=torch.long, device=self.device)
+        params = self.params.index_select(0, index)
+        buffers = self.buffers.index_select(0, index)
+        named = {n: params[:, a:b].view(k, *shape) for n, (a, b), shape in zip(self.names, self.offsets, self.shapes)}
+        # separate tensors, not views of ``buffers``: under vmap and grad, in-place updates of a view do not
+        # reach its base; the updated statistics are copied back below
+        named_buffers = {n: buffers[:, a:b].reshape(k, *shape).clone()
+                         for n, (a, b), shape in zip(self.buffer_names, self.buffer_offsets, self.buffer_shapes)}
+        named_buffers.update({n: b.expand(k, *b.shape).clone() for n, b in self.other_buffers.items()})
+        call = self._call
+
+        def loss(p: dict, b: dict, x: torch.Tensor, y: torch.Tensor, *a: torch.Tensor) -> torch.Tensor:
+            state = {f"base.{n}": t for n, t in p.items()}
+            state.update({f"base.{n}": t for n, t in b.items()})
+            return functional_call(call, state, (loss_fn, x, y, *a))
+
+        step = vmap(grad_and_value(loss), in_dims=(0, 0, 0, 0) + (0,) * len(args), randomness="error")
+        with autocast(self.device, self.amp):
+            grads, values = step(named, named_buffers, xs, ys, *args)
+        if self.buffer_names:  # BatchNorm's running statistics, updated in place on the gathered copies
+            updated = torch.cat([named_buffers[n].reshape(k, -1) for n in self.buffer_names], dim=1)
+            self.buffers.index_copy_(0, index, updated)
+        flat = torch.cat([grads[n].reshape(k, -1).float() for n in self.names], dim=1) if self.names \
+            else torch.zeros(k, 0, device=self.device)
+        return [float(v) for v in values.float().tolist()], flat
+
+    def close(self) -> None:
+        """Stop the client threads."""
+        self._threads.shutdown(wait=True)
+
+
+def _offsets(tensors: list[torch.Tensor]) -> list[tuple[int, int]]:
+    out, start = [], 0
+    for t in tensors:
+        out.append((start, start + t.numel()))
+        start += t.numel()
+    return out
+
