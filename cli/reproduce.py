@@ -22,8 +22,8 @@ from hetbench.reproduce import DEFAULT_OUT, claim_ids, reproduce as run_claims
               "also compares with TFF's exact counts (without it those checks are 'not run').")
 @click.option("--device", default="auto", show_default=True,
               help="Where models train: auto (cuda when torch sees a GPU, else cpu), cpu, cuda, cuda:N or mps.")
-@click.option("--threads", default=None, type=int, help="Torch threads for training and evaluation "
-              "(default: all cores).")
+@click.option("--threads", default=None, type=int, help="Torch threads of the centralised runs (default 1, as "
+              "hetbench train); federated runs train one client per worker thread.")
 @click.option("--overwrite", is_flag=True, help="Replace --out if it exists.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress lines and no summary.")
 def reproduce(claims: str, quick: bool, seeds: str | None, out: str, metadata: str | None, device: str,

@@ -120,8 +120,10 @@ def split_hyper(opts: dict[str, Any]) -> dict[str, Any]:
               "local); sequential one after another; auto: lockstep on a GPU, and on a CPU when one client step is "
               "small (at most 25 MFLOP; larger steps are compute-bound there). Results match to float rounding "
               "(recorded under execution in the results).")
-@click.option("--threads", default=None, type=int, help="Torch threads for the centralised run and evaluation "
-              "(default: all cores).")
+@click.option("--threads", default=None, type=int, help="Torch threads of the runs that train serially (central, "
+              "models with dropout) and their evaluation (default 1: their last bits depend on the thread count, so "
+              "the default never follows the machine's load; more is faster on an idle machine). Federated runs "
+              "train one client per worker thread and share the cores with the other runs live on the machine.")
 @click.option("--device", default="auto", show_default=True,
               help="Where the model trains: auto (cuda when torch sees a GPU, else cpu), cpu, cuda, cuda:N or mps. "
               "A device this machine lacks is refused; CUDA runs use deterministic kernels and record the settings.")

@@ -72,3 +72,114 @@ def available_cores() -> int:
     if quota is not None:
         cores = min(cores, math.ceil(quota))
     return max(1, cores)
+
+
+#: where live runs register (overridden by ``HETBENCH_RUNS_DIR``): per user, on the machine's local disk
+RUNS_ENV = "HETBENCH_RUNS_DIR"
+
+
+def runs_dir() -> Path:
+    """The folder of this user's live-run files: ``$HETBENCH_RUNS_DIR``, else ``$XDG_RUNTIME_DIR/hetbench-runs``,
+    else ``<temp dir>/hetbench-runs-<uid>``."""
+    given = os.environ.get(RUNS_ENV)
+    if given:
+        return Path(given)
+    runtime = os.environ.get("XDG_RUNTIME_DIR")
+    if runtime and os.path.isdir(runtime):
+        return Path(runtime) / "hetbench-runs"
+    import tempfile
+
+    return Path(tempfile.gettempdir()) / f"hetbench-runs-{os.getuid() if hasattr(os, 'getuid') else 'user'}"
+
+
+class RunRegistration:
+    """This process's entry among the training runs live on the machine, so concurrent runs share the cores.
+
+    A run holds an exclusive ``flock`` on a file of its own in :func:`runs_dir` while it trains. Counting
+    the live runs tries to lock every file: a file that cannot be locked belongs to a live run; one that can
+    was left by a run that died (the kernel drops a dead process's locks) and is removed. Nothing depends on
+    process ids, so a reused pid cannot fool it. Where files cannot be locked (no ``fcntl``, a read-only
+    folder) the run counts itself alone.
+
+    Parameters
+    ----------
+    folder : Path, optional
+        The registry folder (default :func:`runs_dir`).
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> folder = Path(tempfile.mkdtemp())
+    >>> with RunRegistration(folder) as a, RunRegistration(folder) as b:
+    ...     a.live_runs(), share_of_cores(4, a.live_runs())
+    (2, 2)
+    >>> RunRegistration(folder).live_runs()  # not entered: counts the live runs only, none now
+    0
+    """
+
+    def __init__(self, folder: Path | None = None) -> None:
+        self.folder = Path(folder) if folder is not None else runs_dir()
+        self._file = None
+        self.path: Path | None = None
+
+    def __enter__(self) -> "RunRegistration":
+        try:
+            import fcntl
+            import uuid
+
+            self.folder.mkdir(parents=True, exist_ok=True)
+            name = f"{os.getpid()}-{uuid.uuid4().hex}"
+            staging = self.folder / f".{name}.new"  # locked before it is visible, so no count takes it for stale
+            f = open(staging, "w")
+            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            path = self.folder / f"{name}.run"
+            staging.rename(path)  # the lock belongs to the file, not its name
+            self._file, self.path = f, path
+        except (ImportError, OSError):
+            self._file = self.path = None
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._file is not None:
+            try:
+                self.path.unlink()
+            except OSError:
+                pass
+            self._file.close()
+            self._file = self.path = None
+
+    def live_runs(self) -> int:
+        """Runs training on this machine now, this one included when registered (at least 1 then)."""
+        try:
+            import fcntl
+
+            names = list(self.folder.glob("*.run"))
+        except (ImportError, OSError):
+            return 1 if self._file is not None else 0
+        live = 0
+        for path in names:
+            if self.path is not None and path == self.path:
+                live += 1
+                continue
+            try:
+                with open(path, "a") as f:
+                    try:
+                        fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    except OSError:
+                        live += 1  # locked: a live run
+                        continue
+                    path.unlink(missing_ok=True)  # left by a run that ended without removing it
+            except OSError:
+                continue  # removed meanwhile
+        return max(live, 1 if self._file is not None else 0)
+
+
+def share_of_cores(cores: int, runs: int) -> int:
+    """Threads one of ``runs`` concurrent runs may keep busy on ``cores`` CPUs: an equal share, at least 1.
+
+    Examples
+    --------
+    >>> share_of_cores(2, 1), share_of_cores(2, 2), share_of_cores(2, 3), share_of_cores(16, 3)
+    (2, 1, 1, 5)
+    """
+    return max(1, int(cores) // max(1, int(runs)))

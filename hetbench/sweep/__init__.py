@@ -107,7 +107,10 @@ def sweep(
     quiet : bool
         No progress bars and no notes on stderr.
     threads : int, optional
-        Torch threads for the centralised run and evaluation (restored afterwards); None: torch's setting.
+        Intra-op torch threads of the runs that train serially (the centralised run, models with dropout)
+        and of their evaluation (restored afterwards); None: one on a CPU, so that their results do not
+        depend on the thread count (federated runs train their clients on one thread per worker, and share
+        the cores with other live runs: :class:`hetbench.cores.RunRegistration`).
     protocol : str, optional
         ``leave-one-group-out``: one training per group of the split, on every other group, tested on all
         (:func:`hetbench.train.groups.plan_group_runs`). None: one run on ``config.train_groups``.
@@ -196,6 +199,7 @@ def sweep(
     saved_threads = torch.get_num_threads()
     if threads:
         torch.set_num_threads(int(threads))
+        config = dataclasses.replace(config, threads=int(threads))  # a serial run's (central's) thread count
     elif saved_threads > available_cores():  # torch counts the machine's cores, not the affinity or cgroup quota
         torch.set_num_threads(available_cores())
     try:

@@ -20,7 +20,7 @@ from typing import Callable, Sequence
 import numpy as np
 import torch
 
-from hetbench.cores import available_cores
+from hetbench.cores import RunRegistration, available_cores, share_of_cores
 from hetbench.train.algorithms import Algorithm, RunState, TrainConfig
 from hetbench.train.device import check_amp
 from hetbench.train.evaluate import predict_rows
@@ -138,9 +138,23 @@ class ClientPool:
         serial = per_round <= 1 or self.stochastic or not self.on_cpu
         units = -(-per_round // self.chunk)  # lockstep: chunks of clients; sequential: clients
         self.workers = 1 if serial else max(1, min(int(wanted), units))
-        # one intra-op thread per client update keeps updates identical for any number of workers; the
-        # centralised run, models with dropout and GPU runs train serially on every thread instead
-        self.client_threads = self.total_threads if serial else 1
+        # one intra-op thread per client update keeps updates identical for any number of workers. The
+        # centralised run and models with dropout train serially, on config.threads intra-op threads (1 by
+        # default: their bits depend on the thread count, so it may not follow the machine's load); GPU runs
+        # train serially on torch's setting (the GPU does the arithmetic)
+        if not serial:
+            self.client_threads = 1
+        elif self.on_cpu:
+            self.client_threads = int(config.threads or 1)
+        else:
+            self.client_threads = int(config.threads or self.total_threads)
+        # concurrent runs share the cores: with the default --workers, each round runs at most this run's
+        # share of the cores in parallel (hetbench.cores.RunRegistration); which worker trains a client never
+        # changes its update, so this follows the load freely
+        self.registration = RunRegistration().__enter__()
+        self.cores = available_cores()
+        self.adaptive = config.workers is None and self.workers > 1
+        self.concurrency: list[list[int]] = []  # [first round, live runs, workers in use] at every change
         run.main_ws.amp = bool(config.amp)
         self.spaces = [run.main_ws]
         for _ in range(self.workers - 1):
@@ -212,11 +226,12 @@ class ClientPool:
                     yield self._one(round_index, int(k))
                     self.trim()
                 return
+            active = self.active_workers(round_index)
             pending: deque = deque()
             todo = iter(int(k) for k in clients)
             for k in todo:
                 pending.append(self.executor.submit(self._one, round_index, k))
-                if len(pending) >= self.workers:
+                if len(pending) >= active:
                     break
             while pending:
                 update = pending.popleft().result()
@@ -239,11 +254,12 @@ class ClientPool:
                     yield from self._chunk(round_index, chunk)
                     self.trim()
                 return
+            active = self.active_workers(round_index)
             pending: deque = deque()
             todo = iter(chunks)
             for chunk in todo:
                 pending.append(self.executor.submit(self._chunk, round_index, chunk))
-                if len(pending) >= self.workers:
+                if len(pending) >= active:
                     break
             while pending:
                 done = pending.popleft().result()
@@ -254,6 +270,18 @@ class ClientPool:
                 self.trim()
         finally:
             self.run.data.release_pages()
+
+    def active_workers(self, round_index: int) -> int:
+        """Workers this round may keep busy: all of them with an explicit ``--workers``, else this run's
+        share of the cores among the training runs live on the machine (:func:`~hetbench.cores.share_of_cores`),
+        re-read every round; changes are kept in :attr:`concurrency` for the results' ``timing``."""
+        if not self.adaptive:
+            return self.workers
+        runs = self.registration.live_runs()
+        active = min(self.workers, share_of_cores(self.cores, runs))
+        if not self.concurrency or self.concurrency[-1][1:] != [runs, active]:
+            self.concurrency.append([int(round_index), runs, active])
+        return active
 
     def execution(self) -> dict[str, object]:
         """How client updates run, for the results: ``clients`` (``sequential`` | ``lockstep``), ``reason``,
@@ -334,4 +362,5 @@ class ClientPool:
             self.executor.shutdown(wait=True)
         for group in self.groups:
             group.close()
+        self.registration.__exit__(None, None, None)
         torch.set_num_threads(self.total_threads)

@@ -72,7 +72,10 @@ class LocalClients:
         return self.pool.updates(round_index, clients)
 
     def timing(self) -> dict[str, Any]:
-        return {"workers": self.pool.workers, "client_threads": self.pool.client_threads}
+        out: dict[str, Any] = {"workers": self.pool.workers, "client_threads": self.pool.client_threads}
+        if self.pool.concurrency:  # [first round, live runs, workers in use] whenever they changed
+            out["concurrency"] = self.pool.concurrency
+        return out
 
     def report(self) -> dict[str, Any]:
         return {"execution": self.pool.execution()}

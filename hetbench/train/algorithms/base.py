@@ -54,6 +54,7 @@ class TrainConfig:
     group_by: str | None = None
     workers: int | None = None  # parallel client threads (None: one per core, at most clients per round)
     client_exec: str = "auto"  # auto | sequential | lockstep (hetbench.train.lockstep.choose_client_exec)
+    threads: int | None = None  # intra-op threads of a serial run (central, dropout; None: 1 on a CPU)
     device: str = "auto"  # auto | cpu | cuda | cuda:N | mps (hetbench.train.device.resolve_device)
     amp: bool = False  # bf16 autocast on CUDA
     cache_dir: str | None = None  # where decoded images are cached (None: HETBENCH_CACHE, else ~/.cache/hetbench/train)
@@ -63,7 +64,8 @@ class TrainConfig:
     test_groups: tuple[str, ...] | None = None  # evaluate only these test groups (None: all)
 
     #: options that change how a run is executed but not what it computes; results leave them out
-    RUNTIME_OPTIONS: ClassVar[tuple[str, ...]] = ("workers", "device", "cache_dir", "checkpoint_every", "client_exec")
+    RUNTIME_OPTIONS: ClassVar[tuple[str, ...]] = ("workers", "device", "cache_dir", "checkpoint_every", "client_exec",
+                                                  "threads")
 
     def as_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -101,7 +103,7 @@ class TrainConfig:
         if self.model not in ("auto", *MODEL_NAMES):
             raise HetbenchError(f"unknown model '{self.model}'; choose from auto, {', '.join(MODEL_NAMES)}")
         positive = ("rounds", "clients_per_round", "local_epochs", "batch_size", "lr", "eval_every", "image_size",
-                    "workers", "checkpoint_every", "last_k")
+                    "workers", "checkpoint_every", "last_k", "threads")
         for key in positive:
             v = getattr(self, key)
             if v is not None and not (math.isfinite(v) and v > 0):
