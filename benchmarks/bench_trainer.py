@@ -1,4 +1,5 @@
-"""hetbench's trainer in one run: (a) its compute floor, (b) its overhead against Flower, (c) its memory.
+"""hetbench's trainer in one run: (a) its compute floor, (b) its overhead against Flower, (c) its memory,
+(d) lockstep clients.
 
 (a) Compute floor: hetbench vs a plain PyTorch loop, same SGD steps, same threads
 --------------------------------------------------------------------------------
@@ -67,11 +68,22 @@ generated split of ``--memory-images`` 64x64 RGB images (200,000 by default: 2.4
 the decoded size, the peak RSS (target < 1.5 GB) and the decode throughput with 1 and 2 processes (target
 >= 1.7x); its lines are printed here and its figures enter the summary.
 
+(d) Lockstep clients: ``trainer_lockstep.py``
+--------------------------------------------
+FedAvg with ``client_exec="lockstep"`` against ``"sequential"`` and the plain loop of (a), per round, on
+(i) digits-cnn at 16 px, batch 20, 50 clients per round; (ii) LeNet at 28 px, batch 64, 10 clients per
+round; (iii) ResNet-10 at 32 px, batch 32, 10 clients per round (all on ``builtin:mnist5k``, Dirichlet 0.5
+over 100 clients, resized); and the overhead workload of (b); one thread and all cores. Targets: plain /
+lockstep >= 3 on (i) and >= 1.5 on (ii). Each workload also prints its compute floor: the plain loop's
+GFLOP/s against one large matrix product's on one thread, the most any batching of clients can gain
+there (see that module's docstring).
+
 The splits are built first, untimed, with hetbench's CLI in a temporary folder. Every figure is printed
 with its target and written, with the machine and its load, to ``--results``.
 
 Run: ``python benchmarks/bench_trainer.py`` (about 10 minutes on 2 cores); ``--quick`` for a smoke run of
-every part at small sizes; ``--skip-floor`` / ``--skip-flower`` / ``--skip-memory`` leave a part out.
+every part at small sizes; ``--skip-floor`` / ``--skip-flower`` / ``--skip-memory`` / ``--skip-lockstep`` leave
+a part out; ``--lockstep-device cuda`` runs (d)'s hetbench sides on a GPU (the plain loop stays on the CPU).
 Needs the ``torch`` and ``bench`` extras (``pip install -e .[torch,bench]``; ``flwr[simulation]`` for (b)).
 """
 
@@ -106,6 +118,8 @@ TARGETS = {  # the issue's targets: (bound, "<=" or ">=")
     "gap": (MAX_GAP, "<="),  # accuracy points
     "rss": (1.5, "<"),  # (c) peak RSS, GB
     "decode": (1.7, ">="),  # (c) decode throughput, 2 processes / 1 process
+    "lockstep_i": (3.0, ">="),  # (d)(i) plain PyTorch loop time / lockstep time, digits-cnn 16 px
+    "lockstep_ii": (1.5, ">="),  # (d)(ii) the same, LeNet 28 px
 }
 
 
@@ -319,6 +333,24 @@ def memory_figures(result: dict) -> list[Figure]:
     return figures
 
 
+def lockstep_part(say: Report, tmp: Path, args) -> list[Figure]:
+    """(d): ``trainer_lockstep.run``: lockstep vs sequential vs the plain loop on the issue's workloads."""
+    from trainer_lockstep import run as lockstep_run
+
+    rows = lockstep_run(say, tmp, args.seed, args.repeats, args.quick, build_split, device=args.lockstep_device)
+    figures = []
+    for row in rows:
+        target = {"i": "lockstep_i", "ii": "lockstep_ii"}.get(row["workload"])
+        if target is None:
+            continue
+        for key, label in (("1", "1 thread"), ("all", "all cores")):
+            if key not in row:
+                continue
+            figures.append(Figure("d", f"lockstep ({row['workload']}): plain loop / lockstep, {label}",
+                                  row[key]["plain_over_lockstep"], target))
+    return figures
+
+
 def parse_args(argv=None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true",
@@ -330,6 +362,10 @@ def parse_args(argv=None) -> argparse.Namespace:
                     help="leave out (a)'s second comparison, on all cores (information only, no target)")
     ap.add_argument("--skip-flower", action="store_true", help="leave out (b), the Flower comparison")
     ap.add_argument("--skip-memory", action="store_true", help="leave out (c), the memory benchmark")
+    ap.add_argument("--skip-lockstep", action="store_true",
+                    help="leave out (d), lockstep clients against the sequential path and the plain loop")
+    ap.add_argument("--lockstep-device", default="cpu",
+                    help="where (d)'s hetbench sides train: cpu (default) or cuda (the plain loop stays on the CPU)")
     ap.add_argument("--memory-images", type=int, default=None,
                     help="images of (c)'s generated split (default 200,000; 2,000 with --quick)")
     ap.add_argument("--repeats", type=int, default=None, help="timed runs of each side of (a) (default 3; 1 with --quick)")
@@ -374,6 +410,8 @@ def main(argv=None) -> list[Figure]:
             figures += floor_part(say, build_split(tmp, floor, args.seed), floor, args)
         if not args.skip_flower:
             figures += overhead_part(say, build_split(tmp, overhead, args.seed), overhead, args, tmp)
+        if not args.skip_lockstep:
+            figures += lockstep_part(say, tmp, args)
     if not args.skip_memory:
         figures += memory_part(say, args.memory_images)
     say(f"summary (load average {os.getloadavg()[0]:.2f} after the runs)")
