@@ -131,7 +131,10 @@ class ClientPool:
         self.total_threads = torch.get_num_threads()
         self.stochastic = _stochastic(run.main_ws.model)
         refusal = lockstep_refusal(algorithm, per_round, self.stochastic)
-        flop = step_flop(run.main_ws.model, data.in_channels, data.image_size, config.batch_size)
+        # a client's typical step: the batch size, or fewer rows where clients hold fewer (the median client)
+        sizes = [int(r.size) for r in data.client_rows if r.size]
+        batch = min(int(config.batch_size), int(np.median(sizes))) if sizes else int(config.batch_size)
+        flop = step_flop(run.main_ws.model, data.in_channels, data.image_size, max(batch, 1))
         self.client_exec, self.exec_reason = choose_client_exec(config.client_exec, refusal, device, flop)
         lockstep = self.client_exec == "lockstep"
         self.chunk = lockstep_chunk(device, per_round) if lockstep else 1

@@ -150,8 +150,9 @@ def choose_client_exec(requested: str, refusal: str | None, device: torch.device
 
     ``requested`` is ``--client-exec``. ``lockstep`` for a run that cannot (``refusal``) is refused
     (:class:`ClientExecRefused`); ``auto`` trains in lockstep on a GPU whenever it can, and on a CPU when one
-    client step costs at most :data:`CPU_LOCKSTEP_MAX_FLOP` (``flop``); the rule depends only on the run's
-    options and model, so a run's mode, and so its bits, never change from one start to the next.
+    client step costs at most :data:`CPU_LOCKSTEP_MAX_FLOP` (``flop``, :func:`step_flop` at the batch size or
+    at the median client's row count where that is smaller); the rule depends only on the run's options,
+    data and model, so a run's mode, and so its bits, never change from one start to the next.
 
     Examples
     --------
@@ -366,8 +367,10 @@ class LockstepGroup:
 
         k = len(slots)
         index = torch.tensor(slots, dtype=torch.long, device=self.device)
-        params = self.params.index_select(0, index)
-        buffers = self.buffers.index_select(0, index)
+        if slots == list(range(slots[0], slots[0] + k)):  # consecutive slots (the usual case): views, no copy
+            params, buffers = self.params[slots[0] : slots[0] + k], self.buffers[slots[0] : slots[0] + k]
+        else:
+            params, buffers = self.params.index_select(0, index), self.buffers.index_select(0, index)
         named = {n: params[:, a:b].view(k, *shape) for n, (a, b), shape in zip(self.names, self.offsets, self.shapes)}
         # separate tensors, not views of ``buffers``: under vmap and grad, in-place updates of a view do not
         # reach its base; the updated statistics are copied back below
