@@ -288,13 +288,19 @@ class ClientPool:
 
     def execution(self) -> dict[str, object]:
         """How client updates run, for the results: ``clients`` (``sequential`` | ``lockstep``), ``reason``,
-        and in lockstep the clients per group and the batched passes computed so far."""
+        and in lockstep the clients per group."""
         out: dict[str, object] = {"clients": self.client_exec, "reason": self.exec_reason}
         if self.groups:
             out["clients_per_group"] = self.chunk
-            out["batched_passes"] = sum(g.batched_calls for g in self.groups)
-            out["client_steps"] = sum(g.client_steps for g in self.groups)
         return out
+
+    def lockstep_counts(self) -> dict[str, int]:
+        """Batched passes the lockstep groups computed in this process and the client steps they covered
+        (none when sequential); they go into the results' ``timing``, since a resumed run counts only its own."""
+        if not self.groups:
+            return {}
+        return {"batched_passes": sum(g.batched_calls for g in self.groups),
+                "client_steps": sum(g.client_steps for g in self.groups)}
 
     def predict(self, rows: np.ndarray | None = None, params: torch.Tensor | None = None,
                 buffers: torch.Tensor | None = None) -> tuple[np.ndarray, float]:

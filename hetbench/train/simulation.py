@@ -72,7 +72,8 @@ class LocalClients:
         return self.pool.updates(round_index, clients)
 
     def timing(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"workers": self.pool.workers, "client_threads": self.pool.client_threads}
+        out: dict[str, Any] = {"workers": self.pool.workers, "client_threads": self.pool.client_threads,
+                               **self.pool.lockstep_counts()}
         if self.pool.concurrency:  # [first round, live runs, workers in use] whenever they changed
             out["concurrency"] = self.pool.concurrency
         return out

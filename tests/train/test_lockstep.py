@@ -159,7 +159,8 @@ def test_a_short_run_ends_within_one_test_image(data, name):
     one_image = 100.0 / data.num_test
     assert abs(docs["sequential"]["final"]["accuracy"] - docs["lockstep"]["final"]["accuracy"]) <= one_image + 1e-9
     assert docs["lockstep"]["execution"]["clients"] == "lockstep"
-    assert docs["lockstep"]["execution"]["batched_passes"] > 0
+    assert docs["lockstep"]["timing"]["batched_passes"] > 0
+    assert docs["lockstep"]["timing"]["client_steps"] >= docs["lockstep"]["timing"]["batched_passes"]
     assert docs["sequential"]["execution"] == {"clients": "sequential", "reason": "requested"}
 
 
@@ -249,3 +250,31 @@ def test_selection_order_is_kept(data):
         assert session.pool.chunk == 10 and len(session.pool.groups) == 1  # one chunk of 10: one group busy
     finally:
         session.close()
+
+
+def test_a_resumed_lockstep_run_equals_an_uninterrupted_one(data, tmp_path):
+    """SCAFFOLD keeps c and every c_i between rounds: killed after round 2 and resumed (with 2 workers), a
+    lockstep run writes the same results as one that never stopped."""
+    import json
+
+    class Interrupted(Exception):
+        pass
+
+    def config(**extra) -> TrainConfig:
+        return TrainConfig(rounds=4, clients_per_round=5, batch_size=32, eval_every=2, client_exec="lockstep", **extra)
+
+    def stop_at_2(r: int, summary: dict) -> None:
+        if r == 2:
+            raise Interrupted
+
+    def without_timing(doc: dict) -> str:
+        return json.dumps({k: v for k, v in doc.items() if k != "timing"}, sort_keys=True)
+
+    reference = run_training(data, make_algorithm("scaffold"), config())
+    ckpt = tmp_path / "run.ckpt"
+    with pytest.raises(Interrupted):
+        run_training(data, make_algorithm("scaffold"), config(checkpoint_every=1), checkpoint=ckpt, on_round=stop_at_2)
+    resumed = run_training(data, make_algorithm("scaffold"), config(checkpoint_every=1, workers=2), checkpoint=ckpt,
+                           resume=True)
+    assert resumed["execution"]["clients"] == "lockstep"
+    assert without_timing(resumed) == without_timing(reference)
