@@ -170,7 +170,7 @@ def test_deployment_engine_runs_fedavg_like_the_local_engine(split2, tmp_path, r
     data = load_federated(str(split2))
     local = run_training(data, make_algorithm("fedavg"), TrainConfig(rounds=2, clients_per_round=2))
     assert abs(doc["final"]["accuracy"] - local["final"]["accuracy"]) <= 1.0
-    strip = lambda d: {k: v for k, v in d.items() if k not in ("timing", "engine", "config")}  # noqa: E731
+    strip = lambda d: {k: v for k, v in d.items() if k not in ("timing", "engine", "config", "execution")}  # noqa: E731
     assert strip(doc) == strip(local)  # the same model, bit for bit
     assert not other.exists()
     assert "partition-id 2 is out of range: the split has 2 clients (partition ids 0..1)" in run2.stdout + run2.stderr

@@ -31,8 +31,9 @@ def _results(folder):
 
 
 def _strip(doc: dict) -> dict:
-    """What two engines must agree on: everything but wall-clock timing and the engine's name."""
-    out = {k: v for k, v in doc.items() if k not in ("timing", "engine")}
+    """What two engines must agree on: everything but wall-clock timing, the engine's name and how it ran
+    the clients (``execution``: Flower's ClientApps train one client each)."""
+    out = {k: v for k, v in doc.items() if k not in ("timing", "engine", "execution")}
     out["config"] = {k: v for k, v in doc["config"].items() if k != "engine"}
     return out
 
