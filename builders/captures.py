@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import math
 import os
-from typing import Sequence
+from typing import Iterator, Sequence
 
 from hetbench.engines import EngineSpec
 from hetbench.errors import HetbenchError
@@ -216,48 +216,83 @@ def rebuild_from_recipe(prepare, manifest: dict, num_proc: int = 1):
 
 
 def run_jobs(
-    jobs: Sequence[CaptureJob], num_proc: int = 1, quiet: bool = False, desc: str = "rendering",
-    engine: EngineSpec | None = None,
-) -> list[JobResult]:
+    jobs: Sequence[CaptureJob], num_proc: int | None = None, quiet: bool = False, desc: str = "rendering",
+    engine: EngineSpec | None = None, stream: bool = False,
+) -> list[JobResult] | Iterator[JobResult]:
     """Render every job on ``engine`` (:mod:`hetbench.engines`; None: the local worker pool);
     results in job order, whatever the engine and the number of workers.
 
-    ``num_proc`` is capped at this machine's cores and at the jobs
-    (:func:`hetbench.isp.jobs.cap_num_proc`): the local pool's workers, or the CPUs of the local Ray
-    instance started when no ``--ray-address`` is given. With Ray, a RAW file reaches its worker by
-    path or, with ``--ray-inputs object``, as its bytes in the object store; a capture whose worker
-    died on every try is skipped (listed under ``skipped``), as a RAW LibRaw cannot read is.
+    ``num_proc`` (default: the cores this process may use, :func:`hetbench.cores.available_cores`) is
+    capped at those cores and at the jobs (:func:`hetbench.isp.jobs.cap_num_proc`): the local pool's
+    workers, or the CPUs of the local Ray instance started when no ``--ray-address`` is given. With Ray,
+    a RAW file reaches its worker by path or, with ``--ray-inputs object``, as its bytes in the object
+    store; a capture whose worker died on every try is skipped (listed under ``skipped``), as a RAW
+    LibRaw cannot read is.
 
     Parameters
     ----------
     jobs : sequence of CaptureJob
         One job per capture (:func:`capture_jobs`).
-    num_proc : int
-        Worker processes.
+    num_proc : int, optional
+        Worker processes (None: one per available core).
     quiet : bool
         No progress bar or note.
     desc : str
         The progress bar's label.
     engine : EngineSpec, optional
         The engine; not part of the build's recipe.
+    stream : bool
+        Return a generator that yields each result as its capture is done, in job order, instead of
+        the list: the engine starts on the first result asked for and stops after the last, and no
+        result is kept (what the device builders use, so memory does not grow with the captures).
 
     Examples
     --------
     >>> from hetbench.builders.captures import capture_jobs, run_jobs
     >>> from hetbench.isp.jobs import Render
     >>> jobs = capture_jobs(None, None, [Render("baseline", "compress=none")], 32, 0, 1, 64)[:2]
-    >>> [(r.capture_id, len(r.images)) for r in run_jobs(jobs, quiet=True)]
+    >>> [(r.capture_id, len(r.images)) for r in run_jobs(jobs, 1, quiet=True)]
     [('astronaut-00', 1), ('coffee-00', 1)]
+    >>> next(run_jobs(jobs, 1, quiet=True, stream=True)).capture_id
+    'astronaut-00'
     """
-    from hetbench.engines import consume, open_engine
-    from hetbench.isp.jobs import WORKER_PRELOAD, cap_num_proc, init_worker, job_files, job_with_files, run_job, skipped_job
+    from hetbench.isp.jobs import cap_num_proc
+
+    # checked now, not on the first result: a bad --num-proc is refused before anything renders
+    results = _stream_jobs(jobs, cap_num_proc(resolve_num_proc(num_proc), len(jobs), quiet), quiet, desc, engine)
+    return results if stream else list(results)
+
+
+def _stream_jobs(jobs: Sequence[CaptureJob], num_proc: int, quiet: bool, desc: str,
+                 engine: EngineSpec | None) -> Iterator[JobResult]:
+    """:func:`run_jobs`' generator, ``num_proc`` already capped."""
+    from hetbench.engines import open_engine
+    from hetbench.isp.jobs import WORKER_PRELOAD, init_worker, job_files, job_with_files, run_job, skipped_job
     from hetbench.progress import progress_bar
 
-    num_proc = cap_num_proc(num_proc, len(jobs), quiet)
     with open_engine(engine, num_proc, len(jobs), preload=WORKER_PRELOAD, initializer=init_worker, quiet=quiet) as eng:
         with progress_bar(desc, len(jobs), quiet) as bar:
-            results = eng.map(run_job, jobs, files=job_files, with_files=job_with_files, on_failure=skipped_job)
-            return consume(results, bar)
+            for result in eng.map(run_job, jobs, files=job_files, with_files=job_with_files, on_failure=skipped_job):
+                bar.update(1)
+                yield result
+
+
+def resolve_num_proc(num_proc: int | None) -> int:
+    """``--num-proc`` as given, or by default (None) the cores this process may use (affinity and cgroup
+    quota, :func:`hetbench.cores.available_cores`).
+
+    Examples
+    --------
+    >>> from hetbench.builders.captures import resolve_num_proc
+    >>> from hetbench.cores import available_cores
+    >>> resolve_num_proc(3), resolve_num_proc(None) == available_cores()
+    (3, True)
+    """
+    if num_proc is None:
+        from hetbench.cores import available_cores
+
+        return available_cores()
+    return num_proc
 
 
 def check_clients(clients: int | None, devices: list[str]) -> None:

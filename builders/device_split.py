@@ -14,10 +14,11 @@ import os
 from pathlib import Path
 
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any, Iterable, Sequence
 
 import numpy as np
 
+from hetbench.builders.row_spill import RowSpill
 from hetbench.errors import HetbenchError
 from hetbench.isp.jobs import CaptureJob, JobResult
 from hetbench.pipeline import Extras
@@ -28,11 +29,12 @@ from hetbench.table import SampleTable
 COLUMNS = ("image", "label", "device", "isp", "capture_id", "sample_id")
 
 
-def device_dataset(rows: dict[str, list], class_names: list[str]):
-    """A ``datasets.Dataset`` of rendered rows (PNG bytes, label index, device, ISP, capture, sample id)."""
+def device_features(class_names: list[str]):
+    """The features of a device split's rows: image, label (a ``ClassLabel`` of ``class_names``), device,
+    ISP, capture and sample id (:data:`COLUMNS`)."""
     import datasets
 
-    features = datasets.Features(
+    return datasets.Features(
         {
             "image": datasets.Image(),
             "label": datasets.ClassLabel(names=class_names),
@@ -42,9 +44,16 @@ def device_dataset(rows: dict[str, list], class_names: list[str]):
             "sample_id": datasets.Value("string"),
         }
     )
+
+
+def device_dataset(rows: dict[str, list], class_names: list[str]):
+    """A ``datasets.Dataset`` of rendered rows held in memory (PNG bytes, label index, device, ISP, capture,
+    sample id); :func:`spilled_table` makes the same table from rows spilled to disk."""
+    import datasets
+
     data = dict(rows)
     data["image"] = [{"bytes": b, "path": None} for b in rows["image"]]
-    return datasets.Dataset.from_dict(data, features=features)
+    return datasets.Dataset.from_dict(data, features=device_features(class_names))
 
 
 def empty_rows() -> dict[str, dict[str, list]]:
@@ -56,6 +65,49 @@ def device_table(
 ) -> SampleTable:
     """The train and test rows as a :class:`SampleTable` (label column ``label``, ids ``sample_id``)."""
     splits = {s: device_dataset(rows[s], class_names) for s in ("train", "test")}
+    labels = {s: np.asarray(rows[s]["label"], dtype=np.int64) for s in ("train", "test")}
+    return SampleTable(
+        splits=splits, label_column="label", class_names=class_names, labels=labels, id_column="sample_id",
+        source=source, description=description, license=license,
+    )
+
+
+def spilled_table(
+    spill: RowSpill, rows: dict[str, dict[str, list]], class_names: list[str], source: dict[str, Any], description: str,
+    license: str,
+) -> SampleTable:
+    """The train and test rows as a :class:`SampleTable`, their images read from ``spill``: ``rows`` as for
+    :func:`device_table`, but its ``image`` column holds spill row numbers (:meth:`RowSpill.add`), not bytes.
+    The tables are the ones :func:`device_table` makes from the bytes themselves; the spill's folder is
+    removed once they are made (their images stay mapped).
+
+    Parameters
+    ----------
+    spill : RowSpill
+        Where the images are.
+    rows : dict
+        ``train`` / ``test`` -> column -> values (:data:`COLUMNS`; ``label`` as class indices).
+    class_names, source, description, license
+        As for :func:`device_table`.
+
+    Examples
+    --------
+    >>> from hetbench.builders.device_split import empty_rows, spilled_table
+    >>> from hetbench.builders.row_spill import RowSpill
+    >>> spill, rows = RowSpill(), empty_rows()
+    >>> for split, png in (("train", b"a"), ("test", b"b"), ("train", b"c")):
+    ...     for column, value in zip(COLUMNS, (spill.add(png), 0, "d", "isp", png.decode(), png.decode())):
+    ...         rows[split][column].append(value)
+    >>> table = spilled_table(spill, rows, ["scene"], {}, "", "other")
+    >>> table.column("train", "sample_id").tolist(), table.num_rows("test")
+    (['a', 'c'], 1)
+    """
+    features = device_features(class_names)
+    try:
+        splits = {s: spill.dataset(s, rows[s]["image"], {c: rows[s][c] for c in COLUMNS if c != "image"}, features)
+                  for s in ("train", "test")}
+    finally:
+        spill.close()
     labels = {s: np.asarray(rows[s]["label"], dtype=np.int64) for s in ("train", "test")}
     return SampleTable(
         splits=splits, label_column="label", class_names=class_names, labels=labels, id_column="sample_id",
@@ -93,7 +145,7 @@ def held_out_captures(labels: Sequence[str], test_fraction: float, seed: int) ->
 
 def rendered_table(
     jobs: Sequence[CaptureJob],
-    results: Sequence[JobResult],
+    results: Iterable[JobResult],
     devices: Sequence[str],
     isp_of: dict[str, str],
     test_fraction: float,
@@ -102,39 +154,57 @@ def rendered_table(
     description: str,
     license: str,
 ) -> RenderedCaptures:
-    """Rows of every usable capture under every device; captures held out for testing by label."""
+    """Rows of every usable capture under every device; captures held out for testing by label.
+
+    ``results`` may be a stream (:func:`hetbench.builders.captures.run_jobs` with ``stream=True``): each
+    capture's images go to disk as it arrives (:class:`RowSpill`), so memory holds one capture at a time,
+    not the split; the tables then map them (:func:`spilled_table`). A capture that could not be rendered
+    is skipped, counted and listed.
+    """
+    if not 0.0 < test_fraction < 1.0:  # before the first capture is rendered
+        raise HetbenchError(f"--test-fraction must be between 0 and 1 (got {test_fraction})")
     # a skipped file by its path under the folder the captures came from: no local path is published
     paths = [os.path.abspath(j.source.path) for j in jobs if hasattr(j.source, "path")]
     root = os.path.commonpath([os.path.dirname(p) for p in paths]) if paths else ""
-    skipped = [{"file": j.capture_id if not hasattr(j.source, "path") else
-                Path(os.path.relpath(os.path.abspath(j.source.path), root)).as_posix(), "reason": r.skipped}
-               for j, r in zip(jobs, results) if r.skipped]
-    kept = [r for r in results if not r.skipped]
-    if not kept:
-        raise HetbenchError(f"no capture could be rendered ({len(skipped)} skipped: {skipped[0]['reason'] if skipped else 'none'})")
-    if not 0.0 < test_fraction < 1.0:
-        raise HetbenchError(f"--test-fraction must be between 0 and 1 (got {test_fraction})")
-    class_names = sorted({r.label for r in kept})
-    held = held_out_captures([r.label for r in kept], test_fraction, seed)
-    if held.all() or len(kept) < 2:
-        raise HetbenchError(f"need at least 2 usable captures to split train/test by capture (have {len(kept)})")
-    rows = empty_rows()
     out = RenderedCaptures(table=None)  # type: ignore[arg-type]
-    for r, is_test in zip(kept, held):
+    kept: list[tuple[str, str, int]] = []  # (capture id, label, its first spill row)
+    spill = RowSpill()
+    try:
+        for j, r in zip(jobs, results):
+            if r.skipped:
+                where = j.capture_id if not hasattr(j.source, "path") else \
+                    Path(os.path.relpath(os.path.abspath(j.source.path), root)).as_posix()
+                out.skipped.append({"file": where, "reason": r.skipped})
+                continue
+            kept.append((r.capture_id, r.label, len(spill)))
+            for d, png, st in zip(devices, r.images, r.stats):
+                spill.add(png)
+                out.stats.append(st)
+                out.stat_devices.append(d)
+            if not out.sheet:
+                out.sheet = [(d, png) for d, png in zip(devices, r.images)]
+        if not kept:
+            skipped = out.skipped
+            raise HetbenchError(f"no capture could be rendered ({len(skipped)} skipped: {skipped[0]['reason'] if skipped else 'none'})")
+        class_names = sorted({label for _, label, _ in kept})
+        held = held_out_captures([label for _, label, _ in kept], test_fraction, seed)
+        if held.all() or len(kept) < 2:
+            raise HetbenchError(f"need at least 2 usable captures to split train/test by capture (have {len(kept)})")
+    except BaseException:
+        spill.close()
+        raise
+    rows = empty_rows()
+    for (capture_id, label, first), is_test in zip(kept, held):
         split_rows = rows["test" if is_test else "train"]
-        for d, png, st in zip(devices, r.images, r.stats):
-            split_rows["image"].append(png)
-            split_rows["label"].append(class_names.index(r.label))
+        for k, d in enumerate(devices):
+            split_rows["image"].append(first + k)
+            split_rows["label"].append(class_names.index(label))
             split_rows["device"].append(d)
             split_rows["isp"].append(isp_of[d])
-            split_rows["capture_id"].append(r.capture_id)
-            split_rows["sample_id"].append(f"{r.capture_id}@{d}")
-            out.stats.append(st)
-            out.stat_devices.append(d)
-    out.table = device_table(rows, class_names, source, description, license)
-    out.sheet = [(d, png) for d, png in zip(devices, kept[0].images)]
+            split_rows["capture_id"].append(capture_id)
+            split_rows["sample_id"].append(f"{capture_id}@{d}")
+    out.table = spilled_table(spill, rows, class_names, source, description, license)
     out.captures = {"used": len(kept), "train": int((~held).sum()), "test": int(held.sum())}
-    out.skipped = skipped
     return out
 
 

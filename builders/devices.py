@@ -33,7 +33,7 @@ def prepare_devices(
     device_weights: str | None = None,
     test_fraction: float = 0.2,
     seed: int = 0,
-    num_proc: int = 1,
+    num_proc: int | None = None,
     crops_per_photo: int = CROPS_PER_PHOTO,
     crop_size: int = CROP_SIZE,
     quiet: bool = False,

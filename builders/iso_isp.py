@@ -53,7 +53,7 @@ def prepare_iso_isp(
     device_weights: str | None = None,
     test_fraction: float = 0.2,
     seed: int = 0,
-    num_proc: int = 1,
+    num_proc: int | None = None,
     crops_per_photo: int = CROPS_PER_PHOTO,
     crop_size: int = CROP_SIZE,
     quiet: bool = False,
@@ -80,7 +80,8 @@ def prepare_iso_isp(
     test_fraction : float
         Share of captures held out for testing (by capture, stratified by label).
     seed, num_proc, quiet
-        Seed of every random choice; worker processes; no progress bar.
+        Seed of every random choice; worker processes (default: the cores this process may use); no
+        progress bar.
     crops_per_photo, crop_size : int
         Embedded default: crops per photograph and their side in pixels. The defaults, 75 crops of
         256 px of each of the 7 scenes, make 525 captures; at ``test_fraction`` 0.2 every device
@@ -178,7 +179,8 @@ def render_device_split(
     check_clients_fit(clients, weights, len(jobs), training=False)
     if on_checked is not None:  # the inputs are checked: the output folder next, before any rendering
         on_checked()
-    results = run_jobs(jobs, num_proc, quiet, progress.format(n=len(jobs)), engine)
+    # a stream: each capture's images go to disk as it is rendered (rendered_table), never the split in memory
+    results = run_jobs(jobs, num_proc, quiet, progress.format(n=len(jobs)), engine, stream=True)
     params: dict[str, Any] = dict(family_params)
     params.update({
         "raw_dir": raw_dir, "labels": labels, "size": size, "clients": clients,

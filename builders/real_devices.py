@@ -9,18 +9,23 @@ the ``device`` column, for per-device accuracy. Clients are allocated to devices
 :class:`~hetbench.partitioners.devices.DevicePartitioner` (``deal``): ``--clients N`` by the
 corpus's device weights (market shares where it has them, uniform otherwise) or
 ``--clients-per-device K``. Unreadable images are skipped and listed in the report.
+
+Each image goes to disk as soon as it is read (or rendered), in the corpus's order
+(:class:`~hetbench.builders.row_spill.RowSpill`), so memory does not grow with the corpus; the shards
+are written from there once every image is in.
 """
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
 
-from hetbench.builders.captures import check_clients, check_clients_fit, check_size
-from hetbench.builders.device_split import device_table, empty_rows, held_out_captures
+from hetbench.builders.captures import check_clients, check_clients_fit, check_size, resolve_num_proc
+from hetbench.builders.device_split import empty_rows, held_out_captures, spilled_table
+from hetbench.builders.row_spill import RowSpill
 from hetbench.engines import EngineSpec
 from hetbench.errors import HetbenchError
 from hetbench.naming import SPLITS_ROOT
@@ -40,7 +45,7 @@ def prepare_real_devices(
     size: int | None = None,
     test_fraction: float = 0.2,
     seed: int = 0,
-    num_proc: int = 1,
+    num_proc: int | None = None,
     quiet: bool = False,
     title: str | None = None,
     engine: EngineSpec | None = None,
@@ -63,7 +68,7 @@ def prepare_real_devices(
     test_fraction : float
         Share of captures (scenes) held out for testing, stratified by label.
     seed, num_proc, quiet, title, engine, on_checked
-        As for the other device builders.
+        As for the other device builders (``num_proc`` None: the cores this process may use).
 
     References
     ----------
@@ -75,7 +80,7 @@ def prepare_real_devices(
     """
     from hetbench.isp.jobs import cap_num_proc
     from hetbench.publish.recipes import recipe_mode
-    from hetbench.sources.device_corpora import check_folder, corpus, read_images
+    from hetbench.sources.device_corpora import check_folder, corpus
 
     seed = check_seed(seed)
     spec, settings = recipe_mode(recipe, "real-devices", "import")
@@ -97,22 +102,31 @@ def prepare_real_devices(
         raise HetbenchError(f"--test-fraction must be between 0 and 1 (got {test_fraction})")
     captures = sorted({im.capture for im in images})
     check_clients_fit(clients, weights, len(captures), training=False)
-    num_proc = cap_num_proc(num_proc, len(images), quiet)  # --num-proc 1000 started 83 processes on 2 cores
+    num_proc = cap_num_proc(resolve_num_proc(num_proc), len(images), quiet)  # --num-proc 1000 started 83 processes on 2 cores
     if on_checked is not None:  # the inputs are checked: the output folder next, before reading the images
         on_checked()
-    read = read_images(root, images, size, num_proc, quiet, engine)
-    kept = [(im, r.data) for im, r in zip(images, read) if r.data is not None]
-    skipped = [{"file": im.file, "reason": r.skipped} for im, r in zip(images, read) if r.data is None]
-    if not kept:
-        raise HetbenchError(f"no image of '{data_dir}' could be read ({len(skipped)} skipped: {skipped[0]['reason']})")
-    rows, counts = _split_by_capture(kept, test_fraction, seed)
+    spill = RowSpill()
+    try:
+        kept, skipped = [], []
+        for im, r in zip(images, stream_images(root, images, size, num_proc, quiet, engine)):
+            if r.data is None:
+                skipped.append({"file": im.file, "reason": stable_reason(r.skipped)})
+            else:
+                kept.append((im, spill.add(r.data)))
+        if not kept:
+            raise HetbenchError(f"no image of '{data_dir}' could be read ({len(skipped)} skipped: {skipped[0]['reason']})")
+        rows, counts = _split_by_capture(kept, test_fraction, seed)
+    except BaseException:
+        spill.close()
+        raise
     class_names = sorted({im.label for im, _ in kept})
     for split in rows.values():
         split["label"] = [class_names.index(x) for x in split["label"]]
     params: dict[str, Any] = {"recipe": recipe, "data_dir": str(data_dir), "clients": asked,
                               "clients_per_device": clients_per_device, "size": size, "test_fraction": test_fraction}
     source = {"dataset": f"{recipe}:{data_dir}", "label_col": "label", "id_col": "sample_id"}
-    table = device_table(rows, class_names, source, f"{layout.description} (local copy '{data_dir}')", spec.get("license", "other"))
+    table = spilled_table(spill, rows, class_names, source, f"{layout.description} (local copy '{data_dir}')",
+                          spec.get("license", "other"))
     check_clients_fit(clients, weights, counts["train"], training=True)
     partitioner = DevicePartitioner(clients, weights, "device", "deal", build={"method": "real-devices", "params": params})
     extras = _extras(spec, layout.setting_of, devices, weights, counts, skipped, len(images))
@@ -163,21 +177,29 @@ def _prepare_raw_cameras(spec, settings, recipe, data_dir, clients, clients_per_
     jobs = [CaptureJob(i, Path(f).stem, found.label_of[f], RawSource(f), (Render("baseline", baseline),), size, seed,
                        refused=refused_file(f, data_dir, "--data-dir"))  # a link out of --data-dir: skipped unread
             for i, f in enumerate(files)]
-    results = run_jobs(jobs, num_proc, quiet, f"rendering {len(jobs):,} RAW photographs", engine)
+    results = run_jobs(jobs, num_proc, quiet, f"rendering {len(jobs):,} RAW photographs", engine, stream=True)
     root = Path(data_dir)
-    skipped = [{"file": Path(j.source.path).relative_to(root).as_posix(), "reason": r.skipped}
-               for j, r in zip(jobs, results) if r.skipped]
-    skipped += found.unlabelled
-    kept = [(CorpusImage(Path(j.source.path).relative_to(root).as_posix(), r.label, r.camera or "unknown camera",
-                         j.capture_id), r.images[0]) for j, r in zip(jobs, results) if not r.skipped]
-    if not kept:
-        raise HetbenchError(f"no photograph of '{data_dir}' could be rendered ({len(skipped)} skipped)")
-    photos: dict[str, int] = {}
-    for im, _ in kept:
-        photos[im.device] = photos.get(im.device, 0) + 1
-    devices = sorted(photos, key=lambda d: (-photos[d], d))  # most photographs first
-    clients, weights = client_allocation(clients, clients_per_device, devices, {d: float(photos[d]) for d in devices})
-    rows, counts = _split_by_capture(kept, test_fraction, seed, per_device=True)  # every camera keeps a training photo
+    spill = RowSpill()
+    try:
+        kept, skipped = [], []
+        for j, r in zip(jobs, results):  # each rendered photograph to disk as it comes
+            file = Path(j.source.path).relative_to(root).as_posix()
+            if r.skipped:
+                skipped.append({"file": file, "reason": r.skipped})
+            else:
+                kept.append((CorpusImage(file, r.label, r.camera or "unknown camera", j.capture_id), spill.add(r.images[0])))
+        skipped += found.unlabelled
+        if not kept:
+            raise HetbenchError(f"no photograph of '{data_dir}' could be rendered ({len(skipped)} skipped)")
+        photos: dict[str, int] = {}
+        for im, _ in kept:
+            photos[im.device] = photos.get(im.device, 0) + 1
+        devices = sorted(photos, key=lambda d: (-photos[d], d))  # most photographs first
+        clients, weights = client_allocation(clients, clients_per_device, devices, {d: float(photos[d]) for d in devices})
+        rows, counts = _split_by_capture(kept, test_fraction, seed, per_device=True)  # every camera keeps a training photo
+    except BaseException:
+        spill.close()
+        raise
     class_names = sorted({im.label for im, _ in kept})
     for split in rows.values():
         split["label"] = [class_names.index(x) for x in split["label"]]
@@ -186,16 +208,17 @@ def _prepare_raw_cameras(spec, settings, recipe, data_dir, clients, clients_per_
                               "clients_per_device": clients_per_device, "size": size, "test_fraction": test_fraction}
     source = {"dataset": f"{recipe}:{data_dir}", "label_col": "label", "id_col": "sample_id"}
     description = f"{str(spec.get('description', recipe)).split(':')[0]} (local copy '{data_dir}')"
-    table = device_table(rows, class_names, source, description, spec.get("license", "other"))
+    table = spilled_table(spill, rows, class_names, source, description, spec.get("license", "other"))
     partitioner = DevicePartitioner(clients, weights, "device", "deal", build={"method": "real-devices", "params": params})
     extras = _extras(spec, None, devices, weights, counts, skipped, len(files) + len(found.unlabelled))
     return PreparedSplit(table, partitioner, seed, "global", extras=extras)
 
 
 def _split_by_capture(kept, test_fraction: float, seed: int, per_device: bool = False) -> tuple[dict, dict[str, int]]:
-    """Rows of every kept image, train/test by capture, stratified by the capture's label; with
-    ``per_device`` (each capture on one device), by device and label, so that every device keeps at
-    least one training capture (the per-client hold-out of :func:`hetbench.splits.stratified_holdout`)."""
+    """Rows of every kept image (``(CorpusImage, its spill row)``), train/test by capture, stratified by the
+    capture's label; with ``per_device`` (each capture on one device), by device and label, so that every
+    device keeps at least one training capture (the per-client hold-out of
+    :func:`hetbench.splits.stratified_holdout`). The ``image`` column holds the spill rows."""
     first: dict[str, tuple[str, str]] = {}
     for im, _ in kept:
         first.setdefault(im.capture, (im.label, im.device))
@@ -215,9 +238,9 @@ def _split_by_capture(kept, test_fraction: float, seed: int, per_device: bool = 
         raise HetbenchError(f"need captures in both train and test to split by capture (have {len(captures)})")
     is_test = dict(zip(captures, held.tolist()))
     rows = empty_rows()
-    for im, data in kept:
+    for im, row in kept:
         r = rows["test" if is_test[im.capture] else "train"]
-        r["image"].append(data)
+        r["image"].append(row)
         r["label"].append(im.label)
         r["device"].append(im.device)
         r["isp"].append(AS_CAPTURED)
@@ -225,6 +248,70 @@ def _split_by_capture(kept, test_fraction: float, seed: int, per_device: bool = 
         r["sample_id"].append(im.file)
     counts = {"captures": len(captures), "train": int((~held).sum()), "test": int(held.sum())}
     return rows, counts
+
+
+def stable_reason(reason: str | None) -> str | None:
+    """A skip reason without the memory addresses an error message may quote (PIL names the file object it
+    could not identify, ``<_io.BytesIO object at 0x7f...>``), so the report is the same bytes on every run.
+
+    Examples
+    --------
+    >>> stable_reason("unreadable image: cannot identify image file <_io.BytesIO object at 0x7f27e7d79350>")
+    'unreadable image: cannot identify image file <_io.BytesIO object>'
+    """
+    import re
+
+    return None if reason is None else re.sub(r" at 0x[0-9a-fA-F]+>", ">", reason)
+
+
+def stream_images(root: Path, images: Sequence[Any], size: int | None, num_proc: int, quiet: bool = False,
+                  engine: EngineSpec | None = None) -> Iterator[Any]:
+    """:func:`hetbench.sources.device_corpora.read_image` of every image, yielded in order as each is read
+    (on ``num_proc`` worker processes or ``engine``), with a progress bar; nothing is kept. An image that
+    resolves outside ``root`` (a link leading out of ``--data-dir``) is never opened: its result gives
+    the reason, and the builder skips and lists it as an unreadable one.
+
+    Parameters
+    ----------
+    root : Path
+        The corpus folder (``--data-dir``).
+    images : sequence of CorpusImage
+        What the corpus's ``scan`` found.
+    size : int, optional
+        As for ``read_image``: None publishes the file's own bytes.
+    num_proc, quiet, engine
+        Worker processes (already capped), no progress bar, the engine.
+
+    Examples
+    --------
+    >>> import pathlib
+    >>> from PIL import Image
+    >>> from hetbench.sources.device_corpora import CorpusImage
+    >>> root = pathlib.Path("stream_example"); root.mkdir()
+    >>> Image.new("RGB", (4, 4)).save(root / "a.png")
+    >>> [r.data is not None for r in stream_images(root, [CorpusImage("a.png", "x", "d", "0")], None, 1, quiet=True)]
+    [True]
+    """
+    from contextlib import ExitStack
+
+    from hetbench.engines import open_engine
+    from hetbench.progress import progress_bar
+    from hetbench.roots import inside_root, outside_reason, real_root
+    from hetbench.sources.device_corpora import ReadImage, read_image
+
+    real = real_root(root)
+    paths = [str(Path(root) / im.file) for im in images]
+    inside = [inside_root(path, real) for path in paths]
+    jobs = [(path, size) for path, ok in zip(paths, inside) if ok]
+    with progress_bar(f"reading {len(paths):,} images", len(paths), quiet) as bar, ExitStack() as stack:
+        done: Iterator[ReadImage] = iter(())
+        if jobs:  # no engine starts for a corpus of refused links only
+            pool = stack.enter_context(open_engine(engine, num_proc, len(jobs), quiet=quiet,
+                                                   preload=("hetbench.sources.device_corpora", "PIL.Image")))
+            done = iter(pool.map(read_image, jobs))
+        for ok in inside:
+            yield next(done) if ok else ReadImage(None, outside_reason("--data-dir"))
+            bar.update(1)
 
 
 def _extras(spec: dict[str, Any], setting_of: Callable[[str], dict] | None, devices: list[str],

@@ -21,6 +21,9 @@ def _summary(out: Path, report: dict) -> None:
     )
 
 
+#: the default of every builder's ``--num-proc``: the CPU cores this process may use (hetbench.cores.available_cores)
+NUM_PROC_DEFAULT = "[default: the CPU cores this process may use (affinity and cgroup quota)]"
+
 RAY_INPUTS_HELP = (
     "With --engine ray: how RAW files reach the workers. path: by their path (use it when every node of the "
     "cluster mounts the same file system, e.g. a local Ray instance or an NFS share); object: the driver reads "
@@ -68,7 +71,8 @@ def _isp_options(fn):
                      f"{round(0.2 * 7 * CROPS_PER_PHOTO)} held out at --test-fraction 0.2); fewer make per-device accuracies noisier."),
         click.option("--crop-size", default=CROP_SIZE, show_default=True, type=int,
                      help="Embedded default: side of each crop (pixels; render time grows with its square)."),
-        click.option("--num-proc", default=1, show_default=True, type=int, help="Worker processes rendering captures."),
+        click.option("--num-proc", default=None, type=int,
+                     help=f"Worker processes rendering captures. {NUM_PROC_DEFAULT}"),
         click.option("--seed", default=0, show_default=True, type=int),
         click.option("--out", default=None, type=click.Path(file_okay=False), help="Output folder (default: hetbench_splits/<family>-...)."),
         click.option("--name", default=None, help="Data set name in the card and manifest."),
@@ -173,7 +177,7 @@ def devices_cmd(profiles, clients, synthetic_color, dataset, label_col, raw_dir,
 @click.option("--size", default=None, type=int,
               help="Resize every image (shorter side, centre square). Default: the files' own bytes (RAW files: 224).")
 @click.option("--test-fraction", default=0.2, show_default=True, type=float, help="Share of captures (scenes) held out for testing.")
-@click.option("--num-proc", default=1, show_default=True, type=int, help="Worker processes reading the images.")
+@click.option("--num-proc", default=None, type=int, help=f"Worker processes reading the images. {NUM_PROC_DEFAULT}")
 @click.option("--seed", default=0, show_default=True, type=int)
 @click.option("--out", default=None, type=click.Path(file_okay=False), help="Output folder (default: hetbench_splits/<recipe>-...).")
 @click.option("--name", default=None, help="Data set name in the card and manifest.")

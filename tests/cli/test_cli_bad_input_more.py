@@ -313,7 +313,7 @@ def test_real_devices_num_proc_is_capped_at_the_cores(tmp_path, run_cli, monkeyp
     import numpy as np
     from PIL import Image
 
-    import hetbench.sources.device_corpora as corpora
+    import hetbench.builders.real_devices as real_devices
 
     rng = np.random.default_rng(0)
     root = tmp_path / "ImageNet-ES"
@@ -325,13 +325,13 @@ def test_real_devices_num_proc_is_capped_at_the_cores(tmp_path, run_cli, monkeyp
                     path.parent.mkdir(parents=True, exist_ok=True)
                     Image.fromarray(rng.integers(0, 255, (12, 12, 3), dtype=np.uint8)).save(path, format="JPEG")
     asked = []
-    real = corpora.read_images
+    real = real_devices.stream_images  # the images are read as a stream, each one to disk as it comes
 
     def spy(root, images, size, num_proc=1, *args, **kwargs):
         asked.append(num_proc)
         return real(root, images, size, num_proc, *args, **kwargs)
 
-    monkeypatch.setattr(corpora, "read_images", spy)
+    monkeypatch.setattr(real_devices, "stream_images", spy)
     code, out, err = run_cli("build", "real-devices", "--recipe", "imagenet-es", "--data-dir", root, "--num-proc", "1000",
                              "--out", tmp_path / "out")
     assert code == 0, err
