@@ -117,9 +117,9 @@ def split_hyper(opts: dict[str, Any]) -> dict[str, Any]:
               show_default=True,
               help="How a round's clients train: lockstep trains them together as one batched computation "
               "(stacked models, torch.func vmap; every algorithm but central, models without dropout, --engine "
-              "local); sequential one after another; auto: lockstep on a GPU, and on a CPU when one client step is "
-              "small (at most 25 MFLOP; larger steps are compute-bound there). Results match to float rounding "
-              "(recorded under execution in the results).")
+              "local); sequential one after another; auto: lockstep on a GPU, sequential on a CPU (where the "
+              "arithmetic, not the dispatch, bounds a client step and lockstep is not faster). Results match to "
+              "float rounding (recorded under execution in the results).")
 @click.option("--threads", default=None, type=int, help="Torch threads of the runs that train serially (central, "
               "models with dropout) and their evaluation (default 1: their last bits depend on the thread count, so "
               "the default never follows the machine's load; more is faster on an idle machine). Federated runs "

@@ -26,7 +26,7 @@ from hetbench.train.device import check_amp
 from hetbench.train.evaluate import predict_rows
 from hetbench.train.flat import FlatModel
 from hetbench.train.local import Workspace
-from hetbench.train.lockstep import LockstepGroup, choose_client_exec, lockstep_chunk, lockstep_refusal, step_flop
+from hetbench.train.lockstep import LockstepGroup, choose_client_exec, lockstep_chunk, lockstep_refusal
 from hetbench.train.models import build_model
 
 EVAL_BATCH = 256  # test rows per forward pass (fewer for large images: eval_rows)
@@ -131,11 +131,7 @@ class ClientPool:
         self.total_threads = torch.get_num_threads()
         self.stochastic = _stochastic(run.main_ws.model)
         refusal = lockstep_refusal(algorithm, per_round, self.stochastic)
-        # a client's typical step: the batch size, or fewer rows where clients hold fewer (the median client)
-        sizes = [int(r.size) for r in data.client_rows if r.size]
-        batch = min(int(config.batch_size), int(np.median(sizes))) if sizes else int(config.batch_size)
-        flop = step_flop(run.main_ws.model, data.in_channels, data.image_size, max(batch, 1))
-        self.client_exec, self.exec_reason = choose_client_exec(config.client_exec, refusal, device, flop)
+        self.client_exec, self.exec_reason = choose_client_exec(config.client_exec, refusal, device)
         lockstep = self.client_exec == "lockstep"
         self.chunk = lockstep_chunk(device, per_round) if lockstep else 1
         serial = per_round <= 1 or self.stochastic or not self.on_cpu

@@ -173,7 +173,7 @@ def local_sgd(
             x01 = transform(x01)
         group = ws.lockstep
         if group is not None:  # the group computes every slot's loss and gradient of this step together
-            value, g_row = group.gradient(ws, ws.normalise(x01), y, loss_fn, loss_args)
+            value, g_parts = group.gradient(ws, ws.normalise(x01), y, loss_fn, loss_args)
             ws.check_finite(value)
         else:
             with ws.autocast():
@@ -182,7 +182,7 @@ def local_sgd(
             ws.check_finite(value)
         if per_tensor:
             if group is not None:
-                grads = [g_row[a:b].view_as(p) for p, (a, b) in zip(flat.param_list, flat.offsets)]
+                grads = g_parts
             else:
                 grads = _param_grads(flat, loss)
             with torch.no_grad():
@@ -194,7 +194,7 @@ def local_sgd(
                     grads = velocity
                 torch._foreach_add_(flat.param_list, grads, alpha=-lr)
         else:
-            g = g_row if group is not None else flat.grad_of(loss)
+            g = torch.cat([t.reshape(-1) for t in g_parts]) if group is not None else flat.grad_of(loss)
             with torch.no_grad():
                 if weight_decay:
                     g.add_(flat.params, alpha=weight_decay)

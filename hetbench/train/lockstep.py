@@ -16,10 +16,10 @@ Clients that take fewer steps simply stop asking; clients whose batches have dif
 step (the short last batch of an epoch) or different loss functions are computed in separate batched
 calls, so no batch is padded and batch statistics are exact. One step of ``K`` clients is then one forward
 and backward pass over ``K`` stacked models instead of ``K`` small ones: the per-operation dispatch cost is
-paid once. That is what helps small models and small batches on a CPU, and every model on a GPU, where a
-client's step is far too small to fill the device. On a CPU, models whose step is already compute-bound
-gain nothing (``vmap`` turns a convolution into a grouped one, which oneDNN runs slower than ``K`` plain
-ones): :func:`choose_client_exec` picks the mode.
+paid once. That is what a GPU needs, where one client's step is far too small to fill the device. On a
+CPU the arithmetic, not the dispatch, bounds even small steps, and the batched kernels (``vmap`` turns a
+convolution into a grouped one and a linear layer into ``bmm``) run no faster per client than the separate
+ones: :func:`choose_client_exec` picks the mode.
 
 Determinism: the client threads never compute a gradient themselves, and the group serves requests in
 slot order once all are in, so a run gives the same bits every time; the slots a round's clients take are
@@ -65,12 +65,6 @@ from hetbench.train.local import Workspace
 
 #: ``--client-exec`` choices
 CLIENT_EXEC = ("auto", "sequential", "lockstep")
-
-#: On a CPU, ``auto`` trains in lockstep when one client step costs at most this many floating-point
-#: operations (forward and backward, about 3 x 2 x MACs per image x batch): measured on AMD EPYC (one
-#: thread per worker), 50 clients of digits-cnn at 8 px train 1.9x faster in lockstep with batches of 3
-#: (12 MFLOP per step) and 0.92x with batches of 10 (40 MFLOP); see benchmarks/bench_trainer.py (d).
-CPU_LOCKSTEP_MAX_FLOP = 25e6
 
 #: Clients per lockstep group on a CPU: the round's clients are cut into chunks of this many, in selection
 #: order, and the chunks are dealt to the workers (one torch thread each), so a client's slot and the
@@ -145,23 +139,26 @@ def step_flop(model: nn.Module, in_channels: int, image_size: int, batch_size: i
     return 6.0 * float(profile(model, in_channels, image_size)["macs"]) * int(batch_size)
 
 
-def choose_client_exec(requested: str, refusal: str | None, device: torch.device, flop: float) -> tuple[str, str]:
+def choose_client_exec(requested: str, refusal: str | None, device: torch.device) -> tuple[str, str]:
     """The execution mode of a run and why: (``sequential`` | ``lockstep``, reason).
 
     ``requested`` is ``--client-exec``. ``lockstep`` for a run that cannot (``refusal``) is refused
-    (:class:`ClientExecRefused`); ``auto`` trains in lockstep on a GPU whenever it can, and on a CPU when one
-    client step costs at most :data:`CPU_LOCKSTEP_MAX_FLOP` (``flop``, :func:`step_flop` at the batch size or
-    at the median client's row count where that is smaller); the rule depends only on the run's options,
-    data and model, so a run's mode, and so its bits, never change from one start to the next.
+    (:class:`ClientExecRefused`). ``auto`` trains in lockstep on a GPU whenever it can, where one client's
+    step is far too small to fill the device, and sequentially on a CPU: there the batched kernels
+    (grouped convolutions, ``bmm``) run no faster per client than the separate ones, and a compute-bound
+    step runs slower (``benchmarks/bench_trainer.py`` part (d): 0.46-0.78x on digits-cnn at 16 px, LeNet and
+    ResNet-10; 0.9-1.1x on 8 px digits with batches of 2-20; 1.4x in CPU time on 50 one-step clients of 2-3
+    images). The rule depends only on the options and the device, so a run's mode, and so its bits, never
+    change from one start to the next.
 
     Examples
     --------
     >>> import torch
-    >>> choose_client_exec("auto", None, torch.device("cpu"), 8e6)[0]
-    'lockstep'
-    >>> choose_client_exec("auto", None, torch.device("cpu"), 4e8)
-    ('sequential', 'auto: one client step is 400 MFLOP, compute-bound on a CPU (lockstep up to 25 MFLOP)')
-    >>> choose_client_exec("auto", "the model uses dropout", torch.device("cuda"), 1e6)
+    >>> choose_client_exec("auto", None, torch.device("cpu"))
+    ('sequential', 'auto: on a CPU lockstep is not faster (--client-exec lockstep to use it)')
+    >>> choose_client_exec("auto", None, torch.device("cuda"))
+    ('lockstep', 'auto: cuda device')
+    >>> choose_client_exec("auto", "the model uses dropout", torch.device("cuda"))
     ('sequential', 'auto: the model uses dropout')
     """
     if requested not in CLIENT_EXEC:
@@ -177,11 +174,7 @@ def choose_client_exec(requested: str, refusal: str | None, device: torch.device
         return "sequential", f"auto: {refusal}"
     if device.type != "cpu":
         return "lockstep", f"auto: {device.type} device"
-    if flop <= CPU_LOCKSTEP_MAX_FLOP:
-        return "lockstep", (f"auto: one client step is {flop / 1e6:.0f} MFLOP, dispatch-bound on a CPU (lockstep up "
-                            f"to {CPU_LOCKSTEP_MAX_FLOP / 1e6:.0f} MFLOP)")
-    return "sequential", (f"auto: one client step is {flop / 1e6:.0f} MFLOP, compute-bound on a CPU (lockstep up "
-                          f"to {CPU_LOCKSTEP_MAX_FLOP / 1e6:.0f} MFLOP)")
+    return "sequential", "auto: on a CPU lockstep is not faster (--client-exec lockstep to use it)"
 
 
 def loss_key(loss_fn: Callable[..., torch.Tensor]) -> Any:
@@ -260,7 +253,7 @@ class LockstepGroup:
         self.capacity = capacity
         self._cond = threading.Condition()
         self._requests: dict[int, tuple] = {}
-        self._replies: dict[int, tuple[float, torch.Tensor]] = {}
+        self._replies: dict[int, tuple[float, list[torch.Tensor]]] = {}
         self._abort = False
         self._threads = ThreadPoolExecutor(capacity, thread_name_prefix="hetbench-lockstep")
         self._compiled: dict[tuple, Callable] = {}
@@ -269,9 +262,9 @@ class LockstepGroup:
 
     # -- client side -----------------------------------------------------------------------------
     def gradient(self, ws: Workspace, x: torch.Tensor, y: torch.Tensor, loss_fn: Callable[..., torch.Tensor],
-                 loss_args: tuple[torch.Tensor, ...]) -> tuple[float, torch.Tensor]:
-        """The loss value and flat gradient of slot ``ws``'s model on batch (``x``, ``y``); blocks until the
-        group has computed the step of every slot still training."""
+                 loss_args: tuple[torch.Tensor, ...]) -> tuple[float, list[torch.Tensor]]:
+        """The loss value and the per-parameter gradients of slot ``ws``'s model on batch (``x``, ``y``);
+        blocks until the group has computed the step of every slot still training."""
         slot = ws.slot
         with self._cond:
             if self._abort:
@@ -342,13 +335,13 @@ class LockstepGroup:
             self._cond.notify_all()
             self._cond.wait_for(lambda: all(s in done for s in live))
 
-    def _compute(self, requests: dict[int, tuple]) -> dict[int, tuple[float, torch.Tensor]]:
+    def _compute(self, requests: dict[int, tuple]) -> dict[int, tuple[float, list[torch.Tensor]]]:
         """Loss and gradient of every request, one batched call per (loss function, shapes) group."""
         groups: dict[tuple, list[int]] = {}
         for slot, (x, y, loss_fn, args) in requests.items():
             key = (loss_key(loss_fn), tuple(x.shape), tuple(y.shape), tuple(tuple(a.shape) for a in args))
             groups.setdefault(key, []).append(slot)
-        replies: dict[int, tuple[float, torch.Tensor]] = {}
+        replies: dict[int, tuple[float, list[torch.Tensor]]] = {}
         for slots in groups.values():
             x, y, loss_fn, args = requests[slots[0]]
             xs = torch.stack([requests[s][0] for s in slots])
@@ -362,7 +355,9 @@ class LockstepGroup:
         return replies
 
     def _batched(self, slots: list[int], loss_fn: Callable[..., torch.Tensor], xs: torch.Tensor, ys: torch.Tensor,
-                 args: tuple[torch.Tensor, ...]) -> tuple[list[float], torch.Tensor]:
+                 args: tuple[torch.Tensor, ...]) -> tuple[list[float], list[list[torch.Tensor]]]:
+        """Loss values and gradients of the slots ``slots`` on their stacked batches: (one value per slot, per
+        slot the list of its parameter gradients, in ``model.parameters()`` order)."""
         from torch.func import functional_call, grad_and_value, vmap
 
         k = len(slots)
@@ -390,9 +385,9 @@ class LockstepGroup:
         if self.buffer_names:  # BatchNorm's running statistics, updated in place on the gathered copies
             updated = torch.cat([named_buffers[n].reshape(k, -1) for n in self.buffer_names], dim=1)
             self.buffers.index_copy_(0, index, updated)
-        flat = torch.cat([grads[n].reshape(k, -1).float() for n in self.names], dim=1) if self.names \
-            else torch.zeros(k, 0, device=self.device)
-        return [float(v) for v in values.float().tolist()], flat
+        # per parameter, the client's slice of the batched gradient (a view: no concatenation into rows)
+        per_param = [grads[n] if grads[n].dtype == torch.float32 else grads[n].float() for n in self.names]
+        return [float(v) for v in values.float().tolist()], [[g[j] for g in per_param] for j in range(k)]
 
     def close(self) -> None:
         """Stop the client threads."""
