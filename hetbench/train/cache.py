@@ -9,7 +9,8 @@ versions wrote there is never read).
 
 Each decoded split part is two files, ``<name>-<part>-<key>.npy`` (a NumPy array file, opened with
 ``mmap_mode="r"``, never unpickled) and ``<name>-<part>-<key>.json`` (its meta: shape, rows, the identity
-it was decoded from, per-channel mean and std, the array file's ``sha256`` and a ``digest``). ``key`` hashes
+it was decoded from, per-channel mean and std, the array file's ``sha256``, taken block by block
+(:mod:`hetbench.train.array_digest`), and a ``digest``). ``key`` hashes
 the identity: the split's fingerprint and manifest digests, the sha256 of the very Arrow files the images
 are decoded from (:func:`source_digest`), the part, the rows kept, the image size and channels asked for,
 the Pillow and OpenCV versions and :data:`CACHE_VERSION`. ``digest`` is an HMAC-SHA256, keyed by the
@@ -43,9 +44,10 @@ from typing import Any
 import numpy as np
 
 from hetbench.errors import HetbenchError
+from hetbench.train.array_digest import array_sha256, file_sha256
 from hetbench.train.decode import BlockJob, Decoder, ImageSource, decode_task, image_source, release_pages, scan_task
 
-CACHE_VERSION = 2
+CACHE_VERSION = 3  # 3: the array's sha256 is taken over its blocks' sha256 (hetbench.train.array_digest)
 #: the folder inside a split folder where versions before 2 kept the cache; never read or written now
 CACHE_FOLDER = ".hetbench-cache"
 #: float64 elements of one block of the channel statistics: 2048 rows up to 3 x 32 x 32 images
@@ -239,7 +241,8 @@ def load_cached(stem: Path, identity: dict) -> tuple[tuple[np.ndarray, dict] | N
         if not isinstance(meta, dict) or meta.get("identity") != identity:
             return None, "its meta is not the one of this split and image settings"
         shape = tuple(int(v) for v in meta["shape"])
-        if meta.get("dtype") != "uint8" or len(shape) != 4 or min(shape) < 0 or not hmac.compare_digest(
+        per_block = int(meta["block_rows"])
+        if meta.get("dtype") != "uint8" or len(shape) != 4 or min(shape) < 0 or per_block < 1 or not hmac.compare_digest(
                 str(meta.get("digest")), _sign(meta)):
             return None, "its meta does not match its digest"
     except (ValueError, KeyError, TypeError):
@@ -249,7 +252,8 @@ def load_cached(stem: Path, identity: dict) -> tuple[tuple[np.ndarray, dict] | N
         with open(_with(stem, ".npy"), "rb") as f:
             if os.fstat(f.fileno()).st_size != len(header) + int(np.prod(shape)) or f.read(len(header)) != header:
                 return None, f"its array is not the declared uint8 array of shape {list(shape)} (truncated or replaced)"
-            if not hmac.compare_digest(_sha256_of(f), str(meta.get("sha256"))):
+            found = file_sha256(_with(stem, ".npy"), len(header), per_block * int(np.prod(shape[1:])))
+            if not hmac.compare_digest(found, str(meta.get("sha256"))):
                 return None, "its array does not match its sha256 (edited or damaged)"
             array = np.memmap(f, dtype=np.uint8, mode="r", offset=len(header), shape=shape)
     except FileNotFoundError:
@@ -413,11 +417,13 @@ def _build(source: ImageSource, folder: Path, stem: Path, identity: dict, rows: 
         jobs = [(BlockJob(source, rows[a : a + per_block], a, str(path), len(header), gray, size, c, stats, part),)
                 for a in range(0, rows.size, per_block)]
         crcs: list[int] = []
+        shas: list[bytes] = []
         total, total_sq, count = np.zeros(c), np.zeros(c), 0
         results = decoder.map(decode_task, jobs, source.num_rows, source.table is not None)
         with progress_bar(f"decoding {part} images", int(rows.size), quiet=quiet) as bar:
-            for (job,), (crc, sums, squares, n) in zip(jobs, results):
+            for (job,), (crc, sums, squares, n, sha) in zip(jobs, results):
                 crcs.append(crc)
+                shas.append(sha)
                 if sums is not None:
                     total += sums
                     total_sq += squares
@@ -425,10 +431,10 @@ def _build(source: ImageSource, folder: Path, stem: Path, identity: dict, rows: 
                 bar.update(advance=int(job.rows.size))
         with open(path, "rb+") as f:
             os.fsync(f.fileno())
-            digest = _sha256_of(f)
+        # the blocks were hashed by the decode processes: no serial pass over the array here (issue 27)
         meta: dict[str, Any] = {"identity": identity, "shape": list(shape), "dtype": "uint8", "rows": shape[0],
                                 "channels": c, "image_size": size, "block_rows": per_block, "block_crc32": crcs,
-                                "sha256": digest}
+                                "sha256": array_sha256(header, shas)}
         if stats:
             mean = total / max(count, 1)
             std = np.sqrt(np.maximum(total_sq / max(count, 1) - mean**2, 1e-12))

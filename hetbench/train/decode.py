@@ -11,6 +11,7 @@ depend on the number of processes. :mod:`hetbench.train.cache` writes and reads 
 
 from __future__ import annotations
 
+import hashlib
 import io
 import mmap
 import multiprocessing
@@ -191,8 +192,10 @@ class BlockJob:
     desc: str
 
 
-def decode_task(job: BlockJob) -> tuple[int, np.ndarray | None, np.ndarray | None, int]:
-    """Decode and write one block; returns (its CRC-32, channel sums, sums of squares, values per channel)."""
+def decode_task(job: BlockJob) -> tuple[int, np.ndarray | None, np.ndarray | None, int, bytes]:
+    """Decode and write one block; returns (its CRC-32, channel sums, sums of squares, values per channel, the
+    sha256 of its bytes). The block's sha256 is taken here, in the worker, so that hashing the decoded array
+    runs on every decode process at once (:func:`hetbench.train.array_digest.array_sha256` combines them)."""
     s = job.size
     block = np.empty((job.rows.size, 1 if job.gray else 3, s, s), dtype=np.uint8)
     for j, (row, item) in enumerate(zip(job.rows.tolist(), read_items(job.source, job.rows))):
@@ -219,7 +222,7 @@ def decode_task(job: BlockJob) -> tuple[int, np.ndarray | None, np.ndarray | Non
         part = block.reshape(block.shape[0], job.channels, -1).astype(np.float64) / 255.0
         sums, squares = part.sum(axis=(0, 2)), (part**2).sum(axis=(0, 2))
         count = part.shape[0] * part.shape[2]
-    return zlib.crc32(data), sums, squares, count
+    return zlib.crc32(data), sums, squares, count, hashlib.sha256(data).digest()
 
 
 def _init_worker() -> None:
