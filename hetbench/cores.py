@@ -98,8 +98,9 @@ class RunRegistration:
     A run holds an exclusive ``flock`` on a file of its own in :func:`runs_dir` while it trains. Counting
     the live runs tries to lock every file: a file that cannot be locked belongs to a live run; one that can
     was left by a run that died (the kernel drops a dead process's locks) and is removed. Nothing depends on
-    process ids, so a reused pid cannot fool it. Where files cannot be locked (no ``fcntl``, a read-only
-    folder) the run counts itself alone.
+    process ids, so a reused pid cannot fool it. A run's file is locked before it gets its visible name, so
+    a count never takes a starting run for a dead one. Where this run cannot register (no ``fcntl``, a
+    read-only folder) it counts the others that did, plus itself.
 
     Parameters
     ----------
@@ -113,8 +114,8 @@ class RunRegistration:
     >>> with RunRegistration(folder) as a, RunRegistration(folder) as b:
     ...     a.live_runs(), share_of_cores(4, a.live_runs())
     (2, 2)
-    >>> RunRegistration(folder).live_runs()  # not entered: counts the live runs only, none now
-    0
+    >>> RunRegistration(folder).live_runs()  # not registered: the others (none now) and itself
+    1
     """
 
     def __init__(self, folder: Path | None = None) -> None:
@@ -162,16 +163,21 @@ class RunRegistration:
                 live += 1
                 continue
             try:
-                with open(path, "a") as f:
-                    try:
-                        fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                    except OSError:
-                        live += 1  # locked: a live run
-                        continue
-                    path.unlink(missing_ok=True)  # left by a run that ended without removing it
+                fd = os.open(path, os.O_RDONLY)  # flock needs no write access, and never recreates a removed file
             except OSError:
                 continue  # removed meanwhile
-        return max(live, 1 if self._file is not None else 0)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                live += 1  # locked: a live run
+            else:
+                try:
+                    path.unlink()  # left by a run that ended without removing it
+                except OSError:
+                    pass
+            finally:
+                os.close(fd)
+        return live if self._file is not None else live + 1
 
 
 def share_of_cores(cores: int, runs: int) -> int:

@@ -2,8 +2,10 @@
 
 On the CPU, clients of a round train in worker threads, each on its own copy of the working model with one
 intra-op torch thread, so an update does not depend on which worker ran it or on how many there are;
-evaluation deals fixed test batches to the workers the same way. On a GPU the clients train one after the
-other on the one model (the GPU runs each update's kernels in parallel itself).
+evaluation deals fixed test batches to the workers the same way. With ``--client-exec lockstep`` (the
+default on a GPU) each worker trains chunks of clients together as one batched computation
+(:mod:`hetbench.train.lockstep`); sequentially on a GPU, the clients train one after the other on the one
+model. Concurrent runs on the machine share its cores (:class:`hetbench.cores.RunRegistration`).
 """
 
 from __future__ import annotations
@@ -112,7 +114,9 @@ class ClientPool:
     thread, so a client's update is the same whichever worker runs it and however many workers there
     are; updates come back in client order, so aggregation is order-stable too. At most ``workers``
     updates exist at a time, whatever the number of clients per round. A run with one client per round
-    (centralised), with dropout (torch's global generator) or on a GPU trains in the main thread instead.
+    (centralised), with dropout (torch's global generator) or on a GPU trains in the main thread instead
+    (in lockstep on a GPU: the main thread computes each chunk's batched passes while its clients' own code
+    runs in threads of the chunk's group).
     Evaluation splits the test rows over the workers the same way. ``config.amp`` turns on bf16 autocast
     in every workspace (refused off CUDA). After each round and each evaluation the image pages read are
     released (:meth:`~hetbench.train.data.FederatedData.release_pages`), so resident memory does not grow
@@ -147,10 +151,6 @@ class ClientPool:
             self.client_threads = int(config.threads or 1)
         else:
             self.client_threads = int(config.threads or self.total_threads)
-        # concurrent runs share the cores: with the default --workers, each round runs at most this run's
-        # share of the cores in parallel (hetbench.cores.RunRegistration); which worker trains a client never
-        # changes its update, so this follows the load freely
-        self.registration = RunRegistration().__enter__()
         self.cores = available_cores()
         self.adaptive = config.workers is None and self.workers > 1
         self.concurrency: list[list[int]] = []  # [first round, live runs, workers in use] at every change
@@ -174,6 +174,10 @@ class ClientPool:
         for g in self.groups:
             self.free_groups.put(g)
         self.trim = HeapTrim()
+        # concurrent runs share the cores: with the default --workers, each round runs at most this run's
+        # share of the cores in parallel (hetbench.cores.RunRegistration); which worker trains a client never
+        # changes its update, so this follows the load freely. Registered last, once nothing can fail.
+        self.registration = RunRegistration().__enter__()
         # the main thread runs on the clients' thread count until close(): its server steps are
         # element-wise and small next to the clients' work, and with every core busy training clients,
         # an OpenMP team of the main thread would only spin-wait against them (about 10% of a round of

@@ -68,8 +68,13 @@ CLIENT_EXEC = ("auto", "sequential", "lockstep")
 
 #: Clients per lockstep group on a CPU: the round's clients are cut into chunks of this many, in selection
 #: order, and the chunks are dealt to the workers (one torch thread each), so a client's slot and the
-#: group it trains with do not depend on the number of workers. On a GPU one group holds the whole round.
+#: group it trains with do not depend on the number of workers.
 CPU_CHUNK = 10
+
+#: Clients per lockstep group on a GPU, one group at a time: enough stacked models to fill the device with
+#: the small models and batches of FL benchmarks, while a round of hundreds of clients still needs only
+#: this many clients' activations at once.
+GPU_CHUNK = 32
 
 
 class LockstepAborted(Exception):
@@ -81,15 +86,19 @@ class ClientExecRefused(HetbenchError):
 
 
 def lockstep_chunk(device: torch.device, clients_per_round: int) -> int:
-    """Clients per lockstep group: all of a round's on a GPU, :data:`CPU_CHUNK` on a CPU.
+    """Clients per lockstep group: at most :data:`GPU_CHUNK` on a GPU, :data:`CPU_CHUNK` on a CPU, at most a
+    round's.
 
     Examples
     --------
     >>> import torch
     >>> lockstep_chunk(torch.device("cpu"), 50), lockstep_chunk(torch.device("cuda"), 50)
-    (10, 50)
+    (10, 32)
+    >>> lockstep_chunk(torch.device("cuda"), 20)
+    20
     """
-    return max(1, int(clients_per_round)) if device.type != "cpu" else min(CPU_CHUNK, max(1, int(clients_per_round)))
+    cap = CPU_CHUNK if device.type == "cpu" else GPU_CHUNK
+    return min(cap, max(1, int(clients_per_round)))
 
 
 def lockstep_refusal(algorithm: Any, per_round: int, stochastic: bool) -> str | None:
@@ -244,19 +253,23 @@ class LockstepGroup:
         n_params = self.offsets[-1][1] if self.offsets else 0
         n_buffers = self.buffer_offsets[-1][1] if self.buffer_offsets else 0
         self.params = torch.zeros(capacity, n_params, dtype=torch.float32, device=self.device)
-        self.buffers = torch.zeros(capacity, n_buffers, dtype=torch.float32, device=self.device)
+        # a model without float buffers keeps an empty vector on the CPU, as FlatModel does, so a client's
+        # (empty) buffers add to the run's global ones on any device
+        self.buffers = torch.zeros(capacity, n_buffers, dtype=torch.float32,
+                                   device=self.device if n_buffers else torch.device("cpu"))
         self.spaces: list[Workspace] = []
         for k in range(capacity):
             ws = Workspace(data, make_model(), self.device, amp=amp, params=self.params[k], buffers=self.buffers[k])
             ws.lockstep, ws.slot = self, k
             self.spaces.append(ws)
         self.capacity = capacity
-        self._cond = threading.Condition()
+        self._lock = threading.Lock()
+        self._ready = threading.Condition(self._lock)  # the group thread waits here for requests and ends
+        self._events = [threading.Event() for _ in range(capacity)]  # a slot waits on its own for its reply
         self._requests: dict[int, tuple] = {}
         self._replies: dict[int, tuple[float, list[torch.Tensor]]] = {}
         self._abort = False
         self._threads = ThreadPoolExecutor(capacity, thread_name_prefix="hetbench-lockstep")
-        self._compiled: dict[tuple, Callable] = {}
         self.batched_calls = 0  # batched passes computed (for the results' timing block)
         self.client_steps = 0  # client steps they covered
 
@@ -266,13 +279,15 @@ class LockstepGroup:
         """The loss value and the per-parameter gradients of slot ``ws``'s model on batch (``x``, ``y``);
         blocks until the group has computed the step of every slot still training."""
         slot = ws.slot
-        with self._cond:
+        event = self._events[slot]
+        with self._lock:
             if self._abort:
                 raise LockstepAborted
             self._requests[slot] = (x, y, loss_fn, tuple(loss_args))
-            self._cond.notify_all()
-            while slot not in self._replies and not self._abort:
-                self._cond.wait()
+            self._ready.notify()
+        event.wait()
+        event.clear()
+        with self._lock:
             if self._abort:
                 raise LockstepAborted
             return self._replies.pop(slot)
@@ -290,6 +305,8 @@ class LockstepGroup:
         self._abort = False
         self._requests.clear()
         self._replies.clear()
+        for event in self._events:
+            event.clear()
         done: dict[int, tuple[bool, Any]] = {}
 
         def one(slot: int, client: int) -> None:
@@ -297,17 +314,17 @@ class LockstepGroup:
                 result = (True, task(self.spaces[slot], client))
             except BaseException as exc:  # noqa: BLE001 - handed to the caller below
                 result = (False, exc)
-            with self._cond:
+            with self._lock:
                 done[slot] = result
-                self._cond.notify_all()
+                self._ready.notify()
 
         for slot, client in enumerate(clients):
             self._threads.submit(one, slot, client)
         live = set(range(len(clients)))
         try:
             while live:
-                with self._cond:
-                    self._cond.wait_for(lambda: all(s in self._requests or s in done for s in live))
+                with self._lock:
+                    self._ready.wait_for(lambda: all(s in self._requests or s in done for s in live))
                     live -= set(done)
                     if any(not ok for ok, _ in done.values()):
                         break
@@ -315,9 +332,10 @@ class LockstepGroup:
                 if not requests:
                     continue
                 replies = self._compute(requests)
-                with self._cond:
+                with self._lock:
                     self._replies.update(replies)
-                    self._cond.notify_all()
+                for s in replies:
+                    self._events[s].set()
         except BaseException:
             self._stop(live, done)
             raise
@@ -330,10 +348,12 @@ class LockstepGroup:
 
     def _stop(self, live: set[int], done: dict) -> None:
         """Make every client still waiting raise :class:`LockstepAborted` and wait until all have ended."""
-        with self._cond:
+        with self._lock:
             self._abort = True
-            self._cond.notify_all()
-            self._cond.wait_for(lambda: all(s in done for s in live))
+        for event in self._events:
+            event.set()
+        with self._lock:
+            self._ready.wait_for(lambda: all(s in done for s in live))
 
     def _compute(self, requests: dict[int, tuple]) -> dict[int, tuple[float, list[torch.Tensor]]]:
         """Loss and gradient of every request, one batched call per (loss function, shapes) group."""
@@ -361,11 +381,11 @@ class LockstepGroup:
         from torch.func import functional_call, grad_and_value, vmap
 
         k = len(slots)
+        consecutive = slots == list(range(slots[0], slots[0] + k))  # the usual case: views, no gather
         index = torch.tensor(slots, dtype=torch.long, device=self.device)
-        if slots == list(range(slots[0], slots[0] + k)):  # consecutive slots (the usual case): views, no copy
-            params, buffers = self.params[slots[0] : slots[0] + k], self.buffers[slots[0] : slots[0] + k]
-        else:
-            params, buffers = self.params.index_select(0, index), self.buffers.index_select(0, index)
+        params = self.params[slots[0] : slots[0] + k] if consecutive else self.params.index_select(0, index)
+        buffers = self.buffers[slots[0] : slots[0] + k] if consecutive or not self.buffer_names \
+            else self.buffers.index_select(0, index)
         named = {n: params[:, a:b].view(k, *shape) for n, (a, b), shape in zip(self.names, self.offsets, self.shapes)}
         # separate tensors, not views of ``buffers``: under vmap and grad, in-place updates of a view do not
         # reach its base; the updated statistics are copied back below

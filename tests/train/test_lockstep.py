@@ -164,7 +164,11 @@ def test_a_short_run_ends_within_one_test_image(data, name):
     assert docs["sequential"]["execution"] == {"clients": "sequential", "reason": "requested"}
 
 
-def test_lockstep_bits_do_not_depend_on_runs_or_workers(data):
+def test_lockstep_bits_do_not_depend_on_runs_or_workers(data, monkeypatch):
+    import hetbench.train.lockstep as lockstep
+
+    monkeypatch.setattr(lockstep, "CPU_CHUNK", 4)  # ten clients in chunks of 4, 4 and 2: two workers busy
+
     def final(workers: int):
         doc, run = run_training(data, make_algorithm("fedprox"),
                                 TrainConfig(rounds=2, clients_per_round=10, batch_size=32, workers=workers,
@@ -174,6 +178,63 @@ def test_lockstep_bits_do_not_depend_on_runs_or_workers(data):
     a, b, c = final(1), final(1), final(2)
     assert torch.equal(a[0], b[0]) and torch.equal(a[0], c[0])
     assert a[1] == b[1] == c[1]
+
+
+def _tiny_group(capacity: int):
+    from hetbench.train.lockstep import LockstepGroup
+    from hetbench.train.models import build_model
+
+    class Data:
+        in_channels, mean, std = 1, [0.5], [0.5]
+
+    return LockstepGroup(Data(), lambda: build_model("digits-cnn", 1, 10, 8, "none"), capacity, torch.device("cpu"))
+
+
+def test_a_failing_client_stops_its_group_and_its_error_is_raised():
+    """Client 1 raises after two steps: the others, waiting for their third gradient, stop; the group
+    raises client 1's error (the first failing client in client order), and the group can run again."""
+    from hetbench.train.local import cross_entropy
+
+    group = _tiny_group(3)
+    x, y = torch.zeros(4, 1, 8, 8), torch.zeros(4, dtype=torch.long)
+    steps: dict[int, int] = {}
+
+    def task(ws, client):
+        for step in range(5):
+            if client == 1 and step == 2:
+                raise ValueError("client 1 failed")
+            group.gradient(ws, x, y, cross_entropy, ())
+            steps[client] = step + 1
+        return client
+
+    try:
+        with pytest.raises(ValueError, match="client 1 failed"):
+            group.run(task, [0, 1, 2])
+        assert steps[1] == 2 and max(steps.values()) <= 3
+        steps.clear()
+        assert group.run(lambda ws, c: task(ws, 0) + c, [5, 6]) == [5, 6]  # fresh after the failure
+    finally:
+        group.close()
+
+
+def test_an_error_in_the_batched_pass_reaches_the_caller():
+    from hetbench.train.local import cross_entropy
+
+    group = _tiny_group(2)
+
+    def bad_loss(model, x, y):
+        raise RuntimeError("bad loss")
+
+    def task(ws, client):
+        group.gradient(ws, torch.zeros(2, 1, 8, 8), torch.zeros(2, dtype=torch.long),
+                       bad_loss if client else cross_entropy, ())
+        return client
+
+    try:
+        with pytest.raises(RuntimeError, match="bad loss"):
+            group.run(task, [0, 1])
+    finally:
+        group.close()
 
 
 def test_a_diverging_client_stops_the_round_without_hanging(data):
@@ -270,6 +331,17 @@ def test_a_resumed_lockstep_run_equals_an_uninterrupted_one(data, tmp_path):
     def without_timing(doc: dict) -> str:
         return json.dumps({k: v for k, v in doc.items() if k != "timing"}, sort_keys=True)
 
+    import hetbench.train.lockstep as lockstep
+
+    original = lockstep.CPU_CHUNK
+    lockstep.CPU_CHUNK = 2  # five clients in chunks of 2, 2 and 1: two workers busy when resumed
+    try:
+        _resume_check(data, tmp_path, config, stop_at_2, without_timing, Interrupted)
+    finally:
+        lockstep.CPU_CHUNK = original
+
+
+def _resume_check(data, tmp_path, config, stop_at_2, without_timing, Interrupted):
     reference = run_training(data, make_algorithm("scaffold"), config())
     ckpt = tmp_path / "run.ckpt"
     with pytest.raises(Interrupted):

@@ -7,20 +7,15 @@ import json
 import os
 import subprocess
 import sys
-import time
 
 import pytest
 
-from hetbench.cores import RunRegistration, share_of_cores
+from hetbench.cores import RunRegistration, available_cores, share_of_cores
 
 
 def test_live_runs_are_counted_and_stale_entries_removed(tmp_path):
-    holder = subprocess.Popen(  # another process holding a registration: a live run
-        [sys.executable, "-c", "import sys, time; from pathlib import Path; from hetbench.cores import RunRegistration\n"
-         f"r = RunRegistration(Path({str(tmp_path)!r})).__enter__(); print('ready', flush=True); time.sleep(60)"],
-        stdout=subprocess.PIPE, text=True)
+    holder = _holder(tmp_path)  # another process holding a registration: a live run
     try:
-        assert holder.stdout.readline().strip() == "ready"
         (tmp_path / "12345-dead.run").write_text("")  # left by a run that died: no lock on it
         with RunRegistration(tmp_path) as me:
             assert me.live_runs() == 2  # this one and the holder
@@ -29,43 +24,75 @@ def test_live_runs_are_counted_and_stale_entries_removed(tmp_path):
     finally:
         holder.kill()
         holder.wait(timeout=30)
-    assert RunRegistration(tmp_path).live_runs() == 0  # the kernel dropped the killed holder's lock
+    assert RunRegistration(tmp_path).live_runs() == 1  # unregistered: itself only; the killed holder's lock is gone
+    assert not list(tmp_path.glob("*.run"))
 
 
-@pytest.mark.skipif(not hasattr(os, "sched_setaffinity") or len(os.sched_getaffinity(0)) < 2,
-                    reason="needs CPU affinity and two CPUs")
+def _holder(folder):
+    """Another process registered as a live run in ``folder`` (stands for a concurrent training run)."""
+    proc = subprocess.Popen(
+        [sys.executable, "-c", "import sys, time; from pathlib import Path; from hetbench.cores import RunRegistration\n"
+         f"r = RunRegistration(Path({str(folder)!r})).__enter__(); print('ready', flush=True); time.sleep(600)"],
+        stdout=subprocess.PIPE, text=True)
+    assert proc.stdout.readline().strip() == "ready"
+    return proc
+
+
+@pytest.mark.skipif(not hasattr(os, "sched_setaffinity") or len(os.sched_getaffinity(0)) < 2
+                    or available_cores() < 2, reason="needs CPU affinity and two usable CPUs")
 def test_two_concurrent_runs_on_two_cores_keep_at_most_two_threads_busy(tmp_path):
-    """Two ``hetbench train`` processes pinned to the same two CPUs, sharing a registry: in every round
-    both were live, each kept one worker (one torch thread) busy, two in all; alone, a run uses both."""
+    """``hetbench train`` pinned to two CPUs while another run is live keeps one worker (one torch thread)
+    busy in every round, two in all; alone, it uses both cores. Same results either way."""
     cpus = sorted(os.sched_getaffinity(0))[:2]
-    env = dict(os.environ, HETBENCH_RUNS_DIR=str(tmp_path / "runs"))
+    runs = tmp_path / "runs"
+    env = dict(os.environ, HETBENCH_RUNS_DIR=str(runs))
 
-    def start(name: str) -> subprocess.Popen:
+    def train(name: str) -> dict:
         code = (f"import os; os.sched_setaffinity(0, {set(cpus)!r}); from hetbench.cli.main import main; "
-                f"main(['train', '--algo', 'fedavg', '--rounds', '40', '--clients-per-round', '6', '--batch-size', '16', "
-                f"'--eval-every', '40', '--out', {str(tmp_path / name)!r}, '-q'])")
-        return subprocess.Popen([sys.executable, "-c", code], env=env)
+                f"main(['train', '--algo', 'fedavg', '--rounds', '3', '--clients-per-round', '6', '--batch-size', '16', "
+                f"'--out', {str(tmp_path / name)!r}, '-q'])")
+        subprocess.run([sys.executable, "-c", code], env=env, check=True, timeout=600)
+        return json.loads(next((tmp_path / name).rglob("fedavg-s0.json")).read_text())
 
-    procs = [start("a")]
-    deadline = time.monotonic() + 120
-    while not list((tmp_path / "runs").glob("*.run")) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    procs.append(start("b"))
+    holder = _holder(runs)
     try:
-        assert [p.wait(timeout=600) for p in procs] == [0, 0]
+        shared = train("shared")
     finally:
-        for p in procs:
-            if p.poll() is None:
-                p.kill()
-    docs = [json.loads(next((tmp_path / n).rglob("fedavg-s0.json")).read_text()) for n in ("a", "b")]
-    for doc in docs:
-        assert doc["timing"]["client_threads"] == 1
-        for _, runs, workers in doc["timing"]["concurrency"]:
-            assert workers == share_of_cores(2, runs)
-    # b started while a was training: its first rounds saw two runs, so it kept one worker busy
-    assert docs[1]["timing"]["concurrency"][0][1:] == [2, 1]
-    assert any(runs == 2 for _, runs, _ in docs[0]["timing"]["concurrency"])  # a stepped down while b ran
-    assert docs[0]["final"]["accuracy"] == docs[1]["final"]["accuracy"]  # same science, whatever the share
+        holder.kill()
+        holder.wait(timeout=30)
+    alone = train("alone")
+    assert shared["timing"]["concurrency"] == [[1, 2, 1]]  # two live runs from round 1 on: one worker each
+    assert alone["timing"]["concurrency"] == [[1, 1, 2]]
+    assert shared["timing"]["client_threads"] == alone["timing"]["client_threads"] == 1
+    assert shared["final"] == alone["final"]  # the share changes the speed, not the science
+
+
+def test_a_run_steps_down_when_another_starts(tmp_path, monkeypatch):
+    """The share is read again every round: a run that started alone takes one worker once another run
+    registers, and both again when it has gone."""
+    from hetbench.sweep import default_split
+    from hetbench.train.algorithms import TrainConfig, make_algorithm
+    from hetbench.train.data import load_federated
+    from hetbench.train.session import TrainingSession
+
+    monkeypatch.setenv("HETBENCH_RUNS_DIR", str(tmp_path))
+    monkeypatch.setattr("hetbench.train.client_pool.available_cores", lambda: 2)
+    monkeypatch.setattr("hetbench.train.client_pool.default_workers", lambda: 2)
+    session = TrainingSession.start(load_federated(default_split(quiet=True), quiet=True), make_algorithm("fedavg"),
+                                    TrainConfig(clients_per_round=4))
+    try:
+        pool = session.pool
+        assert pool.active_workers(1) == 2
+        other = _holder(tmp_path)
+        try:
+            assert pool.active_workers(2) == 1
+        finally:
+            other.kill()
+            other.wait(timeout=30)
+        assert pool.active_workers(3) == 2
+        assert pool.concurrency == [[1, 1, 2], [2, 2, 1], [3, 1, 2]]
+    finally:
+        session.close()
 
 
 def test_the_centralised_run_trains_on_one_thread_unless_asked(tmp_path):
