@@ -266,6 +266,9 @@ class LockstepGroup:
         self._lock = threading.Lock()
         self._ready = threading.Condition(self._lock)  # the group thread waits here for requests and ends
         self._events = [threading.Event() for _ in range(capacity)]  # a slot waits on its own for its reply
+        # one client's own code runs at a time (between its gradient requests), so a group keeps one core busy,
+        # as a sequential worker does: the run's share of the cores holds in lockstep too
+        self._turn = threading.Semaphore(1)
         self._requests: dict[int, tuple] = {}
         self._replies: dict[int, tuple[float, list[torch.Tensor]]] = {}
         self._abort = False
@@ -285,8 +288,10 @@ class LockstepGroup:
                 raise LockstepAborted
             self._requests[slot] = (x, y, loss_fn, tuple(loss_args))
             self._ready.notify()
+        self._turn.release()
         event.wait()
         event.clear()
+        self._turn.acquire()
         with self._lock:
             if self._abort:
                 raise LockstepAborted
@@ -310,10 +315,13 @@ class LockstepGroup:
         done: dict[int, tuple[bool, Any]] = {}
 
         def one(slot: int, client: int) -> None:
+            self._turn.acquire()
             try:
                 result = (True, task(self.spaces[slot], client))
             except BaseException as exc:  # noqa: BLE001 - handed to the caller below
                 result = (False, exc)
+            finally:
+                self._turn.release()
             with self._lock:
                 done[slot] = result
                 self._ready.notify()
