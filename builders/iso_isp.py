@@ -221,10 +221,12 @@ def publish_checked(prepare: Callable[..., PreparedSplit], out: Path, name: str,
     from contextlib import ExitStack
 
     from hetbench.atomic import locked_out
+    from hetbench.builders.row_spill import spill_beside
     from hetbench.outputs import input_paths
 
     inputs = input_paths(params)  # --out may not be, lie inside or contain --raw-dir, --data-dir, ...
     with ExitStack() as stack:
+        stack.enter_context(spill_beside(Path(os.path.abspath(out)).parent))  # the rendered rows, until published
         locked: list[Path] = []
         prepared = prepare(**params, title=name,
                            on_checked=lambda: locked.append(stack.enter_context(locked_out(out, overwrite, inputs=inputs))))

@@ -13,8 +13,10 @@ buffers and sizes), so what is published is byte-identical to a build that held 
 The pages of the mapped files are dropped from this process's resident memory every
 :data:`RELEASE_SECONDS` while they are mapped (:class:`PageRelease`; they stay in the operating system's
 page cache), so reading every image once to write the shards does not add the whole split to the peak
-resident memory. The temporary folder records its process (:mod:`hetbench.tempdirs`): one left by a killed
-build is removed by the next.
+resident memory. The temporary folder goes beside the output folder while a build publishes
+(:func:`spill_beside`; where the output's own temporary folder goes, on the disk that will hold the
+shards), else in the system's temporary folder; it records its process (:mod:`hetbench.tempdirs`): one
+left by a killed build is removed by the next.
 """
 
 from __future__ import annotations
@@ -28,15 +30,17 @@ import threading
 import uuid
 import weakref
 from array import array
+from contextlib import contextmanager
+from contextvars import ContextVar
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Iterator, Mapping, Sequence
 
 import numpy as np
 
 from hetbench.tempdirs import mark, remove_stale
 
-#: name prefix of the temporary folders (in the system's temporary folder unless told otherwise)
-SPILL_PREFIX = "hetbench-rows-"
+#: name prefix of the temporary folders (beside the output folder, else in the system's temporary folder)
+SPILL_PREFIX = ".hetbench-rows-"
 #: most bytes of one Arrow chunk of images (a binary array's offsets are 32-bit)
 MAX_CHUNK_BYTES = 2**31 - 1
 #: bytes copied at a time when a split's images are arranged in its row order
@@ -114,6 +118,34 @@ def drop_pages(mm: mmap.mmap) -> None:
 
 
 _RELEASE = PageRelease()
+_BESIDE: ContextVar[Path | None] = ContextVar("hetbench_spill_beside", default=None)
+
+
+@contextmanager
+def spill_beside(folder: str | os.PathLike) -> Iterator[None]:
+    """Within the block, a :class:`RowSpill` made without a ``parent`` goes into ``folder`` (the parent of the
+    output folder being built: a disk with room for the shards, unlike a temporary folder in memory).
+
+    Parameters
+    ----------
+    folder : path
+        Where the spills go; the system's temporary folder when it does not exist.
+
+    Examples
+    --------
+    >>> import os
+    >>> from hetbench.builders.row_spill import RowSpill, spill_beside
+    >>> with spill_beside("."):
+    ...     spill = RowSpill()
+    >>> spill.folder.parent == Path("."), spill.folder.name.startswith(".hetbench-rows-")
+    (True, True)
+    >>> spill.close()
+    """
+    token = _BESIDE.set(Path(folder))
+    try:
+        yield
+    finally:
+        _BESIDE.reset(token)
 
 
 class RowSpill:
@@ -123,7 +155,8 @@ class RowSpill:
     Parameters
     ----------
     parent : path, optional
-        Where the temporary folder goes (default: the system's temporary folder).
+        Where the temporary folder goes (default: the folder of :func:`spill_beside`, else the system's
+        temporary folder).
 
     Examples
     --------
@@ -140,7 +173,9 @@ class RowSpill:
     """
 
     def __init__(self, parent: str | os.PathLike | None = None) -> None:
-        root = Path(parent) if parent is not None else Path(tempfile.gettempdir())
+        root = Path(parent) if parent is not None else _BESIDE.get()
+        if root is None or not root.is_dir():
+            root = Path(tempfile.gettempdir())
         remove_stale(root, SPILL_PREFIX)
         self.folder = root / f"{SPILL_PREFIX}{uuid.uuid4().hex[:10]}"
         self.folder.mkdir()

@@ -27,6 +27,7 @@ def _build(run_cli, where, name, num_proc):
     finally:
         os.chdir(cwd)
     assert code == 0, err
+    assert not list(where.glob(".hetbench-rows-*"))  # the rendered rows went beside the output, and are gone
     return digest_folder(where / name)
 
 
