@@ -189,15 +189,18 @@ class RowSpill:
         return len(self._sizes)
 
     def add(self, image: bytes) -> int:
-        """Append one encoded image; returns its row number in the spill."""
-        self._file.write(image)
+        """Append one encoded image; returns its row number in the spill. A full disk is an ``OSError`` naming
+        the spill file (the CLI's one line)."""
+        with _naming(self.folder / "images.bin"):
+            self._file.write(image)
         self._sizes.append(len(image))
         return len(self._sizes) - 1
 
     def _source(self) -> mmap.mmap | None:
         """The spilled images, mapped (no more rows are added once they are read)."""
         if not self._file.closed:
-            self._file.close()
+            with _naming(self.folder / "images.bin"):
+                self._file.close()
         if self._map is None and os.path.getsize(self.folder / "images.bin"):
             with open(self.folder / "images.bin", "rb") as f:
                 self._map = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
@@ -247,25 +250,22 @@ class RowSpill:
         starts = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
         digest = hashlib.sha256(sizes[rows].tobytes())
         path = self.folder / f"{split}.bin"
-        with open(path, "wb") as out:
+        with _naming(path), open(path, "wb") as out:
             if source is not None and rows.size:
-                view = memoryview(source)
-                try:
-                    # runs of consecutive rows are one contiguous range of the spill
-                    cut = np.flatnonzero(np.diff(rows) != 1) + 1
-                    copied = 0
+                # runs of consecutive rows are one contiguous range of the spill
+                cut = np.flatnonzero(np.diff(rows) != 1) + 1
+                copied = 0
+                with memoryview(source) as view:
                     for run in np.split(rows, cut):
                         lo, hi = int(starts[run[0]]), int(starts[run[-1] + 1])
                         for a in range(lo, hi, COPY_BYTES):
-                            piece = view[a : min(hi, a + COPY_BYTES)]
-                            digest.update(piece)
-                            out.write(piece)
-                            copied += len(piece)
+                            with view[a : min(hi, a + COPY_BYTES)] as piece:  # released even on a full disk
+                                digest.update(piece)
+                                out.write(piece)
+                                copied += len(piece)
                             if copied >= COPY_BYTES * 4:
                                 drop_pages(source)
                                 copied = 0
-                finally:
-                    view.release()
                 drop_pages(source)
         if not os.path.getsize(path):
             return None, digest
@@ -277,12 +277,29 @@ class RowSpill:
     def close(self) -> None:
         """Remove the temporary folder. Data sets already made keep their images: their files stay mapped
         (on Linux a mapped file's bytes live until it is unmapped)."""
-        if not self._file.closed:
-            self._file.close()
+        try:
+            if not self._file.closed:
+                self._file.close()
+        except OSError:  # a full disk: what was written is removed below
+            pass
         if self._map is not None:
-            self._map.close()
+            try:
+                self._map.close()
+            except BufferError:  # a view of it is still alive (an error's traceback): unmapped with it
+                pass
             self._map = None
         self._remove()
+
+
+@contextmanager
+def _naming(path: Path) -> Iterator[None]:
+    """An ``OSError`` without a file name (a full disk on ``write``) raised again naming ``path``."""
+    try:
+        yield
+    except OSError as exc:
+        if exc.filename is not None or exc.errno is None:
+            raise
+        raise OSError(exc.errno, exc.strerror, str(path)) from None
 
 
 def _image_column(frame, sizes: np.ndarray, data: mmap.mmap | None):

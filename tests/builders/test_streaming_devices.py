@@ -208,3 +208,28 @@ def test_a_bad_num_proc_is_one_line_before_anything_renders(tmp_path, run_cli):
                            "--crop-size", "96", "--clients", "9", "--out", out)
     assert code == 2 and err.strip().splitlines() == ["hetbench: error: --num-proc must be at least 1 (got 0)"]
     assert not out.exists()
+
+
+def test_a_full_disk_while_spilling_names_the_file_and_leaves_nothing(tmp_path):
+    import errno
+
+    from hetbench.builders.row_spill import RowSpill
+
+    class Full:
+        closed = False
+
+        def write(self, data):
+            raise OSError(errno.ENOSPC, "No space left on device")
+
+        def close(self):
+            self.closed = True
+            raise OSError(errno.ENOSPC, "No space left on device")
+
+    spill = RowSpill(tmp_path)
+    spill._file.close()
+    spill._file = Full()
+    with pytest.raises(OSError) as info:
+        spill.add(b"png")
+    assert info.value.errno == errno.ENOSPC and info.value.filename == str(spill.folder / "images.bin")
+    spill.close()  # the full disk's second error is not raised over the first
+    assert list(tmp_path.iterdir()) == []
