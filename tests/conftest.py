@@ -19,12 +19,40 @@ os.environ["HETBENCH_CACHE"] = os.path.join(_HF_HOME, "hetbench-train-cache")
 # started by the Ray tests, every local instance (hetbench's --engine ray, Flower's simulation) and
 # every worker bind 127.0.0.1 only. Inherited by every subprocess the tests start.
 os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"
+# Idle OpenMP threads (torch's intra-op pool, MKL) sleep instead of spinning. `make test` runs two workers
+# on two cores, each with torch's default of one thread per core, beside the Ray and CLI processes tests
+# start: with GNU OpenMP's default (spin for about 300,000 iterations before sleeping) the waiting threads
+# of one process burn the cores the other is computing on, and a 5 s task-embedder training took 40-80 s
+# beside another one (the bits are the same: only how a thread waits changes). Read once, when OpenMP is
+# loaded (torch's import), so it is set before anything imports torch; inherited by every subprocess.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 from pathlib import Path  # noqa: E402
 
 import pytest  # noqa: E402
 
 SHARED = Path(__file__).resolve().parents[2] / "shared"
+
+
+#: most tests pytest-xdist hands a worker at a time (``--maxschedchunk``; see pytest_configure)
+SCHEDULE_CHUNK = 4
+
+
+def pytest_configure(config):
+    """With ``-n`` (``make test`` runs two workers): tests are handed out a few at a time, not an eighth of
+    the suite to each worker up front as pytest-xdist's ``--dist load`` does by default, so that the slow tests
+    that :func:`pytest_collection_modifyitems` puts first are spread over both workers. A
+    ``--maxschedchunk`` given on the command line is kept."""
+    if getattr(config.option, "maxschedchunk", 0) is None:
+        config.option.maxschedchunk = SCHEDULE_CHUNK
+
+
+def pytest_collection_modifyitems(config, items):
+    """Tests marked ``slow`` first, in their collection order, then the rest in theirs (what each test runs
+    and checks is unchanged). With two workers, the long tests start while the short ones can still fill
+    the other worker, so the run ends with short tests on both, instead of one worker finishing a
+    two-minute test alone at the end (the default-hyper-parameter tests, collected last, did)."""
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)  # stable: order kept within each part
 
 
 @pytest.fixture
