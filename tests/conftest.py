@@ -35,7 +35,7 @@ SHARED = Path(__file__).resolve().parents[2] / "shared"
 
 
 #: most tests pytest-xdist hands a worker at a time (``--maxschedchunk``; see pytest_configure)
-SCHEDULE_CHUNK = 4
+SCHEDULE_CHUNK = 2
 
 
 def pytest_configure(config):
