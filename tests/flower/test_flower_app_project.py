@@ -32,7 +32,8 @@ def test_a_job_survives_the_trip_through_flower_config_values():
     assert all(isinstance(v, (bool, int, float, str)) for v in flat.values())
     back = FlowerJob.from_config(flat)
     assert back == job
-    assert back.train_config() == TrainConfig(**{**config.as_dict(), "cache_dir": None})
+    # a ClientApp trains the one client of each message: Flower jobs always run their clients sequentially
+    assert back.train_config() == TrainConfig(**{**config.as_dict(), "cache_dir": None, "client_exec": "sequential"})
     assert back.algorithm().params["pruning_ratios"] == (0.0, 0.5)
     with pytest.raises(Exception, match="unknown hetbench option 'roundz'"):
         FlowerJob.from_config({**flat, "roundz": 2})
