@@ -72,6 +72,8 @@ HERE = Path(__file__).resolve().parent
 if str(HERE) not in sys.path:  # the sibling modules (trainer_e2e, trainer_floor)
     sys.path.insert(0, str(HERE))
 
+from bench_trainer import Report  # noqa: E402  (prints lines as they come and keeps them for the results file)
+
 OVERHEAD = dict(dataset="builtin:digits", clients=500, per_round=50, rounds=50, model="digits-cnn")
 SGD = dict(local_epochs=1, batch_size=10, lr=0.05)
 TARGET = 3.0  # pfl time per round / hetbench lockstep time per round, at least
@@ -84,22 +86,6 @@ dependency of hetbench). Set one up and point the benchmark at its Python:
     /tmp/pfl-venv/bin/pip install torch==2.13.0     # first: keeps pip from pulling a CUDA build
     /tmp/pfl-venv/bin/pip install pfl==0.6.0
     PFL_PYTHON=/tmp/pfl-venv/bin/python python benchmarks/bench_pfl.py     # or --pfl-python PATH"""
-
-
-class Report:
-    """Print lines as they come and keep them for the results file."""
-
-    def __init__(self) -> None:
-        self.lines: list[str] = []
-
-    def __call__(self, line: str = "") -> None:
-        print(line, flush=True)
-        self.lines.append(line)
-
-    def save(self, path: Path) -> None:
-        tmp = path.with_name(f".{path.name}.tmp")
-        tmp.write_text("\n".join(self.lines) + "\n")
-        tmp.replace(path)
 
 
 def parse_args(argv=None) -> argparse.Namespace:

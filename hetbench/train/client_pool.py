@@ -219,56 +219,34 @@ class ClientPool:
             self.run.bind(None)
 
     def updates(self, round_index: int, clients: np.ndarray):
-        """Yield the clients' updates in client order."""
-        if self.groups:
-            yield from self._lockstep_updates(round_index, clients)
-            return
-        try:
-            if self.executor is None:
-                for k in clients:
-                    yield self._one(round_index, int(k))
-                    self.trim()
-                return
-            active = self.active_workers(round_index)
-            pending: deque = deque()
-            todo = iter(int(k) for k in clients)
-            for k in todo:
-                pending.append(self.executor.submit(self._one, round_index, k))
-                if len(pending) >= active:
-                    break
-            while pending:
-                update = pending.popleft().result()
-                nxt = next(todo, None)
-                if nxt is not None:
-                    pending.append(self.executor.submit(self._one, round_index, nxt))
-                yield update
-                self.trim()
-        finally:
-            self.run.data.release_pages()
-
-    def _lockstep_updates(self, round_index: int, clients: np.ndarray):
-        """Yield the clients' updates in client order, chunks of :attr:`chunk` clients trained in lockstep
-        (dealt to the workers, at most ``workers`` chunks in flight)."""
+        """Yield the clients' updates in client order. The work goes in units: one client each, or in
+        lockstep chunks of :attr:`chunk` clients trained together; units are dealt to the workers, at most
+        :meth:`active_workers` in flight, and their updates come back in order."""
         order = [int(k) for k in clients]
-        chunks = [order[i : i + self.chunk] for i in range(0, len(order), self.chunk)]
+        if self.groups:
+            units = [order[i : i + self.chunk] for i in range(0, len(order), self.chunk)]
+            work = self._chunk
+        else:
+            units = order
+            work = lambda r, k: [self._one(r, k)]  # noqa: E731
         try:
             if self.executor is None:
-                for chunk in chunks:
-                    yield from self._chunk(round_index, chunk)
+                for unit in units:
+                    yield from work(round_index, unit)
                     self.trim()
                 return
             active = self.active_workers(round_index)
             pending: deque = deque()
-            todo = iter(chunks)
-            for chunk in todo:
-                pending.append(self.executor.submit(self._chunk, round_index, chunk))
+            todo = iter(units)
+            for unit in todo:
+                pending.append(self.executor.submit(work, round_index, unit))
                 if len(pending) >= active:
                     break
             while pending:
                 done = pending.popleft().result()
                 nxt = next(todo, None)
                 if nxt is not None:
-                    pending.append(self.executor.submit(self._chunk, round_index, nxt))
+                    pending.append(self.executor.submit(work, round_index, nxt))
                 yield from done
                 self.trim()
         finally:
