@@ -11,7 +11,7 @@ from hetbench.cli.train import WithHyperOptions, split_hyper, train
 #: the ``hetbench train`` options that describe a run (the rest, sweeps, resuming and the local engine's
 #: threads, do not apply to one deployed run)
 RUN_OPTIONS = ("rounds", "clients_per_round", "local_epochs", "batch_size", "lr", "momentum", "weight_decay", "model",
-               "norm", "image_size", "group_by", "eval_every", "target_accuracy",
+               "norm", "image_size", "group_by", "eval_every", "eval_from", "target_accuracy",
                "device", "amp", "cache_dir", "train_groups", "test_groups", "last_k")
 
 

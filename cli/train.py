@@ -108,6 +108,9 @@ def split_hyper(opts: dict[str, Any]) -> dict[str, Any]:
               "first of device/domain/s2_cell/user_id the split has, else client_id, else all).")
 @click.option("--seed", default="0", show_default=True, help="Seed, or comma list of seeds (one run each).")
 @click.option("--eval-every", default=1, show_default=True, type=int, help="Evaluate every N rounds (and the last).")
+@click.option("--eval-from", default=1, show_default=True, type=int,
+              help="The first round evaluated: a run whose curve does not matter, only its final statistics (the "
+              "mean of the last --last-k evaluations), skips the test passes before it.")
 @click.option("--target-accuracy", default=None, type=float,
               help="Accuracy (percent) for rounds-to-target (default: 90% of the centralised run when it runs too).")
 @click.option("--workers", default=None, type=int,

@@ -85,6 +85,24 @@ class LocalClients:
         """Nothing: the session owns the pool."""
 
 
+def evaluated(round_index: int, config: TrainConfig) -> bool:
+    """Whether round ``round_index`` is evaluated: from ``config.eval_from`` on, every ``config.eval_every``
+    rounds, and always the last round.
+
+    Examples
+    --------
+    >>> from hetbench.train.algorithms import TrainConfig
+    >>> from hetbench.train.simulation import evaluated
+    >>> [r for r in range(1, 11) if evaluated(r, TrainConfig(rounds=10, eval_every=3))]
+    [3, 6, 9, 10]
+    >>> [r for r in range(1, 21) if evaluated(r, TrainConfig(rounds=20, eval_from=18))]
+    [18, 19, 20]
+    """
+    if round_index < int(config.eval_from):
+        return False
+    return round_index % max(int(config.eval_every), 1) == 0 or round_index == int(config.rounds)
+
+
 def check_finite_model(run: RunState, round_index: int) -> None:
     """Stop the run (exit 3) when the global model has become NaN/inf."""
     if not math.isfinite(float(run.global_params.sum())):
@@ -173,7 +191,7 @@ def run_training(
             history.add_train(r, loss_sum / max(weight_sum, 1.0))
             t_train += time.perf_counter() - t0
             summary: dict = {}
-            if r % max(int(config.eval_every), 1) == 0 or r == config.rounds:
+            if evaluated(r, config):
                 t0 = time.perf_counter()
                 correct, loss = algorithm.evaluate(run, pool)
                 summary = metrics_from_correct(correct, loss, data).summary()

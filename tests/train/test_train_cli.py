@@ -71,6 +71,23 @@ def test_same_seed_same_results_json_whatever_the_number_of_workers(digits_split
     assert c["curves"]["train_loss"] != _without_timing(a[1])["curves"]["train_loss"]
 
 
+def test_eval_from_skips_only_the_test_passes_before_it(digits_split, tmp_path, run_cli):
+    # the same training, evaluated every round or only from round 3: the evaluated rounds' numbers agree
+    args = ("--split", digits_split, "--algo", "fedavg", "--rounds", "4", "--clients-per-round", "3",
+            "--batch-size", "16", "--threads", "1", "-q")
+    assert run_cli("train", *args, "--out", tmp_path / "every")[0] == 0
+    assert run_cli("train", *args, "--eval-from", "3", "--out", tmp_path / "from3")[0] == 0
+    every = json.loads(_results(tmp_path / "every")[0].read_text())
+    late = json.loads(_results(tmp_path / "from3")[0].read_text())
+    assert late["config"]["eval_from"] == 3 and every["config"]["eval_from"] == 1
+    assert every["curves"]["round"] == [1, 2, 3, 4] and late["curves"]["round"] == [3, 4]
+    for key in ("accuracy", "loss", "group_accuracy"):
+        assert late["curves"][key] == (every["curves"][key][2:] if key != "group_accuracy"
+                                       else {g: v[2:] for g, v in every["curves"][key].items()})
+    assert late["curves"]["train_loss"] == every["curves"]["train_loss"]  # every round still trains
+    assert late["final"]["last_k"]["rounds"] == [3, 4]
+
+
 def test_non_default_hyper_parameters_name_the_file_and_overwrite_is_refused(digits_split, tmp_path, run_cli):
     out = tmp_path / "res"
     code, _, err = run_cli("train", "--split", digits_split, "--algo", "fedprox", "--mu", "0.01", *FAST, "--out", out)
@@ -125,6 +142,9 @@ BAD = {
     "bad seed": ("ok", {}, ["--seed", "x"], 2, "--seed"),
     "learning rate not a number": ("ok", {}, ["--lr", "nan"], 2, "--lr must be a positive number"),
     "negative momentum": ("ok", {}, ["--momentum", "-0.5"], 2, "--momentum"),
+    "eval-from zero": ("ok", {}, ["--eval-from", "0"], 2, "--eval-from must be a positive number (got 0)"),
+    "eval-from past the last round": ("ok", {}, ["--rounds", "3", "--eval-from", "4"], 2,
+                                      "--eval-from must be at most --rounds (3; got 4)"),
     "EMA factor out of range": ("ok", {}, ["--algo", "heteroswitch", "--ema-alpha", "1.5"], 2, "--ema-alpha must be in"),
     "loss becomes NaN": ("ok", {}, ["--lr", "1e12", "--rounds", "3"], 3, "diverged"),
     "negative seed": ("ok", {}, ["--seed", "-1"], 2, "--seed must be a non-negative integer (got -1)"),

@@ -49,6 +49,7 @@ class TrainConfig:
     norm: str = "group"
     seed: int = 0
     eval_every: int = 1
+    eval_from: int = 1  # the first round evaluated (then every eval_every rounds, and always the last)
     image_size: int | None = None
     target_accuracy: float | None = None
     group_by: str | None = None
@@ -102,7 +103,8 @@ class TrainConfig:
 
         if self.model not in ("auto", *MODEL_NAMES):
             raise HetbenchError(f"unknown model '{self.model}'; choose from auto, {', '.join(MODEL_NAMES)}")
-        positive = ("rounds", "clients_per_round", "local_epochs", "batch_size", "lr", "eval_every", "image_size",
+        positive = ("rounds", "clients_per_round", "local_epochs", "batch_size", "lr", "eval_every", "eval_from",
+                    "image_size",
                     "workers", "checkpoint_every", "last_k", "threads")
         for key in positive:
             v = getattr(self, key)
@@ -118,6 +120,9 @@ class TrainConfig:
                 f"--image-size must be an integer between {IMAGE_SIZE_RANGE[0]} and {IMAGE_SIZE_RANGE[1]} pixels "
                 f"(got {self.image_size})"
             )
+        if self.eval_from > self.rounds:
+            raise HetbenchError(f"--eval-from must be at most --rounds ({self.rounds}; got {self.eval_from}): no "
+                                "round would be evaluated")
         if self.client_exec not in ("auto", "sequential", "lockstep"):
             raise HetbenchError(f"--client-exec must be auto, sequential or lockstep (got {self.client_exec!r})")
         check_seed(self.seed)
