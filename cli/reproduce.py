@@ -13,8 +13,9 @@ from hetbench.reproduce import DEFAULT_OUT, claim_ids, reproduce as run_claims
 @click.option("--quick/--full", default=True, show_default=True,
               help="Quick: small models, few rounds, reduced grids, same protocol (minutes on 2 CPU cores). Full: the "
               "papers' settings where the data allow (meant for a GPU, see --device).")
-@click.option("--seeds", default=None, metavar="0,1,2",
-              help="Seeds of every claim (default: each claim's quick seeds with --quick, 0,1,2 with --full).")
+@click.option("--seeds", default=None, metavar="0,1,2,3,4",
+              help="Seeds of every claim (default: each claim's quick seeds with --quick, 0,1,2,3,4 with --full); "
+              "a claim whose numbers vary with the seed needs at least 5.")
 @click.option("--out", default=DEFAULT_OUT, show_default=True, type=click.Path(file_okay=False),
               help="Output folder: claims.md, claims.html (self-contained), claims.json, plots/, runs/.")
 @click.option("--metadata", default=None, metavar="TABLE",
@@ -31,8 +32,10 @@ def reproduce(claims: str, quick: bool, seeds: str | None, out: str, metadata: s
     """Check published claims (Hsu et al., HeteroSwitch, Borazjani et al., DapperFL) against declared criteria.
 
     Each claim's definition (manifests/claims/<id>.yaml) declares its protocol and the criterion that
-    decides reproduced / partially reproduced / not reproduced before anything runs; a claim whose data
-    is missing is 'not run', with the reason.
+    decides each check before anything runs: reproduced (the whole 95% t interval, paired by seed, is on
+    the claimed side of the declared margin), not reproduced (the whole interval on the other side) or
+    inconclusive (it straddles the margin); a claim is partially reproduced only when its checks disagree,
+    and 'not run' when its data is missing, with the reason.
 
     \b
     Examples:

@@ -5,7 +5,7 @@ that measures it with its ``quick`` and ``full`` settings, and one or more check
 measurement of the runner and the criterion (:mod:`hetbench.reproduce.criteria`) that decides its
 verdict. Everything a verdict depends on is in this file, written before any run.
 
-Keys (all required but ``notes``)::
+Keys (all required but ``notes``, and ``settle`` only for a runner that trains)::
 
     id: hsu-label-skew                 # the file's stem; part of the command-line interface
     paper: Hsu, Qi and Brown 2019 ...  # citation
@@ -16,6 +16,7 @@ Keys (all required but ``notes``)::
     settings: {quick: {...}, full: {...}}
     checks:
       - {measure: accuracy_vs_alpha, statement: ..., criterion: {name: monotone_decreasing, ...}}
+    settle: {evaluations: 4, max_change: 3.0}   # claims whose runner trains (hetbench.reproduce.settling)
     notes: ...                         # optional
 """
 
@@ -24,16 +25,38 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 import yaml
 
 from hetbench.errors import HetbenchError
 from hetbench.reproduce.criteria import check_criterion
+from hetbench.reproduce.settling import check_settle
 
 MODES = ("quick", "full")
+#: the fewest seeds a claim whose measurements vary with the seed runs with (quick and full mode, and
+#: ``--seeds``): a 95% t interval from n seeds is ``t(0.975, n - 1) s / sqrt(n)`` wide on each side, and
+#: t(0.975, n - 1) falls from 12.7 (n = 2) and 4.3 (n = 3) to 2.8 at n = 5, where more seeds start to pay
+#: mostly through the sqrt(n)
+MIN_SEEDS = 5
+
+
+def check_seed_count(claim_id: str, seeds: Sequence[int], seeded: bool, where: str) -> None:
+    """Refuse fewer than :data:`MIN_SEEDS` seeds for a claim whose measurements vary with the seed.
+
+    Examples
+    --------
+    >>> from hetbench.reproduce.claims import check_seed_count
+    >>> check_seed_count("hsu-label-skew", [0, 1, 2, 3, 4], True, "--seeds")
+    >>> check_seed_count("hsu-label-skew", [0, 1, 2], True, "--seeds")
+    Traceback (most recent call last):
+    hetbench.errors.HetbenchError: --seeds: hsu-label-skew needs at least 5 seeds for its 95% t intervals (got 3)
+    """
+    if seeded and len(seeds) < MIN_SEEDS:
+        raise HetbenchError(f"{where}: {claim_id} needs at least {MIN_SEEDS} seeds for its 95% t intervals "
+                            f"(got {len(seeds)})")
 _TEXT_KEYS = ("paper", "where", "claim", "protocol")
-_KEYS = ("id", *_TEXT_KEYS, "runner", "settings", "checks", "notes")
+_KEYS = ("id", *_TEXT_KEYS, "runner", "settings", "checks", "settle", "notes")
 
 
 @dataclass(frozen=True)
@@ -58,6 +81,7 @@ class Claim:
     settings: dict[str, dict[str, Any]]
     checks: tuple[Check, ...]
     notes: str = ""
+    settle: dict[str, Any] | None = None  # how settled its training runs must be (hetbench.reproduce.settling)
 
 
 def _folder():
@@ -98,7 +122,7 @@ def parse_claim(data: Any, where: str) -> Claim:
     if not isinstance(data, Mapping):
         raise HetbenchError(f"{where}: a claim definition is a mapping of {', '.join(_KEYS)}")
     for key in _KEYS:
-        if key != "notes" and key not in data:
+        if key not in ("notes", "settle") and key not in data:
             raise HetbenchError(f"{where}: missing key '{key}'")
     unknown = sorted(set(data) - set(_KEYS))
     if unknown:
@@ -117,6 +141,8 @@ def parse_claim(data: Any, where: str) -> Claim:
         if not isinstance(settings[mode], Mapping):
             raise HetbenchError(f"{where}: settings.{mode} must be a mapping")
         checked[mode] = runner.check_settings(dict(settings[mode]), f"{where}: settings.{mode}")
+        if "seeds" in checked[mode]:
+            check_seed_count(str(data["id"]), checked[mode]["seeds"], runner.seeded, f"{where}: settings.{mode}.seeds")
     checks = data["checks"]
     if not isinstance(checks, list) or not checks:
         raise HetbenchError(f"{where}: 'checks' must be a non-empty list")
@@ -131,7 +157,16 @@ def parse_claim(data: Any, where: str) -> Claim:
         if not isinstance(c["statement"], str) or not c["statement"].strip():
             raise HetbenchError(f"{at}: 'statement' must be a non-empty string")
         out.append(Check(c["measure"], " ".join(c["statement"].split()), check_criterion(c["criterion"], at)))
+    settle = None
+    if runner.trains:
+        if "settle" not in data:
+            raise HetbenchError(f"{where}: missing key 'settle' (its runner trains: how settled its runs must be, "
+                                "e.g. settle: {evaluations: 4, max_change: 3.0})")
+        settle = check_settle(data["settle"], where)
+    elif "settle" in data:
+        raise HetbenchError(f"{where}: 'settle' is for claims whose runner trains; '{data['runner']}' does not")
     return Claim(
+        settle=settle,
         id=data["id"], paper=" ".join(data["paper"].split()), where=data["where"], claim=" ".join(data["claim"].split()),
         protocol=" ".join(data["protocol"].split()), runner=data["runner"], settings=checked, checks=tuple(out),
         notes=" ".join(str(data.get("notes") or "").split()),

@@ -2,24 +2,35 @@
 
 A claim's yaml (``manifests/claims/<id>.yaml``) declares, before any run, one criterion per check::
 
-    criterion: {name: monotone_decreasing, tolerance: 1.0, sigmas: 2, min_effect: 10}
+    criterion: {name: monotone_decreasing, tolerance: 1.0, min_effect: 10}
 
 Every criterion is a pure function ``(Measurement, params) -> CheckResult``. The verdict is one of
-:data:`VERDICTS` and follows from the measured numbers and the declared parameters only; the result
+:data:`CHECK_VERDICTS` and follows from the measured numbers and the declared parameters only; the result
 carries every number the decision used, so a reader can redo it by hand.
 
-Uncertainty is the spread over seeds: a point's standard error is ``std(ddof=1) / sqrt(n)`` (0 with one
-seed or a deterministic count), and ``sigmas`` standard errors are allowed for noise wherever a criterion
-compares two numbers.
+Statistics
+----------
+- **Paired.** A measurement holds one value per seed at each point, in the same seed order at every point
+  (the runners train the methods or grid points they compare on the same split, seed and client
+  sampling). A difference between two points is taken seed by seed.
+- **Intervals.** A mean's uncertainty is its two-sided Student-t interval at the declared ``level``
+  (default 95%): ``mean ± t(1 - (1 - level) / 2, n - 1) * sd / sqrt(n)`` (:func:`t_interval`). One value
+  (a deterministic count) is its own interval.
+- **Verdicts.** A check compares an interval with a declared margin: ``reproduced`` when the whole
+  interval is on the claimed side of it, ``not reproduced`` when the whole interval is on the other side,
+  ``inconclusive`` when it straddles the margin (more seeds or longer runs could decide it). A claim made
+  of several checks is ``partially reproduced`` only when its checks disagree (:func:`combine`).
 
 Criteria (:data:`CRITERIA`):
 
-- ``monotone_decreasing`` / ``monotone_increasing``: a metric over an ordered grid; each step may go the
-  wrong way by at most ``tolerance + sigmas * se(step)``; the first-to-last change must reach ``min_effect``.
-- ``greater_than`` / ``less_than``: one value against ``threshold``; it must clear it by ``min_effect``
-  beyond ``sigmas`` standard errors.
+- ``greater_than`` / ``less_than``: one value; the margin is ``threshold ± min_effect``.
+- ``monotone_decreasing`` / ``monotone_increasing``: a metric over an ordered grid, tested three ways:
+  every step's paired change (a step may go the wrong way by at most ``tolerance``), the first-to-last
+  change (at least ``min_effect``), and the trend over the whole curve (each seed's Spearman rank
+  correlation of the metric with the grid order, averaged over seeds with its interval, beyond 0).
 - ``within_relative``: values against published ones, ``|measured / published - 1| <= tolerance`` each.
-- ``ratio_scaling``: the least-squares slope of log(value) on log(x) within ``[slope_min, slope_max]``.
+- ``ratio_scaling``: the least-squares slope of log(value) on log(x), with its t interval, within
+  ``[slope_min, slope_max]``.
 """
 
 from __future__ import annotations
@@ -34,11 +45,106 @@ from hetbench.errors import HetbenchError
 from hetbench.registry import Registry
 
 REPRODUCED = "reproduced"
-PARTIAL = "partially reproduced"
 NOT_REPRODUCED = "not reproduced"
+INCONCLUSIVE = "inconclusive"
+PARTIAL = "partially reproduced"
 NOT_RUN = "not run"
-VERDICTS = (REPRODUCED, PARTIAL, NOT_REPRODUCED, NOT_RUN)
-"""Every verdict a check or a claim can get."""
+CHECK_VERDICTS = (REPRODUCED, NOT_REPRODUCED, INCONCLUSIVE, NOT_RUN)
+"""Every verdict one check can get."""
+VERDICTS = (REPRODUCED, PARTIAL, NOT_REPRODUCED, INCONCLUSIVE, NOT_RUN)
+"""Every verdict a claim can get (``partially reproduced``: its checks disagree)."""
+
+#: the confidence level of every interval unless a criterion declares ``level``
+DEFAULT_LEVEL = 0.95
+
+
+@dataclass(frozen=True)
+class Interval:
+    """A mean and its two-sided t interval (``low`` and ``high`` equal the mean for one value).
+
+    Examples
+    --------
+    >>> from hetbench.reproduce.criteria import t_interval
+    >>> t_interval([1.0, 2.0, 3.0, 4.0, 5.0]).rounded()
+    {'mean': 3, 'low': 1.03676, 'high': 4.96324, 'n': 5, 'level': 0.95}
+    """
+
+    mean: float
+    low: float
+    high: float
+    n: int
+    level: float
+
+    def rounded(self) -> dict[str, Any]:
+        return {"mean": _num(self.mean), "low": _num(self.low), "high": _num(self.high), "n": self.n,
+                "level": self.level}
+
+    def text(self, digits: int = 4) -> str:
+        if self.n < 2 or self.low == self.high:
+            return f"{self.mean:.{digits}g}"
+        return f"{self.mean:.{digits}g} [{self.low:.{digits}g}, {self.high:.{digits}g}]"
+
+
+def t_quantile(p: float, df: int) -> float:
+    """The Student-t quantile ``t(p, df)`` (scipy's ``t.ppf``).
+
+    Examples
+    --------
+    >>> from hetbench.reproduce.criteria import t_quantile
+    >>> round(t_quantile(0.975, 4), 4), round(t_quantile(0.975, 1000), 3)
+    (2.7764, 1.962)
+    """
+    from scipy.stats import t
+
+    return float(t.ppf(p, df))
+
+
+def t_interval(values: Sequence[float], level: float = DEFAULT_LEVEL) -> Interval:
+    """The mean of ``values`` and its two-sided Student-t interval at ``level``.
+
+    Parameters
+    ----------
+    values : sequence of float
+        Independent values (one per seed, or per seed's paired difference); one value is its own interval.
+    level : float
+        The confidence level, in (0, 1).
+
+    Examples
+    --------
+    >>> from hetbench.reproduce.criteria import t_interval
+    >>> t_interval([2.0, 2.0, 2.0]).text(), t_interval([7.5]).text()
+    ('2', '7.5')
+    >>> t_interval([0.0, 1.0]).text(3)
+    '0.5 [-5.85, 6.85]'
+    """
+    v = np.asarray(values, dtype=float)
+    if v.size == 0:
+        raise HetbenchError("an interval needs at least one value")
+    mean = float(v.mean())
+    if v.size == 1:
+        return Interval(mean, mean, mean, 1, level)
+    half = t_quantile(1 - (1 - level) / 2, v.size - 1) * float(v.std(ddof=1)) / math.sqrt(v.size)
+    return Interval(mean, mean - half, mean + half, int(v.size), level)
+
+
+def side_of(interval: Interval, margin: float, sign: int) -> str:
+    """Where an interval lies against a margin, for a claim that the value is above it (``sign`` +1) or
+    below it (-1): ``reproduced`` (entirely on the claimed side; touching the margin counts as not past
+    it), ``not reproduced`` (entirely on the other side) or ``inconclusive`` (it straddles the margin).
+
+    Examples
+    --------
+    >>> from hetbench.reproduce.criteria import Interval, side_of
+    >>> [side_of(Interval(m, m - 1, m + 1, 5, 0.95), 0.0, +1) for m in (3.0, 0.5, -3.0)]
+    ['reproduced', 'inconclusive', 'not reproduced']
+    """
+    low, high = (interval.low, interval.high) if sign > 0 else (-interval.high, -interval.low)
+    edge = sign * margin
+    if low > edge:
+        return REPRODUCED
+    if high <= edge:
+        return NOT_REPRODUCED
+    return INCONCLUSIVE
 
 
 @dataclass
@@ -48,8 +154,8 @@ class Measurement:
     Parameters
     ----------
     samples : list of list of float
-        One list per point (per grid value ``x``, or one point for a scalar): the value of every seed
-        (one value for a deterministic count).
+        One list per point (per grid value ``x``, or one point for a scalar): the value of every seed, in
+        the same seed order at every point (one value for a deterministic count).
     x : list of float, optional
         The grid, in the order the claim states it (e.g. alpha from 100 down to 0.05).
     published : list of float, optional
@@ -60,6 +166,9 @@ class Measurement:
         A name per point, for tables (``rho=0.2``); default: ``x`` or the point's index.
     not_run : str, optional
         Why nothing was measured (missing data): the check's verdict is ``not run`` with this reason.
+    unsettled : list of str, optional
+        The training runs behind these values whose accuracy was still moving when they stopped: the check
+        is ``inconclusive`` whatever the numbers (:func:`evaluate`).
 
     Examples
     --------
@@ -67,6 +176,8 @@ class Measurement:
     >>> m = Measurement([[90.0, 92.0], [80.0, 84.0]], x=[1.0, 0.1], unit="accuracy (%)")
     >>> m.means(), m.stderrs()
     ([91.0, 82.0], [1.0, 2.0])
+    >>> m.intervals()[0].text()
+    '91 [78.29, 103.7]'
     """
 
     samples: list[list[float]]
@@ -75,6 +186,7 @@ class Measurement:
     unit: str = ""
     labels: list[str] | None = None
     not_run: str | None = None
+    unsettled: list[str] | None = None
 
     def means(self) -> list[float]:
         return [float(np.mean(s)) for s in self.samples]
@@ -82,18 +194,32 @@ class Measurement:
     def stderrs(self) -> list[float]:
         return [float(np.std(s, ddof=1) / math.sqrt(len(s))) if len(s) > 1 else 0.0 for s in self.samples]
 
+    def intervals(self, level: float = DEFAULT_LEVEL) -> list[Interval]:
+        return [t_interval(s, level) for s in self.samples]
+
     def point_labels(self) -> list[str]:
         if self.labels:
             return list(self.labels)
         return [f"{v:g}" for v in self.x] if self.x else [str(i) for i in range(len(self.samples))]
 
-    def as_dict(self) -> dict[str, Any]:
+    def paired(self) -> np.ndarray:
+        """The samples as a (points, seeds) array; every point must have the same number of seeds."""
+        lengths = {len(s) for s in self.samples}
+        if len(lengths) != 1:
+            raise HetbenchError(f"the points have different numbers of seeds ({sorted(lengths)}): paired "
+                                "comparisons need one value per seed at every point")
+        return np.asarray(self.samples, dtype=float)
+
+    def as_dict(self, level: float = DEFAULT_LEVEL) -> dict[str, Any]:
         out: dict[str, Any] = {"unit": self.unit, "points": []}
         if self.not_run:
             return {"unit": self.unit, "not_run": self.not_run}
-        for i, (label, s, mean, se) in enumerate(zip(self.point_labels(), self.samples, self.means(), self.stderrs())):
-            point: dict[str, Any] = {"label": label, "samples": [_num(v) for v in s], "mean": _num(mean),
-                                     "stderr": _num(se), "n": len(s)}
+        if self.unsettled:
+            out["unsettled"] = list(self.unsettled)
+        for i, (label, s, se, ci) in enumerate(zip(self.point_labels(), self.samples, self.stderrs(),
+                                                    self.intervals(level))):
+            point: dict[str, Any] = {"label": label, "samples": [_num(v) for v in s], "mean": _num(ci.mean),
+                                     "stderr": _num(se), "low": _num(ci.low), "high": _num(ci.high), "n": len(s)}
             if self.x is not None:
                 point["x"] = _num(self.x[i])
             if self.published is not None:
@@ -118,63 +244,109 @@ def _num(v: float) -> float | int:
     return float(f"{float(v):.6g}")
 
 
+def _level(p: Mapping[str, Any]) -> float:
+    return float(p.get("level", DEFAULT_LEVEL))
+
+
+def spearman(values: Sequence[float]) -> float:
+    """Spearman's rank correlation of ``values`` with their position (0, 1, 2, ...); ties get average
+    ranks; 0 for a constant sequence.
+
+    Examples
+    --------
+    >>> from hetbench.reproduce.criteria import spearman
+    >>> [round(spearman(v), 6) for v in ([1, 2, 3], [3, 2, 1], [1, 3, 2, 4], [5, 5, 5])]
+    [1.0, -1.0, 0.8, 0.0]
+    """
+    from scipy.stats import rankdata
+
+    v = np.asarray(values, dtype=float)
+    if v.size < 2 or np.all(v == v[0]):
+        return 0.0
+    r = rankdata(v)
+    pos = np.arange(v.size, dtype=float)
+    return float(np.corrcoef(pos, r)[0, 1])
+
+
 def _monotone(m: Measurement, p: Mapping[str, Any], sign: int) -> CheckResult:
     """Shared by monotone_decreasing (sign -1) and monotone_increasing (sign +1)."""
-    means, ses = m.means(), m.stderrs()
-    if len(means) < 2:
+    values = m.paired()  # (points, seeds)
+    if values.shape[0] < 2:
         raise HetbenchError("a monotone criterion needs at least two grid points")
-    tol, sigmas, min_effect = float(p["tolerance"]), float(p.get("sigmas", 2.0)), float(p["min_effect"])
+    tol, min_effect, level = float(p["tolerance"]), float(p["min_effect"]), _level(p)
     labels = m.point_labels()
-    steps, violations = [], []
-    for i in range(len(means) - 1):
-        change = means[i + 1] - means[i]
-        wrong_way = -sign * change  # > 0: the metric moved against the expected direction
-        allowed = tol + sigmas * math.hypot(ses[i], ses[i + 1])
-        steps.append({"from": labels[i], "to": labels[i + 1], "change": _num(change), "allowed_wrong_way": _num(allowed),
-                      "ok": bool(wrong_way <= allowed)})
-        if wrong_way > allowed:
-            violations.append(f"{labels[i]} -> {labels[i + 1]}")
-    effect = sign * (means[-1] - means[0])
-    numbers = {"steps": steps, "effect": _num(effect), "min_effect": _num(min_effect), "violations": len(violations)}
+    steps, wrong, undecided = [], [], []
+    for i in range(values.shape[0] - 1):
+        ci = t_interval(values[i + 1] - values[i], level)
+        # a step is right when its whole interval goes the wrong way by at most the tolerance
+        verdict = side_of(ci, -sign * tol, sign)
+        steps.append({"from": labels[i], "to": labels[i + 1], "change": ci.rounded(), "verdict": verdict})
+        (wrong if verdict == NOT_REPRODUCED else undecided if verdict == INCONCLUSIVE else []).append(
+            f"{labels[i]} -> {labels[i + 1]}")
+    effect = t_interval(sign * (values[-1] - values[0]), level)
+    effect_verdict = side_of(effect, min_effect, +1)
+    trend = t_interval([sign * spearman(col) for col in values.T], level)
+    trend_verdict = side_of(trend, 0.0, +1)
+    numbers = {"level": level, "tolerance": _num(tol), "steps": steps, "effect": effect.rounded(),
+               "min_effect": _num(min_effect), "effect_verdict": effect_verdict, "trend": trend.rounded(),
+               "trend_statistic": "Spearman rank correlation with the grid order, per seed, signed so that "
+                                  "the claimed direction is positive", "trend_verdict": trend_verdict}
     word = "decrease" if sign < 0 else "increase"
     span = f"{labels[0]} -> {labels[-1]}"
-    if effect < min_effect:
-        return CheckResult(NOT_REPRODUCED, f"the {word} over {span} is {effect:.4g}, below the minimum effect "
-                                           f"{min_effect:g}", numbers)
-    if violations:
-        return CheckResult(PARTIAL, f"the {word} over {span} is {effect:.4g} (>= {min_effect:g}) but "
-                                    f"{len(violations)} of {len(steps)} steps go the wrong way beyond the allowed noise "
-                                    f"({', '.join(violations)})", numbers)
-    return CheckResult(REPRODUCED, f"no step goes the wrong way beyond its allowance (tolerance + noise) and the "
-                                   f"{word} over {span} is {effect:.4g} (>= {min_effect:g})", numbers)
+    pct = f"{level * 100:g}%"
+    said = (f"the {word} over {span} is {effect.text()} ({pct} interval; minimum effect {min_effect:g}), the trend "
+            f"(rank correlation) {trend.text(3)}")
+    if effect_verdict == NOT_REPRODUCED or trend_verdict == NOT_REPRODUCED or wrong:
+        why = []
+        if effect_verdict == NOT_REPRODUCED:
+            why.append(f"the {word} is below the minimum effect")
+        if trend_verdict == NOT_REPRODUCED:
+            why.append("the trend goes the other way")
+        if wrong:
+            why.append(f"{len(wrong)} of {len(steps)} steps go the wrong way by more than {tol:g} ({', '.join(wrong)})")
+        return CheckResult(NOT_REPRODUCED, f"{said}: {'; '.join(why)}", numbers)
+    if effect_verdict == REPRODUCED and trend_verdict == REPRODUCED and not undecided:
+        return CheckResult(REPRODUCED, f"{said}; every step's interval is within the tolerance {tol:g} of "
+                                       f"the wrong way", numbers)
+    why = []
+    if effect_verdict == INCONCLUSIVE:
+        why.append(f"the {word}'s interval straddles the minimum effect")
+    if trend_verdict == INCONCLUSIVE:
+        why.append("the trend's interval straddles 0")
+    if undecided:
+        why.append(f"{len(undecided)} of {len(steps)} steps' intervals straddle the tolerance {tol:g} "
+                   f"({', '.join(undecided)})")
+    return CheckResult(INCONCLUSIVE, f"{said}: {'; '.join(why)}", numbers)
 
 
 def monotone_decreasing(m: Measurement, p: Mapping[str, Any]) -> CheckResult:
-    """The metric falls along the grid.
+    """The metric falls along the grid, step by step and over the whole curve.
 
     Parameters (declared)
     ---------------------
     tolerance : float
-        How far one step may rise (in the metric's unit) besides noise.
-    sigmas : float, default 2
-        Standard errors of a step (from the seeds' spread) also allowed.
+        How far one step may rise (in the metric's unit): a step is right when the whole interval of its
+        paired change is below ``+tolerance``, wrong when the whole interval is above it.
     min_effect : float
-        The smallest fall from the first to the last point that counts.
+        The smallest fall from the first to the last point that counts (paired, with its interval).
+    level : float, default 0.95
+        The confidence level of every interval.
 
-    Verdict: ``reproduced`` when every step is within the allowance and the fall reaches ``min_effect``;
-    ``partially reproduced`` when the fall reaches it but some step rises beyond the allowance;
-    ``not reproduced`` when the fall is below ``min_effect``.
+    Verdict: ``reproduced`` when every step is right, the fall's interval is above ``min_effect`` and the
+    trend's interval (each seed's rank correlation with the grid order) is above 0; ``not reproduced``
+    when a step is wrong, the fall's interval is below ``min_effect`` or the trend's is below 0;
+    ``inconclusive`` otherwise.
 
     Examples
     --------
     >>> from hetbench.reproduce.criteria import Measurement, monotone_decreasing
-    >>> p = {"tolerance": 1.0, "sigmas": 2, "min_effect": 10}
+    >>> p = {"tolerance": 1.0, "min_effect": 10}
     >>> monotone_decreasing(Measurement([[95.0], [90.0], [70.0]]), p).verdict
     'reproduced'
     >>> monotone_decreasing(Measurement([[95.0], [99.0], [70.0]]), p).verdict
-    'partially reproduced'
-    >>> monotone_decreasing(Measurement([[95.0], [94.0], [93.0]]), p).verdict
     'not reproduced'
+    >>> monotone_decreasing(Measurement([[95, 94, 96], [90, 91, 89], [70, 90, 50]]), p).verdict
+    'inconclusive'
     """
     return _monotone(m, p, -1)
 
@@ -194,63 +366,63 @@ def monotone_increasing(m: Measurement, p: Mapping[str, Any]) -> CheckResult:
 def _beyond(m: Measurement, p: Mapping[str, Any], sign: int) -> CheckResult:
     if len(m.samples) != 1:
         raise HetbenchError("greater_than / less_than take a single value")
-    mean, se = m.means()[0], m.stderrs()[0]
-    threshold, min_effect, sigmas = float(p["threshold"]), float(p.get("min_effect", 0.0)), float(p.get("sigmas", 2.0))
-    margin = sign * (mean - threshold)  # > 0: on the expected side
-    guarded = margin - sigmas * se
-    numbers = {"value": _num(mean), "stderr": _num(se), "threshold": _num(threshold), "margin": _num(margin),
-               "margin_minus_noise": _num(guarded), "min_effect": _num(min_effect)}
+    threshold, min_effect, level = float(p["threshold"]), float(p.get("min_effect", 0.0)), _level(p)
+    ci = t_interval(m.samples[0], level)
+    margin = threshold + sign * min_effect
+    verdict = side_of(ci, margin, sign)
+    numbers = {"value": ci.rounded(), "threshold": _num(threshold), "min_effect": _num(min_effect),
+               "margin": _num(margin), "stderr": _num(m.stderrs()[0])}
     side = "above" if sign > 0 else "below"
-    where = side if margin >= 0 else ("below" if sign > 0 else "above")
-    said = (f"{mean:.4g} ± {se:.2g} (s.e.) is {abs(margin):.4g} {where} the threshold {threshold:g}; "
-            f"less {sigmas:g} s.e. the margin is {guarded:.4g}")
-    if guarded >= min_effect and guarded > 0:
-        return CheckResult(REPRODUCED, f"{said}, at least the minimum effect {min_effect:g}", numbers)
-    if margin > 0:
-        return CheckResult(PARTIAL, f"{said}, short of the minimum effect {min_effect:g}", numbers)
-    return CheckResult(NOT_REPRODUCED, f"{said}: the value is not {side} the threshold", numbers)
+    other = "below" if sign > 0 else "above"
+    where = (f"the margin {margin:g} (threshold {threshold:g} {'+' if sign > 0 else '-'} minimum effect "
+             f"{min_effect:g})" if min_effect else f"the threshold {threshold:g}")
+    said = f"{ci.text()} ({level * 100:g}% interval, n = {ci.n})"
+    if verdict == REPRODUCED:
+        return CheckResult(REPRODUCED, f"{said} lies entirely {side} {where}", numbers)
+    if verdict == NOT_REPRODUCED:
+        return CheckResult(NOT_REPRODUCED, f"{said} lies entirely {other} {where}", numbers)
+    return CheckResult(INCONCLUSIVE, f"{said} straddles {where}", numbers)
 
 
 def greater_than(m: Measurement, p: Mapping[str, Any]) -> CheckResult:
-    """One value above ``threshold`` by at least ``min_effect`` (default 0) beyond ``sigmas`` (default 2)
-    standard errors: ``reproduced``; above it but not by that much: ``partially reproduced``; else
-    ``not reproduced``.
+    """One value above ``threshold + min_effect`` (``min_effect`` default 0): its whole interval above it,
+    ``reproduced``; its whole interval at or below it, ``not reproduced``; else ``inconclusive``.
 
     Examples
     --------
     >>> from hetbench.reproduce.criteria import Measurement, greater_than
     >>> p = {"threshold": 0.0, "min_effect": 1.0}
-    >>> [greater_than(Measurement([v]), p).verdict for v in ([3.0, 3.2], [0.5, 0.7], [-1.0, -1.2])]
-    ['reproduced', 'partially reproduced', 'not reproduced']
+    >>> [greater_than(Measurement([v]), p).verdict for v in ([3.0, 3.2, 3.1], [0.5, 1.7, 1.0], [0.5, 0.7, 0.6])]
+    ['reproduced', 'inconclusive', 'not reproduced']
     """
     return _beyond(m, p, +1)
 
 
 def less_than(m: Measurement, p: Mapping[str, Any]) -> CheckResult:
-    """One value below ``threshold`` by at least ``min_effect`` beyond ``sigmas`` standard errors
-    (:func:`greater_than` mirrored).
+    """One value below ``threshold - min_effect`` (:func:`greater_than` mirrored).
 
     Examples
     --------
     >>> from hetbench.reproduce.criteria import Measurement, less_than
-    >>> less_than(Measurement([[0.4, 0.42]]), {"threshold": 1.0, "min_effect": 0.2}).verdict
+    >>> less_than(Measurement([[0.4, 0.42, 0.41]]), {"threshold": 1.0, "min_effect": 0.2}).verdict
     'reproduced'
     >>> less_than(Measurement([[0.95, 0.97]]), {"threshold": 1.0, "min_effect": 0.2}).verdict
-    'partially reproduced'
+    'not reproduced'
     """
     return _beyond(m, p, -1)
 
 
 def within_relative(m: Measurement, p: Mapping[str, Any]) -> CheckResult:
     """Every mean within ``tolerance`` (a fraction: 0.02 is 2%; 0 is exact) of its published value:
-    ``reproduced``; some but not all: ``partially reproduced``; none: ``not reproduced``.
+    ``reproduced``; any outside: ``not reproduced`` (the numbers list each point). Meant for deterministic
+    counts (parameters, FLOPs, data set sizes), which have no spread.
 
     Examples
     --------
     >>> from hetbench.reproduce.criteria import Measurement, within_relative
     >>> m = Measurement([[3.93e6], [0.99e6]], published=[3.92e6, 0.98e6])
     >>> within_relative(m, {"tolerance": 0.02}).verdict, within_relative(m, {"tolerance": 0.005}).verdict
-    ('reproduced', 'partially reproduced')
+    ('reproduced', 'not reproduced')
     """
     if m.published is None or len(m.published) != len(m.samples):
         raise HetbenchError("within_relative needs one published value per point")
@@ -268,11 +440,9 @@ def within_relative(m: Measurement, p: Mapping[str, Any]) -> CheckResult:
     if inside == len(rows):
         return CheckResult(REPRODUCED, f"all {len(rows)} values {tol_text} of the published ones "
                                        f"(worst {worst * 100:.3g}%)", numbers)
-    if inside:
-        return CheckResult(PARTIAL, f"{inside} of {len(rows)} values {tol_text} of the published ones "
-                                    f"(worst {worst * 100:.3g}%)", numbers)
-    return CheckResult(NOT_REPRODUCED, f"no value {tol_text} of the published one (worst {worst * 100:.3g}%)",
-                       numbers)
+    outside = [r["point"] for r in rows if not r["ok"]]
+    return CheckResult(NOT_REPRODUCED, f"{len(outside)} of {len(rows)} values not {tol_text} of the published ones "
+                                       f"({', '.join(outside)}; worst {worst * 100:.3g}%)", numbers)
 
 
 def loglog_slope(x: Sequence[float], y: Sequence[float]) -> tuple[float, float, float]:
@@ -296,18 +466,20 @@ def loglog_slope(x: Sequence[float], y: Sequence[float]) -> tuple[float, float, 
 
 
 def ratio_scaling(m: Measurement, p: Mapping[str, Any]) -> CheckResult:
-    """Power-law scaling: the log-log slope of the means over ``x`` within ``[slope_min, slope_max]``:
-    ``reproduced``; outside it but with the sign of its middle (the direction holds): ``partially
-    reproduced``; else ``not reproduced``.
+    """Power-law scaling: the log-log slope of the means over ``x``, with its t interval (``n - 2`` degrees
+    of freedom), against ``[slope_min, slope_max]``: the whole interval inside, ``reproduced``; the whole
+    interval outside, ``not reproduced``; else ``inconclusive``.
 
     Examples
     --------
     >>> from hetbench.reproduce.criteria import Measurement, ratio_scaling
-    >>> m = Measurement([[1000], [105], [9]], x=[1, 10, 100])
+    >>> m = Measurement([[1000], [310], [105], [32], [9.8]], x=[1, 3, 10, 30, 100])
     >>> ratio_scaling(m, {"slope_min": -1.1, "slope_max": -0.9}).verdict
     'reproduced'
     >>> ratio_scaling(m, {"slope_min": -0.6, "slope_max": -0.4}).verdict
-    'partially reproduced'
+    'not reproduced'
+    >>> ratio_scaling(Measurement([[1000], [105], [9]], x=[1, 10, 100]), {"slope_min": -1.1, "slope_max": -0.9}).verdict
+    'inconclusive'
     """
     if m.x is None or len(m.x) < 2:
         raise HetbenchError("ratio_scaling needs a grid x of at least two points")
@@ -315,16 +487,19 @@ def ratio_scaling(m: Measurement, p: Mapping[str, Any]) -> CheckResult:
     if min(means) <= 0 or min(m.x) <= 0:
         return CheckResult(NOT_REPRODUCED, "a value or grid point is not positive: no power law",
                            {"values": [_num(v) for v in means]})
-    lo, hi = float(p["slope_min"]), float(p["slope_max"])
+    lo, hi, level = float(p["slope_min"]), float(p["slope_max"]), _level(p)
     slope, se, r2 = loglog_slope(m.x, means)
-    numbers = {"slope": _num(slope), "slope_stderr": _num(se), "r2": _num(r2), "slope_min": _num(lo),
+    n = len(means)
+    half = t_quantile(1 - (1 - level) / 2, n - 2) * se if n > 2 else 0.0
+    ci = Interval(slope, slope - half, slope + half, n, level)
+    numbers = {"slope": ci.rounded(), "slope_stderr": _num(se), "r2": _num(r2), "slope_min": _num(lo),
                "slope_max": _num(hi)}
-    said = f"log-log slope {slope:.3f} (± {se:.2g}, R² {r2:.3f})"
-    if lo <= slope <= hi:
-        return CheckResult(REPRODUCED, f"{said} is within [{lo:g}, {hi:g}]", numbers)
-    if math.copysign(1, slope) == math.copysign(1, (lo + hi) / 2) and slope != 0:
-        return CheckResult(PARTIAL, f"{said} is outside [{lo:g}, {hi:g}] but has the expected sign", numbers)
-    return CheckResult(NOT_REPRODUCED, f"{said} is outside [{lo:g}, {hi:g}] and of the wrong sign", numbers)
+    said = f"log-log slope {ci.text(3)} ({level * 100:g}% interval, R² {r2:.3f})"
+    if lo <= ci.low and ci.high <= hi:
+        return CheckResult(REPRODUCED, f"{said} lies within [{lo:g}, {hi:g}]", numbers)
+    if ci.high < lo or ci.low > hi:
+        return CheckResult(NOT_REPRODUCED, f"{said} lies outside [{lo:g}, {hi:g}]", numbers)
+    return CheckResult(INCONCLUSIVE, f"{said} straddles an end of [{lo:g}, {hi:g}]", numbers)
 
 
 @dataclass(frozen=True)
@@ -339,18 +514,18 @@ class Criterion:
 CRITERIA: Registry[Criterion] = Registry(
     "criterion",
     {
-        "monotone_decreasing": Criterion(monotone_decreasing, ("tolerance", "min_effect"), ("sigmas",)),
-        "monotone_increasing": Criterion(monotone_increasing, ("tolerance", "min_effect"), ("sigmas",)),
-        "greater_than": Criterion(greater_than, ("threshold",), ("min_effect", "sigmas")),
-        "less_than": Criterion(less_than, ("threshold",), ("min_effect", "sigmas")),
+        "monotone_decreasing": Criterion(monotone_decreasing, ("tolerance", "min_effect"), ("level",)),
+        "monotone_increasing": Criterion(monotone_increasing, ("tolerance", "min_effect"), ("level",)),
+        "greater_than": Criterion(greater_than, ("threshold",), ("min_effect", "level")),
+        "less_than": Criterion(less_than, ("threshold",), ("min_effect", "level")),
         "within_relative": Criterion(within_relative, ("tolerance",)),
-        "ratio_scaling": Criterion(ratio_scaling, ("slope_min", "slope_max")),
+        "ratio_scaling": Criterion(ratio_scaling, ("slope_min", "slope_max"), ("level",)),
     },
 )
 """The criteria a claim may declare, by name."""
 
 #: parameters that must not be negative
-_NON_NEGATIVE = ("tolerance", "min_effect", "sigmas")
+_NON_NEGATIVE = ("tolerance", "min_effect")
 
 
 def check_criterion(spec: Any, where: str) -> dict[str, Any]:
@@ -389,43 +564,59 @@ def check_criterion(spec: Any, where: str) -> dict[str, Any]:
             raise HetbenchError(f"{where}: criterion '{name}': {key} must be a finite number (got {value!r})")
         if key in _NON_NEGATIVE and value < 0:
             raise HetbenchError(f"{where}: criterion '{name}': {key} must not be negative (got {value!r})")
+        if key == "level" and not 0.5 <= value < 1:
+            raise HetbenchError(f"{where}: criterion '{name}': level must be in [0.5, 1) (got {value!r})")
     if name == "ratio_scaling" and params["slope_min"] > params["slope_max"]:
         raise HetbenchError(f"{where}: criterion 'ratio_scaling': slope_min is above slope_max")
     return {"name": name, **params}
 
 
 def evaluate(measurement: Measurement, criterion: Mapping[str, Any]) -> CheckResult:
-    """Apply a declared (validated) criterion to a measurement; a measurement with ``not_run`` gets
-    ``not run`` with its reason.
+    """Apply a declared (validated) criterion to a measurement. A measurement with ``not_run`` gets
+    ``not run`` with its reason; one resting on runs that had not settled gets ``inconclusive`` (the
+    criterion's numbers are kept, with what it would have said).
 
     Examples
     --------
     >>> from hetbench.reproduce.criteria import Measurement, evaluate
     >>> evaluate(Measurement([], not_run="no iNaturalist files"), {"name": "within_relative", "tolerance": 0}).verdict
     'not run'
+    >>> r = evaluate(Measurement([[5.0, 6.0, 5.5]], unsettled=["fedavg-s0"]), {"name": "greater_than", "threshold": 0})
+    >>> r.verdict, r.numbers["unsettled_verdict"]
+    ('inconclusive', 'reproduced')
     """
     if measurement.not_run:
         return CheckResult(NOT_RUN, measurement.not_run)
     params = {k: v for k, v in criterion.items() if k != "name"}
-    return CRITERIA[criterion["name"]].fn(measurement, params)
+    result = CRITERIA[criterion["name"]].fn(measurement, params)
+    if measurement.unsettled:
+        runs = measurement.unsettled
+        listed = ", ".join(runs[:3]) + (f" and {len(runs) - 3} more" if len(runs) > 3 else "")
+        numbers = {**result.numbers, "unsettled": list(runs), "unsettled_verdict": result.verdict}
+        return CheckResult(INCONCLUSIVE, f"{len(runs)} training run(s) had not settled ({listed}); settled, "
+                                         f"the numbers would say: {result.reason}", numbers)
+    return result
 
 
 def combine(verdicts: Sequence[str]) -> str:
-    """A claim's verdict from its checks' verdicts: checks not run are left out; all reproduced:
-    ``reproduced``; none reproduced or partially: ``not reproduced``; else ``partially reproduced``;
-    nothing run: ``not run``.
+    """A claim's verdict from its checks' verdicts. Checks not run are left out; when some checks are
+    ``reproduced`` and others ``not reproduced``, the claim is ``partially reproduced``; else any
+    ``inconclusive`` check makes it ``inconclusive``; else all agree and that is the verdict; nothing run:
+    ``not run``.
 
     Examples
     --------
     >>> from hetbench.reproduce.criteria import combine
     >>> combine(["reproduced", "not run"]), combine(["reproduced", "not reproduced"]), combine(["not run"])
     ('reproduced', 'partially reproduced', 'not run')
+    >>> combine(["reproduced", "inconclusive"]), combine(["not reproduced", "not reproduced"])
+    ('inconclusive', 'not reproduced')
     """
     run = [v for v in verdicts if v != NOT_RUN]
     if not run:
         return NOT_RUN
-    if all(v == REPRODUCED for v in run):
-        return REPRODUCED
-    if all(v == NOT_REPRODUCED for v in run):
-        return NOT_REPRODUCED
-    return PARTIAL
+    if REPRODUCED in run and NOT_REPRODUCED in run:
+        return PARTIAL
+    if INCONCLUSIVE in run:
+        return INCONCLUSIVE
+    return run[0]

@@ -1,10 +1,10 @@
 """One PNG per claim: a panel per check that ran, drawn from the measurement and the declared criterion.
 
 - a measurement with published values: measured and published side by side over the grid;
-- a grid measurement: the mean and ± 1 standard error over seeds (each seed a small dot), with the fitted
+- a grid measurement: the mean and its 95% t interval over seeds (each seed a small dot), with the fitted
   power law for ``ratio_scaling``;
-- a single value: each seed, the mean ± 1 standard error, the criterion's threshold and the line the value
-  must clear (threshold -/+ min_effect).
+- a single value: each seed, the mean and its 95% t interval, the criterion's threshold and the margin the
+  whole interval must clear (threshold -/+ min_effect).
 
 The panel title gives the check's verdict.
 """
@@ -18,11 +18,14 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from hetbench.reproduce.criteria import NOT_RUN, REPRODUCED, PARTIAL, CheckResult, Measurement, loglog_slope
+from hetbench.reproduce.criteria import (
+    DEFAULT_LEVEL, INCONCLUSIVE, NOT_REPRODUCED, NOT_RUN, PARTIAL, REPRODUCED, CheckResult, Measurement, loglog_slope,
+)
 from hetbench.reproduce.runners.base import Axes
 
 #: verdict -> colour of the panel title
-VERDICT_COLOURS = {REPRODUCED: "#1a7f37", PARTIAL: "#b35900", "not reproduced": "#c62828", NOT_RUN: "#666666"}
+VERDICT_COLOURS = {REPRODUCED: "#1a7f37", PARTIAL: "#b35900", INCONCLUSIVE: "#7a5c00", NOT_REPRODUCED: "#c62828",
+                   NOT_RUN: "#666666"}
 
 
 def _short(v: float) -> str:
@@ -31,7 +34,12 @@ def _short(v: float) -> str:
 
 def _panel(ax, m: Measurement, axes: Axes, criterion: dict[str, Any], result: CheckResult, title: str) -> None:
     s = axes.scale
-    means, ses = np.array(m.means()) / s, np.array(m.stderrs()) / s
+    level = float(criterion.get("level", DEFAULT_LEVEL))
+    intervals = m.intervals(level)
+    means = np.array(m.means()) / s
+    # asymmetric error bars from each point's t interval (zero width for one value)
+    bars = np.array([[c.mean - c.low for c in intervals], [c.high - c.mean for c in intervals]]) / s
+    pct = f"{level * 100:g}%"
     x = np.array(m.x if m.x is not None else range(len(means)), dtype=float)
     name = criterion["name"]
     if m.published is not None:
@@ -63,7 +71,8 @@ def _panel(ax, m: Measurement, axes: Axes, criterion: dict[str, Any], result: Ch
     elif len(means) == 1:
         seeds = np.array(m.samples[0], dtype=float) / s
         ax.plot(np.zeros(len(seeds)), seeds, "o", color="#1f5fa8", alpha=0.45, ms=6, label=f"seeds (n={len(seeds)})")
-        ax.errorbar([0], means, yerr=ses, fmt="D", color="#1f5fa8", capsize=6, ms=8, label="mean ± 1 s.e.")
+        ax.errorbar([0], means, yerr=bars, fmt="D", color="#1f5fa8", capsize=6, ms=8,
+                    label=f"mean and {pct} t interval")
         if "threshold" in criterion:
             t = criterion["threshold"] / s
             sign = -1 if name == "less_than" else 1
@@ -71,13 +80,14 @@ def _panel(ax, m: Measurement, axes: Axes, criterion: dict[str, Any], result: Ch
             edge = t + sign * criterion.get("min_effect", 0.0) / s
             if edge != t:
                 ax.axhline(edge, color="#c62828", ls="--", lw=1,
-                           label=f"must be {'below' if sign < 0 else 'above'} {edge:g} (+ noise)")
-            lo = min(float(seeds.min()), edge, t)
-            hi = max(float(seeds.max()), edge, t)
+                           label=f"the whole interval must be {'below' if sign < 0 else 'above'} {edge:g}")
+            lo = min(float(seeds.min()), edge, t, float(means[0] - bars[0, 0]))
+            hi = max(float(seeds.max()), edge, t, float(means[0] + bars[1, 0]))
             pad = 0.15 * (hi - lo or 1.0)
             ax.set_ylim(lo - pad, hi + pad)
-        ax.annotate(f"{means[0]:.3g} ± {ses[0]:.2g}", (0, means[0]), textcoords="offset points", xytext=(10, 0),
-                    va="center", fontsize=8, color="#1f5fa8")
+        ci = intervals[0]
+        ax.annotate(f"{ci.mean / s:.3g} [{ci.low / s:.3g}, {ci.high / s:.3g}]", (0, means[0]),
+                    textcoords="offset points", xytext=(10, 0), va="center", fontsize=8, color="#1f5fa8")
         ax.set_xticks([0], [m.point_labels()[0]])
         ax.set_xlim(-0.6, 2.0)  # the legend sits to the right of the points
     else:
@@ -86,8 +96,8 @@ def _panel(ax, m: Measurement, axes: Axes, criterion: dict[str, Any], result: Ch
                 ax.plot([x[i]] * len(row), np.array(row) / s, "o", color="#1f5fa8", alpha=0.35, ms=4,
                         label="each seed" if i == 0 else None)
         n = max(len(r) for r in m.samples)
-        label = f"mean ± 1 s.e. ({n} seeds)" if n > 1 else "measured"
-        ax.errorbar(x, means, yerr=ses if n > 1 else None, fmt="o-", color="#1f5fa8", capsize=4, label=label)
+        label = f"mean and {pct} t interval ({n} seeds)" if n > 1 else "measured"
+        ax.errorbar(x, means, yerr=bars if n > 1 else None, fmt="o-", color="#1f5fa8", capsize=4, label=label)
         if len(means) <= 8:  # the numbers beside their points
             for xi, mi in zip(x, means):
                 ax.annotate(_short(mi) if n == 1 else f"{mi:.3g}", (xi, mi), textcoords="offset points",

@@ -26,12 +26,12 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from hetbench.errors import HetbenchError
-from hetbench.reproduce.claims import MODES, Claim, load_claim, select_claims
-from hetbench.reproduce.criteria import NOT_RUN, combine, evaluate
+from hetbench.reproduce.claims import MODES, Claim, check_seed_count, load_claim, select_claims
+from hetbench.reproduce.criteria import DEFAULT_LEVEL, NOT_RUN, combine, evaluate
 from hetbench.reproduce.runners import RUNNERS, Context
 
 DEFAULT_OUT = "hetbench_claims"
-FULL_SEEDS = (0, 1, 2)
+FULL_SEEDS = (0, 1, 2, 3, 4)
 """The seeds of ``--full`` when ``--seeds`` is not given (``--quick`` uses each claim's quick seeds)."""
 
 
@@ -163,13 +163,21 @@ def _run_claim(claim: Claim, mode: str, seeds: list[int], ctx: Context, plots: P
                                "verdict": NOT_RUN, "reason": str(exc), "numbers": {}, "measurement": {}}
                               for k in claim.checks])
         return record
+    settling = None
+    if claim.settle is not None:
+        from hetbench.reproduce.settling import settling_report
+
+        settling = settling_report(ctx.runs, claim.settle)
+        for m in output.measurements.values():
+            if settling["unsettled"] and not m.not_run:
+                m.unsettled = list(settling["unsettled"])
     checks, panels, not_run = [], [], []
     for k in claim.checks:
         m = output.measurements[k.measure]
         result = evaluate(m, k.criterion)
         checks.append({"measure": k.measure, "statement": k.statement, "criterion": k.criterion,
                        "verdict": result.verdict, "reason": result.reason, "numbers": result.numbers,
-                       "measurement": m.as_dict()})
+                       "measurement": m.as_dict(float(k.criterion.get("level", DEFAULT_LEVEL)))})
         if result.verdict == NOT_RUN:
             not_run.append((k.measure, result.reason))
         else:
@@ -179,6 +187,8 @@ def _run_claim(claim: Claim, mode: str, seeds: list[int], ctx: Context, plots: P
     drawn = plot_claim(claim.id, verdict, panels, not_run, plot)
     record.update(verdict=verdict, facts=output.facts, checks=checks,
                   plot=f"plots/{claim.id}.png" if drawn else None)
+    if settling is not None:
+        record["settling"] = settling
     return record
 
 
@@ -210,7 +220,8 @@ def reproduce(
         ``quick`` (small models, few rounds: minutes on a laptop) or ``full`` (the papers' settings where
         the data allow; meant for a GPU), each claim's ``settings`` of that name.
     seeds : str or sequence of int, optional
-        Seeds of every claim; None: each claim's quick seeds in quick mode, 0,1,2 in full mode.
+        Seeds of every claim; None: each claim's quick seeds in quick mode, 0 to 4 in full mode. A claim
+        whose measurements vary with the seed needs at least :data:`~hetbench.reproduce.claims.MIN_SEEDS`.
     out : path
         The output folder, written atomically; refused if it exists unless ``overwrite``.
     overwrite : bool
@@ -233,7 +244,8 @@ def reproduce(
     Raises
     ------
     HetbenchError
-        Before anything runs: an unknown claim id (listing the valid ones), a mode or seeds out of range, a
+        Before anything runs: an unknown claim id (listing the valid ones), a mode or seeds out of range,
+        fewer seeds than a claim's statistics need, a
         ``--metadata`` that names nothing readable (:func:`check_metadata`), a definition that does not validate, a device this machine lacks, an output folder that exists.
 
     Examples
@@ -254,6 +266,9 @@ def reproduce(
     seed_list = parse_seeds(seeds)
     check_metadata(metadata)
     loaded = [load_claim(i) for i in ids]  # every definition validates before anything runs
+    if seed_list is not None:
+        for claim in loaded:
+            check_seed_count(claim.id, seed_list, RUNNERS[claim.runner].seeded, "--seeds")
     if threads is not None and not threads > 0:
         raise HetbenchError(f"--threads must be a positive number (got {threads})")
     if any(RUNNERS[c.runner].trains for c in loaded):

@@ -27,7 +27,7 @@ td:first-child a { white-space: nowrap; }
 td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
 .verdict { font-weight: 600; padding: 0.05rem 0.45rem; border-radius: 0.3rem; color: white; white-space: nowrap; }
 .v-reproduced { background: #1a7f37; } .v-partially-reproduced { background: #b35900; }
-.v-not-reproduced { background: #c62828; } .v-not-run { background: #777; }
+.v-not-reproduced { background: #c62828; } .v-not-run { background: #777; } .v-inconclusive { background: #7a5c00; }
 section.claim { border-top: 2px solid #ccc; margin-top: 2rem; padding-top: 0.5rem; }
 .meta { color: #555; font-size: 0.9rem; }
 .reason { color: #333; }
@@ -78,22 +78,67 @@ def _criterion_text(c: dict[str, Any]) -> str:
 
 
 def numbers_text(check: dict[str, Any]) -> str:
-    """The criterion's intermediate numbers a reader needs to redo the decision (the steps of a monotone
-    criterion; the others say theirs in the result sentence).
+    """The criterion's intermediate numbers a reader needs to redo the decision (for a monotone criterion:
+    each step's paired change with its interval, the first-to-last effect and the trend; the others say
+    theirs in the result sentence).
 
     Examples
     --------
     >>> from hetbench.reproduce.write import numbers_text
-    >>> numbers_text({"numbers": {"steps": [{"from": "a=1", "to": "a=0.1", "change": 1.5, "allowed_wrong_way": 8.1,
-    ...                                      "ok": True}]}, "criterion": {"name": "monotone_decreasing"}})
-    'Steps: a=1 -> a=0.1: +1.5 (may rise by 8.1; ok).'
+    >>> step = {"from": "a=1", "to": "a=0.1", "change": {"mean": -1.5, "low": -2.5, "high": -0.5, "n": 5},
+    ...         "verdict": "reproduced"}
+    >>> numbers_text({"numbers": {"steps": [step], "tolerance": 1, "level": 0.95,
+    ...                           "effect": {"mean": 12, "low": 10.5, "high": 13.5, "n": 5}, "min_effect": 10,
+    ...                           "trend": {"mean": 0.9, "low": 0.8, "high": 1.0, "n": 5}},
+    ...               "criterion": {"name": "monotone_decreasing"}})
+    'Steps (paired change, 95% interval; each may rise by at most 1): a=1 -> a=0.1: -1.5 [-2.5, -0.5] right. Fall from first to last: 12 [10.5, 13.5] (at least 10). Trend (rank correlation): 0.9 [0.8, 1].'
     """
-    steps = check.get("numbers", {}).get("steps")
+    n = check.get("numbers", {})
+    steps = n.get("steps")
     if not steps:
         return ""
-    word = "rise" if check["criterion"]["name"] == "monotone_decreasing" else "fall"
-    return "Steps: " + "; ".join(f"{s['from']} -> {s['to']}: {s['change']:+.4g} (may {word} by "
-                                 f"{s['allowed_wrong_way']:.3g}; {'ok' if s['ok'] else 'too far'})" for s in steps) + "."
+    falls = check["criterion"]["name"] == "monotone_decreasing"
+    word = "rise" if falls else "fall"
+    said = {"reproduced": "right", "not reproduced": "wrong way", "inconclusive": "undecided"}
+
+    def ci(c: dict[str, Any]) -> str:
+        return f"{c['mean']:.4g}" if c["low"] == c["high"] else f"{c['mean']:.4g} [{c['low']:.4g}, {c['high']:.4g}]"
+
+    text = (f"Steps (paired change, {n['level'] * 100:g}% interval; each may {word} by at most {n['tolerance']:g}): "
+            + "; ".join(f"{s['from']} -> {s['to']}: {ci(s['change'])} {said.get(s['verdict'], s['verdict'])}"
+                        for s in steps) + ".")
+    text += f" {'Fall' if falls else 'Rise'} from first to last: {ci(n['effect'])} (at least {n['min_effect']:g})."
+    return text + f" Trend (rank correlation): {ci(n['trend'])}."
+
+
+def settling_text(claim: dict[str, Any]) -> str:
+    """One sentence on whether a claim's training runs had settled (empty when it trained nothing).
+
+    Examples
+    --------
+    >>> from hetbench.reproduce.write import settling_text
+    >>> settling = {"evaluations": 4, "max_change": 3.0, "unsettled": ["a/fedavg-s1.json"],
+    ...             "runs": {"a/fedavg-s0.json": {"change": 1.2, "settled": True},
+    ...                      "a/fedavg-s1.json": {"change": 7.5, "settled": False}}}
+    >>> settling_text({"settling": settling})
+    'Settling: 1 of 2 training runs had not settled (the line through their last 4 evaluations moves by more than 3 points): a/fedavg-s1.json (+7.5), so every check is inconclusive.'
+    """
+    st = claim.get("settling")
+    if not st or not st["runs"]:
+        return ""
+    n, bad = len(st["runs"]), st["unsettled"]
+    rule = f"the line through their last {st['evaluations']} evaluations moves by more than {st['max_change']:g} points"
+    if not bad:
+        worst = max(abs(r["change"]) for r in st["runs"].values())
+        return (f"Settling: all {n} training runs had settled (the line through each one's last {st['evaluations']} "
+                f"evaluations moves by at most {st['max_change']:g} points; the most, {worst:.3g}).")
+
+    def change(name: str) -> str:
+        c = st["runs"][name]["change"]
+        return "too few evaluations" if c is None else f"{c:+.3g}"
+
+    listed = ", ".join(f"{name} ({change(name)})" for name in bad[:5]) + (f" and {len(bad) - 5} more" if len(bad) > 5 else "")
+    return f"Settling: {len(bad)} of {n} training runs had not settled ({rule}): {listed}, so every check is inconclusive."
 
 
 def _rows(measurement: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
@@ -102,14 +147,15 @@ def _rows(measurement: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
     multi = any(p["n"] > 1 for p in points)
     head = ["point", "measured" + (" (mean)" if multi else "")]
     if multi:
-        head += ["± s.e.", "n", "per seed"]
+        head += ["95% t interval", "n", "per seed"]
     if has_pub:
         head += ["published", "relative error"]
     rows = []
     for p in points:
         r = [p["label"], fmt(p["mean"])]
         if multi:
-            r += [fmt(p["stderr"]), str(p["n"]), ", ".join(fmt(v) for v in p["samples"])]
+            interval = f"[{fmt(p['low'])}, {fmt(p['high'])}]" if "low" in p else "-"
+            r += [interval, str(p["n"]), ", ".join(fmt(v) for v in p["samples"])]
         if has_pub:
             pub = p.get("published")
             r += [fmt(pub), f"{(p['mean'] / pub - 1) * 100:+.2f}%" if pub else "-"]
@@ -151,6 +197,8 @@ def write_markdown(doc: dict[str, Any], path: Path) -> None:
             lines += [f"**Not run:** {c['error']}", ""]
         if c.get("facts"):
             lines += ["**As run.** " + "; ".join(f"{k}: {_fact(v)}" for k, v in c["facts"].items()), ""]
+        if settling_text(c):
+            lines += [f"**{settling_text(c)}**" if c["settling"]["unsettled"] else settling_text(c), ""]
         for k in c["checks"]:
             lines += [f"### {k['measure']}: {k['verdict']}", "", f"*Declared:* {k['statement']} "
                       f"Criterion `{_criterion_text(k['criterion'])}`.", "", f"*Result:* {k['reason']}.", ""]
@@ -233,6 +281,8 @@ def write_html(doc: dict[str, Any], path: Path, root: Path) -> None:
         if c.get("facts"):
             parts.append("<p class=meta><b>As run.</b> " + e("; ".join(f"{k}: {_fact(v)}" for k, v in c["facts"].items()))
                          + "</p>")
+        if settling_text(c):
+            parts.append(f"<p class=meta>{e(settling_text(c))}</p>")
         for k in c["checks"]:
             parts += [f"<h3>{e(k['measure'])} {_badge(k['verdict'])}</h3>",
                       f"<p><i>Declared:</i> {_prose(k['statement'])} Criterion <code>{e(_criterion_text(k['criterion']))}</code>.</p>",

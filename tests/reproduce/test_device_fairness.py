@@ -72,7 +72,7 @@ def test_tiny_run_trains_both_algorithms_and_measures_every_device(tiny_run):
         assert sorted(row["device_accuracy"]) == PHONES
         assert all(0.0 <= a <= 100.0 for a in row["device_accuracy"].values())
         assert row["worst_devices"][0] in PHONES
-    assert "standard error over 1 training seed(s)" in facts["uncertainty"] and "last 1" in facts["metric"]
+    assert "95% t interval over 1 training seed(s)" in facts["uncertainty"] and "last 1" in facts["metric"]
     # the measurement is the paired difference of the trainer's per-device last-k accuracies
     docs = {a: json.loads(next(ctx.runs.rglob(f"{a}-s0.json")).read_text()) for a in ALGORITHMS}
     for doc in docs.values():
@@ -118,11 +118,12 @@ def test_the_declared_criteria_decide_from_the_paired_differences():
     claim = parse_claim(raw_claim(CLAIM), f"manifests/claims/{CLAIM}.yaml")
     variance, worst = (k.criterion for k in claim.checks)
     # Table 4's own differences (-6.86 and +3.54) with a small spread: reproduced
-    assert evaluate(Measurement([[-6.9, -6.5, -7.2]]), variance).verdict == "reproduced"
-    assert evaluate(Measurement([[3.5, 3.2, 3.9]]), worst).verdict == "reproduced"
-    # the right direction but within the noise or below the minimum effect: partially
-    assert evaluate(Measurement([[-0.4, -0.6, -0.5]]), variance).verdict == "partially reproduced"
-    assert evaluate(Measurement([[4.0, -1.0, 2.0]]), worst).verdict == "partially reproduced"
+    assert evaluate(Measurement([[-6.9, -6.5, -7.2, -6.8, -7.0]]), variance).verdict == "reproduced"
+    assert evaluate(Measurement([[3.5, 3.2, 3.9, 3.4, 3.6]]), worst).verdict == "reproduced"
+    # the right direction but surely smaller than the minimum effect: not reproduced
+    assert evaluate(Measurement([[-0.4, -0.6, -0.5, -0.45, -0.55]]), variance).verdict == "not reproduced"
+    # a positive mean whose interval straddles the margin: inconclusive, not a verdict
+    assert evaluate(Measurement([[4.0, -1.0, 2.0, 3.0, 0.0]]), worst).verdict == "inconclusive"
     # the wrong direction: not reproduced
-    assert evaluate(Measurement([[5.0, 2.0, 8.0]]), variance).verdict == "not reproduced"
-    assert evaluate(Measurement([[-3.0, -1.0, -2.0]]), worst).verdict == "not reproduced"
+    assert evaluate(Measurement([[5.0, 2.0, 8.0, 4.0, 6.0]]), variance).verdict == "not reproduced"
+    assert evaluate(Measurement([[-3.0, -1.0, -2.0, -2.5, -1.5]]), worst).verdict == "not reproduced"

@@ -51,12 +51,14 @@ def test_compare_pairs_domains_and_refuses_other_domains():
 
 
 def test_the_criteria_decide_from_the_numbers():
-    gap = {"name": "greater_than", "threshold": 0, "min_effect": 1, "sigmas": 2}
+    gap = {"name": "greater_than", "threshold": 0, "min_effect": 1}
     assert evaluate(Measurement([[2.5, 3.0, 2.8]]), gap).verdict == "reproduced"
     assert evaluate(Measurement([[-4.0, -6.0, -5.0]]), gap).verdict == "not reproduced"
-    wins = {"name": "greater_than", "threshold": 2.5, "sigmas": 2}
+    assert evaluate(Measurement([[0.5, 3.0, 1.0, 2.5, 1.5]]), gap).verdict == "inconclusive"
+    wins = {"name": "greater_than", "threshold": 2.5}
     assert evaluate(Measurement([[3.0, 3.0, 3.0]]), wins).verdict == "reproduced"
-    assert evaluate(Measurement([[1.0, 0.0, 2.0]]), wins).verdict == "not reproduced"
+    assert evaluate(Measurement([[1.0, 0.0, 2.0, 1.0, 2.0]]), wins).verdict == "not reproduced"
+    assert evaluate(Measurement([[1.0, 4.0, 2.0]]), wins).verdict == "inconclusive"
 
 
 def facts_table1(facts):

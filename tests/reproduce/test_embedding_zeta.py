@@ -79,7 +79,7 @@ def test_runner_measures_zeta_emd_and_table1_on_tiny_settings(tmp_path):
         assert facts[key]
     # the declared criteria decide from these numbers
     result = evaluate(t, {"name": "within_relative", "tolerance": 0})
-    assert result.verdict == "partially reproduced" and result.numbers["within"] == 1
+    assert result.verdict == "not reproduced" and result.numbers["within"] == 1
 
 
 def test_missing_source_is_an_error_the_claim_reports_as_not_run(tmp_path):

@@ -42,7 +42,7 @@ def test_tiny_run_measures_paired_differences_over_the_imbalance_grid(tmp_path):
     assert splits[0]["size_cv"] < 0.05 < splits[1]["size_cv"]
     assert splits[1]["train_rows_max"] > splits[0]["train_rows_max"]
     assert gain.labels[1].startswith("sigma=2 (cv ")
-    assert facts["test_examples"] and facts["seeds"] == [0, 1] and "standard error" in facts["uncertainty"]
+    assert facts["test_examples"] and facts["seeds"] == [0, 1] and "95% t interval" in facts["uncertainty"]
     assert "last 1" in facts["metric"] and facts["vc_size"] == 100
     names = sorted(p.name for p in (tmp_path / "runs").rglob("*.json"))
     assert sum(n.startswith("fedavg-s") for n in names) == 4 and sum(n.startswith("fedvc-") for n in names) == 4
@@ -78,8 +78,10 @@ def test_bad_settings_are_one_clear_error(edit, message):
 def test_the_declared_criteria_decide_from_the_numbers():
     checks = {c["measure"]: c["criterion"] for c in raw_claim("hsu-fedvc-fedir")["checks"]}
     grows = checks["fedvc_gain_vs_imbalance"]
-    assert evaluate(Measurement([[0.1, -0.2], [1.5, 2.5], [4.0, 5.0]], x=[0, 1, 2]), grows).verdict == "reproduced"
-    assert evaluate(Measurement([[0.0, 0.2], [0.5, 0.4], [0.6, 0.9]], x=[0, 1, 2]), grows).verdict == "not reproduced"
+    rising = [[0.1, -0.2, 0.0, 0.3, -0.1], [1.5, 2.5, 2.0, 2.2, 1.8], [4.0, 5.0, 4.4, 4.7, 4.2]]
+    assert evaluate(Measurement(rising, x=[0, 1, 2]), grows).verdict == "reproduced"
+    flat = [[0.0, 0.2, 0.1, 0.3, 0.1], [0.5, 0.4, 0.3, 0.6, 0.5], [0.6, 0.9, 0.7, 0.8, 0.6]]
+    assert evaluate(Measurement(flat, x=[0, 1, 2]), grows).verdict == "not reproduced"
     not_worse = checks["fedvc_minus_fedavg"]
     assert evaluate(Measurement([[-0.2, 0.3, 0.1]]), not_worse).verdict == "reproduced"
     assert evaluate(Measurement([[-3.0, -4.0, -3.5]]), not_worse).verdict == "not reproduced"

@@ -204,6 +204,9 @@ class Runner(ABC):
     measures: dict[str, str] = {}
     schema: dict[str, tuple[str, bool]] = {}
     trains: bool = False  # whether it trains models (then --device is checked before anything runs)
+    #: whether its measurements vary with the seed (training, K-means, sampling): then a claim needs at
+    #: least :data:`hetbench.reproduce.claims.MIN_SEEDS` seeds for its t intervals
+    seeded: bool = False
 
     def check_settings(self, settings: dict[str, Any], where: str) -> dict[str, Any]:
         """Validate one mode's settings (``where`` names them in errors); returns them."""

@@ -89,6 +89,7 @@ def _mean_se(values: list[float]) -> list[float]:
 
 class DeviceFairnessRunner(Runner):
     trains = True
+    seeded = True
     measures = {
         "variance_change": "HeteroSwitch minus FedAvg: population variance of the per-device test accuracies "
                            "(percent squared), per seed",
@@ -202,7 +203,7 @@ class DeviceFairnessRunner(Runner):
                    "table4": table, "chance_accuracy": round(100.0 / SCENES, 2),
                    "heteroswitch_switches": {key: _mean_se(v) for key, v in switches.items()},
                    "train": {k_: getattr(config, k_) for k_ in TRAIN_KEYS},
-                   "uncertainty": f"mean ± standard error over {n} training seed(s), paired by seed (one split)",
+                   "uncertainty": f"mean and its 95% t interval over {n} training seed(s), paired by seed (one split)",
                    "metric": f"per-device test accuracy, mean of the last {k} evaluations "
                              "(final.last_k.group_accuracy, --group-by device); variance over devices in %² "
                              "(population), worst = the lowest device"},

@@ -61,6 +61,7 @@ def compare(fedavg: dict[str, float], dapperfl: dict[str, float]) -> tuple[float
 
 class DomainsRunner(Runner):
     trains = True
+    seeded = True
     measures = {
         "mean_gap": "DapperFL's accuracy averaged over the domains minus FedAvg's (points), per seed",
         "domain_wins": "number of domains on which DapperFL's accuracy is above FedAvg's, per seed",
@@ -150,7 +151,7 @@ class DomainsRunner(Runner):
                 "dapperfl_mean_accuracy": [round(sum(a.values()) / len(a), 4) for a in acc["dapperfl"]],
                 "published_table1": {"domains": ["MNIST", "USPS", "SVHN", "SYN"], "fedavg": pub_f,
                                      "dapperfl": pub_d, "mean_gap": round(pub_gap, 4), "wins": pub_wins},
-                "uncertainty": f"mean ± standard error over {len(ctx.seeds)} seed(s), FedAvg and DapperFL paired "
+                "uncertainty": f"mean and its 95% t interval over {len(ctx.seeds)} seed(s), FedAvg and DapperFL paired "
                                "by seed on one split (the spread is the training's)",
                 "metric": f"each domain's test accuracy, mean of the last {config.last_k} evaluations "
                           "(final.last_k.group_accuracy)",

@@ -85,6 +85,7 @@ def equal_groups_floor(groups: int) -> float:
 
 
 class EmbeddingZetaRunner(Runner):
+    seeded = True  # the K-means seed and the Dirichlet draws
     measures = {
         "zeta": "Eq. 4 between the K-means clusters of the embeddings and the labels, per seed",
         "emd_clusters": "population-weighted mean EMD of the clients' cluster distributions, per alpha and seed",
@@ -178,7 +179,7 @@ class EmbeddingZetaRunner(Runner):
                 "eq4_floor_table1_equal_groups": round(equal_groups_floor(g), 6),
                 "table1_below_floor": below,
                 "eq4_identities": "zeta(t, t) = 1 and zeta(t1, t2) = zeta(t2, t1) for every clustering",
-                "uncertainty": f"mean ± standard error over {len(ctx.seeds)} seed(s) (K-means seed and Dirichlet "
+                "uncertainty": f"mean and its 95% t interval over {len(ctx.seeds)} seed(s) (K-means seed and Dirichlet "
                                "draws; the embedding is the same for every seed); Table I bounds are exact",
                 "metric": "zeta: Eq. 4 (Rand index) over all pairs of rows; EMD: sum_i (n_i/n) ||q_i - p||_1 "
                           "(hetbench.metrics.emd, the split report's emd_clusters / emd_labels)",

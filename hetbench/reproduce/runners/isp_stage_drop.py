@@ -174,6 +174,7 @@ class IspStageDropRunner(Runner):
     """
 
     trains = True
+    seeded = True
     measures = {
         "wb_tone_minus_others": "mean accuracy drop (points) over the WB and tone variants minus that over the "
                                 "demosaic, denoise and compression variants, per seed",
@@ -270,7 +271,7 @@ class IspStageDropRunner(Runner):
                 "variant_drop": [f"{v} {t}" for v, t in variant_drop.items()],
                 "stage_drop": [f"{st} {t}" for st, t in stage_drop.items()],
                 "train": {k: getattr(config, k) for k in TRAIN_KEYS}, "algorithm": "fedavg",
-                "uncertainty": f"mean ± standard error over {n} training seed(s) on one split (split_seed "
+                "uncertainty": f"mean and its 95% t interval over {n} training seed(s) on one split (split_seed "
                                f"{split_seed}): the spread is the training's, not the crops'",
                 "metric": f"test accuracy per device, mean of the last {config.last_k} evaluations "
                           "(final.last_k.group_accuracy); drop = baseline's minus the variant's, in points",

@@ -56,6 +56,7 @@ def train_config(options: dict[str, Any], where: str):
 
 class LabelSkewRunner(Runner):
     trains = True
+    seeded = True
     measures = {
         "accuracy_vs_alpha": "FedAvg test accuracy (%, mean of the last k evaluations) at each alpha, per seed",
         "relative_accuracy": "FedAvg accuracy at the lowest alpha over the centralised run's, per seed",
@@ -131,6 +132,6 @@ class LabelSkewRunner(Runner):
                    "test_examples": sorted(test_rows)[0] if len(test_rows) == 1 else sorted(test_rows),
                    "train": {k: getattr(config, k) for k in TRAIN_KEYS},
                    "central_rounds": central.rounds, "central_accuracy": central_acc,
-                   "uncertainty": f"mean ± standard error over {len(ctx.seeds)} seed(s)",
+                   "uncertainty": f"mean and its 95% t interval over {len(ctx.seeds)} seed(s)",
                    "metric": f"mean of the last {config.last_k} evaluations (final.last_k.accuracy)"},
         )

@@ -157,6 +157,7 @@ def choose_step(grid: list[float], accuracy: list[float]) -> float:
 
 class ServerMomentumRunner(Runner):
     trains = True
+    seeded = True
     measures = {
         "fedavgm_gain": "FedAvgM's test accuracy minus FedAvg's (accuracy points), each at its tuned effective "
                         "step, per seed, on the evaluation split",
@@ -240,7 +241,7 @@ class ServerMomentumRunner(Runner):
                                 "the tuning split (its own held-out rows) with the tuning seeds; the evaluation "
                                 "split is not used to choose (the paper reported the best of its grid on test)",
                    "train": {k: getattr(config, k) for k in TRAIN_KEYS},
-                   "uncertainty": f"mean ± standard error over {len(ctx.seeds)} seed(s) of the paired difference",
+                   "uncertainty": f"mean and its 95% t interval over {len(ctx.seeds)} seed(s) of the paired difference",
                    "metric": f"test accuracy (%), mean of the last {config.last_k} evaluations "
                              "(final.last_k.accuracy)"},
         )

@@ -67,6 +67,7 @@ def imbalanced_sizes(n: int, clients: int, sigma: float, seed: int) -> list[int]
 
 class VirtualClientsRunner(Runner):
     trains = True
+    seeded = True
     measures = {
         "fedvc_gain_vs_imbalance": "FedVC's test accuracy minus FedAvg's (points) at each size sigma, per seed",
         "fedvc_minus_fedavg": "FedVC's accuracy minus FedAvg's (points) on the most imbalanced split, per seed",
@@ -150,7 +151,7 @@ class VirtualClientsRunner(Runner):
                    "fedavg_accuracy": accuracy["fedavg"], "fedvc_accuracy": accuracy["fedvc"],
                    "fedir_accuracy": fedir, "min_client_rows": MIN_CLIENT_ROWS,
                    "train": {k: getattr(config, k) for k in TRAIN_KEYS},
-                   "uncertainty": f"mean ± standard error over {len(seeds)} seed(s) of the paired difference",
+                   "uncertainty": f"mean and its 95% t interval over {len(seeds)} seed(s) of the paired difference",
                    "metric": f"test accuracy (%), mean of the last {config.last_k} evaluations "
                              "(final.last_k.accuracy)"},
         )
