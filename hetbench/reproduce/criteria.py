@@ -54,6 +54,9 @@ CHECK_VERDICTS = (REPRODUCED, NOT_REPRODUCED, INCONCLUSIVE, NOT_RUN)
 VERDICTS = (REPRODUCED, PARTIAL, NOT_REPRODUCED, INCONCLUSIVE, NOT_RUN)
 """Every verdict a claim can get (``partially reproduced``: its checks disagree)."""
 
+#: what joins an unsettled check's reason to what its numbers alone say (hetbench.reproduce.docs splits on it)
+UNSETTLED_MARK = "; settled, the numbers would say: "
+
 #: the confidence level of every interval unless a criterion declares ``level``
 DEFAULT_LEVEL = 0.95
 
@@ -593,8 +596,8 @@ def evaluate(measurement: Measurement, criterion: Mapping[str, Any]) -> CheckRes
         runs = measurement.unsettled
         listed = ", ".join(runs[:3]) + (f" and {len(runs) - 3} more" if len(runs) > 3 else "")
         numbers = {**result.numbers, "unsettled": list(runs), "unsettled_verdict": result.verdict}
-        return CheckResult(INCONCLUSIVE, f"{len(runs)} training run(s) had not settled ({listed}); settled, "
-                                         f"the numbers would say: {result.reason}", numbers)
+        return CheckResult(INCONCLUSIVE, f"{len(runs)} training run(s) had not settled ({listed}){UNSETTLED_MARK}"
+                                         f"{result.reason}", numbers)
     return result
 
 

@@ -89,7 +89,7 @@ def _panel(ax, m: Measurement, axes: Axes, criterion: dict[str, Any], result: Ch
         ax.annotate(f"{ci.mean / s:.3g} [{ci.low / s:.3g}, {ci.high / s:.3g}]", (0, means[0]),
                     textcoords="offset points", xytext=(10, 0), va="center", fontsize=8, color="#1f5fa8")
         ax.set_xticks([0], [m.point_labels()[0]])
-        ax.set_xlim(-0.6, 2.0)  # the legend sits to the right of the points
+        ax.set_xlim(-0.6, 3.4)  # the legend sits to the right of the points and their interval's label
     else:
         for i, row in enumerate(m.samples):
             if len(row) > 1:
@@ -161,7 +161,8 @@ def plot_claim(claim_id: str, verdict: str, panels: Sequence[tuple[str, Measurem
     height = 4.4 * rows + 0.2 * lines
     fig, axs = plt.subplots(rows, cols, figsize=(width, height), squeeze=False)
     for ax, (measure, m, axes, criterion, result) in zip(axs.ravel(), panels):
-        _panel(ax, m, axes, criterion, result, f"{measure}: {result.verdict}")
+        why = " (runs not settled)" if m.unsettled and result.verdict == INCONCLUSIVE else ""
+        _panel(ax, m, axes, criterion, result, f"{measure}: {result.verdict}{why}")
     for ax in axs.ravel()[n:]:
         ax.set_visible(False)
     fig.suptitle(f"{claim_id}: {verdict}", fontsize=12, color=VERDICT_COLOURS.get(verdict, "#222222"))

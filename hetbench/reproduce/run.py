@@ -295,6 +295,7 @@ def reproduce(
                 start = time.perf_counter()
                 record = _run_claim(claim, mode, claim_seeds, ctx, plots)
                 seconds[claim.id] = time.perf_counter() - start
+                record["seconds"] = round(seconds[claim.id], 1)  # wall time (the only clock-dependent field)
                 if runs.is_dir():
                     record["runs"] = f"runs/{claim.id}"
                 records.append(record)

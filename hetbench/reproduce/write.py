@@ -2,8 +2,8 @@
 
 All three are written from the same claim records (:func:`hetbench.reproduce.run.reproduce` makes them):
 the paper, the figure or table, the claim, the protocol and settings, every check's measurement with
-its spread, the declared criterion, the verdict and why. Nothing in them depends on the clock, so the
-same inputs and seeds give the same files.
+its interval, the declared criterion, the verdict and why, and each claim's wall time. Nothing else in
+them depends on the clock, so the same inputs and seeds give the same files but for the wall times.
 """
 
 from __future__ import annotations
@@ -111,34 +111,52 @@ def numbers_text(check: dict[str, Any]) -> str:
     return text + f" Trend (rank correlation): {ci(n['trend'])}."
 
 
+def wall_time(claim: dict[str, Any]) -> str:
+    """A claim's wall time as the tables show it.
+
+    Examples
+    --------
+    >>> from hetbench.reproduce.write import wall_time
+    >>> wall_time({"seconds": 42.04}), wall_time({"seconds": 312.0}), wall_time({})
+    ('42 s', '5.2 min', '-')
+    """
+    if "seconds" not in claim:
+        return "-"
+    s = float(claim["seconds"])
+    return f"{s:.0f} s" if s < 60 else f"{s / 60:.1f} min"
+
+
 def settling_text(claim: dict[str, Any]) -> str:
     """One sentence on whether a claim's training runs had settled (empty when it trained nothing).
 
     Examples
     --------
     >>> from hetbench.reproduce.write import settling_text
-    >>> settling = {"evaluations": 4, "max_change": 3.0, "unsettled": ["a/fedavg-s1.json"],
+    >>> settling = {"evaluations": 4, "max_change": 3.0, "unsettled": ["a/central-s0.json", "a/fedavg-s1.json"],
     ...             "runs": {"a/fedavg-s0.json": {"change": 1.2, "settled": True},
-    ...                      "a/fedavg-s1.json": {"change": 7.5, "settled": False}}}
+    ...                      "a/fedavg-s1.json": {"change": 7.5, "settled": False},
+    ...                      "a/central-s0.json": {"change": None, "settled": False}}}
     >>> settling_text({"settling": settling})
-    'Settling: 1 of 2 training runs had not settled (the line through their last 4 evaluations moves by more than 3 points): a/fedavg-s1.json (+7.5), so every check is inconclusive.'
+    'Settling: 2 of 3 training runs had not settled: 1 moved by more than 3 points over their last 4 evaluations (the most, a/fedavg-s1.json, +7.5), 1 had fewer than 4 evaluations; so every check is inconclusive.'
     """
     st = claim.get("settling")
     if not st or not st["runs"]:
         return ""
-    n, bad = len(st["runs"]), st["unsettled"]
-    rule = f"the line through their last {st['evaluations']} evaluations moves by more than {st['max_change']:g} points"
+    n, bad, e, c = len(st["runs"]), st["unsettled"], st["evaluations"], st["max_change"]
     if not bad:
         worst = max(abs(r["change"]) for r in st["runs"].values())
-        return (f"Settling: all {n} training runs had settled (the line through each one's last {st['evaluations']} "
-                f"evaluations moves by at most {st['max_change']:g} points; the most, {worst:.3g}).")
-
-    def change(name: str) -> str:
-        c = st["runs"][name]["change"]
-        return "too few evaluations" if c is None else f"{c:+.3g}"
-
-    listed = ", ".join(f"{name} ({change(name)})" for name in bad[:5]) + (f" and {len(bad) - 5} more" if len(bad) > 5 else "")
-    return f"Settling: {len(bad)} of {n} training runs had not settled ({rule}): {listed}, so every check is inconclusive."
+        return (f"Settling: all {n} training runs had settled (the line through each one's last {e} evaluations "
+                f"moves by at most {c:g} points; the most, {worst:.3g}).")
+    moving = [name for name in bad if st["runs"][name]["change"] is not None]
+    short = len(bad) - len(moving)
+    parts = []
+    if moving:
+        top = max(moving, key=lambda name: abs(st["runs"][name]["change"]))
+        parts.append(f"{len(moving)} moved by more than {c:g} points over their last {e} evaluations (the most, {top}, "
+                     f"{st['runs'][top]['change']:+.3g})")
+    if short:
+        parts.append(f"{short} had fewer than {e} evaluations")
+    return f"Settling: {len(bad)} of {n} training runs had not settled: {', '.join(parts)}; so every check is inconclusive."
 
 
 def _rows(measurement: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
@@ -184,9 +202,12 @@ def write_markdown(doc: dict[str, Any], path: Path) -> None:
     lines = [f"# hetbench reproduce: {len(doc['claims'])} claim(s), {doc['mode']} mode", "",
              f"hetbench {doc['hetbench_version']}. Each verdict follows from the measurement by the criterion declared in "
              "the claim's definition (`manifests/claims/<id>.yaml`) before any run.", ""]
-    lines += _md_table(["claim", "paper, where", "verdict", "checks"],
+    lines += _md_table(["claim", "paper, where", "verdict", "checks", "wall time"],
                        [[c["id"], f"{c['paper_short']}, {c['where']}", f"**{c['verdict']}**{coverage(c)}",
-                         "; ".join(f"{k['measure']}: {k['verdict']}" for k in c["checks"])] for c in doc["claims"]])
+                         "; ".join(f"{k['measure']}: {k['verdict']}" for k in c["checks"]), wall_time(c)]
+                        for c in doc["claims"]])
+    total = sum(c.get("seconds", 0.0) for c in doc["claims"])
+    lines += ["", f"Wall time in all: {total / 60:.1f} min."]
     for c in doc["claims"]:
         lines += ["", f"## {c['id']}: {c['verdict']}{coverage(c)}", "",
                   f"**Paper.** {c['paper']} **Where:** {c['where']}.", "",

@@ -29,3 +29,34 @@ def test_every_claim_and_criterion_is_documented():
         assert f"### `{cid}`" in text
     for name in CRITERIA:
         assert f"`{name}`" in text
+
+
+def test_the_documented_results_are_the_committed_claims_json():
+    """docs/reproduce.md's results and the README's claim table are generated from the committed
+    docs/claims/quick/claims.json (python -m hetbench.reproduce.docs): rendering them again changes
+    nothing, and every claim has its region."""
+    import json
+
+    from hetbench.reproduce.docs import render_documents
+
+    root = DOC.parents[1]
+    doc = json.loads((root / "docs" / "claims" / "quick" / "claims.json").read_text())
+    assert doc["mode"] == "quick" and sorted(c["id"] for c in doc["claims"]) == claim_ids()
+    for path in (DOC, root / "README.md"):
+        text = path.read_text(encoding="utf-8")
+        assert render_documents(doc, text, path.name) == text, f"{path.name} differs from the committed results"
+    text = DOC.read_text(encoding="utf-8")
+    for cid in claim_ids():
+        assert f"<!-- claim-result: {cid} -->" in text
+    assert "<!-- claims-table -->" in (root / "README.md").read_text(encoding="utf-8")
+
+
+def test_render_documents_refuses_a_region_for_an_unknown_claim():
+    import pytest
+
+    from hetbench.errors import HetbenchError
+    from hetbench.reproduce.docs import render_documents
+
+    with pytest.raises(HetbenchError, match="names 'hsu-x', which the results do not hold"):
+        render_documents({"mode": "quick", "claims": []}, "<!-- claim-result: hsu-x -->\n<!-- /claim-result -->",
+                         "doc.md")

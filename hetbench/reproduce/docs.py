@@ -1,0 +1,145 @@
+"""The measured results in ``docs/reproduce.md`` and the README, generated from a committed ``claims.json``.
+
+Nothing measured is typed by hand: each claim's section of ``docs/reproduce.md`` holds a region
+
+    <!-- claim-result: hsu-label-skew -->
+    ...generated...
+    <!-- /claim-result -->
+
+and the README's claim table sits between ``<!-- claims-table -->`` and ``<!-- /claims-table -->``.
+:func:`render_documents` rewrites those regions from a ``hetbench reproduce`` output's ``claims.json``
+(the committed one is ``docs/claims/quick/claims.json``); a test renders them again and fails when a
+document and the committed results disagree. After a new run::
+
+    hetbench reproduce --quick --claims all --out docs/claims/quick --overwrite
+    python -m hetbench.reproduce.docs docs/claims/quick/claims.json docs/reproduce.md README.md
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+from typing import Any, Sequence
+
+from hetbench.errors import HetbenchError
+from hetbench.reproduce.criteria import UNSETTLED_MARK
+from hetbench.reproduce.write import coverage, fmt, numbers_text, settling_text, wall_time
+
+_CLAIM = re.compile(r"(<!-- claim-result: (?P<id>[a-z0-9-]+) -->\n)(?P<body>.*?)(<!-- /claim-result -->)", re.S)
+_TABLE = re.compile(r"(<!-- claims-table -->\n)(?P<body>.*?)(<!-- /claims-table -->)", re.S)
+
+
+def _interval(p: dict[str, Any]) -> str:
+    if p.get("n", 1) < 2 or p.get("low") == p.get("high"):
+        return fmt(p["mean"])
+    return f"{fmt(p['mean'])} [{fmt(p['low'])}, {fmt(p['high'])}]"
+
+
+def render_claim(claim: dict[str, Any], mode: str) -> str:
+    """The generated result block of one claim record: its verdict, the seeds, the wall time, each
+    check's measurement (mean and 95% interval per point), verdict and reason, and the settling line.
+
+    Examples
+    --------
+    >>> from hetbench.reproduce.docs import render_claim
+    >>> claim = {"id": "x", "verdict": "reproduced", "seeds": [0, 1], "seconds": 12.0, "checks": [
+    ...     {"measure": "gain", "verdict": "reproduced", "reason": "5.5 [1, 10] lies entirely above the threshold 0",
+    ...      "criterion": {"name": "greater_than"}, "numbers": {},
+    ...      "measurement": {"unit": "points", "points": [{"label": "0", "mean": 5.5, "low": 1, "high": 10, "n": 2}]}}]}
+    >>> print(render_claim(claim, "quick"))
+    *Quick-mode result* (seeds 0, 1; 12 s): **reproduced**.
+    <BLANKLINE>
+    | check | point | mean [95% interval] | verdict |
+    | --- | --- | --- | --- |
+    | `gain` | 0 | 5.5 [1, 10] | reproduced |
+    <BLANKLINE>
+    - `gain` (points): 5.5 [1, 10] lies entirely above the threshold 0.
+    """
+    head = (f"*{mode.capitalize()}-mode result* (seeds {', '.join(map(str, claim['seeds']))}; {wall_time(claim)}): "
+            f"**{claim['verdict']}**{coverage(claim)}.")
+    lines = [head, ""]
+    if claim.get("error"):
+        return "\n".join(lines + [f"Not run: {claim['error']}."])
+    rows = []
+    for k in claim["checks"]:
+        points = k["measurement"].get("points") or []
+        for i, p in enumerate(points):  # the check's name and verdict on its first row only
+            name, verdict = (f"`{k['measure']}`", k["verdict"]) if i == 0 else ("", "")
+            rows.append(f"| {name} | {p['label']} | {_interval(p)} | {verdict} |")
+        if not points:
+            rows.append(f"| `{k['measure']}` | - | - | {k['verdict']} |")
+    lines += ["| check | point | mean [95% interval] | verdict |", "| --- | --- | --- | --- |", *rows, ""]
+    for k in claim["checks"]:
+        unit = k["measurement"].get("unit")
+        extra = f" {numbers_text(k)}" if numbers_text(k) else ""
+        n = k.get("numbers", {})
+        # resting on unsettled runs: the settling line below says so once; here, what the numbers alone say
+        reason = k["reason"]
+        if "unsettled_verdict" in n and UNSETTLED_MARK in reason:
+            reason = f"the numbers alone: {n['unsettled_verdict']}, {reason.split(UNSETTLED_MARK, 1)[1]}"
+        lines.append(f"- `{k['measure']}`{f' ({unit})' if unit else ''}: {reason}.{extra}")
+    if settling_text(claim):
+        lines += ["", settling_text(claim)]
+    return "\n".join(lines)
+
+
+def render_table(doc: dict[str, Any]) -> str:
+    """The README's claim table: id, paper and where, the committed verdict, each check's and the wall time.
+
+    Examples
+    --------
+    >>> from hetbench.reproduce.docs import render_table
+    >>> doc = {"mode": "quick", "claims": [{"id": "x", "paper_short": "Hsu et al. 2019", "where": "Fig. 4",
+    ...        "verdict": "inconclusive", "seconds": 90, "checks": [{"measure": "acc", "verdict": "inconclusive"}]}]}
+    >>> print(render_table(doc))
+    | claim | paper, where | quick-mode verdict | checks | wall time |
+    | --- | --- | --- | --- | --- |
+    | `x` | Hsu et al. 2019, Fig. 4 | inconclusive | acc: inconclusive | 1.5 min |
+    """
+    lines = [f"| claim | paper, where | {doc['mode']}-mode verdict | checks | wall time |",
+             "| --- | --- | --- | --- | --- |"]
+    for c in doc["claims"]:
+        checks = "; ".join(f"{k['measure']}: {k['verdict']}" for k in c["checks"])
+        lines.append(f"| `{c['id']}` | {c['paper_short']}, {c['where']} | {c['verdict']}{coverage(c)} | {checks} | "
+                     f"{wall_time(c)} |")
+    return "\n".join(lines)
+
+
+def render_documents(doc: dict[str, Any], text: str, where: str) -> str:
+    """``text`` with every generated region rewritten from ``doc`` (a claims.json document).
+
+    Raises
+    ------
+    HetbenchError
+        A region naming a claim the results do not hold (``where`` names the document).
+    """
+    claims = {c["id"]: c for c in doc["claims"]}
+
+    def claim_block(m: re.Match) -> str:
+        cid = m.group("id")
+        if cid not in claims:
+            raise HetbenchError(f"{where}: a result region names '{cid}', which the results do not hold")
+        return m.group(1) + render_claim(claims[cid], doc["mode"]) + "\n" + m.group(4)
+
+    text = _CLAIM.sub(claim_block, text)
+    return _TABLE.sub(lambda m: m.group(1) + render_table(doc) + "\n" + m.group(3), text)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m hetbench.reproduce.docs CLAIMS_JSON DOC...``: rewrite the generated regions of each DOC."""
+    import json
+
+    args = list(sys.argv[1:] if argv is None else argv)
+    if len(args) < 2:
+        print("usage: python -m hetbench.reproduce.docs CLAIMS_JSON DOC...", file=sys.stderr)
+        return 2
+    doc = json.loads(Path(args[0]).read_text())
+    for name in args[1:]:
+        path = Path(name)
+        path.write_text(render_documents(doc, path.read_text(), name))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
