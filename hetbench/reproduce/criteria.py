@@ -36,239 +36,23 @@ Criteria (:data:`CRITERIA`):
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping, Sequence
-
-import numpy as np
+from dataclasses import dataclass
+from typing import Any, Callable, Mapping
 
 from hetbench.errors import HetbenchError
 from hetbench.registry import Registry
-
-REPRODUCED = "reproduced"
-NOT_REPRODUCED = "not reproduced"
-INCONCLUSIVE = "inconclusive"
-PARTIAL = "partially reproduced"
-NOT_RUN = "not run"
-CHECK_VERDICTS = (REPRODUCED, NOT_REPRODUCED, INCONCLUSIVE, NOT_RUN)
-"""Every verdict one check can get."""
-VERDICTS = (REPRODUCED, PARTIAL, NOT_REPRODUCED, INCONCLUSIVE, NOT_RUN)
-"""Every verdict a claim can get (``partially reproduced``: its checks disagree)."""
-
-#: what joins an unsettled check's reason to what its numbers alone say (hetbench.reproduce.docs splits on it)
-UNSETTLED_MARK = "; settled, the numbers would say: "
-
-#: the confidence level of every interval unless a criterion declares ``level``
-DEFAULT_LEVEL = 0.95
-
-
-@dataclass(frozen=True)
-class Interval:
-    """A mean and its two-sided t interval (``low`` and ``high`` equal the mean for one value).
-
-    Examples
-    --------
-    >>> from hetbench.reproduce.criteria import t_interval
-    >>> t_interval([1.0, 2.0, 3.0, 4.0, 5.0]).rounded()
-    {'mean': 3, 'low': 1.03676, 'high': 4.96324, 'n': 5, 'level': 0.95}
-    """
-
-    mean: float
-    low: float
-    high: float
-    n: int
-    level: float
-
-    def rounded(self) -> dict[str, Any]:
-        return {"mean": _num(self.mean), "low": _num(self.low), "high": _num(self.high), "n": self.n,
-                "level": self.level}
-
-    def text(self, digits: int = 4) -> str:
-        if self.n < 2 or self.low == self.high:
-            return f"{self.mean:.{digits}g}"
-        return f"{self.mean:.{digits}g} [{self.low:.{digits}g}, {self.high:.{digits}g}]"
-
-
-def t_quantile(p: float, df: int) -> float:
-    """The Student-t quantile ``t(p, df)`` (scipy's ``t.ppf``).
-
-    Examples
-    --------
-    >>> from hetbench.reproduce.criteria import t_quantile
-    >>> round(t_quantile(0.975, 4), 4), round(t_quantile(0.975, 1000), 3)
-    (2.7764, 1.962)
-    """
-    from scipy.stats import t
-
-    return float(t.ppf(p, df))
-
-
-def t_interval(values: Sequence[float], level: float = DEFAULT_LEVEL) -> Interval:
-    """The mean of ``values`` and its two-sided Student-t interval at ``level``.
-
-    Parameters
-    ----------
-    values : sequence of float
-        Independent values (one per seed, or per seed's paired difference); one value is its own interval.
-    level : float
-        The confidence level, in (0, 1).
-
-    Examples
-    --------
-    >>> from hetbench.reproduce.criteria import t_interval
-    >>> t_interval([2.0, 2.0, 2.0]).text(), t_interval([7.5]).text()
-    ('2', '7.5')
-    >>> t_interval([0.0, 1.0]).text(3)
-    '0.5 [-5.85, 6.85]'
-    """
-    v = np.asarray(values, dtype=float)
-    if v.size == 0:
-        raise HetbenchError("an interval needs at least one value")
-    mean = float(v.mean())
-    if v.size == 1:
-        return Interval(mean, mean, mean, 1, level)
-    half = t_quantile(1 - (1 - level) / 2, v.size - 1) * float(v.std(ddof=1)) / math.sqrt(v.size)
-    return Interval(mean, mean - half, mean + half, int(v.size), level)
-
-
-def side_of(interval: Interval, margin: float, sign: int) -> str:
-    """Where an interval lies against a margin, for a claim that the value is above it (``sign`` +1) or
-    below it (-1): ``reproduced`` (entirely on the claimed side; touching the margin counts as not past
-    it), ``not reproduced`` (entirely on the other side) or ``inconclusive`` (it straddles the margin).
-
-    Examples
-    --------
-    >>> from hetbench.reproduce.criteria import Interval, side_of
-    >>> [side_of(Interval(m, m - 1, m + 1, 5, 0.95), 0.0, +1) for m in (3.0, 0.5, -3.0)]
-    ['reproduced', 'inconclusive', 'not reproduced']
-    """
-    low, high = (interval.low, interval.high) if sign > 0 else (-interval.high, -interval.low)
-    edge = sign * margin
-    if low > edge:
-        return REPRODUCED
-    if high <= edge:
-        return NOT_REPRODUCED
-    return INCONCLUSIVE
-
-
-@dataclass
-class Measurement:
-    """What a claim's runner measured for one check.
-
-    Parameters
-    ----------
-    samples : list of list of float
-        One list per point (per grid value ``x``, or one point for a scalar): the value of every seed, in
-        the same seed order at every point (one value for a deterministic count).
-    x : list of float, optional
-        The grid, in the order the claim states it (e.g. alpha from 100 down to 0.05).
-    published : list of float, optional
-        The paper's values at the same points (``within_relative``).
-    unit : str
-        What the values are (``accuracy (%)``, ``parameters``).
-    labels : list of str, optional
-        A name per point, for tables (``rho=0.2``); default: ``x`` or the point's index.
-    not_run : str, optional
-        Why nothing was measured (missing data): the check's verdict is ``not run`` with this reason.
-    unsettled : list of str, optional
-        The training runs behind these values whose accuracy was still moving when they stopped: the check
-        is ``inconclusive`` whatever the numbers (:func:`evaluate`).
-
-    Examples
-    --------
-    >>> from hetbench.reproduce.criteria import Measurement
-    >>> m = Measurement([[90.0, 92.0], [80.0, 84.0]], x=[1.0, 0.1], unit="accuracy (%)")
-    >>> m.means(), m.stderrs()
-    ([91.0, 82.0], [1.0, 2.0])
-    >>> m.intervals()[0].text()
-    '91 [78.29, 103.7]'
-    """
-
-    samples: list[list[float]]
-    x: list[float] | None = None
-    published: list[float] | None = None
-    unit: str = ""
-    labels: list[str] | None = None
-    not_run: str | None = None
-    unsettled: list[str] | None = None
-
-    def means(self) -> list[float]:
-        return [float(np.mean(s)) for s in self.samples]
-
-    def stderrs(self) -> list[float]:
-        return [float(np.std(s, ddof=1) / math.sqrt(len(s))) if len(s) > 1 else 0.0 for s in self.samples]
-
-    def intervals(self, level: float = DEFAULT_LEVEL) -> list[Interval]:
-        return [t_interval(s, level) for s in self.samples]
-
-    def point_labels(self) -> list[str]:
-        if self.labels:
-            return list(self.labels)
-        return [f"{v:g}" for v in self.x] if self.x else [str(i) for i in range(len(self.samples))]
-
-    def paired(self) -> np.ndarray:
-        """The samples as a (points, seeds) array; every point must have the same number of seeds."""
-        lengths = {len(s) for s in self.samples}
-        if len(lengths) != 1:
-            raise HetbenchError(f"the points have different numbers of seeds ({sorted(lengths)}): paired "
-                                "comparisons need one value per seed at every point")
-        return np.asarray(self.samples, dtype=float)
-
-    def as_dict(self, level: float = DEFAULT_LEVEL) -> dict[str, Any]:
-        out: dict[str, Any] = {"unit": self.unit, "points": []}
-        if self.not_run:
-            return {"unit": self.unit, "not_run": self.not_run}
-        if self.unsettled:
-            out["unsettled"] = list(self.unsettled)
-        for i, (label, s, se, ci) in enumerate(zip(self.point_labels(), self.samples, self.stderrs(),
-                                                    self.intervals(level))):
-            point: dict[str, Any] = {"label": label, "samples": [_num(v) for v in s], "mean": _num(ci.mean),
-                                     "stderr": _num(se), "low": _num(ci.low), "high": _num(ci.high), "n": len(s)}
-            if self.x is not None:
-                point["x"] = _num(self.x[i])
-            if self.published is not None:
-                point["published"] = _num(self.published[i])
-            out["points"].append(point)
-        return out
-
-
-@dataclass
-class CheckResult:
-    """A criterion's decision: the verdict, one sentence saying why, and the numbers it used."""
-
-    verdict: str
-    reason: str
-    numbers: dict[str, Any] = field(default_factory=dict)
-
-
-def _num(v: float) -> float | int:
-    """A number as JSON shows it: integers stay integers, floats get 6 significant digits."""
-    if isinstance(v, (int, np.integer)) or (isinstance(v, float) and v.is_integer() and abs(v) < 2**53):
-        return int(v)
-    return float(f"{float(v):.6g}")
+from hetbench.reproduce.measurement import CheckResult, Measurement
+from hetbench.reproduce.statistics import (  # noqa: F401 (loglog_slope and spearman: part of this module's API)
+    DEFAULT_LEVEL, Interval, json_number as _num, loglog_slope, spearman, t_interval, t_quantile,
+)
+from hetbench.reproduce.verdicts import (  # noqa: F401 (every verdict name: part of this module's API)
+    CHECK_VERDICTS, INCONCLUSIVE, NOT_REPRODUCED, NOT_RUN, PARTIAL, REPRODUCED, UNSETTLED_MARK, VERDICTS, combine,
+    side_of,
+)
 
 
 def _level(p: Mapping[str, Any]) -> float:
     return float(p.get("level", DEFAULT_LEVEL))
-
-
-def spearman(values: Sequence[float]) -> float:
-    """Spearman's rank correlation of ``values`` with their position (0, 1, 2, ...); ties get average
-    ranks; 0 for a constant sequence.
-
-    Examples
-    --------
-    >>> from hetbench.reproduce.criteria import spearman
-    >>> [round(spearman(v), 6) for v in ([1, 2, 3], [3, 2, 1], [1, 3, 2, 4], [5, 5, 5])]
-    [1.0, -1.0, 0.8, 0.0]
-    """
-    from scipy.stats import rankdata
-
-    v = np.asarray(values, dtype=float)
-    if v.size < 2 or np.all(v == v[0]):
-        return 0.0
-    r = rankdata(v)
-    pos = np.arange(v.size, dtype=float)
-    return float(np.corrcoef(pos, r)[0, 1])
 
 
 def _monotone(m: Measurement, p: Mapping[str, Any], sign: int) -> CheckResult:
@@ -448,26 +232,6 @@ def within_relative(m: Measurement, p: Mapping[str, Any]) -> CheckResult:
                                        f"({', '.join(outside)}; worst {worst * 100:.3g}%)", numbers)
 
 
-def loglog_slope(x: Sequence[float], y: Sequence[float]) -> tuple[float, float, float]:
-    """Least-squares slope of log(y) on log(x), its standard error and R^2.
-
-    Examples
-    --------
-    >>> from hetbench.reproduce.criteria import loglog_slope
-    >>> [round(v, 6) for v in loglog_slope([1, 10, 100], [1000, 100, 10])]
-    [-1.0, 0.0, 1.0]
-    """
-    lx, ly = np.log(np.asarray(x, dtype=float)), np.log(np.asarray(y, dtype=float))
-    A = np.vstack([lx, np.ones_like(lx)]).T
-    coef, *_ = np.linalg.lstsq(A, ly, rcond=None)
-    resid = ly - A @ coef
-    n = len(lx)
-    ss_tot = float(np.sum((ly - ly.mean()) ** 2))
-    r2 = 1.0 - float(np.sum(resid**2)) / ss_tot if ss_tot > 0 else 1.0
-    se = math.sqrt(float(np.sum(resid**2)) / (n - 2) / float(np.sum((lx - lx.mean()) ** 2))) if n > 2 else 0.0
-    return float(coef[0]), se, r2
-
-
 def ratio_scaling(m: Measurement, p: Mapping[str, Any]) -> CheckResult:
     """Power-law scaling: the log-log slope of the means over ``x``, with its t interval (``n - 2`` degrees
     of freedom), against ``[slope_min, slope_max]``: the whole interval inside, ``reproduced``; the whole
@@ -601,25 +365,3 @@ def evaluate(measurement: Measurement, criterion: Mapping[str, Any]) -> CheckRes
     return result
 
 
-def combine(verdicts: Sequence[str]) -> str:
-    """A claim's verdict from its checks' verdicts. Checks not run are left out; when some checks are
-    ``reproduced`` and others ``not reproduced``, the claim is ``partially reproduced``; else any
-    ``inconclusive`` check makes it ``inconclusive``; else all agree and that is the verdict; nothing run:
-    ``not run``.
-
-    Examples
-    --------
-    >>> from hetbench.reproduce.criteria import combine
-    >>> combine(["reproduced", "not run"]), combine(["reproduced", "not reproduced"]), combine(["not run"])
-    ('reproduced', 'partially reproduced', 'not run')
-    >>> combine(["reproduced", "inconclusive"]), combine(["not reproduced", "not reproduced"])
-    ('inconclusive', 'not reproduced')
-    """
-    run = [v for v in verdicts if v != NOT_RUN]
-    if not run:
-        return NOT_RUN
-    if REPRODUCED in run and NOT_REPRODUCED in run:
-        return PARTIAL
-    if INCONCLUSIVE in run:
-        return INCONCLUSIVE
-    return run[0]
