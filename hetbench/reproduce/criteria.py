@@ -83,27 +83,23 @@ def _monotone(m: Measurement, p: Mapping[str, Any], sign: int) -> CheckResult:
     pct = f"{level * 100:g}%"
     said = (f"the {word} over {span} is {effect.text()} ({pct} interval; minimum effect {min_effect:g}), the trend "
             f"(rank correlation) {trend.text(3)}")
-    if effect_verdict == NOT_REPRODUCED or trend_verdict == NOT_REPRODUCED or wrong:
-        why = []
-        if effect_verdict == NOT_REPRODUCED:
-            why.append(f"the {word} is below the minimum effect")
-        if trend_verdict == NOT_REPRODUCED:
-            why.append("the trend goes the other way")
-        if wrong:
-            why.append(f"{len(wrong)} of {len(steps)} steps go the wrong way by more than {tol:g} ({', '.join(wrong)})")
-        return CheckResult(NOT_REPRODUCED, f"{said}: {'; '.join(why)}", numbers)
-    if effect_verdict == REPRODUCED and trend_verdict == REPRODUCED and not undecided:
-        return CheckResult(REPRODUCED, f"{said}; every step's interval is within the tolerance {tol:g} of "
-                                       f"the wrong way", numbers)
-    why = []
-    if effect_verdict == INCONCLUSIVE:
-        why.append(f"the {word}'s interval straddles the minimum effect")
-    if trend_verdict == INCONCLUSIVE:
-        why.append("the trend's interval straddles 0")
-    if undecided:
-        why.append(f"{len(undecided)} of {len(steps)} steps' intervals straddle the tolerance {tol:g} "
-                   f"({', '.join(undecided)})")
-    return CheckResult(INCONCLUSIVE, f"{said}: {'; '.join(why)}", numbers)
+    # why a check is not reproduced (any part is) or inconclusive (no part is, some part straddles)
+    parts = {
+        NOT_REPRODUCED: ((effect_verdict, f"the {word} is below the minimum effect"),
+                         (trend_verdict, "the trend goes the other way"),
+                         (NOT_REPRODUCED if wrong else None, f"{len(wrong)} of {len(steps)} steps go the wrong way by "
+                                                             f"more than {tol:g} ({', '.join(wrong)})")),
+        INCONCLUSIVE: ((effect_verdict, f"the {word}'s interval straddles the minimum effect"),
+                       (trend_verdict, "the trend's interval straddles 0"),
+                       (INCONCLUSIVE if undecided else None, f"{len(undecided)} of {len(steps)} steps' intervals "
+                                                             f"straddle the tolerance {tol:g} ({', '.join(undecided)})")),
+    }
+    for verdict in (NOT_REPRODUCED, INCONCLUSIVE):
+        why = [text for got, text in parts[verdict] if got == verdict]
+        if why:
+            return CheckResult(verdict, f"{said}: {'; '.join(why)}", numbers)
+    return CheckResult(REPRODUCED, f"{said}; every step's interval is within the tolerance {tol:g} of the wrong way",
+                       numbers)
 
 
 def monotone_decreasing(m: Measurement, p: Mapping[str, Any]) -> CheckResult:
