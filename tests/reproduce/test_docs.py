@@ -60,3 +60,19 @@ def test_render_documents_refuses_a_region_for_an_unknown_claim():
     with pytest.raises(HetbenchError, match="names 'hsu-x', which the results do not hold"):
         render_documents({"mode": "quick", "claims": []}, "<!-- claim-result: hsu-x -->\n<!-- /claim-result -->",
                          "doc.md")
+
+
+def test_the_committed_run_is_of_the_claims_as_now_declared():
+    """The committed quick run was made with today's definitions: a claim whose settings, criteria or
+    settle rule changed needs a new run (and the documents regenerated) before it lands."""
+    import json
+
+    from hetbench.reproduce.claims import load_claim
+
+    doc = json.loads((DOC.parents[1] / "docs" / "claims" / "quick" / "claims.json").read_text())
+    for record in doc["claims"]:
+        claim = load_claim(record["id"])
+        assert record["settings"] == claim.settings["quick"], f"{claim.id}: settings changed since the committed run"
+        assert [c["criterion"] for c in record["checks"]] == [k.criterion for k in claim.checks], claim.id
+        assert record.get("settling", {}).get("evaluations") == (claim.settle or {}).get("evaluations"), claim.id
+        assert record.get("settling", {}).get("max_change") == (claim.settle or {}).get("max_change"), claim.id
