@@ -12,6 +12,7 @@ The panel title gives the check's verdict.
 from __future__ import annotations
 
 import math
+import textwrap
 
 from pathlib import Path
 from typing import Any, Sequence
@@ -86,7 +87,8 @@ def _panel(ax, m: Measurement, axes: Axes, criterion: dict[str, Any], result: Ch
             pad = 0.15 * (hi - lo or 1.0)
             ax.set_ylim(lo - pad, hi + pad)
         ci = intervals[0]
-        ax.annotate(f"{ci.mean / s:.3g} [{ci.low / s:.3g}, {ci.high / s:.3g}]", (0, means[0]),
+        label = f"{ci.mean / s:.3g}" if ci.low == ci.high else f"{ci.mean / s:.3g} [{ci.low / s:.3g}, {ci.high / s:.3g}]"
+        ax.annotate(label, (0, means[0]),
                     textcoords="offset points", xytext=(10, 0), va="center", fontsize=8, color="#1f5fa8")
         ax.set_xticks([0], [m.point_labels()[0]])
         ax.set_xlim(-0.6, 3.4)  # the legend sits to the right of the points and their interval's label
@@ -121,7 +123,7 @@ def _panel(ax, m: Measurement, axes: Axes, criterion: dict[str, Any], result: Ch
         ax.set_xticks(x, [f"{v:g}" for v in x])
         ax.minorticks_off()
     ax.set_xlabel(axes.xlabel)
-    ax.set_ylabel(axes.ylabel)
+    ax.set_ylabel(textwrap.fill(axes.ylabel, 42))  # a long label wraps instead of leaving the figure
     ax.grid(True, which="major", alpha=0.3)
     ax.legend(fontsize=8, loc="center right" if len(means) == 1 else "best")
     ax.set_title(title, fontsize=10, color=VERDICT_COLOURS.get(result.verdict, "#222222"))
@@ -150,7 +152,6 @@ def plot_claim(claim_id: str, verdict: str, panels: Sequence[tuple[str, Measurem
         return False
     plt = pyplot()
     n = len(panels)
-    import textwrap
 
     cols = n if n <= 3 else math.ceil(n / 2)  # four panels or more: two rows, so each stays readable
     rows = math.ceil(n / cols)
