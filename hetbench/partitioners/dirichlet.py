@@ -262,8 +262,9 @@ def class_dirichlet_counts(
     """
     class_counts = np.asarray(class_counts, dtype=np.int64)
     shares = class_dirichlet_shares(class_counts.size, num_clients, alpha, rng)
-    if math.isinf(alpha):  # equal shares 1/N: cut at floor(k n / N) in integers, where the float cumulative
-        # sum of N equal shares can fall just below k n / N and floor one client's count to a neighbour
+    if math.isinf(alpha) or alpha >= ALPHA_IID:  # equal shares 1/N, as class_dirichlet_shares gives: cut at
+        # floor(k n / N) in integers, where the float cumulative sum of N equal shares can fall just below
+        # k n / N and floor one client's count to a neighbour
         k = np.arange(1, num_clients + 1, dtype=np.int64)
         cum = class_counts[:, None] * k[None, :] // num_clients
         counts = np.diff(np.concatenate([np.zeros((class_counts.size, 1), np.int64), cum], axis=1), axis=1).T

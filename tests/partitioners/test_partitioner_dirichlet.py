@@ -397,3 +397,14 @@ def test_shares_to_counts_cuts_every_class_exactly(class_counts, k, seed):
     assert np.all(counts >= 0)
     assert np.array_equal(counts.sum(axis=0), cc)
     assert np.all(np.abs(counts - shares.T * cc[None, :]) < 2)
+
+
+def test_class_scheme_equal_shares_cut_exactly_for_inf_and_alphas_that_split_as_inf():
+    """alpha >= ALPHA_IID splits as inf does, including the integer cut of equal shares: 7 clients of one
+    7-sample class get one sample each (the float cumulative sum once gave [1, 1, 1, 1, 0, 1, 2])."""
+    from hetbench.partitioners.dirichlet import ALPHA_IID, class_dirichlet_counts
+
+    for alpha in (math.inf, ALPHA_IID, 1e40):
+        counts = class_dirichlet_counts(np.array([7, 30]), 7, alpha, np.random.default_rng(0))
+        assert counts[:, 0].tolist() == [1] * 7
+        assert counts[:, 1].tolist() == [4, 4, 4, 5, 4, 4, 5]  # floor(30 k / 7) - floor(30 (k - 1) / 7)
