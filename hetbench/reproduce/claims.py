@@ -55,6 +55,8 @@ def check_seed_count(claim_id: str, seeds: Sequence[int], seeded: bool, where: s
     if seeded and len(seeds) < MIN_SEEDS:
         raise HetbenchError(f"{where}: {claim_id} needs at least {MIN_SEEDS} seeds for its 95% t intervals "
                             f"(got {len(seeds)})")
+
+
 _TEXT_KEYS = ("paper", "where", "claim", "protocol")
 _KEYS = ("id", *_TEXT_KEYS, "runner", "settings", "checks", "settle", "notes")
 

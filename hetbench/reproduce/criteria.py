@@ -51,8 +51,16 @@ from hetbench.reproduce.verdicts import (  # noqa: F401 (every verdict name: par
 )
 
 
-def _level(p: Mapping[str, Any]) -> float:
-    return float(p.get("level", DEFAULT_LEVEL))
+def criterion_level(criterion: Mapping[str, Any]) -> float:
+    """The confidence level of a declared criterion's intervals: its ``level``, else 95%.
+
+    Examples
+    --------
+    >>> from hetbench.reproduce.criteria import criterion_level
+    >>> criterion_level({"name": "greater_than", "threshold": 0}), criterion_level({"level": 0.99})
+    (0.95, 0.99)
+    """
+    return float(criterion.get("level", DEFAULT_LEVEL))
 
 
 def _monotone(m: Measurement, p: Mapping[str, Any], sign: int) -> CheckResult:
@@ -60,7 +68,7 @@ def _monotone(m: Measurement, p: Mapping[str, Any], sign: int) -> CheckResult:
     values = m.paired()  # (points, seeds)
     if values.shape[0] < 2:
         raise HetbenchError("a monotone criterion needs at least two grid points")
-    tol, min_effect, level = float(p["tolerance"]), float(p["min_effect"]), _level(p)
+    tol, min_effect, level = float(p["tolerance"]), float(p["min_effect"]), criterion_level(p)
     labels = m.point_labels()
     steps, wrong, undecided = [], [], []
     for i in range(values.shape[0] - 1):
@@ -149,7 +157,7 @@ def monotone_increasing(m: Measurement, p: Mapping[str, Any]) -> CheckResult:
 def _beyond(m: Measurement, p: Mapping[str, Any], sign: int) -> CheckResult:
     if len(m.samples) != 1:
         raise HetbenchError("greater_than / less_than take a single value")
-    threshold, min_effect, level = float(p["threshold"]), float(p.get("min_effect", 0.0)), _level(p)
+    threshold, min_effect, level = float(p["threshold"]), float(p.get("min_effect", 0.0)), criterion_level(p)
     ci = t_interval(m.samples[0], level)
     margin = threshold + sign * min_effect
     verdict = side_of(ci, margin, sign)
@@ -250,7 +258,7 @@ def ratio_scaling(m: Measurement, p: Mapping[str, Any]) -> CheckResult:
     if min(means) <= 0 or min(m.x) <= 0:
         return CheckResult(NOT_REPRODUCED, "a value or grid point is not positive: no power law",
                            {"values": [_num(v) for v in means]})
-    lo, hi, level = float(p["slope_min"]), float(p["slope_max"]), _level(p)
+    lo, hi, level = float(p["slope_min"]), float(p["slope_max"]), criterion_level(p)
     slope, se, r2 = loglog_slope(m.x, means)
     n = len(means)
     half = t_quantile(1 - (1 - level) / 2, n - 2) * se if n > 2 else 0.0

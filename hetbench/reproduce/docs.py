@@ -134,10 +134,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     if len(args) < 2:
         print("usage: python -m hetbench.reproduce.docs CLAIMS_JSON DOC...", file=sys.stderr)
         return 2
-    doc = json.loads(Path(args[0]).read_text())
-    for name in args[1:]:
-        path = Path(name)
-        path.write_text(render_documents(doc, path.read_text(), name))
+    try:
+        doc = json.loads(Path(args[0]).read_text())
+        rendered = {name: render_documents(doc, Path(name).read_text(), name) for name in args[1:]}
+    except (OSError, ValueError, KeyError, HetbenchError) as exc:  # every document is rendered before any is written
+        print(f"hetbench: error: {exc}", file=sys.stderr)
+        return 2
+    for name, text in rendered.items():
+        Path(name).write_text(text)
     return 0
 
 

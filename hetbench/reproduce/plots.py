@@ -20,7 +20,8 @@ from typing import Any, Sequence
 import numpy as np
 
 from hetbench.reproduce.criteria import (
-    DEFAULT_LEVEL, INCONCLUSIVE, NOT_REPRODUCED, NOT_RUN, PARTIAL, REPRODUCED, CheckResult, Measurement, loglog_slope,
+    INCONCLUSIVE, NOT_REPRODUCED, NOT_RUN, PARTIAL, REPRODUCED, CheckResult, Measurement, criterion_level,
+    loglog_slope,
 )
 from hetbench.reproduce.runners.base import Axes
 
@@ -35,7 +36,7 @@ def _short(v: float) -> str:
 
 def _panel(ax, m: Measurement, axes: Axes, criterion: dict[str, Any], result: CheckResult, title: str) -> None:
     s = axes.scale
-    level = float(criterion.get("level", DEFAULT_LEVEL))
+    level = criterion_level(criterion)
     intervals = m.intervals(level)
     means = np.array(m.means()) / s
     # asymmetric error bars from each point's t interval (zero width for one value)

@@ -27,7 +27,7 @@ from typing import Any, Sequence
 
 from hetbench.errors import HetbenchError
 from hetbench.reproduce.claims import MODES, Claim, check_seed_count, load_claim, select_claims
-from hetbench.reproduce.criteria import DEFAULT_LEVEL, NOT_RUN, combine, evaluate
+from hetbench.reproduce.criteria import NOT_RUN, combine, criterion_level, evaluate
 from hetbench.reproduce.runners import RUNNERS, Context
 
 DEFAULT_OUT = "hetbench_claims"
@@ -177,7 +177,7 @@ def _run_claim(claim: Claim, mode: str, seeds: list[int], ctx: Context, plots: P
         result = evaluate(m, k.criterion)
         checks.append({"measure": k.measure, "statement": k.statement, "criterion": k.criterion,
                        "verdict": result.verdict, "reason": result.reason, "numbers": result.numbers,
-                       "measurement": m.as_dict(float(k.criterion.get("level", DEFAULT_LEVEL)))})
+                       "measurement": m.as_dict(criterion_level(k.criterion))})
         if result.verdict == NOT_RUN:
             not_run.append((k.measure, result.reason))
         else:
