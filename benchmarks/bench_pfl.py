@@ -72,9 +72,10 @@ HERE = Path(__file__).resolve().parent
 if str(HERE) not in sys.path:  # the sibling modules (trainer_e2e, trainer_floor)
     sys.path.insert(0, str(HERE))
 
-from bench_trainer import Report  # noqa: E402  (prints lines as they come and keeps them for the results file)
+# Report prints lines as they come and keeps them for the results file; OVERHEAD is bench_trainer's overhead
+# workload, the one this comparison runs
+from bench_trainer import OVERHEAD, Report  # noqa: E402
 
-OVERHEAD = dict(dataset="builtin:digits", clients=500, per_round=50, rounds=50, model="digits-cnn")
 SGD = dict(local_epochs=1, batch_size=10, lr=0.05)
 TARGET = 3.0  # pfl time per round / hetbench lockstep time per round, at least
 SKIP = "skipped: pfl comparison (no pfl environment: set PFL_PYTHON or pass --pfl-python)"
