@@ -164,7 +164,7 @@ def plot_claim(claim_id: str, verdict: str, panels: Sequence[tuple[str, Measurem
     fig, axs = plt.subplots(rows, cols, figsize=(width, height), squeeze=False)
     for ax, (measure, m, axes, criterion, result) in zip(axs.ravel(), panels):
         why = " (runs not settled)" if m.unsettled and result.verdict == INCONCLUSIVE else ""
-        _panel(ax, m, axes, criterion, result, f"{measure}: {result.verdict}{why}")
+        _panel(ax, m, axes, criterion, result, textwrap.fill(f"{measure}: {result.verdict}{why}", 50))  # fits a panel
     for ax in axs.ravel()[n:]:
         ax.set_visible(False)
     fig.suptitle(f"{claim_id}: {verdict}", fontsize=12, color=VERDICT_COLOURS.get(verdict, "#222222"))
