@@ -4,8 +4,11 @@ that ``hetbench partition dirichlet`` writes by default, built on first use thro
 
 from __future__ import annotations
 
+import os
 import sys
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Iterator
 
 from hetbench.naming import default_out_dir
 
@@ -15,6 +18,23 @@ DEFAULT_SPLIT = default_out_dir(DEFAULT_SOURCE, DEFAULT_TAG, 0)
 """Where ``hetbench partition dirichlet`` puts its default split (built-in digits, client scheme,
 alpha 0.5, 10 clients, seed 0), relative to the working directory."""
 
+
+@contextmanager
+def _one_builder(folder: Path) -> Iterator[None]:
+    """Hold an exclusive lock on ``folder`` (the folder itself, so no file is left behind): a second
+    process that wants the default split waits here while the first builds it, then reuses it."""
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - Windows: no locking
+        yield
+        return
+    folder.mkdir(parents=True, exist_ok=True)
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
 
 
 def default_split(quiet: bool = False) -> Path:
@@ -30,6 +50,11 @@ def default_split(quiet: bool = False) -> Path:
     Path
         The split folder (relative to the working directory).
 
+    Notes
+    -----
+    Processes that start together in a fresh folder (parallel test workers, two ``hetbench train``
+    runs) take turns: the first builds the split, the others wait and reuse it.
+
     Examples
     --------
     >>> from hetbench.sweep import default_split
@@ -42,8 +67,11 @@ def default_split(quiet: bool = False) -> Path:
     from hetbench.partitioners import DirichletPartitioner
     from hetbench.pipeline import make_split
 
-    partitioner = DirichletPartitioner(10, 0.5, "client", None, 0)
-    make_split(DEFAULT_SOURCE, partitioner, DEFAULT_SPLIT, seed=0, test_fraction=0.2, quiet=quiet)
+    with _one_builder(DEFAULT_SPLIT.parent):
+        if (DEFAULT_SPLIT / "hetbench.json").is_file():
+            return DEFAULT_SPLIT
+        partitioner = DirichletPartitioner(10, 0.5, "client", None, 0)
+        make_split(DEFAULT_SOURCE, partitioner, DEFAULT_SPLIT, seed=0, test_fraction=0.2, quiet=quiet)
     if not quiet:
         print(f"no --split given: built the embedded default {DEFAULT_SPLIT}", file=sys.stderr)
     return DEFAULT_SPLIT
