@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from hetbench.reproduce import DEFAULT_OUT, claim_ids, reproduce as run_claims
+from hetbench.reproduce import DEFAULT_OUT, claim_ids, dry_run as estimate_claims, reproduce as run_claims
 
 
 @click.command("reproduce")
@@ -25,10 +25,14 @@ from hetbench.reproduce import DEFAULT_OUT, claim_ids, reproduce as run_claims
               help="Where models train: auto (cuda when torch sees a GPU, else cpu), cpu, cuda, cuda:N or mps.")
 @click.option("--threads", default=None, type=int, help="Torch threads of the centralised runs (default 1, as "
               "hetbench train); federated runs train one client per worker thread.")
+@click.option("--dry-run", is_flag=True, help="Run nothing: estimate each claim's training time on this machine's "
+              "device (its models timed here; a floor) and exit.")
+@click.option("--allow-cpu", is_flag=True, help="Run --full even where training would run on a CPU (refused "
+              "otherwise, with the estimate: days on a laptop).")
 @click.option("--overwrite", is_flag=True, help="Replace --out if it exists.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress lines and no summary.")
 def reproduce(claims: str, quick: bool, seeds: str | None, out: str, metadata: str | None, device: str,
-              threads: int | None, overwrite: bool, quiet: bool) -> None:
+              threads: int | None, dry_run: bool, allow_cpu: bool, overwrite: bool, quiet: bool) -> None:
     """Check published claims (Hsu et al., HeteroSwitch, Borazjani et al., DapperFL) against declared criteria.
 
     Each claim's definition (manifests/claims/<id>.yaml) declares its protocol and the criterion that
@@ -42,20 +46,35 @@ def reproduce(claims: str, quick: bool, seeds: str | None, out: str, metadata: s
       hetbench reproduce --claims dapperfl-footprint,hsu-geo-clients --out claims
       hetbench reproduce --quick --claims all --out claims --overwrite
       hetbench reproduce --full --claims hsu-label-skew --device cuda --out claims-full
+      hetbench reproduce --full --dry-run
     \f
 
     Parameters
     ----------
-    claims, quick, seeds, out, metadata, device, threads, overwrite, quiet
+    claims, quick, seeds, out, metadata, device, threads, allow_cpu, overwrite, quiet
         As :func:`hetbench.reproduce.reproduce` (``quick`` False is ``mode="full"``).
+    dry_run : bool
+        Print each claim's estimated training time here (:func:`hetbench.reproduce.dry_run`) instead.
 
     Returns
     -------
     None
         Writes the folder; prints one line per claim (id, verdict, seconds) and where it wrote.
     """
-    done = run_claims(claims, "quick" if quick else "full", seeds, out, overwrite=overwrite, quiet=quiet,
-                      device=device, metadata=metadata, threads=threads)
+    mode = "quick" if quick else "full"
+    if dry_run:
+        resolved, costs = estimate_claims(claims, mode, seeds, device)
+        width = max(len(c.id) for c in costs)
+        click.echo(f"{mode} mode on {resolved}: estimated training time (this machine's timing of each model; "
+                   "splits, data loading and per-round work not included)")
+        for cost in costs:
+            click.echo(cost.line(width))
+        from hetbench.reproduce.cost import format_duration
+
+        click.echo(f"{'total':<{width}}  {format_duration(sum(c.seconds for c in costs)):>9}")
+        return
+    done = run_claims(claims, mode, seeds, out, overwrite=overwrite, quiet=quiet, device=device, metadata=metadata,
+                      threads=threads, allow_cpu=allow_cpu)
     if not quiet:
         for line in done.summary():
             click.echo(line)

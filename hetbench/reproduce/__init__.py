@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from hetbench.reproduce.claims import claim_ids, load_claim, select_claims
 from hetbench.reproduce.criteria import CRITERIA, VERDICTS, Measurement, evaluate
-from hetbench.reproduce.run import DEFAULT_OUT, Reproduced, reproduce
+from hetbench.reproduce.run import DEFAULT_OUT, Reproduced, dry_run, reproduce
 
-__all__ = ["CRITERIA", "DEFAULT_OUT", "VERDICTS", "Measurement", "Reproduced", "claim_ids", "evaluate", "load_claim",
+__all__ = ["CRITERIA", "DEFAULT_OUT", "VERDICTS", "Measurement", "Reproduced", "claim_ids", "dry_run", "evaluate", "load_claim",
            "reproduce", "select_claims"]

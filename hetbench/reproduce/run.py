@@ -51,6 +51,92 @@ class Reproduced:
         return lines + [f"wrote {self.out}/claims.md, claims.html, claims.json"]
 
 
+@dataclass
+class ClaimCost:
+    """A claim's estimated training cost in one mode on one device (:mod:`hetbench.reproduce.cost`)."""
+
+    id: str
+    seconds: float
+    runs: int
+    examples: int
+
+    def line(self, width: int) -> str:
+        from hetbench.reproduce.cost import format_duration
+
+        if not self.runs:
+            return f"{self.id:<{width}}  no federated training (seconds)"
+        return (f"{self.id:<{width}}  {format_duration(self.seconds):>9}  {self.runs} training runs, "
+                f"{self.examples / 1e6:.3g}M training examples")
+
+
+def estimate_claims(loaded: Sequence[Claim], mode: str, seeds: list[int] | None, device: str) -> list[ClaimCost]:
+    """Each claim's training cost in ``mode`` on ``device`` (this machine), from its runner's workloads
+    timed here (:func:`hetbench.reproduce.cost.estimate`: a floor, training and evaluation arithmetic
+    only).
+
+    Parameters
+    ----------
+    loaded : sequence of Claim
+        Validated claim definitions.
+    mode : str
+        ``quick`` or ``full``.
+    seeds : list of int, optional
+        ``--seeds``; None: the mode's default.
+    device : str
+        A resolved torch device (``cpu``, ``cuda``, ...).
+
+    Examples
+    --------
+    >>> from hetbench.reproduce.claims import load_claim
+    >>> [c.line(18) for c in estimate_claims([load_claim("dapperfl-footprint")], "full", None, "cpu")]
+    ['dapperfl-footprint  no federated training (seconds)']
+    """
+    from hetbench.reproduce.cost import estimate
+
+    timings: dict = {}
+    costs = []
+    for claim in loaded:
+        claim_seeds = seeds or _default_seeds(claim, mode)
+        work = RUNNERS[claim.runner].workloads(claim.settings[mode], claim_seeds)
+        costs.append(ClaimCost(claim.id, estimate(work, device, timings=timings) if work else 0.0,
+                               sum(w.runs for w in work), sum(w.runs * w.train_examples for w in work)))
+    return costs
+
+
+def dry_run(claims: str | None = "all", mode: str = "quick", seeds: str | Sequence[int] | None = None,
+            device: str = "auto") -> tuple[str, list[ClaimCost]]:
+    """``hetbench reproduce --dry-run``: check the claims, seeds and device as :func:`reproduce` does,
+    run nothing, and estimate each claim's training cost here (:func:`estimate_claims`).
+
+    Returns
+    -------
+    tuple
+        The resolved device (``cpu``, ``cuda:0``, ...) and one :class:`ClaimCost` per claim.
+
+    Examples
+    --------
+    >>> device, costs = dry_run("hsu-geo-clients", "full")
+    >>> [c.line(15) for c in costs]
+    ['hsu-geo-clients  no federated training (seconds)']
+    """
+    from hetbench.train.device import resolve_device
+
+    ids = select_claims(claims)
+    if mode not in MODES:
+        raise HetbenchError(f"mode '{mode}' is not one of {', '.join(MODES)}")
+    seed_list = parse_seeds(seeds)
+    loaded = [load_claim(i) for i in ids]
+    if seed_list is not None:
+        for claim in loaded:
+            check_seed_count(claim.id, seed_list, RUNNERS[claim.runner].seeded, "--seeds")
+    resolved = str(resolve_device(device))
+    return resolved, estimate_claims(loaded, mode, seed_list, resolved)
+
+
+def _default_seeds(claim: Claim, mode: str) -> list[int]:
+    return list(claim.settings["quick"].get("seeds", [0])) if mode == "quick" else list(FULL_SEEDS)
+
+
 def check_metadata(metadata: str | None) -> None:
     """Refuse a ``--metadata`` that names nothing readable, before any claim runs (it used to make the
     metadata checks 'not run' while the run ended 'reproduced' with exit code 0).
@@ -192,6 +278,19 @@ def _run_claim(claim: Claim, mode: str, seeds: list[int], ctx: Context, plots: P
     return record
 
 
+def _refuse_full_on_cpu(training: list[Claim], seeds: list[int] | None, device: str, quiet: bool) -> None:
+    from hetbench.reproduce.cost import format_duration
+
+    if not quiet:
+        print("full mode would train on this CPU: estimating its cost ...", file=sys.stderr, flush=True)
+    costs = sorted(estimate_claims(training, "full", seeds, "cpu"), key=lambda c: -c.seconds)
+    each = ", ".join(f"{c.id} {format_duration(c.seconds)}" for c in costs)
+    why = "torch sees no GPU" if device == "auto" else f"--device {device}"
+    raise HetbenchError(f"--full trains on the CPU here ({why}): about "
+                        f"{format_duration(sum(c.seconds for c in costs))} of training at least ({each}); run it "
+                        "where a GPU is (--device cuda), or pass --allow-cpu; --dry-run lists the estimates")
+
+
 def _default_axes():
     from hetbench.reproduce.runners.base import Axes
 
@@ -209,6 +308,7 @@ def reproduce(
     device: str = "auto",
     metadata: str | None = None,
     threads: int | None = None,
+    allow_cpu: bool = False,
 ) -> Reproduced:
     """Run ``claims`` and write ``claims.json``, ``claims.md``, ``claims.html`` and the plots to ``out``.
 
@@ -235,6 +335,9 @@ def reproduce(
         TFF's exact counts); without it those checks are ``not run``.
     threads : int, optional
         Torch threads for training and evaluation; None: torch's setting.
+    allow_cpu : bool
+        Run ``full`` mode even where training would run on a CPU (refused otherwise, with each claim's
+        estimated cost: days on a laptop).
 
     Returns
     -------
@@ -246,7 +349,8 @@ def reproduce(
     HetbenchError
         Before anything runs: an unknown claim id (listing the valid ones), a mode or seeds out of range,
         fewer seeds than a claim's statistics need, a
-        ``--metadata`` that names nothing readable (:func:`check_metadata`), a definition that does not validate, a device this machine lacks, an output folder that exists.
+        ``--metadata`` that names nothing readable (:func:`check_metadata`), a definition that does not validate, a device this machine lacks, an output folder that exists;
+        ``full`` mode on a CPU without ``allow_cpu`` (with the estimate of :func:`estimate_claims`).
 
     Examples
     --------
@@ -274,7 +378,9 @@ def reproduce(
     if any(RUNNERS[c.runner].trains for c in loaded):
         from hetbench.train.device import resolve_device
 
-        resolve_device(device)  # a device this machine lacks is refused here
+        resolved = resolve_device(device)  # a device this machine lacks is refused here
+        if mode == "full" and resolved.type == "cpu" and not allow_cpu:
+            _refuse_full_on_cpu([c for c in loaded if RUNNERS[c.runner].trains], seed_list, device, quiet)
     inputs = {"--metadata": metadata}
     check_out_dir(out, overwrite, "claims", inputs)
     records, seconds = [], {}
@@ -284,8 +390,7 @@ def reproduce(
         plots.mkdir()
         try:
             for claim in loaded:
-                claim_seeds = seed_list or (list(claim.settings["quick"].get("seeds", [0])) if mode == "quick"
-                                            else list(FULL_SEEDS))
+                claim_seeds = seed_list or _default_seeds(claim, mode)
                 runs = tmp / "runs" / claim.id
                 ctx = Context(work=work / claim.id, runs=runs, seeds=claim_seeds, mode=mode, quiet=quiet,
                               device=device, metadata=metadata, threads=threads)

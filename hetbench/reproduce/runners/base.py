@@ -14,10 +14,13 @@ import math
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
 
 from hetbench.errors import HetbenchError
 from hetbench.reproduce.criteria import Measurement
+
+if TYPE_CHECKING:
+    from hetbench.reproduce.cost import Workload
 
 
 @dataclass
@@ -211,6 +214,12 @@ class Runner(ABC):
     def check_settings(self, settings: dict[str, Any], where: str) -> dict[str, Any]:
         """Validate one mode's settings (``where`` names them in errors); returns them."""
         return check_schema(settings, self.schema, where)
+
+    def workloads(self, settings: dict[str, Any], seeds: list[int]) -> list["Workload"]:
+        """The model training this claim does with ``settings`` and ``seeds``, for the cost estimate of
+        ``hetbench reproduce --dry-run`` (:mod:`hetbench.reproduce.cost`); none for a runner that trains
+        nothing."""
+        return []
 
     @abstractmethod
     def run(self, settings: dict[str, Any], ctx: Context) -> RunOutput:

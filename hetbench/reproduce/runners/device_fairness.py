@@ -129,6 +129,17 @@ class DeviceFairnessRunner(Runner):
                                 f"clients {settings['clients']}")
         return settings
 
+    def workloads(self, settings: dict[str, Any], seeds: list[int]) -> list:
+        from hetbench.isp.profiles import load_profiles
+        from hetbench.reproduce.cost import federated_workload
+
+        devices = len(load_profiles(settings["profiles"]))
+        captures = SCENES * settings["crops_per_photo"]
+        test = round(captures * settings["test_fraction"])
+        # every phone renders every capture; a phone's training renders are shared by its clients
+        return [federated_workload(", ".join(ALGORITHMS), settings["train"], len(ALGORITHMS) * len(seeds),
+                                   (captures - test) * devices / settings["clients"], test * devices, 3, SCENES)]
+
     def run(self, settings: dict[str, Any], ctx: Context) -> RunOutput:
         from hetbench.builders.devices import build_devices
         from hetbench.sweep import sweep

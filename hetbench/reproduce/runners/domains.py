@@ -93,6 +93,15 @@ class DomainsRunner(Runner):
             raise HetbenchError(f"{where}.hyper: {exc}") from None
         return settings
 
+    def workloads(self, settings: dict[str, Any], seeds: list[int]) -> list:
+        from hetbench.reproduce.cost import federated_workload
+        from hetbench.sources.digits_domains import DOMAINS, NUM_CLASSES, TEST_FRACTION
+
+        per_domain = 500  # build_digits_domains' default
+        train_rows = per_domain * (1 - TEST_FRACTION) * settings["fraction"]  # one client's share of its domain
+        return [federated_workload(", ".join(ALGOS), settings["train"], len(ALGOS) * len(seeds), train_rows,
+                                   round(per_domain * TEST_FRACTION) * len(DOMAINS), 3, NUM_CLASSES)]
+
     def run(self, settings: dict[str, Any], ctx: Context) -> RunOutput:
         from hetbench.builders.digits_domains import build_digits_domains
         from hetbench.sweep import sweep

@@ -206,6 +206,19 @@ class IspStageDropRunner(Runner):
                                 "device's clients train)")
         return settings
 
+    def workloads(self, settings: dict[str, Any], seeds: list[int]) -> list:
+        from hetbench.isp.pipeline import table3_variants
+        from hetbench.reproduce.cost import federated_workload
+        from hetbench.reproduce.runners.device_fairness import SCENES
+
+        devices = len(table3_variants(_stage_list(settings["stages"], "stages")))
+        captures = SCENES * settings["crops_per_photo"]
+        test = round(captures * settings["test_fraction"])
+        # every capture is rendered by every device; only the baseline's clients train
+        train = {**settings["train"], "image_size": settings["size"]}
+        return [federated_workload("fedavg on the baseline", train, len(seeds),
+                                   (captures - test) / settings["clients_per_device"], test * devices, 3, SCENES)]
+
     def run(self, settings: dict[str, Any], ctx: Context) -> RunOutput:
         from hetbench.builders.iso_isp import build_iso_isp
         from hetbench.isp.pipeline import table3_variants

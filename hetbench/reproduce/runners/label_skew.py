@@ -76,6 +76,17 @@ class LabelSkewRunner(Runner):
         train_config({**settings["train"], **settings.get("central", {})}, f"{where}.central")
         return settings
 
+    def workloads(self, settings: dict[str, Any], seeds: list[int]) -> list:
+        from hetbench.reproduce.cost import federated_workload, source_shape
+
+        rows, channels, size, classes = source_shape(settings["source"])
+        train_rows, test_rows = rows * (1 - settings["test_fraction"]), round(rows * settings["test_fraction"])
+        alphas = settings["alphas"]
+        central = {**settings["train"], **settings.get("central", {}), "clients_per_round": 1, "local_epochs": 1}
+        return [federated_workload(f"fedavg, {len(alphas)} alphas", settings["train"], len(alphas) * len(seeds),
+                                   train_rows / settings["clients"], test_rows, channels, classes, size),
+                federated_workload("central", central, len(seeds), train_rows, test_rows, channels, classes, size)]
+
     def run(self, settings: dict[str, Any], ctx: Context) -> RunOutput:
         from hetbench.partitioners import DirichletPartitioner
         from hetbench.pipeline import make_split

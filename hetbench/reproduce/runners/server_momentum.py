@@ -186,6 +186,18 @@ class ServerMomentumRunner(Runner):
         train_config(dict(settings["train"]), f"{where}.train")
         return settings
 
+    def workloads(self, settings: dict[str, Any], seeds: list[int]) -> list:
+        from hetbench.reproduce.cost import federated_workload, source_shape
+
+        rows, channels, size, classes = source_shape(settings["source"])
+        client_rows = rows * (1 - settings["test_fraction"]) / settings["clients"]
+        test_rows = round(rows * settings["test_fraction"])
+        tuning = len(ALGOS) * len(settings["effective_steps"]) * len(settings["tune_seeds"])
+        return [federated_workload(f"{', '.join(ALGOS)}: tuning grid", settings["train"], tuning, client_rows,
+                                   test_rows, channels, classes, size),
+                federated_workload(f"{', '.join(ALGOS)}: evaluation", settings["train"], len(ALGOS) * len(seeds),
+                                   client_rows, test_rows, channels, classes, size)]
+
     def run(self, settings: dict[str, Any], ctx: Context) -> RunOutput:
         from hetbench.sources import load_table
         from hetbench.sweep import sweep

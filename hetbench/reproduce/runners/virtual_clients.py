@@ -93,6 +93,19 @@ class VirtualClientsRunner(Runner):
         train_config(dict(settings["train"]), f"{where}.train")
         return settings
 
+    def workloads(self, settings: dict[str, Any], seeds: list[int]) -> list:
+        from hetbench.reproduce.cost import federated_workload, source_shape
+
+        rows, channels, size, classes = source_shape(settings["source"])
+        # FedVC trains N_VC rows per virtual client; FedAvg and FedIR a client's rows (the mean client here)
+        client_rows = rows * (1 - settings["test_fraction"]) / settings["clients"]
+        test_rows = round(rows * settings["test_fraction"])
+        sigmas = len(settings["size_sigmas"])
+        return [federated_workload(f"fedavg, {sigmas} sigmas; fedir, 1", settings["train"], (sigmas + 1) * len(seeds),
+                                   client_rows, test_rows, channels, classes, size),
+                federated_workload(f"fedvc, {sigmas} sigmas", settings["train"], sigmas * len(seeds),
+                                   settings["vc_size"], test_rows, channels, classes, size)]
+
     def run(self, settings: dict[str, Any], ctx: Context) -> RunOutput:
         from hetbench.sources import load_table
         from hetbench.sweep import sweep
