@@ -65,7 +65,7 @@ def _panel(ax, m: Measurement, axes: Axes, criterion: dict[str, Any], result: Ch
         ax.set_xticks(pos, m.point_labels())
         ax.set_xlim(-0.6, len(rel) - 0.4)
         ax.set_ylabel("measured / published - 1 (%)")
-        ax.set_xlabel(axes.xlabel + (f"; values in {axes.ylabel}" if axes.ylabel else ""))
+        ax.set_xlabel(textwrap.fill(axes.xlabel + (f"; values in {axes.ylabel}" if axes.ylabel else ""), 60))
         ax.grid(True, axis="y", alpha=0.3)
         ax.legend(fontsize=8, loc="lower left")
         ax.set_title(title, fontsize=10, color=VERDICT_COLOURS.get(result.verdict, "#222222"))

@@ -357,7 +357,7 @@ def reproduce(
     >>> from hetbench.reproduce import reproduce
     >>> done = reproduce("dapperfl-footprint", out="claims_example", quiet=True)
     >>> [(c["id"], c["verdict"]) for c in done.doc["claims"]]
-    [('dapperfl-footprint', 'reproduced')]
+    [('dapperfl-footprint', 'partially reproduced')]
     >>> sorted(p.name for p in done.out.iterdir())
     ['claims.html', 'claims.json', 'claims.md', 'plots']
     """
