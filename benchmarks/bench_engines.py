@@ -31,19 +31,10 @@ from typing import Callable
 # the local Ray instance binds 127.0.0.1 only (Ray treats the machine as a single node)
 os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
 HERE = Path(__file__).resolve().parent
-if str(HERE) not in sys.path:  # the sibling module engines_flower
+if str(HERE) not in sys.path:  # the sibling modules engines_flower and report
     sys.path.insert(0, str(HERE))
 
-
-class Report:
-    """Print every line and keep it for the results file."""
-
-    def __init__(self) -> None:
-        self.lines: list[str] = []
-
-    def __call__(self, line: str) -> None:
-        print(line, flush=True)
-        self.lines.append(line)
+from report import Report  # noqa: E402
 
 
 def part_a(say: Callable[[str], None], quick: bool) -> dict:
@@ -117,7 +108,7 @@ def main(argv: list[str] | None = None) -> None:
         part_b(say, args.quick)
     say(f"load after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     if not args.quick:
-        Path(args.results).write_text("\n".join(say.lines) + "\n")
+        say.save(Path(args.results))
 
 
 if __name__ == "__main__":

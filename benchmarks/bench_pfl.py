@@ -69,12 +69,13 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-if str(HERE) not in sys.path:  # the sibling modules (trainer_e2e, trainer_floor)
+if str(HERE) not in sys.path:  # the sibling modules (report, trainer_e2e, trainer_floor)
     sys.path.insert(0, str(HERE))
 
-# Report prints lines as they come and keeps them for the results file; OVERHEAD is bench_trainer's overhead
+# OVERHEAD is bench_trainer's overhead
 # workload, the one this comparison runs
-from bench_trainer import OVERHEAD, Report  # noqa: E402
+from bench_trainer import OVERHEAD  # noqa: E402
+from report import Report  # noqa: E402
 
 SGD = dict(local_epochs=1, batch_size=10, lr=0.05)
 TARGET = 3.0  # pfl time per round / hetbench lockstep time per round, at least

@@ -100,9 +100,10 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-if str(HERE) not in sys.path:  # the sibling modules (trainer_floor, trainer_e2e, trainer_memory)
+if str(HERE) not in sys.path:  # the sibling modules (report, trainer_floor, trainer_e2e, trainer_memory)
     sys.path.insert(0, str(HERE))
 
+from report import Report  # noqa: E402
 from trainer_e2e import build_split, run_flower, run_hetbench_cli, selection_check  # noqa: E402
 
 FLOOR = dict(dataset="builtin:mnist5k", clients=100, per_round=10, rounds=20, model="lenet")
@@ -148,22 +149,6 @@ def pkg_version(name: str) -> str:
         return version(name)
     except PackageNotFoundError:
         return "not installed"
-
-
-class Report:
-    """Print lines as they come and keep them for the results file."""
-
-    def __init__(self) -> None:
-        self.lines: list[str] = []
-
-    def __call__(self, line: str = "") -> None:
-        print(line, flush=True)
-        self.lines.append(line)
-
-    def save(self, path: Path) -> None:
-        tmp = path.with_name(f".{path.name}.tmp")
-        tmp.write_text("\n".join(self.lines) + "\n")
-        tmp.replace(path)
 
 
 class torch_threads:
