@@ -127,36 +127,42 @@ def wall_time(claim: dict[str, Any]) -> str:
 
 
 def settling_text(claim: dict[str, Any]) -> str:
-    """One sentence on whether a claim's training runs had settled (empty when it trained nothing).
+    """One sentence on whether a claim's training had settled, condition by condition (the runs that
+    differ only by seed, judged on their seed-mean curve; :mod:`hetbench.reproduce.settling`); empty when
+    it trained nothing.
 
     Examples
     --------
     >>> from hetbench.reproduce.write import settling_text
-    >>> settling = {"evaluations": 4, "max_change": 3.0, "unsettled": ["a/central-s0.json", "a/fedavg-s1.json"],
-    ...             "runs": {"a/fedavg-s0.json": {"change": 1.2, "settled": True},
-    ...                      "a/fedavg-s1.json": {"change": 7.5, "settled": False},
-    ...                      "a/central-s0.json": {"change": None, "settled": False}}}
+    >>> settling = {"evaluations": 4, "max_change": 3.0, "unsettled": ["a/fedavg-s0.json", "a/fedavg-s1.json"],
+    ...             "conditions": {"a/fedavg": {"runs": 2, "change": 7.5, "settled": False},
+    ...                            "a/fedvc": {"runs": 2, "change": 1.2, "settled": True},
+    ...                            "a/central": {"runs": 1, "change": None, "settled": False}},
+    ...             "runs": {}}
     >>> settling_text({"settling": settling})
-    'Settling: 2 of 3 training runs had not settled: 1 moved by more than 3 points over their last 4 evaluations (the most, a/fedavg-s1.json, +7.5), 1 had fewer than 4 evaluations; so every check is inconclusive.'
+    'Settling: 2 of 3 conditions (3 of 5 training runs) had not settled: 1 moved by more than 3 points over the last 4 evaluations of their seed-mean curve (the most, a/fedavg, +7.5), 1 had fewer than 4 evaluations; so every check is inconclusive.'
     """
     st = claim.get("settling")
-    if not st or not st["runs"]:
+    if not st or not st.get("conditions"):
         return ""
-    n, bad, e, c = len(st["runs"]), st["unsettled"], st["evaluations"], st["max_change"]
+    conds, e, c = st["conditions"], st["evaluations"], st["max_change"]
+    runs = sum(v["runs"] for v in conds.values())
+    bad = [k for k, v in conds.items() if not v["settled"]]
     if not bad:
-        worst = max(abs(r["change"]) for r in st["runs"].values())
-        return (f"Settling: all {n} training runs had settled (the line through each one's last {e} evaluations "
-                f"moves by at most {c:g} points; the most, {worst:.3g}).")
-    moving = [name for name in bad if st["runs"][name]["change"] is not None]
+        worst = max(abs(v["change"]) for v in conds.values())
+        return (f"Settling: all {len(conds)} conditions ({runs} training runs) had settled (the line through the "
+                f"seed-mean of each one's last {e} evaluations moves by at most {c:g} points; the most, {worst:.3g}).")
+    moving = [k for k in bad if conds[k]["change"] is not None]
     short = len(bad) - len(moving)
     parts = []
     if moving:
-        top = max(moving, key=lambda name: abs(st["runs"][name]["change"]))
-        parts.append(f"{len(moving)} moved by more than {c:g} points over their last {e} evaluations (the most, {top}, "
-                     f"{st['runs'][top]['change']:+.3g})")
+        top = max(moving, key=lambda k: abs(conds[k]["change"]))
+        parts.append(f"{len(moving)} moved by more than {c:g} points over the last {e} evaluations of their seed-mean "
+                     f"curve (the most, {top}, {conds[top]['change']:+.3g})")
     if short:
         parts.append(f"{short} had fewer than {e} evaluations")
-    return f"Settling: {len(bad)} of {n} training runs had not settled: {', '.join(parts)}; so every check is inconclusive."
+    return (f"Settling: {len(bad)} of {len(conds)} conditions ({sum(conds[k]['runs'] for k in bad)} of {runs} training "
+            f"runs) had not settled: {', '.join(parts)}; so every check is inconclusive.")
 
 
 def _rows(measurement: dict[str, Any]) -> tuple[list[str], list[list[str]]]:

@@ -47,10 +47,27 @@ def test_settling_report_reads_every_result_under_the_runs_folder(tmp_path):
     (tmp_path / "a" / "fedavg-s1.json").write_text(json.dumps(
         {"curves": {"round": [1, 2, 3, 4], "accuracy": [30.0, 40.0, 50.0, 60.0]}}))
     (tmp_path / "a" / "notes.json").write_text("{}")  # not a results document
+    (tmp_path / "a" / "fedvc-s0.json").write_text(json.dumps(
+        {"curves": {"round": [1, 2, 3, 4], "accuracy": [70.0, 70.5, 69.5, 70.0]}}))
     report = settling_report(tmp_path, SETTLE)
-    assert sorted(report["runs"]) == ["a/fedavg-s0.json", "a/fedavg-s1.json"]
-    assert report["unsettled"] == ["a/fedavg-s1.json"] and report["runs"]["a/fedavg-s1.json"]["change"] == 30.0
+    assert sorted(report["runs"]) == ["a/fedavg-s0.json", "a/fedavg-s1.json", "a/fedvc-s0.json"]
+    assert report["runs"]["a/fedavg-s1.json"] == {"condition": "a/fedavg", "rounds": [1, 2, 3, 4], "change": 30.0}
+    # a condition is judged on its seed-mean curve: fedavg's two seeds rise by (30 - 0.3) / 2 points
+    assert report["conditions"]["a/fedavg"] == {"runs": 2, "rounds": [1, 2, 3, 4], "change": 14.85, "settled": False}
+    assert report["conditions"]["a/fedvc"]["settled"] is True
+    assert report["unsettled"] == ["a/fedavg-s0.json", "a/fedavg-s1.json"]
     assert settling_report(tmp_path / "missing", SETTLE)["runs"] == {}
+
+
+def test_runs_that_swing_around_a_flat_trend_settle_as_a_condition(tmp_path):
+    """Seeds whose evaluations swing by several points in opposite phases: each run's fitted line moves by
+    7.2 points, beyond a 3-point bound; their mean curve is flat, so the condition has settled."""
+    swings = [[66.0, 74.0, 68.0, 76.0], [76.0, 68.0, 74.0, 66.0]]
+    for i, acc in enumerate(swings):
+        (tmp_path / f"fedavg-s{i}.json").write_text(json.dumps({"curves": {"round": [2, 4, 6, 8], "accuracy": acc}}))
+    report = settling_report(tmp_path, SETTLE)
+    assert all(abs(r["change"]) > 3 for r in report["runs"].values())
+    assert report["conditions"]["fedavg"]["settled"] and report["unsettled"] == []
 
 
 class _Fixed(Runner):
@@ -70,9 +87,10 @@ class _Fixed(Runner):
 
 @pytest.mark.parametrize("curves, verdict", [
     ([[60.0, 61.0, 60.5, 61.0]] * 5, REPRODUCED),
+    # one seed still rising by 30 points lifts the seed-mean curve by 6.6: the condition has not settled
     ([[60.0, 61.0, 60.5, 61.0]] * 4 + [[30.0, 40.0, 50.0, 60.0]], INCONCLUSIVE),
 ])
-def test_one_unsettled_run_makes_the_claim_inconclusive(tmp_path, monkeypatch, curves, verdict):
+def test_an_unsettled_condition_makes_the_claim_inconclusive(tmp_path, monkeypatch, curves, verdict):
     from hetbench.reproduce import run as run_module
     from hetbench.reproduce.runners import Context
 
@@ -88,9 +106,11 @@ def test_one_unsettled_run_makes_the_claim_inconclusive(tmp_path, monkeypatch, c
     assert len(record["settling"]["runs"]) == 5
     check = record["checks"][0]
     if verdict == INCONCLUSIVE:
-        assert record["settling"]["unsettled"] == ["fedavg-s4.json"]
+        every = [f"fedavg-s{i}.json" for i in range(5)]
+        assert record["settling"]["unsettled"] == every
+        assert record["settling"]["conditions"]["fedavg"]["change"] == pytest.approx(6.6)
         assert check["numbers"]["unsettled_verdict"] == REPRODUCED  # what the numbers alone say
-        assert check["measurement"]["unsettled"] == ["fedavg-s4.json"]
+        assert check["measurement"]["unsettled"] == every
 
 
 @pytest.mark.parametrize("edit, message", [
