@@ -121,16 +121,24 @@ def dry_run(claims: str | None = "all", mode: str = "quick", seeds: str | Sequen
     """
     from hetbench.train.device import resolve_device
 
+    ids, seed_list, loaded = _checked_claims(claims, mode, seeds)
+    resolved = str(resolve_device(device))
+    return resolved, estimate_claims(loaded, mode, seed_list, resolved)
+
+
+def _checked_claims(claims: str | None, mode: str, seeds: str | Sequence[int] | None
+                    ) -> tuple[list[str], list[int] | None, list[Claim]]:
+    """The claim ids, ``--seeds`` and validated definitions, or one line for an unknown id, mode or seed list,
+    a definition that does not validate, or fewer seeds than a claim's statistics need."""
     ids = select_claims(claims)
     if mode not in MODES:
         raise HetbenchError(f"mode '{mode}' is not one of {', '.join(MODES)}")
     seed_list = parse_seeds(seeds)
-    loaded = [load_claim(i) for i in ids]
+    loaded = [load_claim(i) for i in ids]  # every definition validates before anything runs
     if seed_list is not None:
         for claim in loaded:
             check_seed_count(claim.id, seed_list, RUNNERS[claim.runner].seeded, "--seeds")
-    resolved = str(resolve_device(device))
-    return resolved, estimate_claims(loaded, mode, seed_list, resolved)
+    return ids, seed_list, loaded
 
 
 def _default_seeds(claim: Claim, mode: str) -> list[int]:
@@ -364,15 +372,8 @@ def reproduce(
     from hetbench.atomic import atomic_dir, check_out_dir
     from hetbench.version import __version__
 
-    ids = select_claims(claims)
-    if mode not in MODES:
-        raise HetbenchError(f"mode '{mode}' is not one of {', '.join(MODES)}")
-    seed_list = parse_seeds(seeds)
+    ids, seed_list, loaded = _checked_claims(claims, mode, seeds)
     check_metadata(metadata)
-    loaded = [load_claim(i) for i in ids]  # every definition validates before anything runs
-    if seed_list is not None:
-        for claim in loaded:
-            check_seed_count(claim.id, seed_list, RUNNERS[claim.runner].seeded, "--seeds")
     if threads is not None and not threads > 0:
         raise HetbenchError(f"--threads must be a positive number (got {threads})")
     if any(RUNNERS[c.runner].trains for c in loaded):
