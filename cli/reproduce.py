@@ -65,8 +65,8 @@ def reproduce(claims: str, quick: bool, seeds: str | None, out: str, metadata: s
     if dry_run:
         resolved, costs = estimate_claims(claims, mode, seeds, device)
         width = max(len(c.id) for c in costs)
-        click.echo(f"{mode} mode on {resolved}: estimated training time (this machine's timing of each model; "
-                   "splits, data loading and per-round work not included)")
+        click.echo(f"{mode} mode on {resolved}: estimated training time (the trainer timed here on each "
+                   "claim's model, batch and clients per round; building splits and loading data not included)")
         for cost in costs:
             click.echo(cost.line(width))
         from hetbench.reproduce.cost import format_duration

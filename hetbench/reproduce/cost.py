@@ -2,16 +2,14 @@
 
 Every runner that trains lists its work (:meth:`hetbench.reproduce.runners.base.Runner.workloads`): which
 model, at what image size and batch, how many runs, and how many examples each run trains on and
-evaluates. :func:`calibrate` times that model here (a few SGD steps of random images at the claim's batch
-size, one evaluation pass), and :func:`estimate` multiplies: ``hetbench reproduce --dry-run`` prints the
-result, and ``--full`` on a CPU is refused with it unless ``--allow-cpu``.
+evaluates. :func:`calibrate` runs the real trainer for a few rounds of random images shaped like the
+claim's (its model, batch and clients per round, with the trainer's own execution: one client thread per
+core on a CPU, lockstep groups on a GPU), and :func:`estimate` multiplies its seconds per client step, per
+run and per evaluated example by the claim's counts: ``hetbench reproduce --dry-run`` prints the result,
+and ``--full`` on a CPU is refused with it unless ``--allow-cpu``.
 
-The estimate is a floor of the training and evaluation arithmetic: it leaves out building splits, data
-loading and the trainer's per-round work (a few per cent on the quick claims' sizes, more for tiny models).
-On a CPU the trainer runs a round's clients on one thread per core, so a run's steps are divided by
-``clients_per_round / ceil(clients_per_round / cores)`` (the load of the busiest core); on a GPU the
-clients train in lockstep groups of up to 32 (:mod:`hetbench.train.lockstep`), so a group's step is timed
-as one batch of group x B.
+The estimate leaves out building splits and loading data, and the calibration's clients train 4 batches a
+round, so per-round work is counted as for clients of that size.
 """
 
 from __future__ import annotations
@@ -20,10 +18,6 @@ import math
 import time
 from dataclasses import dataclass
 from typing import Any, Sequence
-
-LOCKSTEP_GROUP = 32
-"""Clients per lockstep group on a GPU (:mod:`hetbench.train.lockstep`)."""
-
 
 @dataclass(frozen=True)
 class Workload:
@@ -44,6 +38,8 @@ class Workload:
         Test examples one run evaluates (evaluations x test rows).
     clients_per_round : int
         Clients a round trains side by side (1: a serial run).
+    rounds : int
+        Rounds of one run (epochs of a centralised run): each pays the trainer's per-round work.
 
     Examples
     --------
@@ -63,6 +59,7 @@ class Workload:
     train_examples: int
     eval_examples: int
     clients_per_round: int = 1
+    rounds: int = 0
 
 
 def federated_workload(what: str, train: dict[str, Any], runs: int, client_rows: float, test_rows: int,
@@ -104,7 +101,8 @@ def federated_workload(what: str, train: dict[str, Any], runs: int, client_rows:
     evaluations = cfg.rounds // cfg.eval_every + (cfg.rounds % cfg.eval_every != 0)
     return Workload(what, cfg.model, int(size), in_channels, num_classes, cfg.batch_size, runs,
                     train_examples=round(cfg.rounds * cfg.clients_per_round * cfg.local_epochs * client_rows),
-                    eval_examples=evaluations * test_rows, clients_per_round=cfg.clients_per_round)
+                    eval_examples=evaluations * test_rows, clients_per_round=cfg.clients_per_round,
+                    rounds=cfg.rounds)
 
 
 def source_shape(source: str) -> tuple[int, int, int, int]:
@@ -130,103 +128,114 @@ def source_shape(source: str) -> tuple[int, int, int, int]:
 
 @dataclass(frozen=True)
 class Timing:
-    """Seconds of one training step (a batch of ``batch`` examples) and of one evaluated example."""
+    """What the real trainer spent here on a workload's model: seconds per client step (one batch of one
+    client, as a round of ``clients_per_round`` clients achieves it: the cores or the GPU's lockstep groups
+    shared), seconds per round besides its steps (selection, aggregation, the server update), a run's fixed
+    seconds (setting up and closing its session), and seconds per evaluated example."""
 
-    step_seconds: float
-    batch: int
+    client_step_seconds: float
+    round_seconds: float
+    run_seconds: float
     eval_seconds_per_example: float
 
 
-def calibrate(workload: Workload, device: str, group: int = 1, budget_s: float = 0.5) -> Timing:
-    """Time ``workload``'s model on ``device``: SGD steps on random images at its batch size (x ``group``,
-    the clients trained together), then forward passes at batch 256, each for about ``budget_s`` seconds
-    after a warm-up step. On a CPU torch runs one thread, as each of the trainer's client workers does.
+CALIBRATION_ROUNDS = 4
+"""Rounds of a calibration run: the first warms up, the next two are timed, the last adds one evaluation."""
+
+
+def calibration_data(workload: Workload, steps_per_client: int = 4, test_rows: int = 1024, seed: int = 0):
+    """A random split shaped like ``workload``'s: ``clients_per_round`` clients of ``steps_per_client``
+    batches of random images each, and ``test_rows`` random test images (one group).
+
+    Examples
+    --------
+    >>> w = Workload("fedavg", "digits-cnn", 16, 1, 10, 20, runs=1, train_examples=100, eval_examples=100,
+    ...              clients_per_round=3)
+    >>> d = calibration_data(w)
+    >>> d.num_clients, d.x_train.shape, d.x_test.shape
+    (3, (240, 1, 16, 16), (1024, 1, 16, 16))
+    """
+    import numpy as np
+    import torch
+
+    from hetbench.train.data import FederatedData
+
+    rng = np.random.default_rng(seed)
+    k, rows = max(1, workload.clients_per_round), steps_per_client * workload.batch_size
+    shape = (workload.in_channels, workload.image_size, workload.image_size)
+    x = rng.integers(0, 256, size=(k * rows, *shape), dtype=np.uint8)
+    xt = rng.integers(0, 256, size=(test_rows, *shape), dtype=np.uint8)
+    y = rng.integers(0, workload.num_classes, size=k * rows)
+    yt = rng.integers(0, workload.num_classes, size=test_rows)
+    return FederatedData(
+        name="calibration", path="calibration", fingerprint="0" * 64,
+        x_train=x, y_train=torch.from_numpy(y), x_test=xt, y_test=torch.from_numpy(yt),
+        client_ids=np.arange(k), client_rows=[np.arange(c * rows, (c + 1) * rows) for c in range(k)],
+        label_names=[str(c) for c in range(workload.num_classes)], group_by="all", group_names=["all"],
+        test_group=np.zeros(test_rows, dtype=np.int64), test_client=np.full(test_rows, -1),
+        client_group=np.zeros(k, dtype=np.int64), mean=np.full(workload.in_channels, 0.5),
+        std=np.full(workload.in_channels, 0.29))
+
+
+def calibrate(workload: Workload, device: str, steps: tuple[int, int] = (2, 6)) -> Timing:
+    """Time ``workload``'s model in the real trainer on ``device``: two runs of :data:`CALIBRATION_ROUNDS`
+    FedAvg rounds of ``clients_per_round`` clients on random images (:func:`calibration_data`), whose clients
+    train ``steps[0]`` and ``steps[1]`` batches a round, with the trainer's own execution (client threads on
+    a CPU, lockstep groups on a GPU, the same thread rules), each evaluated once at the end. The two round
+    times give the seconds per client step (their slope) and the per-round work (their intercept).
+
+    Timing the trainer, not a bare model, counts what a bare model's step leaves out: on a GPU the small
+    models' steps are bound by kernel launches and the trainer's per-step work, not arithmetic. On an H200,
+    LeNet at batch 64 with 10 clients a round took 2.3 ms per client step in the trainer (92 ms a round
+    of 4 steps each), where timing a bare model on a batch of 10 x 64 gave 0.43 ms, an estimate 5 times
+    too low for ``hsu-label-skew`` in full mode.
 
     Parameters
     ----------
     workload : Workload
-        The model and its input.
+        The model, its input, batch and clients per round.
     device : str
         A torch device (``cpu``, ``cuda``, ``cuda:N``, ``mps``).
-    group : int
-        Clients per step (lockstep groups on a GPU; 1 on a CPU).
-    budget_s : float
-        About how long each timing runs.
+    steps : (int, int)
+        Batches each client trains per round in the two runs.
 
     Examples
     --------
-    >>> w = Workload("fedavg", "digits-cnn", 16, 1, 10, 20, runs=1, train_examples=100, eval_examples=100)
-    >>> t = calibrate(w, "cpu", budget_s=0.05)
-    >>> t.batch, t.step_seconds > 0, t.eval_seconds_per_example > 0
-    (20, True, True)
+    >>> w = Workload("fedavg", "digits-cnn", 16, 1, 10, 20, runs=1, train_examples=100, eval_examples=100,
+    ...              clients_per_round=2)
+    >>> t = calibrate(w, "cpu")
+    >>> t.client_step_seconds > 0, t.round_seconds >= 0, t.run_seconds >= 0, t.eval_seconds_per_example > 0
+    (True, True, True, True)
     """
-    import torch
-
-    from hetbench.train.models import build_model
-
-    threads = torch.get_num_threads()
-    on_cpu = torch.device(device).type == "cpu"
-    if on_cpu:
-        torch.set_num_threads(1)
-    try:
-        gen = torch.Generator().manual_seed(0)
-        model = build_model(workload.model, workload.in_channels, workload.num_classes, workload.image_size).to(device)
-        opt = torch.optim.SGD(model.parameters(), lr=1e-3)
-        batch = workload.batch_size * group
-        x = torch.rand(batch, workload.in_channels, workload.image_size, workload.image_size, generator=gen).to(device)
-        y = torch.randint(0, workload.num_classes, (batch,), generator=gen).to(device)
-
-        def step() -> None:
-            opt.zero_grad(set_to_none=True)
-            torch.nn.functional.cross_entropy(model(x), y).backward()
-            opt.step()
-
-        step_s = _time(step, device, budget_s)
-        xe = torch.rand(256, workload.in_channels, workload.image_size, workload.image_size, generator=gen).to(device)
-
-        def forward() -> None:
-            with torch.no_grad():
-                model(xe)
-
-        model.eval()
-        eval_s = _time(forward, device, budget_s) / 256
-    finally:
-        if on_cpu:
-            torch.set_num_threads(threads)
-    return Timing(step_s, batch, eval_s)
+    k = max(1, workload.clients_per_round)
+    (round_a, run_a, eval_a), (round_b, run_b, eval_b) = (_timed_run(workload, device, n) for n in steps)
+    step_s = max((round_b - round_a) / (k * (steps[1] - steps[0])), 1e-9)
+    return Timing(client_step_seconds=step_s, round_seconds=max(round_a - k * steps[0] * step_s, 0.0),
+                  run_seconds=(run_a + run_b) / 2, eval_seconds_per_example=(eval_a + eval_b) / 2)
 
 
-def _time(fn, device: str, budget_s: float) -> float:
-    import torch
+def _timed_run(workload: Workload, device: str, steps_per_client: int) -> tuple[float, float, float]:
+    """(seconds per warm round, a run's fixed seconds, seconds per evaluated example) of one calibration run."""
+    from hetbench.train.algorithms import TrainConfig, make_algorithm
+    from hetbench.train.simulation import run_training
 
-    sync = torch.cuda.synchronize if torch.device(device).type == "cuda" else (lambda: None)
-    fn()
-    sync()
-    n, start = 0, time.perf_counter()
-    while True:
-        fn()
-        n += 1
-        sync()
-        elapsed = time.perf_counter() - start
-        if elapsed >= budget_s or n >= 50:
-            return elapsed / n
-
-
-def cpu_parallelism(clients_per_round: int, cores: int) -> float:
-    """How many clients' steps a CPU round does at once: ``K / ceil(K / cores)``.
-
-    Examples
-    --------
-    >>> cpu_parallelism(5, 2), cpu_parallelism(10, 16), cpu_parallelism(1, 2)
-    (1.6666666666666667, 10.0, 1.0)
-    """
-    k = max(1, int(clients_per_round))
-    return k / math.ceil(k / max(1, int(cores)))
+    data = calibration_data(workload, steps_per_client)
+    config = TrainConfig(rounds=CALIBRATION_ROUNDS, clients_per_round=data.num_clients, local_epochs=1,
+                         batch_size=workload.batch_size, lr=0.01, model=workload.model,
+                         image_size=workload.image_size, eval_every=CALIBRATION_ROUNDS, device=device)
+    marks: list[float] = []
+    start = time.perf_counter()
+    run_training(data, make_algorithm("fedavg"), config, on_round=lambda r, s: marks.append(time.perf_counter()))
+    total = time.perf_counter() - start
+    round_s = (marks[2] - marks[0]) / 2  # rounds 2 and 3: warm, not evaluated
+    eval_s = max(marks[3] - marks[2] - round_s, 1e-9)
+    return round_s, max(total - CALIBRATION_ROUNDS * round_s - eval_s, 0.0), eval_s / len(data.x_test)
 
 
-def estimate(workloads: Sequence[Workload], device: str, *, cores: int | None = None,
-             timings: dict[tuple, Timing] | None = None) -> float:
-    """Seconds that ``workloads`` take on ``device`` (a floor: training and evaluation arithmetic only).
+def estimate(workloads: Sequence[Workload], device: str, *, timings: dict[tuple, Timing] | None = None) -> float:
+    """Seconds that ``workloads`` take on ``device``: per run, its fixed cost, its rounds' own work, its
+    client steps (``ceil(train_examples / batch_size)``) and its evaluated examples, each at the seconds
+    :func:`calibrate` measured here. Building splits and loading data are left out.
 
     Parameters
     ----------
@@ -234,40 +243,28 @@ def estimate(workloads: Sequence[Workload], device: str, *, cores: int | None = 
         A claim's work (:meth:`~hetbench.reproduce.runners.base.Runner.workloads`).
     device : str
         A torch device.
-    cores : int, optional
-        CPU cores the trainer uses; None: :func:`hetbench.cores.available_cores`.
     timings : dict, optional
         A cache of :func:`calibrate` results shared between claims (filled here).
 
     Examples
     --------
     >>> w = Workload("fedavg", "digits-cnn", 16, 1, 10, 20, runs=2, train_examples=200, eval_examples=100,
-    ...              clients_per_round=2)
-    >>> estimate([w], "cpu", cores=2) > 0
-    True
+    ...              clients_per_round=2, rounds=5)
+    >>> key = ("digits-cnn", 16, 1, 10, 20, 2)
+    >>> estimate([w], "cpu", timings={key: Timing(0.01, 0.002, 0.5, 1e-4)})
+    1.24
     """
-    import torch
-
     timings = {} if timings is None else timings
-    gpu = torch.device(device).type != "cpu"
-    if cores is None:
-        from hetbench.cores import available_cores
-
-        cores = available_cores()
     total = 0.0
     for w in workloads:
-        group = min(LOCKSTEP_GROUP, w.clients_per_round) if gpu else 1
-        key = (w.model, w.image_size, w.in_channels, w.num_classes, w.batch_size, group)
+        key = (w.model, w.image_size, w.in_channels, w.num_classes, w.batch_size, max(1, w.clients_per_round))
         if key not in timings:
-            timings[key] = calibrate(w, device, group)
+            timings[key] = calibrate(w, device)
         t = timings[key]
         steps = math.ceil(w.train_examples / w.batch_size)
-        if gpu:
-            train_s = steps / group * t.step_seconds
-        else:
-            train_s = steps * t.step_seconds / cpu_parallelism(w.clients_per_round, cores)
-        total += w.runs * (train_s + w.eval_examples * t.eval_seconds_per_example)
-    return total
+        total += w.runs * (t.run_seconds + w.rounds * t.round_seconds + steps * t.client_step_seconds
+                           + w.eval_examples * t.eval_seconds_per_example)
+    return round(total, 6)
 
 
 def format_duration(seconds: float) -> str:

@@ -409,10 +409,11 @@ def reproduce(
                     print(f"{claim.id}: {record['verdict']} ({seconds[claim.id]:.1f} s)", file=sys.stderr)
         finally:
             shutil.rmtree(work, ignore_errors=True)
-        from hetbench.reproduce.write import summary_counts, write_html, write_json, write_markdown
+        from hetbench.reproduce.write import machine_record, summary_counts, write_html, write_json, write_markdown
 
         doc = {"format": "hetbench-claims/1", "hetbench_version": __version__, "mode": mode,
-               "claims_requested": ids, "summary": summary_counts(records), "claims": records}
+               "machine": machine_record(device), "claims_requested": ids, "summary": summary_counts(records),
+               "claims": records}
         write_json(doc, tmp / "claims.json")
         write_markdown(doc, tmp / "claims.md")
         write_html(doc, tmp / "claims.html", tmp)

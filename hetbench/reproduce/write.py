@@ -111,6 +111,48 @@ def numbers_text(check: dict[str, Any]) -> str:
     return text + f" Trend (rank correlation): {ci(n['trend'])}."
 
 
+def machine_record(device: str | None) -> dict[str, Any]:
+    """Where the claims ran, for ``claims.json``: the training device (type and name: the GPU's model, or
+    the device type), torch's version, the CPU cores hetbench uses and the platform. Like the wall times,
+    it describes the run and decides nothing.
+
+    Examples
+    --------
+    >>> from hetbench.reproduce.write import machine_record
+    >>> m = machine_record("cpu")
+    >>> m["device"], sorted(m)
+    ({'type': 'cpu', 'name': 'cpu'}, ['cpu_cores', 'device', 'platform', 'python', 'torch'])
+    """
+    import platform
+
+    import torch
+
+    from hetbench.cores import available_cores
+    from hetbench.train.device import device_info, resolve_device
+
+    info = device_info(resolve_device(device))
+    return {"device": {"type": info["type"], "name": info["name"]}, "torch": torch.__version__,
+            "cpu_cores": available_cores(), "platform": platform.platform(), "python": platform.python_version()}
+
+
+def machine_line(doc: dict[str, Any]) -> str:
+    """The machine of a ``claims.json`` in one sentence (empty for one written before it was recorded).
+
+    Examples
+    --------
+    >>> machine_line({"machine": {"device": {"type": "cuda", "name": "NVIDIA H200"}, "torch": "2.11.0",
+    ...                           "cpu_cores": 16, "platform": "Linux", "python": "3.12.3"}})
+    'Ran on NVIDIA H200 (cuda), torch 2.11.0, 16 CPU cores, Linux.'
+    >>> machine_line({})
+    ''
+    """
+    m = doc.get("machine")
+    if not m:
+        return ""
+    return (f"Ran on {m['device']['name']} ({m['device']['type']}), torch {m['torch']}, {m['cpu_cores']} CPU cores, "
+            f"{m['platform']}.")
+
+
 def wall_time(claim: dict[str, Any]) -> str:
     """A claim's wall time as the tables show it.
 
@@ -207,7 +249,8 @@ def write_markdown(doc: dict[str, Any], path: Path) -> None:
     """``claims.md``: the verdict table, then one section per claim."""
     lines = [f"# hetbench reproduce: {len(doc['claims'])} claim(s), {doc['mode']} mode", "",
              f"hetbench {doc['hetbench_version']}. Each verdict follows from the measurement by the criterion declared in "
-             "the claim's definition (`manifests/claims/<id>.yaml`) before any run.", ""]
+             "the claim's definition (`manifests/claims/<id>.yaml`) before any run." +
+             (" " + machine_line(doc) if machine_line(doc) else ""), ""]
     lines += _md_table(["claim", "paper, where", "verdict", "checks", "wall time"],
                        [[c["id"], f"{c['paper_short']}, {c['where']}", f"**{c['verdict']}**{coverage(c)}",
                          "; ".join(f"{k['measure']}: {k['verdict']}" for k in c["checks"]), wall_time(c)]

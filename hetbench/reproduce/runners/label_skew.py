@@ -82,10 +82,14 @@ class LabelSkewRunner(Runner):
         rows, channels, size, classes = source_shape(settings["source"])
         train_rows, test_rows = rows * (1 - settings["test_fraction"]), round(rows * settings["test_fraction"])
         alphas = settings["alphas"]
-        central = {**settings["train"], **settings.get("central", {}), "clients_per_round": 1, "local_epochs": 1}
+        client_rows = train_rows / settings["clients"]
+        # a centralised round trains as many examples as a federated round (E x K x mean client rows,
+        # hetbench.train.algorithms.central), on one client: serial
+        central = federated_workload("central", {**settings["train"], **settings.get("central", {})}, len(seeds),
+                                     client_rows, test_rows, channels, classes, size)
         return [federated_workload(f"fedavg, {len(alphas)} alphas", settings["train"], len(alphas) * len(seeds),
-                                   train_rows / settings["clients"], test_rows, channels, classes, size),
-                federated_workload("central", central, len(seeds), train_rows, test_rows, channels, classes, size)]
+                                   client_rows, test_rows, channels, classes, size),
+                dataclasses.replace(central, clients_per_round=1)]
 
     def run(self, settings: dict[str, Any], ctx: Context) -> RunOutput:
         from hetbench.partitioners import DirichletPartitioner
