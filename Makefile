@@ -18,6 +18,10 @@ $(STAMP): pyproject.toml
 	# torch first: the local CPU wheel; any other torch spec would pull gigabytes of CUDA wheels
 	$(PY) -m pip install --quiet torch==2.13.0
 	$(PY) -m pip install --quiet -e ".[dev,ray,flower]"
+	# the ISP colour-accuracy test finds the ColorChecker with colour-checker-detection; without its declared
+	# dependencies, which would add opencv-python (GUI build) over the headless OpenCV hetbench renders with,
+	# and OpenImageIO, which only its file readers use
+	$(PY) -m pip install --quiet --no-deps "colour-checker-detection>=0.2.3,<0.3"
 	# byte-compile the sources as pip does for an installed package: an editable install compiles them on
 	# first import, and not at all where PYTHONDONTWRITEBYTECODE is set (0.4 s of every command)
 	$(PY) -m compileall -q hetbench cli builders isp

@@ -1,8 +1,14 @@
 """An ISP pipeline: one variant per stage, rendering a RawCapture to an 8-bit sRGB image.
 
 Written as a string in stage order, e.g.
-``demosaic=ppg,denoise=fbdd,wb=gray-world,gamut=srgb,tone=srgb-gamma,compress=jpeg85`` (the
-HeteroSwitch Table 3 baseline); stages left out take the baseline. :func:`table3_variants` gives
+``demosaic=ppg,denoise=fbdd,wb=grey-edge,gamut=srgb,tone=srgb-gamma,compress=jpeg85`` (the
+HeteroSwitch Table 3 baseline, except its white balance: the paper's gray world is ``wb=gray-world``,
+and hetbench's baseline estimates the light by grey edges constrained to real illuminants, see
+:mod:`hetbench.isp.stages.white_balance`); stages left out take the baseline.
+
+Every pipeline also exposes its image before the tone stage (:mod:`hetbench.isp.exposure`): one
+gain per capture, metered on the demosaiced green channel, which no WB, gamut or tone variant
+changes. :func:`table3_variants` gives
 the baseline plus, for each listed stage, every other Table 3 option with all other stages at
 baseline: one "device" per variant.
 
@@ -23,13 +29,14 @@ import numpy as np
 
 from hetbench.errors import HetbenchError
 from hetbench.isp.capture import RawCapture
+from hetbench.isp.exposure import exposure_gain
 from hetbench.isp.stages import REGISTRY, STAGES, StageContext
 from hetbench.isp.stages.demosaic import libraw_linear
 
 BASELINE: dict[str, str] = {
     "demosaic": "ppg",
     "denoise": "fbdd",
-    "wb": "gray-world",
+    "wb": "grey-edge",
     "gamut": "srgb",
     "tone": "srgb-gamma",
     "compress": "jpeg85",
@@ -81,7 +88,7 @@ class Pipeline:
         >>> Pipeline.parse("wb=purple")
         Traceback (most recent call last):
         ...
-        hetbench.registry.UnknownNameError: unknown wb option 'purple'; choose one of: gray-world, none, white-patch, camera
+        hetbench.registry.UnknownNameError: unknown wb option 'purple'; choose one of: grey-edge, gray-world, none, white-patch, camera
         """
         chosen = dict(BASELINE)
         items = text.items() if isinstance(text, dict) else (
@@ -257,7 +264,8 @@ class Renderer:
         # soon as they have been used (12-MP float states are 144 MB each)
         reused_next = [_common_prefix(walk_keys[k], walk_keys[k + 1]) for k in range(len(order) - 1)] + [0]
         ctx_base = dict(
-            as_shot_neutral=capture.as_shot_neutral, camera_to_srgb=capture.camera_to_srgb(), output_size=self.size
+            as_shot_neutral=capture.as_shot_neutral, camera_to_srgb=capture.camera_to_srgb(), output_size=self.size,
+            color_matrix=capture.color_matrix,
         )
         path_keys: list[tuple] = []
         path_states: list[np.ndarray | None] = []
@@ -278,7 +286,12 @@ class Renderer:
                 else:
                     stage = STAGES[level]
                     ctx = StageContext(info=info, **ctx_base)
-                    state = REGISTRY[stage][p[stage]].apply(path_states[-1], ctx)
+                    state_in = path_states[-1]
+                    if stage == "wb":  # metered on the denoised camera RGB: the same for every later variant
+                        info["exposure_gain"] = exposure_gain(state_in)
+                    elif stage == "tone":
+                        state_in = np.multiply(state_in, np.float32(info["exposure_gain"]), dtype=np.float32)
+                    state = REGISTRY[stage][p[stage]].apply(state_in, ctx)
                 self.stats["stage_runs"] += 1
                 if level >= 1 and level - 1 >= reused_next[step]:
                     path_states[level - 1] = None  # not needed again

@@ -10,7 +10,7 @@ Examples
 --------
 >>> from hetbench.isp.stages import REGISTRY
 >>> REGISTRY["wb"].names()
-('gray-world', 'none', 'white-patch', 'camera')
+('grey-edge', 'gray-world', 'none', 'white-patch', 'camera')
 >>> REGISTRY["tone"]["sepia"]
 Traceback (most recent call last):
 ...

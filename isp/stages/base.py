@@ -36,6 +36,8 @@ class StageContext:
 
     as_shot_neutral: tuple[float, float, float] = (1.0, 1.0, 1.0)
     camera_to_srgb: np.ndarray = field(default_factory=lambda: np.eye(3))
+    #: the capture's XYZ -> camera matrix (DNG ColorMatrix): a WB estimate's colour temperature; None: unknown
+    color_matrix: np.ndarray | None = None
     info: dict = field(default_factory=dict)
     #: side of the square image the pipeline will downsize to afterwards (None: full size); the JPEG
     #: stage may then decode at a reduced DCT scale, which is what that downsizing would average away

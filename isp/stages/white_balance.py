@@ -1,40 +1,35 @@
 """White-balance stage (HeteroSwitch Table 3, row "Color transformation").
 
 Input: float32 (H, W, 3) linear camera RGB, not white balanced. Output: the same, multiplied by
-per-channel gains so that a neutral surface has R = G = B. Gains are normalised so that the green
-gain is 1 (the DNG convention). Nothing is clipped, so highlights may exceed 1.0 after WB; the
-tone stage clips. As a result, a sensor-saturated pixel (1, 1, 1) becomes (g_R, 1, g_B) and, after
-the colour matrix and the clip, renders tinted (usually magenta) instead of white. dcraw avoids
-this by normalising the *smallest* gain to 1 and clipping at the white level (highlight mode 0).
+per-channel gains (green gain 1, the DNG convention) so that a neutral surface has R = G = B, with
+highlights clipped at the smallest gain (:func:`clip_highlights`, as dcraw's highlight mode 0), so a
+sensor-saturated pixel stays white instead of turning magenta.
 
 Variants:
 
-* ``gray-world`` (baseline): the gray-world assumption (Buchsbaum 1980; Ebner 2007, *Color
-  Constancy*, section 6.2). The scene averages to gray, so the gains equalise the three channel
-  means.
-* ``none`` (option 1, '-' in Table 3): gains (1, 1, 1). Camera RGB keeps the sensor's cast
-  (usually green).
+* ``grey-edge`` (hetbench's baseline): the grey-edge estimate e^{1,1,1} (van de Weijer et al. 2007,
+  :mod:`hetbench.isp.grey_edge`) moved to the nearest light a camera meets
+  (:func:`hetbench.isp.illuminant.constrain_neutral`); the README's ISP section compares them.
+* ``gray-world`` (Table 3's baseline in the paper; an extra option here): the gray-world assumption
+  (Buchsbaum 1980; Ebner 2007, *Color Constancy*, section 6.2). The scene averages to gray, so the
+  gains equalise the three channel means.
+* ``none`` (option 1, '-' in Table 3): gains (1, 1, 1): the sensor's (usually green) cast stays.
 * ``white-patch`` (option 2): the white-patch / max-RGB assumption (Land & McCann 1971; Ebner
   2007, section 6.1). The brightest surface is white. For robustness to noise and specular
   outliers, "brightest" is the per-channel 99th percentile rather than the maximum.
 * ``camera`` (extra): the camera's own estimate, gains = 1 / AsShotNeutral (DNG spec).
 
-Statistics are computed over *non-clipped* pixels only: a pixel with any channel >= 0.98 (of the
-white level) is excluded, because a saturated channel no longer measures the light. If every
-pixel is clipped, all pixels are used. To stay cheap on 12 MP frames the statistics are taken on
-a strided subsample (every ``step``-th pixel in each direction, chosen so that about 0.75 MP
-remain: step 4 at 12 MP, step 1 below 3 MP). Gains are clamped to [1/64, 64], which is far
-beyond any real camera, so that a dead channel cannot give infinite gains. The gains are applied
-as a per-channel float32 multiply (:func:`apply_gains`).
-
-Each variant records its gains in ``ctx.info["wb_gains"]`` as (R, G, B); ``VARIANTS`` lists them.
+Statistics use *non-clipped* pixels only (any channel >= 0.98 of the white level excluded; all
+pixels if every one is clipped), on a strided subsample of about 0.75 MP (step 4 at 12 MP, 1 below
+3 MP). Gains are clamped to [1/64, 64] (a dead channel cannot give infinite gains) and applied as a
+per-channel float32 multiply (:func:`apply_gains`), and recorded in ``ctx.info["wb_gains"]``.
 
 References
 ----------
-.. [1] Kim et al., "HeteroSwitch: Characterizing and Taming System-Induced Data Heterogeneity in
-   Federated Learning", MLSys 2024, Table 3 (row "Color transformation").
+.. [1] Kim et al., "HeteroSwitch", MLSys 2024, Table 3 (row "Color transformation").
 .. [2] M. Ebner, *Color Constancy*, Wiley 2007, sections 6.1 (white patch) and 6.2 (gray world).
 .. [3] Adobe, *Digital Negative (DNG) Specification* 1.4, tag AsShotNeutral.
+.. [4] J. van de Weijer, T. Gevers and A. Gijsenij, "Edge-Based Color Constancy", IEEE TIP 16(9), 2007.
 """
 
 from __future__ import annotations
@@ -284,7 +279,8 @@ def _finish(image: np.ndarray, gains: np.ndarray, ctx: StageContext) -> np.ndarr
 
 
 def wb_gray_world(image: np.ndarray, ctx: StageContext) -> np.ndarray:
-    """White balance ``gray-world`` (Table 3 baseline): :func:`gray_world_gains`, applied and clipped.
+    """White balance ``gray-world`` (the paper's Table 3 baseline): :func:`gray_world_gains`, applied and
+    clipped.
 
     Parameters
     ----------
@@ -408,10 +404,44 @@ def wb_camera(image: np.ndarray, ctx: StageContext) -> np.ndarray:
     return _finish(image, camera_gains(ctx.as_shot_neutral), ctx)
 
 
+def wb_grey_edge(image: np.ndarray, ctx: StageContext) -> np.ndarray:
+    """White balance ``grey-edge`` (hetbench's baseline): the grey-edge estimate of the light
+    (:func:`hetbench.isp.grey_edge.grey_edge_estimate` on the statistics subsample), constrained to a
+    light a camera meets (:func:`hetbench.isp.illuminant.constrain_neutral`) when the capture's colour
+    matrix is known, applied and clipped.
+
+    ``ctx.color_matrix`` is the XYZ -> camera matrix; ``ctx.info`` receives ``wb_gains``, ``wb_cct`` and
+    ``wb_duv``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from hetbench.isp.capture import SRGB_TO_XYZ
+    >>> from hetbench.isp.stages.base import StageContext
+    >>> from hetbench.isp.stages.white_balance import wb_grey_edge
+    >>> grey = np.random.default_rng(0).uniform(0.05, 0.5, (64, 64, 1)).astype(np.float32)
+    >>> ctx = StageContext(color_matrix=np.linalg.inv(SRGB_TO_XYZ))  # camera RGB = linear sRGB
+    >>> _ = wb_grey_edge(grey * np.float32([1.0, 1.0, 1.0]), ctx)
+    >>> round(ctx.info["wb_cct"]), [round(g, 3) for g in ctx.info["wb_gains"]]  # D65: nothing to do
+    (6505, [1.0, 1.0, 1.0])
+    """
+    from hetbench.isp.grey_edge import grey_edge_estimate
+    from hetbench.isp.illuminant import constrain_neutral
+
+    img = as_rgb_float32(image, "wb")
+    estimate = grey_edge_estimate(img, clip=CLIP_THRESHOLD, step=sample_step(img.shape))
+    if ctx.color_matrix is not None:
+        estimate, cct, duv = constrain_neutral(estimate, ctx.color_matrix)
+        ctx.info["wb_cct"], ctx.info["wb_duv"] = float(cct), float(duv)
+    return _finish(img, _gains_from_reference(estimate), ctx)
+
+
 VARIANTS = stage_variants(
     "wb",
+    StageVariant("wb", "grey-edge", wb_grey_edge,
+                 "grey edge e^{1,1,1} (van de Weijer et al. 2007) constrained to real lights", "baseline"),
     StageVariant("wb", "gray-world", wb_gray_world,
-                 "gray world (Ebner 2007): equal channel means over non-clipped pixels", "baseline"),
+                 "gray world (Ebner 2007; the paper's Table 3 baseline): equal channel means", "extra"),
     StageVariant("wb", "none", wb_none, "no white balance (gains 1, 1, 1)", "option1"),
     StageVariant("wb", "white-patch", wb_white_patch,
                  "white patch (Ebner 2007): per-channel 99th percentile maps to neutral", "option2"),

@@ -22,7 +22,7 @@ def _capture(seed: int = 0, side: int = 96):
 def test_parse_round_trip_and_baseline():
     from hetbench.isp.pipeline import Pipeline
 
-    full = "demosaic=ppg,denoise=fbdd,wb=gray-world,gamut=srgb,tone=srgb-gamma,compress=jpeg85"
+    full = "demosaic=ppg,denoise=fbdd,wb=grey-edge,gamut=srgb,tone=srgb-gamma,compress=jpeg85"
     assert str(Pipeline.parse(full)) == full
     assert Pipeline.parse("") == Pipeline.baseline() == Pipeline.parse(full)
     p = Pipeline.parse("wb=white-patch,compress=none")
@@ -33,7 +33,7 @@ def test_parse_round_trip_and_baseline():
 @pytest.mark.parametrize(
     "text, needle",
     [("colour=none", "unknown ISP stage 'colour'; choose one of: demosaic, denoise, wb, gamut, tone, compress"),
-     ("wb=purple", "unknown wb option 'purple'; choose one of: gray-world, none, white-patch, camera"),
+     ("wb=purple", "unknown wb option 'purple'; choose one of: grey-edge, gray-world, none, white-patch, camera"),
      ("tone", "needs an option")],
 )
 def test_parse_errors_list_the_valid_names(text, needle):

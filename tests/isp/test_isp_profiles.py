@@ -102,7 +102,7 @@ def test_colour_matrices_invertible_and_distinct_across_sensor_families(profiles
 @pytest.mark.parametrize(
     "mutate, message",
     [
-        (lambda d: d["isp"].update(wb="grey-world"), "valid wb variants: ['gray-world'"),
+        (lambda d: d["isp"].update(wb="grey-world"), "valid wb variants: ['grey-edge', 'gray-world'"),
         (lambda d: d["isp"].update(sharpen="usm"), "unknown ISP stage(s) ['sharpen']"),
         (lambda d: d["isp"].pop("tone"), "ISP lacks stage(s) ['tone']"),
         (lambda d: d.update(cfa="RGBG"), "cfa 'RGBG' is not one of"),

@@ -12,7 +12,7 @@ from hetbench.isp.stages import REGISTRY, StageContext
 
 EXPECTED = {
     "denoise": {"fbdd": "baseline", "none": "option1", "bayes-shrink": "option2"},
-    "wb": {"gray-world": "baseline", "none": "option1", "white-patch": "option2", "camera": "extra"},
+    "wb": {"grey-edge": "baseline", "gray-world": "extra", "none": "option1", "white-patch": "option2", "camera": "extra"},
     "gamut": {"srgb": "baseline", "none": "option1", "prophoto": "option2"},
     "tone": {"srgb-gamma": "baseline", "none": "option1", "srgb-gamma+equalize": "option2"},
     "compress": {"jpeg85": "baseline", "none": "option1", "jpeg50": "option2"},
