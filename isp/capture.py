@@ -21,15 +21,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from hetbench.isp.illuminant import SRGB_TO_XYZ, camera_to_srgb_from  # noqa: F401  (re-exported)
+
 #: CFA colour codes as in the DNG CFAPattern tag: 0 = red, 1 = green, 2 = blue.
 CFA_CODES = {"R": 0, "G": 1, "B": 2}
 CFA_PATTERNS = ("RGGB", "BGGR", "GRBG", "GBRG")
-#: linear sRGB (D65) -> CIE XYZ, IEC 61966-2-1.
-SRGB_TO_XYZ = np.array(
-    [[0.4124564, 0.3575761, 0.1804375], [0.2126729, 0.7151522, 0.0721750], [0.0193339, 0.1191920, 0.9503041]]
-)
-
-
 def cfa_code_block(cfa: str) -> np.ndarray:
     """(2, 2) uint8 colour codes (0 R, 1 G, 2 B) of a 2x2 CFA pattern read row by row.
 
@@ -82,6 +78,10 @@ class RawCapture:
         EXIF light-source code of ``color_matrix`` (21 = D65, 17 = std A).
     capture_id : str
         A stable name for the frame (file stem, or a synthetic id).
+    calibrations : tuple
+        A DNG's two (CalibrationIlluminant, ColorMatrix) pairs when it has two (checked and sorted by
+        :func:`hetbench.isp.calibration.check_calibrations`): the render then interpolates them at the
+        light's temperature. Empty: ``color_matrix`` alone.
 
     References
     ----------
@@ -106,6 +106,7 @@ class RawCapture:
     model: str = "unknown"
     calibration_illuminant: int = 21
     capture_id: str = ""
+    calibrations: tuple = ()
     _fingerprint: list = field(default_factory=list, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -118,6 +119,10 @@ class RawCapture:
         object.__setattr__(self, "color_matrix", np.asarray(self.color_matrix, dtype=np.float64).reshape(3, 3))
         object.__setattr__(self, "black_level", tuple(float(b) for b in np.broadcast_to(self.black_level, 4)))
         object.__setattr__(self, "as_shot_neutral", tuple(float(v) for v in self.as_shot_neutral))
+        if self.calibrations:
+            from hetbench.isp.calibration import check_calibrations
+
+            object.__setattr__(self, "calibrations", check_calibrations(self.calibrations))
 
     @property
     def height(self) -> int:
@@ -157,9 +162,7 @@ class RawCapture:
         >>> bool(np.allclose(cap.camera_to_srgb(), np.eye(3)))
         True
         """
-        cam_from_srgb = self.color_matrix @ SRGB_TO_XYZ
-        cam_from_srgb = cam_from_srgb / cam_from_srgb.sum(axis=1, keepdims=True)
-        return np.linalg.inv(cam_from_srgb)
+        return camera_to_srgb_from(self.color_matrix)
 
     @property
     def fingerprint(self) -> str:
@@ -177,6 +180,8 @@ class RawCapture:
                 self.make,
                 self.model,
             )
+            if self.calibrations:  # only then: single-matrix captures keep their fingerprints
+                meta += tuple((code, tuple(np.round(m.ravel(), 10))) for code, m in self.calibrations)
             h.update(repr(meta).encode())
             self._fingerprint.append(h.hexdigest())
         return self._fingerprint[0]

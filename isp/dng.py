@@ -27,6 +27,8 @@ _TAG_BLACK_LEVEL_REPEAT_DIM = 50713
 _TAG_BLACK_LEVEL = 50714
 _TAG_WHITE_LEVEL = 50717
 _TAG_COLOR_MATRIX1 = 50721
+_TAG_COLOR_MATRIX2 = 50722
+_TAG_CALIBRATION_ILLUMINANT2 = 50779
 _TAG_AS_SHOT_NEUTRAL = 50728
 _TAG_CALIBRATION_ILLUMINANT1 = 50778
 # TIFF field types
@@ -65,7 +67,8 @@ def write_dng(capture: RawCapture, path_or_buffer) -> None:
     PhotometricInterpretation 32803 (CFA), CFARepeatPatternDim (2, 2), CFAPattern, DNGVersion 1.4,
     DNGBackwardVersion 1.3, UniqueCameraModel, BlackLevelRepeatDim (2, 2) + BlackLevel (4 RATIONAL
     values, row-major CFA positions), WhiteLevel (LONG), ColorMatrix1 (9 SRATIONAL),
-    CalibrationIlluminant1, AsShotNeutral (3 RATIONAL), Make and Model. Compression must stay off:
+    CalibrationIlluminant1 (and ColorMatrix2 / CalibrationIlluminant2 for a capture with two
+    ``calibrations``), AsShotNeutral (3 RATIONAL), Make and Model. Compression must stay off:
     LibRaw rejects tifffile's deflate CFA DNGs (docs/architecture.md).
 
     Parameters
@@ -111,6 +114,14 @@ def write_dng(capture: RawCapture, path_or_buffer) -> None:
         (_TAG_CALIBRATION_ILLUMINANT1, _SHORT, 1, (int(capture.calibration_illuminant),), True),
         (_TAG_AS_SHOT_NEUTRAL, _RATIONAL, 3, _rationals(capture.as_shot_neutral, signed=False), True),
     ]
+    if capture.calibrations:  # two calibrations: ColorMatrix1/2 with their illuminants (replacing the single one)
+        (code1, m1), (code2, m2) = capture.calibrations
+        extratags = [t for t in extratags if t[0] not in (_TAG_COLOR_MATRIX1, _TAG_CALIBRATION_ILLUMINANT1)] + [
+            (_TAG_COLOR_MATRIX1, _SRATIONAL, 9, _rationals(m1, signed=True), True),
+            (_TAG_CALIBRATION_ILLUMINANT1, _SHORT, 1, (int(code1),), True),
+            (_TAG_COLOR_MATRIX2, _SRATIONAL, 9, _rationals(m2, signed=True), True),
+            (_TAG_CALIBRATION_ILLUMINANT2, _SHORT, 1, (int(code2),), True),
+        ]
     tifffile.imwrite(
         path_or_buffer,
         capture.mosaic,

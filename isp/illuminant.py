@@ -37,6 +37,11 @@ from typing import Sequence
 
 import numpy as np
 
+#: linear sRGB (D65) -> CIE XYZ, IEC 61966-2-1.
+SRGB_TO_XYZ = np.array(
+    [[0.4124564, 0.3575761, 0.1804375], [0.2126729, 0.7151522, 0.0721750], [0.0193339, 0.1191920, 0.9503041]]
+)
+
 #: CCT range of the illuminants a camera meets: candle flame to blue-sky shade (kelvin).
 CCT_RANGE = (2000.0, 12000.0)
 #: largest distance from the Planckian locus a light source has (ANSI C78.377 tolerance).
@@ -245,3 +250,19 @@ def constrain_neutral(neutral, color_matrix: np.ndarray, cct_range: tuple[float,
         n = np.asarray(neutral, np.float64).reshape(3)
         return n / n[1], t, duv
     return xy_to_neutral(cct_to_xy(t_c, duv_c), color_matrix), t_c, duv_c
+
+
+def camera_to_srgb_from(color_matrix: np.ndarray) -> np.ndarray:
+    """(3, 3) white-balanced camera RGB -> linear sRGB for an XYZ -> camera matrix: the inverse of
+    ``color_matrix @ M(sRGB -> XYZ)`` with each row normalised to sum 1 (see :meth:`RawCapture.camera_to_srgb`).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from hetbench.isp.illuminant import SRGB_TO_XYZ, camera_to_srgb_from
+    >>> bool(np.allclose(camera_to_srgb_from(2 * np.linalg.inv(SRGB_TO_XYZ)), np.eye(3)))
+    True
+    """
+    cam_from_srgb = np.asarray(color_matrix, np.float64) @ SRGB_TO_XYZ
+    cam_from_srgb = cam_from_srgb / cam_from_srgb.sum(axis=1, keepdims=True)
+    return np.linalg.inv(cam_from_srgb)

@@ -265,7 +265,7 @@ class Renderer:
         reused_next = [_common_prefix(walk_keys[k], walk_keys[k + 1]) for k in range(len(order) - 1)] + [0]
         ctx_base = dict(
             as_shot_neutral=capture.as_shot_neutral, camera_to_srgb=capture.camera_to_srgb(), output_size=self.size,
-            color_matrix=capture.color_matrix,
+            color_matrix=capture.color_matrix, calibrations=capture.calibrations,
         )
         path_keys: list[tuple] = []
         path_states: list[np.ndarray | None] = []

@@ -167,9 +167,35 @@ def _tiff_metadata(path: str) -> dict:
             codes = [int(t.value) for t in ill if t is not None and isinstance(t.value, int)]
             if codes and ILLUMINANT_D65 not in codes and tags.get(50721) is not None and tags.get(50722) is None:
                 out["illuminant"] = codes[0]
+            matrices = [tags.get(c) for c in (50721, 50722)]
+            raw_values = [None if t is None else t.value for t in matrices]
     except Exception:  # not a TIFF container, or unreadable: callers fall back to defaults
         return {}
+    try:  # outside the guard above: a malformed matrix is the file's fault, said in one line
+        parsed = [None if v is None else _srational_matrix(v) for v in raw_values]
+        if parsed[0] is not None and parsed[1] is not None:
+            if len(codes) != 2:
+                raise ValueError("ColorMatrix2 without both CalibrationIlluminant tags")
+            from hetbench.isp.calibration import check_calibrations
+
+            out["calibrations"] = check_calibrations(list(zip(codes, parsed)))
+    except ValueError as exc:
+        out["error"] = f"malformed colour matrices: {exc}"
     return out
+
+
+def _srational_matrix(value) -> np.ndarray:
+    """A 3 x 3 ColorMatrix from a DNG SRATIONAL tag value (tifffile gives numerator, denominator pairs)."""
+    flat = np.asarray(value, dtype=np.float64).ravel()
+    if flat.size != 18:
+        raise ValueError(f"a ColorMatrix has {flat.size // 2} values, not 9 (3-colour Bayer)")
+    num, den = flat[0::2], flat[1::2]
+    if np.any(den == 0):
+        raise ValueError("a ColorMatrix has a zero denominator")
+    m = (num / den).reshape(3, 3)
+    if not np.all(np.isfinite(m)) or abs(float(np.linalg.det(m))) < 1e-9:
+        raise ValueError("a ColorMatrix is singular or not finite")
+    return m
 
 
 def read_raw(path) -> RawCapture:
@@ -193,7 +219,10 @@ def read_raw(path) -> RawCapture:
     * make / model: from the file's TIFF Make/Model tags when it has them (rawpy 0.28 does not
       expose LibRaw's make/model), else the file stem; capture_id: the file stem;
     * calibration_illuminant: 21 (D65: LibRaw's built-in matrices are D65 ones, and it prefers the
-      D65 matrix of a DNG), except a DNG whose only ColorMatrix1 is for another illuminant.
+      D65 matrix of a DNG), except a DNG whose only ColorMatrix1 is for another illuminant;
+    * calibrations: a DNG's ColorMatrix1/2 with CalibrationIlluminant1/2 when it has both
+      (:mod:`hetbench.isp.calibration`); a malformed one (not 9 values, a zero denominator, singular,
+      an unknown illuminant) is :class:`UnsupportedRaw` ``"malformed colour matrices: ..."``.
     * orientation: LibRaw's ``sizes.flip`` is not applied; the mosaic is in sensor orientation
       (what ``user_flip=0`` renders).
 
@@ -310,6 +339,8 @@ def _read_raw(p: str, stem: str) -> RawCapture:
         raise UnsupportedRaw(p, f"cannot decode: {_exc_line(exc)}") from None
 
     meta = _tiff_metadata(p)
+    if "error" in meta:
+        raise UnsupportedRaw(p, meta["error"])
     return RawCapture(
         mosaic=mosaic,
         cfa=cfa,
@@ -321,6 +352,7 @@ def _read_raw(p: str, stem: str) -> RawCapture:
         model=meta.get("model", stem),
         calibration_illuminant=meta.get("illuminant", ILLUMINANT_D65),
         capture_id=stem,
+        calibrations=meta.get("calibrations", ()),
     )
 
 

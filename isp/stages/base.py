@@ -38,6 +38,8 @@ class StageContext:
     camera_to_srgb: np.ndarray = field(default_factory=lambda: np.eye(3))
     #: the capture's XYZ -> camera matrix (DNG ColorMatrix): a WB estimate's colour temperature; None: unknown
     color_matrix: np.ndarray | None = None
+    #: the capture's two DNG calibrations (:mod:`hetbench.isp.calibration`); empty: ``color_matrix`` alone
+    calibrations: tuple = ()
     info: dict = field(default_factory=dict)
     #: side of the square image the pipeline will downsize to afterwards (None: full size); the JPEG
     #: stage may then decode at a reduced DCT scale, which is what that downsizing would average away

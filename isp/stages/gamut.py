@@ -8,7 +8,9 @@ out-of-gamut colours keep their negative or > 1 components, and the tone stage c
 Variants:
 
 * ``srgb`` (baseline): camera RGB -> linear sRGB (IEC 61966-2-1, D65) with
-  ``ctx.camera_to_srgb`` (see ``RawCapture.camera_to_srgb``: the inverse of the row-normalised
+  ``ctx.camera_to_srgb``, or the one the WB stage interpolated for the light of a DNG with two
+  calibrations (``ctx.info["camera_to_srgb"]``, :mod:`hetbench.isp.calibration`) (see
+  ``RawCapture.camera_to_srgb``: the inverse of the row-normalised
   ColorMatrix1 @ M_sRGB->XYZ, as in dcraw and the DNG spec).
 * ``none`` (option 1, '-' in Table 3): camera RGB is passed on unchanged. The tone stage then
   encodes the sensor's own primaries as if they were sRGB.
@@ -173,7 +175,7 @@ def gamut_srgb(image: np.ndarray, ctx: StageContext) -> np.ndarray:
     >>> gamut_srgb(np.ones((4, 4, 3)), StageContext(camera_to_srgb=np.eye(3)))[0, 0].tolist()
     [1.0, 1.0, 1.0]
     """
-    return apply_matrix(image, ctx.camera_to_srgb)
+    return apply_matrix(image, ctx.info.get("camera_to_srgb", ctx.camera_to_srgb))
 
 
 def gamut_none(image: np.ndarray, ctx: StageContext) -> np.ndarray:
@@ -234,7 +236,7 @@ def gamut_prophoto(image: np.ndarray, ctx: StageContext) -> np.ndarray:
     >>> gamut_prophoto(np.ones((4, 4, 3)), StageContext())[0, 0].round(3).tolist()  # white stays white
     [1.0, 1.0, 1.0]
     """
-    return apply_matrix(image, camera_to_prophoto_matrix(ctx.camera_to_srgb))
+    return apply_matrix(image, camera_to_prophoto_matrix(ctx.info.get("camera_to_srgb", ctx.camera_to_srgb)))
 
 
 VARIANTS = stage_variants(

@@ -275,12 +275,15 @@ def clip_highlights(balanced: np.ndarray, gains) -> np.ndarray:
 
 def _finish(image: np.ndarray, gains: np.ndarray, ctx: StageContext) -> np.ndarray:
     ctx.info["wb_gains"] = tuple(float(g) for g in gains)
+    if ctx.calibrations:  # colour by illuminant: the matrix at the light's temperature (DNG spec, ch. 6)
+        from hetbench.isp.calibration import light_colour
+
+        ctx.info.update(light_colour(1.0 / np.asarray(gains, np.float64), ctx.calibrations))
     return clip_highlights(apply_gains(image, gains), gains)
 
 
 def wb_gray_world(image: np.ndarray, ctx: StageContext) -> np.ndarray:
-    """White balance ``gray-world`` (the paper's Table 3 baseline): :func:`gray_world_gains`, applied and
-    clipped.
+    """White balance ``gray-world`` (the paper's baseline): :func:`gray_world_gains`, applied and clipped.
 
     Parameters
     ----------
@@ -405,10 +408,8 @@ def wb_camera(image: np.ndarray, ctx: StageContext) -> np.ndarray:
 
 
 def wb_grey_edge(image: np.ndarray, ctx: StageContext) -> np.ndarray:
-    """White balance ``grey-edge`` (hetbench's baseline): the grey-edge estimate of the light
-    (:func:`hetbench.isp.grey_edge.grey_edge_estimate` on the statistics subsample), constrained to a
-    light a camera meets (:func:`hetbench.isp.illuminant.constrain_neutral`) when the capture's colour
-    matrix is known, applied and clipped.
+    """White balance ``grey-edge`` (hetbench's baseline): :func:`hetbench.isp.awb.estimate_light` on the
+    statistics subsample (grey edges, constrained to a light a camera meets), applied and clipped.
 
     ``ctx.color_matrix`` is the XYZ -> camera matrix; ``ctx.info`` receives ``wb_gains``, ``wb_cct`` and
     ``wb_duv``.
@@ -425,15 +426,14 @@ def wb_grey_edge(image: np.ndarray, ctx: StageContext) -> np.ndarray:
     >>> round(ctx.info["wb_cct"]), [round(g, 3) for g in ctx.info["wb_gains"]]  # D65: nothing to do
     (6505, [1.0, 1.0, 1.0])
     """
-    from hetbench.isp.grey_edge import grey_edge_estimate
-    from hetbench.isp.illuminant import constrain_neutral
+    from hetbench.isp.awb import estimate_light
 
     img = as_rgb_float32(image, "wb")
-    estimate = grey_edge_estimate(img, clip=CLIP_THRESHOLD, step=sample_step(img.shape))
-    if ctx.color_matrix is not None:
-        estimate, cct, duv = constrain_neutral(estimate, ctx.color_matrix)
-        ctx.info["wb_cct"], ctx.info["wb_duv"] = float(cct), float(duv)
-    return _finish(img, _gains_from_reference(estimate), ctx)
+    light, cct, duv = estimate_light(img, ctx.color_matrix, ctx.calibrations, clip=CLIP_THRESHOLD,
+                                     step=sample_step(img.shape))
+    if cct is not None:
+        ctx.info["wb_cct"], ctx.info["wb_duv"] = cct, duv
+    return _finish(img, _gains_from_reference(light), ctx)
 
 
 VARIANTS = stage_variants(

@@ -68,14 +68,18 @@ def test_iso_isp_on_real_raw_captures_skips_what_it_cannot_read(tmp_path, run_cl
         if f.suffix.lower() in (".dng", ".kdc"):
             shutil.copy(f, raw_dir / f.name)
     (raw_dir / "truncated.dng").write_bytes((RAW / "canon_eos550d_magiclantern_colorchecker.dng").read_bytes()[:20_000])
+    from raw_fixtures import malformed_dng_bytes
+
+    (raw_dir / "singular-matrix.dng").write_bytes(malformed_dng_bytes())
     out = tmp_path / "real"
     code, stdout, err = run_cli("build", "iso-isp", "--stages", "wb", "--raw-dir", raw_dir, "--size", "64", "--out", out)
     assert code == 0, err
     report = json.loads((out / "report.json").read_text())
     skipped = {Path(s["file"]).name: s["reason"] for s in report["skipped"]}
     assert "canon_eos6d_linearraw_lossy.dng" in skipped and "truncated.dng" in skipped
-    assert report["num_skipped"] == 2
-    assert "2 capture(s) skipped" in stdout
+    assert skipped["singular-matrix.dng"].startswith("malformed colour matrices: a ColorMatrix is singular")
+    assert report["num_skipped"] == 3
+    assert "3 capture(s) skipped" in stdout
     ds = datasets.load_dataset(str(out))
     assert len(ds["train"]) + len(ds["test"]) == 5 * 3  # 5 usable captures x 3 wb variants
 

@@ -1,0 +1,86 @@
+"""Colour by illuminant: two DNG calibrations interpolated in inverse temperature, the light's
+temperature found by the DNG specification's iteration, read from and written to DNG, and a malformed
+matrix refused in one line."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from hetbench.isp.calibration import ILLUMINANT_CCT, check_calibrations, matrix_at, neutral_to_xy_interpolated
+from hetbench.isp.illuminant import cct_to_xy, xy_to_neutral
+from raw_fixtures import CAL, CM_A, CM_D65, malformed_dng_bytes, two_matrix_capture
+
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.floats(1500, 15000), st.floats(1500, 15000))
+def test_the_matrix_moves_monotonically_from_one_calibration_to_the_other(t1, t2):
+    lo, hi = sorted((t1, t2))
+    w = [(matrix_at(t, CAL)[0, 0] - CM_D65[0, 0]) / (CM_A[0, 0] - CM_D65[0, 0]) for t in (lo, hi)]
+    assert 0 <= w[1] <= w[0] <= 1  # the weight of A falls as the light gets bluer, clamped outside 2850-6500 K
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.floats(2000, 12000), st.floats(-0.004, 0.004))
+def test_the_iteration_finds_the_light_the_neutral_was_made_under(cct, duv):
+    xy = cct_to_xy(cct, duv)
+    neutral = xy_to_neutral(xy, matrix_at(cct, CAL))  # what this camera records of a grey under that light
+    found, t = neutral_to_xy_interpolated(neutral, CAL)
+    assert np.allclose(found, xy, atol=1e-6) and abs(1e6 / t - 1e6 / cct) < 1.0
+
+
+@pytest.mark.parametrize("pairs, message", [
+    (((17, CM_A), (99, CM_D65)), "not an EXIF light source"),
+    (((17, CM_A), (21, np.zeros((3, 3)))), "singular or not finite"),
+    (((17, CM_A), (21, np.full((3, 3), np.nan))), "singular or not finite"),
+    (((17, CM_A), (3, CM_D65)), "same temperature"),
+])
+def test_malformed_calibrations_are_named(pairs, message):
+    with pytest.raises(ValueError, match=message):
+        check_calibrations(pairs)
+
+
+def test_every_known_light_source_has_a_plausible_temperature():
+    assert all(2000 <= t <= 8000 for t in ILLUMINANT_CCT.values())
+
+
+def test_two_calibrations_go_through_a_dng_and_back(tmp_path):
+    from hetbench.isp.dng import write_dng
+    from hetbench.isp.raw import read_raw
+
+    write_dng(two_matrix_capture(), tmp_path / "dual.dng")
+    back = read_raw(tmp_path / "dual.dng")
+    assert [c for c, _ in back.calibrations] == [17, 21]
+    assert np.allclose(back.calibrations[0][1], CM_A, atol=1e-4) and np.allclose(back.calibrations[1][1], CM_D65, atol=1e-4)
+
+
+def test_a_malformed_colour_matrix_is_refused_in_one_line(tmp_path):
+    from hetbench.isp.raw import UnsupportedRaw, read_raw
+
+    (tmp_path / "bad.dng").write_bytes(malformed_dng_bytes())
+    with pytest.raises(UnsupportedRaw, match="malformed colour matrices: a ColorMatrix is singular") as exc:
+        read_raw(tmp_path / "bad.dng")
+    assert "\n" not in str(exc.value)
+
+
+def test_the_render_uses_the_matrix_of_the_light():
+    """Under tungsten the camera WB's light is about 2850 K: the colour stage takes the A matrix, so the
+    render differs from one with the D65 matrix alone, and its recorded CCT is the light's."""
+    import dataclasses
+
+    from hetbench.isp.calibration import light_colour
+    from hetbench.isp.capture import camera_to_srgb_from
+    from hetbench.isp.pipeline import Renderer
+
+    cap = two_matrix_capture()
+    tungsten = xy_to_neutral(cct_to_xy(2850), CM_A)
+    cap = dataclasses.replace(cap, as_shot_neutral=tuple(tungsten), _fingerprint=[])
+    info = light_colour(tungsten, cap.calibrations)
+    assert abs(info["wb_cct"] - 2850) < 10 and np.allclose(info["camera_to_srgb"], camera_to_srgb_from(CM_A))
+    dual = Renderer(size=None).render(cap, "wb=camera,compress=none").image
+    single = Renderer(size=None).render(dataclasses.replace(cap, calibrations=(), _fingerprint=[]),
+                                        "wb=camera,compress=none").image
+    assert np.abs(dual.astype(int) - single.astype(int)).mean() > 1.0
