@@ -30,7 +30,7 @@ import numpy as np
 from hetbench.errors import HetbenchError
 from hetbench.isp.capture import RawCapture
 from hetbench.isp.exposure import exposure_gain
-from hetbench.isp.stages import REGISTRY, STAGES, StageContext
+from hetbench.isp.stages import REGISTRY, STAGES, TABLE3_STAGES, StageContext
 from hetbench.isp.stages.demosaic import libraw_linear
 
 BASELINE: dict[str, str] = {
@@ -39,6 +39,8 @@ BASELINE: dict[str, str] = {
     "wb": "grey-edge",
     "gamut": "srgb",
     "tone": "srgb-gamma",
+    "chroma": "blur-mild",
+    "sharpen": "usm-mild",
     "compress": "jpeg85",
 }
 STAGE_ALIASES = {"white_balance": "wb", "white-balance": "wb", "color": "wb", "compression": "compress"}
@@ -128,7 +130,7 @@ class Pipeline:
 
 
 def parse_stage_list(text: str) -> list[str]:
-    """``"wb,tone"`` or ``"all"`` -> stage names (validated, in stage order).
+    """``"wb,tone"`` or ``"all"`` (Table 3's six stages) -> stage names (validated, in stage order).
 
     Parameters
     ----------
@@ -146,7 +148,7 @@ def parse_stage_list(text: str) -> list[str]:
     ['wb', 'tone']
     """
     if text.strip().lower() == "all":
-        return list(STAGES)
+        return list(TABLE3_STAGES)
     names = [_stage_name(t) for t in text.split(",") if t.strip()]
     if not names:
         raise HetbenchError(f"--stages is empty; choose from: all, {', '.join(STAGES)}")
@@ -155,7 +157,8 @@ def parse_stage_list(text: str) -> list[str]:
 
 def table3_variants(stages: Sequence[str]) -> list[Pipeline]:
     """The baseline, then each Table 3 option (option 1, option 2) of each listed stage with every
-    other stage at baseline (HeteroSwitch sec. 3.4 protocol).
+    other stage at baseline (HeteroSwitch sec. 3.4 protocol); for the phone stages outside Table 3
+    (chroma, sharpen), each of their other options.
 
     Parameters
     ----------
@@ -180,7 +183,8 @@ def table3_variants(stages: Sequence[str]) -> list[Pipeline]:
     out = [Pipeline.baseline()]
     for stage in stages:
         for variant in REGISTRY[stage].values():
-            if variant.table3 in ("option1", "option2"):
+            # a Table 3 stage's two options; a phone stage's (chroma, sharpen) every non-baseline option
+            if variant.table3 in ("option1", "option2") or (stage not in TABLE3_STAGES and variant.table3 == "extra"):
                 out.append(Pipeline.parse({stage: variant.name}))
     return out
 

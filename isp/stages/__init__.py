@@ -1,4 +1,5 @@
-"""ISP stages (HeteroSwitch Table 3), gathered in one explicit registry.
+"""ISP stages (HeteroSwitch Table 3, and the chroma noise reduction and sharpening a phone adds),
+gathered in one explicit registry.
 
 ``REGISTRY`` is a :class:`~hetbench.registry.Registry` of stages whose values are the stages'
 own registries of :class:`~hetbench.isp.stages.base.StageVariant`: ``REGISTRY["wb"]["gray-world"]``.
@@ -17,8 +18,8 @@ Traceback (most recent call last):
 hetbench.registry.UnknownNameError: unknown tone option 'sepia'; choose one of: srgb-gamma, none, srgb-gamma+equalize
 """
 
-from hetbench.isp.stages import compress, demosaic, denoise, gamut, tone, white_balance
-from hetbench.isp.stages.base import STAGES, StageContext, StageVariant
+from hetbench.isp.stages import chroma, compress, demosaic, denoise, gamut, sharpen, tone, white_balance
+from hetbench.isp.stages.base import STAGES, TABLE3_STAGES, StageContext, StageVariant
 from hetbench.registry import Registry
 
 REGISTRY: Registry[Registry[StageVariant]] = Registry(
@@ -29,9 +30,11 @@ REGISTRY: Registry[Registry[StageVariant]] = Registry(
         "wb": white_balance.VARIANTS,
         "gamut": gamut.VARIANTS,
         "tone": tone.VARIANTS,
+        "chroma": chroma.VARIANTS,
+        "sharpen": sharpen.VARIANTS,
         "compress": compress.VARIANTS,
     },
 )
 assert REGISTRY.names() == STAGES
 
-__all__ = ["REGISTRY", "STAGES", "StageContext", "StageVariant"]
+__all__ = ["REGISTRY", "STAGES", "TABLE3_STAGES", "StageContext", "StageVariant"]

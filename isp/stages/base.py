@@ -1,7 +1,8 @@
 """The stage contract of the software ISP (HeteroSwitch Table 3).
 
 Stages run in this order: ``demosaic`` (with ``denoise=fbdd``, inside LibRaw), ``denoise``,
-``wb``, ``gamut``, ``tone``, ``compress``. Every variant is a :class:`StageVariant`; each stage
+``wb``, ``gamut``, ``tone``, ``chroma``, ``sharpen``, ``compress``: Table 3's six, and the two a
+phone adds to them (:data:`TABLE3_STAGES` lists the paper's). Every variant is a :class:`StageVariant`; each stage
 module lists its variants in ``VARIANTS`` (built with :func:`stage_variants`), and
 :mod:`hetbench.isp.stages` gathers them in one explicit :class:`~hetbench.registry.Registry`.
 
@@ -11,7 +12,8 @@ Image states between stages:
   scaled so that the white level is 1.0, not white balanced;
 * after ``wb``: the same, white balanced (a neutral surface has R = G = B);
 * after ``gamut``: float32 linear RGB in the output colour space (sRGB, ProPhoto, or camera RGB);
-* after ``tone``: uint8 (H, W, 3) display-referred RGB;
+* after ``tone``, ``chroma`` (chroma noise reduction) and ``sharpen``: uint8 (H, W, 3)
+  display-referred RGB;
 * after ``compress``: uint8 (H, W, 3), what a viewer decodes from the stored file.
 """
 
@@ -24,7 +26,9 @@ import numpy as np
 
 from hetbench.registry import Registry
 
-STAGES = ("demosaic", "denoise", "wb", "gamut", "tone", "compress")
+STAGES = ("demosaic", "denoise", "wb", "gamut", "tone", "chroma", "sharpen", "compress")
+#: the stages of HeteroSwitch Table 3 (``--stages all``); chroma and sharpen are a phone's additions.
+TABLE3_STAGES = ("demosaic", "denoise", "wb", "gamut", "tone", "compress")
 #: the HeteroSwitch Table 3 column of a variant; ``extra`` is an option the paper does not list.
 TABLE3_COLUMNS = ("baseline", "option1", "option2", "extra")
 

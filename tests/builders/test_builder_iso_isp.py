@@ -103,7 +103,7 @@ def test_devices_by_market_share(tmp_path, run_cli):
 
 
 BAD = {
-    "unknown stage": (["iso-isp", "--stages", "wb,sharpen"], "unknown ISP stage"),
+    "unknown stage": (["iso-isp", "--stages", "wb,vignette"], "unknown ISP stage"),
     "size out of range": (["iso-isp", "--size", "5"], "--size"),
     "empty raw dir": (["iso-isp", "--raw-dir", "{empty}"], "no RAW files"),
     "missing raw dir": (["iso-isp", "--raw-dir", "{missing}"], "not a folder"),

@@ -22,7 +22,7 @@ def _capture(seed: int = 0, side: int = 96):
 def test_parse_round_trip_and_baseline():
     from hetbench.isp.pipeline import Pipeline
 
-    full = "demosaic=ppg,denoise=fbdd,wb=grey-edge,gamut=srgb,tone=srgb-gamma,compress=jpeg85"
+    full = "demosaic=ppg,denoise=fbdd,wb=grey-edge,gamut=srgb,tone=srgb-gamma,chroma=blur-mild,sharpen=usm-mild,compress=jpeg85"
     assert str(Pipeline.parse(full)) == full
     assert Pipeline.parse("") == Pipeline.baseline() == Pipeline.parse(full)
     p = Pipeline.parse("wb=white-patch,compress=none")
@@ -32,7 +32,7 @@ def test_parse_round_trip_and_baseline():
 
 @pytest.mark.parametrize(
     "text, needle",
-    [("colour=none", "unknown ISP stage 'colour'; choose one of: demosaic, denoise, wb, gamut, tone, compress"),
+    [("colour=none", "unknown ISP stage 'colour'; choose one of: demosaic, denoise, wb, gamut, tone, chroma, sharpen, compress"),
      ("wb=purple", "unknown wb option 'purple'; choose one of: grey-edge, gray-world, none, white-patch, camera"),
      ("tone", "needs an option")],
 )
@@ -51,8 +51,10 @@ def test_table3_variants():
     every = table3_variants(parse_stage_list("all"))
     assert len(every) == 1 + 2 * 6
     assert len({str(p) for p in every}) == len(every)
+    assert [p.short_name for p in table3_variants(parse_stage_list("sharpen"))] == [
+        "baseline", "sharpen=none", "sharpen=usm-strong"]  # a phone stage: each of its other options
     with pytest.raises(HetbenchError, match="unknown ISP stage"):
-        parse_stage_list("wb,sharpen")
+        parse_stage_list("wb,vignette")
 
 
 def test_shared_prefix_rendering_equals_separate_renders():

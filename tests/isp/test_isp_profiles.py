@@ -103,7 +103,8 @@ def test_colour_matrices_invertible_and_distinct_across_sensor_families(profiles
     "mutate, message",
     [
         (lambda d: d["isp"].update(wb="grey-world"), "valid wb variants: ['grey-edge', 'gray-world'"),
-        (lambda d: d["isp"].update(sharpen="usm"), "unknown ISP stage(s) ['sharpen']"),
+        (lambda d: d["isp"].update(vignette="cos4"), "unknown ISP stage(s) ['vignette']"),
+        (lambda d: d["isp"].update(sharpen="usm"), "valid sharpen variants: ['usm-mild', 'none', 'usm-strong']"),
         (lambda d: d["isp"].pop("tone"), "ISP lacks stage(s) ['tone']"),
         (lambda d: d.update(cfa="RGBG"), "cfa 'RGBG' is not one of"),
         (lambda d: d.update(tier="X"), "tier 'X' is not one of"),

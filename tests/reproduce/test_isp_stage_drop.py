@@ -97,7 +97,7 @@ def test_contrasts_group_the_variants_by_stage_and_the_criterion_decides():
 @pytest.mark.parametrize("edit, message", [
     ({"stages": "wb,demosaic"}, "'stages' must list wb, tone and at least one of demosaic, denoise, compress"),
     ({"stages": "wb,tone"}, "'stages' must list wb, tone and at least one of"),
-    ({"stages": "wb,tone,sharpen"}, "'stages': unknown"),
+    ({"stages": "wb,tone,vignette"}, "'stages': unknown"),
     ({"clients_per_device": 1}, "'clients_per_device' must be at least 2"),
     ({"test_fraction": 1.5}, "'test_fraction' must be in (0, 1)"),
     ({"crop_size": 16}, "'crop_size' must be at least 32 pixels"),
