@@ -169,6 +169,8 @@ def _tiff_metadata(path: str) -> dict:
                 out["illuminant"] = codes[0]
             matrices = [tags.get(c) for c in (50721, 50722)]
             raw_values = [None if t is None else t.value for t in matrices]
+            opcodes = tags.get(51009)  # OpcodeList2: lens shading GainMaps (hetbench.isp.gain_map)
+            opcode_bytes = None if opcodes is None else bytes(opcodes.value)
     except Exception:  # not a TIFF container, or unreadable: callers fall back to defaults
         return {}
     try:  # outside the guard above: a malformed matrix is the file's fault, said in one line
@@ -181,6 +183,13 @@ def _tiff_metadata(path: str) -> dict:
             out["calibrations"] = check_calibrations(list(zip(codes, parsed)))
     except ValueError as exc:
         out["error"] = f"malformed colour matrices: {exc}"
+    if opcode_bytes is not None and "error" not in out:
+        from hetbench.isp.gain_map import parse_opcode_list
+
+        try:
+            out["gain_maps"] = parse_opcode_list(opcode_bytes)
+        except ValueError as exc:
+            out["error"] = f"unusable lens-shading opcodes (OpcodeList2): {exc}"
     return out
 
 
@@ -220,6 +229,10 @@ def read_raw(path) -> RawCapture:
       expose LibRaw's make/model), else the file stem; capture_id: the file stem;
     * calibration_illuminant: 21 (D65: LibRaw's built-in matrices are D65 ones, and it prefers the
       D65 matrix of a DNG), except a DNG whose only ColorMatrix1 is for another illuminant;
+    * lens shading: a DNG's GainMap opcodes (OpcodeList2) are applied to the mosaic
+      (:mod:`hetbench.isp.gain_map`; their rectangles read in the visible area's coordinates); one that
+      does not fit the image, or a required opcode other than GainMap, is :class:`UnsupportedRaw`
+      ``"unusable lens-shading opcodes (OpcodeList2): ..."``;
     * calibrations: a DNG's ColorMatrix1/2 with CalibrationIlluminant1/2 when it has both
       (:mod:`hetbench.isp.calibration`); a malformed one (not 9 values, a zero denominator, singular,
       an unknown illuminant) is :class:`UnsupportedRaw` ``"malformed colour matrices: ..."``.
@@ -339,6 +352,15 @@ def _read_raw(p: str, stem: str) -> RawCapture:
         raise UnsupportedRaw(p, f"cannot decode: {_exc_line(exc)}") from None
 
     meta = _tiff_metadata(p)
+    if meta.get("gain_maps"):  # the DNG's own lens shading correction, before demosaicing (DNG spec ch. 7)
+        from hetbench.isp.gain_map import apply_gain_maps
+
+        black_map = np.asarray(black, np.float32).reshape(2, 2)[
+            np.arange(mosaic.shape[0])[:, None] % 2, np.arange(mosaic.shape[1])[None, :] % 2]
+        try:
+            mosaic = apply_gain_maps(mosaic, black_map, white, meta["gain_maps"])
+        except ValueError as exc:
+            meta["error"] = f"unusable lens-shading opcodes (OpcodeList2): {exc}"
     if "error" in meta:
         raise UnsupportedRaw(p, meta["error"])
     return RawCapture(

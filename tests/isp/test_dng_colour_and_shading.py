@@ -1,6 +1,6 @@
-"""Colour by illuminant: two DNG calibrations interpolated in inverse temperature, the light's
-temperature found by the DNG specification's iteration, read from and written to DNG, and a malformed
-matrix refused in one line."""
+"""A DNG's own colour and lens shading: two calibrations interpolated in inverse temperature, the light's
+temperature found by the DNG specification's iteration, read from and written to DNG, GainMap lens
+shading applied before demosaicing, and a malformed matrix or GainMap refused in one line."""
 
 from __future__ import annotations
 
@@ -84,3 +84,42 @@ def test_the_render_uses_the_matrix_of_the_light():
     single = Renderer(size=None).render(dataclasses.replace(cap, calibrations=(), _fingerprint=[]),
                                         "wb=camera,compress=none").image
     assert np.abs(dual.astype(int) - single.astype(int)).mean() > 1.0
+
+
+def test_a_dngs_gain_map_corrects_its_vignetting(tmp_path):
+    """A flat grey seen through a lens that darkens the corners to half, with the DNG's GainMap of
+    that lens: read_raw gives back the flat mosaic."""
+    from hetbench.isp.capture import RawCapture
+    from hetbench.isp.dng import write_dng
+    from hetbench.isp.gain_map import gain_map_opcode
+    from hetbench.isp.raw import read_raw
+
+    h = w = 64
+    yy, xx = np.mgrid[0:h, 0:w] / np.array([h, w])[:, None, None]
+    r2 = ((yy - 0.5) ** 2 + (xx - 0.5) ** 2) / 0.5
+    falloff = 1.0 - 0.5 * r2  # 1 at the centre, 0.5 in the corners
+    mosaic = (64 + 2000 * falloff).round().astype(np.uint16)
+    grid = np.linspace(0, 1, 9)
+    gv, gh = np.meshgrid(grid, grid, indexing="ij")
+    gains = (1.0 / (1.0 - 0.5 * ((gv - 0.5) ** 2 + (gh - 0.5) ** 2) / 0.5)).astype(np.float32)
+    cap = RawCapture(mosaic, "RGGB", 64, 4095, CM_D65, (0.6, 1.0, 0.45))
+    write_dng(cap, tmp_path / "vignetted.dng", opcode_list2=gain_map_opcode(gains, top=0, left=0, bottom=h, right=w))
+    corrected = read_raw(tmp_path / "vignetted.dng").mosaic.astype(float) - 64
+    assert abs(corrected.mean() - 2000) < 20 and corrected.std() < 15  # flat again (was 0.5x in the corners)
+    assert (mosaic.astype(float) - 64).std() > 150  # the uncorrected mosaic is far from flat
+
+
+def test_a_gain_map_that_does_not_fit_the_image_is_refused_in_one_line(tmp_path):
+    from hetbench.isp.capture import RawCapture
+    from hetbench.isp.dng import write_dng
+    from hetbench.isp.gain_map import gain_map_opcode
+    from hetbench.isp.raw import UnsupportedRaw, read_raw
+
+    cap = RawCapture(np.full((32, 32), 500, np.uint16), "RGGB", 64, 4095, CM_D65, (0.6, 1.0, 0.45))
+    write_dng(cap, tmp_path / "bad.dng", opcode_list2=gain_map_opcode(np.ones((2, 2)), top=0, left=0, bottom=64, right=64))
+    with pytest.raises(UnsupportedRaw, match=r"unusable lens-shading opcodes \(OpcodeList2\): GainMap covers rows 0-64"):
+        read_raw(tmp_path / "bad.dng")
+    write_dng(cap, tmp_path / "short.dng", opcode_list2=gain_map_opcode(np.ones((2, 2)), top=0, left=0, bottom=32,
+                                                                      right=32)[:-3])
+    with pytest.raises(UnsupportedRaw, match="GainMap opcode is malformed|says .* bytes"):
+        read_raw(tmp_path / "short.dng")
