@@ -99,7 +99,8 @@ def main(argv: list[str] | None = None) -> int:
                 ax.set_title(PIPELINES[c].replace("=", "=\n"), fontsize=7)
             if c == 0:
                 ax.set_ylabel(name.rsplit(".", 1)[0].replace("_", "\n", 2), fontsize=6)
-    fig.suptitle("Each shared RAW (rows) through hetbench's baseline ISP and each Table 3 option (columns)", fontsize=9)
+    fig.suptitle("Each shared RAW (rows) through hetbench's baseline ISP, the paper's gray-world WB, the camera's WB and "
+                 "each Table 3 option (columns)", fontsize=9)
     fig.tight_layout()
     fig.savefig(args.out / "contact_sheet.png", dpi=110)
     (args.out / "colour_accuracy.json").write_text(json.dumps(accuracy, indent=2) + "\n")

@@ -40,8 +40,8 @@ def _accuracy(image: np.ndarray):
 
 def test_the_baseline_renders_the_chart_closer_than_gray_world(renders):
     base, gray = _accuracy(renders["baseline"]), _accuracy(renders["wb=gray-world"])
-    assert base.mean <= 11.5 and base.max <= 17.5, (base.mean, base.max)  # measured 10.95 / 17.10
-    assert gray.mean - base.mean >= 3.0  # gray world: 15.13 / 26.05, fooled by the daylit window
+    assert base.mean <= 11.5 and base.max <= 17.5, (base.mean, base.max)  # measured 11.10 / 17.18
+    assert gray.mean - base.mean >= 3.0  # gray world: 14.97 / 25.02, fooled by the daylit window
 
 
 def test_auto_exposure_lifts_the_chart_by_more_than_an_ev(renders):
