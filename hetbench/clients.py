@@ -128,8 +128,6 @@ class ClientPartitions:
     def from_folder(cls, folder: str | Path, split: str = "train") -> "ClientPartitions":
         """From a built hetbench folder: ``split`` loaded with ``datasets.load_dataset`` and every
         client of its ``hetbench.json`` (``num_clients``), clients without rows included."""
-        import datasets
-
         from hetbench.publish.manifest import read_manifest
         from hetbench.roots import check_no_links_leaving
 
@@ -140,7 +138,9 @@ class ClientPartitions:
         if not isinstance(num_clients, int) or num_clients < 0:
             raise HetbenchError(f"hetbench.json of '{folder}' has no valid 'num_clients'")
         check_no_links_leaving(folder)  # a shard linked from outside the folder is never read (hetbench.roots)
-        ds = datasets.load_dataset(str(folder), split=split)
+        from hetbench.local_folders import load_local
+
+        ds = load_local(folder, split=split)  # never another build's rows (hetbench.local_folders)
         return cls.from_dataset(ds, num_clients=num_clients)
 
     @classmethod

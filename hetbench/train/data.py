@@ -193,7 +193,12 @@ def _load_splits(split: str):
         check_no_links_leaving(path)
     try:
         with datasets_bars_off():
-            dd = datasets.load_dataset(str(path) if path.exists() else split)
+            if path.exists():  # a cache keyed by the folder's files (hetbench.local_folders): never another build's rows
+                from hetbench.local_folders import load_local
+
+                dd = load_local(path)
+            else:
+                dd = datasets.load_dataset(split)
     except HetbenchError:
         raise
     except Exception as exc:
