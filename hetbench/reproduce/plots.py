@@ -95,7 +95,7 @@ def _panel(ax, m: Measurement, axes: Axes, criterion: dict[str, Any], result: Ch
         ax.annotate(label, (0, means[0]),
                     textcoords="offset points", xytext=(10, 0), va="center", fontsize=8, color="#1f5fa8")
         ax.set_xticks([0], [m.point_labels()[0]])
-        ax.set_xlim(-0.6, 3.4)  # the legend sits to the right of the points and their interval's label
+        ax.set_xlim(-0.6, 4.2)  # the legend sits to the right of the points and their interval's label
     else:
         for i, row in enumerate(m.samples):
             if len(row) > 1:
@@ -129,7 +129,12 @@ def _panel(ax, m: Measurement, axes: Axes, criterion: dict[str, Any], result: Ch
     ax.set_xlabel(axes.xlabel)
     ax.set_ylabel(textwrap.fill(axes.ylabel, 42))  # a long label wraps instead of leaving the figure
     ax.grid(True, which="major", alpha=0.3)
-    ax.legend(fontsize=8, loc="center right" if len(means) == 1 else "best")
+    if len(means) == 1:  # the legend in the half of the panel away from the point and its label
+        low, high = ax.get_ylim()
+        upper = (float(means[0]) - low) / ((high - low) or 1.0) > 0.5
+        ax.legend(fontsize=8, loc="lower right" if upper else "upper right")
+    else:
+        ax.legend(fontsize=8, loc="best")
     ax.set_title(title, fontsize=10, color=VERDICT_COLOURS.get(result.verdict, "#222222"))
 
 
