@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from hetbench.atomic import atomic_dir, check_out_dir, is_hetbench_output, release_lock
+from child_signals import signals_as_in_a_shell
 
 HETBENCH = [sys.executable, "-c", "from hetbench.cli.main import main; main()"]
 ENV = {**os.environ, "HF_DATASETS_OFFLINE": "1", "HF_HUB_OFFLINE": "1", "MPLBACKEND": "Agg"}
@@ -222,14 +223,6 @@ main(sys.argv[1:])
 """
 
 
-def _signals_as_in_a_shell() -> None:
-    """In the child before exec: SIGINT and SIGTERM handled by default and not blocked, as a shell starts a
-    command. A test worker may hold them otherwise, and the child would inherit that."""
-    for s in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(s, signal.SIG_DFL)
-    signal.pthread_sigmask(signal.SIG_UNBLOCK, [signal.SIGINT, signal.SIGTERM])
-
-
 @pytest.mark.parametrize("sig, code, word", [(signal.SIGTERM, 143, "terminated"), (signal.SIGINT, 130, "interrupted")])
 def test_sigterm_cleans_up_like_ctrl_c(sig, code, word, tmp_path):
     out = tmp_path / "s"
@@ -237,7 +230,7 @@ def test_sigterm_cleans_up_like_ctrl_c(sig, code, word, tmp_path):
     try:
         proc = subprocess.Popen([sys.executable, "-c", STALLED_BUILD, "partition", "iid", "--out", str(out), "-q"],
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV,
-                                preexec_fn=_signals_as_in_a_shell)
+                                preexec_fn=signals_as_in_a_shell)
         procs.append(proc)
         assert proc.stdout.readline().strip() == "writing"
         tmps = [p for p in tmp_path.iterdir() if p.name.startswith(".s.tmp-")]
@@ -257,7 +250,7 @@ def test_a_build_killed_with_sigkill_is_cleaned_by_the_next_run(tmp_path, run_cl
     try:
         proc = subprocess.Popen([sys.executable, "-c", STALLED_BUILD, "partition", "iid", "--out", str(out), "-q"],
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV,
-                                preexec_fn=_signals_as_in_a_shell)
+                                preexec_fn=signals_as_in_a_shell)
         procs.append(proc)
         assert proc.stdout.readline().strip() == "writing"
         _kill(procs)

@@ -17,6 +17,8 @@ from pathlib import Path
 
 import pytest
 
+from child_signals import signals_as_in_a_shell
+
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads the process tree from /proc")
 
 
@@ -67,22 +69,14 @@ def _kill(pids) -> None:
             pass
 
 
-def _default_signals() -> None:
-    """In the child, before exec: SIGINT and SIGTERM at their defaults (Python then installs its own)."""
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)
-
-
 def _interrupt(args: list[str], cwd: Path, ready, sig: int, to_group: bool, start_s: float, end_s: float):
     """Run ``hetbench args``; once ``ready(descendant command lines)`` holds (within ``start_s`` seconds) send
     ``sig`` (to its process group, as a terminal's Ctrl-C does, or to it alone); return (exit code, stderr,
     seconds it took to end, the processes under it that outlived it)."""
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-    # the child starts with Ctrl-C at its default, as a terminal starts a command: an ignored SIGINT is inherited
-    # through exec, and a test of this worker process that left it ignored made hetbench ignore the Ctrl-C
     proc = subprocess.Popen([sys.executable, "-m", "hetbench.cli.main", *args], cwd=cwd, env=env,
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, start_new_session=True,
-                            preexec_fn=_default_signals)
+                            preexec_fn=signals_as_in_a_shell)
     seen: set[int] = set()
     try:
         deadline = time.monotonic() + start_s
