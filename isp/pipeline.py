@@ -291,11 +291,11 @@ class Renderer:
                     stage = STAGES[level]
                     ctx = StageContext(info=info, **ctx_base)
                     state_in = path_states[-1]
-                    if stage == "wb":  # metered on the denoised camera RGB: the same for every later variant
-                        info["exposure_gain"] = exposure_gain(state_in)
-                    elif stage == "tone":
+                    if stage == "tone":
                         state_in = np.multiply(state_in, np.float32(info["exposure_gain"]), dtype=np.float32)
                     state = REGISTRY[stage][p[stage]].apply(state_in, ctx)
+                    if stage == "denoise":  # metered once on the denoised camera RGB, shared by every later variant
+                        info["exposure_gain"] = exposure_gain(state)
                 self.stats["stage_runs"] += 1
                 if level >= 1 and level - 1 >= reused_next[step]:
                     path_states[level - 1] = None  # not needed again
