@@ -105,9 +105,9 @@ def _panel(ax, m: Measurement, axes: Axes, criterion: dict[str, Any], result: Ch
         label = f"mean and {pct} t interval ({n} seeds)" if n > 1 else "measured"
         ax.errorbar(x, means, yerr=bars if n > 1 else None, fmt="o-", color="#1f5fa8", capsize=4, label=label)
         if len(means) <= 8:  # the numbers beside their points
-            for xi, mi in zip(x, means):
+            for k, (xi, mi) in enumerate(zip(x, means)):  # alternately above and below: neighbours stay apart
                 ax.annotate(_short(mi) if n == 1 else f"{mi:.3g}", (xi, mi), textcoords="offset points",
-                            xytext=(5, 5), fontsize=8, color="#1f5fa8")
+                            xytext=(5, 5 if k % 2 == 0 else -12), fontsize=8, color="#1f5fa8")
         if name == "ratio_scaling" and min(means) > 0:
             slope, _, _ = loglog_slope(x, means)
             b = np.mean(np.log(means) - slope * np.log(x))
