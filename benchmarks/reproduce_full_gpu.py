@@ -71,6 +71,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--jobs", type=int, default=6)
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--archive", type=Path, required=True)
+    parser.add_argument("--claims", default="all",
+                        help="comma-separated claim ids to consider (default all): a later lease finishes what an "
+                             "earlier one could not")
     args = parser.parse_args(argv)
     t0 = time.monotonic()
 
@@ -81,7 +84,7 @@ def main(argv: list[str] | None = None) -> int:
     summary: dict = {"torch": torch.__version__, "device": torch.cuda.get_device_name(0)
                      if torch.cuda.is_available() else "cpu", "budget_s": args.budget, "claims": {}}
     print(f"torch {summary['torch']} on {summary['device']}", flush=True)
-    device, costs = dry_run("all", "full", None, "cuda" if torch.cuda.is_available() else "cpu")
+    device, costs = dry_run(args.claims, "full", None, "cuda" if torch.cuda.is_available() else "cpu")
     summary["calibration_s"] = round(time.monotonic() - t0, 1)
     width = max(len(c.id) for c in costs)
     print(f"full-mode estimates on {device} (calibration {summary['calibration_s']} s):", flush=True)
