@@ -2,8 +2,9 @@
 highlights protected.
 
 A RAW capture keeps whatever exposure the camera chose (or a Magic Lantern or Raspberry Pi default),
-often 1-3 EV below what a phone would show. Every pipeline of :mod:`hetbench.isp.pipeline` scales its
-linear image by :func:`exposure_gain` before the tone stage, the way the Raspberry Pi camera stack's
+often 1-3 EV below what a phone would show. Every pipeline of :mod:`hetbench.isp.pipeline` meters its
+denoised linear image with :func:`exposure_gain`, and the white-balance stage applies that gain together
+with its own (one multiply, as a phone ISP's digital gain), the way the Raspberry Pi camera stack's
 AGC meters (libcamera ``rpi.agc``, the *Raspberry Pi Camera Algorithm and Tuning Guide*):
 
 1. **Centre-weighted average.** The mean luminance, weighted 3 in the central quarter of the frame

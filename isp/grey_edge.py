@@ -6,8 +6,9 @@ sigma, is proportional to the light's colour:
 
     (integral |grad f_sigma,c(x)|^p dx)^(1/p) = k e_c            (van de Weijer et al. 2007, eq. 9)
 
-with e^{n,p,sigma} = e^{1,1,1} (first-order derivatives, p = 1, sigma = 1 pixel) as FFmpeg's
-``greyedge`` filter sets its defaults. Edges are less biased by large uniform surfaces than pixel
+with e^{n,p,sigma} = e^{1,1,1} (first-order derivatives, p = 1, sigma = 1) as FFmpeg's ``greyedge``
+filter sets its defaults, the derivatives taken on 2 x 2 block means (one Bayer period, see
+:func:`grey_edge_estimate`). Edges are less biased by large uniform surfaces than pixel
 averages (gray world), which is what helps on real scenes.
 
 Every operation is an element-wise float32 multiply, add or square root, or a float64 sum over the
@@ -92,23 +93,61 @@ def _dilate(mask: np.ndarray, r: int) -> np.ndarray:
     return out
 
 
+def block_means(image: np.ndarray, block: int, step: int) -> tuple[np.ndarray, np.ndarray]:
+    """Means and maxima of ``block`` x ``block`` pixel blocks, every ``step``-th block in each direction.
+
+    Sums run in a fixed order (rows of a block, then the block's row sums), element-wise in float32, so
+    the result has the same bits on every CPU; a partial block at the right or bottom edge is dropped.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from hetbench.isp.grey_edge import block_means
+    >>> img = np.arange(16, dtype=np.float32).reshape(4, 4, 1)
+    >>> means, peaks = block_means(img, 2, 1)
+    >>> means[..., 0].tolist(), peaks[..., 0].tolist()
+    ([[2.5, 4.5], [10.5, 12.5]], [[5.0, 7.0], [13.0, 15.0]])
+    """
+    img = np.asarray(image, np.float32)
+    b, s = max(1, int(block)), max(1, int(step))
+    rows, cols = (img.shape[0] // b + s - 1) // s, (img.shape[1] // b + s - 1) // s
+    total = peak = None
+    for i in range(b):
+        row = None
+        for j in range(b):
+            tap = img[i :: b * s, j :: b * s][:rows, :cols]
+            row = tap.copy() if row is None else row + tap
+            peak = tap.copy() if peak is None else np.maximum(peak, tap)
+        total = row if total is None else total + row
+    return total * np.float32(1.0 / (b * b)), peak
+
+
 def grey_edge_estimate(image: np.ndarray, *, sigma: float = SIGMA, p: int = MINKOWSKI_NORM, clip: float = 0.98,
-                       step: int = 1) -> np.ndarray:
+                       step: int = 1, block: int = 2) -> np.ndarray:
     """The light's camera RGB by the first-order grey-edge hypothesis, e^{1,p,sigma}, green = 1.
+
+    The derivatives are taken on means of ``block`` x ``block`` pixel blocks (default 2, one period of
+    a Bayer mosaic): finer than one period, a demosaiced image's gradients measure the demosaic's
+    interpolation (each 2 x 2 block holds one red and one blue sample) and the sensor noise, not the
+    scene's edges. Measured on the shared ColorChecker capture: at one-pixel scale the estimate
+    renders the chart at mean CIEDE2000 11.1; at any coarser scale (2 x 2 blocks, every second pixel,
+    sigma 2, every third pixel) at 5.3-6.0 (the README's ISP section has the table).
 
     Parameters
     ----------
     image : array_like
         (H, W, 3) linear camera RGB, white level 1.
     sigma : float
-        Gaussian scale of the derivatives (pixels of the subsample).
+        Gaussian scale of the derivatives (blocks of the subsample).
     p : int
         Minkowski norm (a positive integer: powers by repeated multiplication are exact).
     clip : float
-        Pixels with a channel at or above it, and every pixel whose derivative reaches one, are left
-        out: a saturated channel no longer measures the light.
+        Blocks with a pixel's channel at or above it, and every block whose derivative reaches one,
+        are left out: a saturated channel no longer measures the light.
     step : int
-        Stride of the subsample the statistics use.
+        Stride, in blocks, of the subsample the statistics use.
+    block : int
+        Side of the averaged blocks in pixels (1: the pixels themselves).
 
     Returns
     -------
@@ -126,10 +165,10 @@ def grey_edge_estimate(image: np.ndarray, *, sigma: float = SIGMA, p: int = MINK
     """
     if int(p) != p or p < 1:
         raise ValueError(f"grey-edge Minkowski norm must be a positive integer (got {p})")
-    img = np.ascontiguousarray(np.asarray(image, np.float32)[:: max(1, int(step)), :: max(1, int(step))])
+    img, peak = block_means(image, block, step)
     g, d = gaussian_taps(sigma)
     r = len(g) // 2
-    bad = (img >= np.float32(clip)).any(axis=2)
+    bad = (peak >= np.float32(clip)).any(axis=2)
     valid = ~_dilate(bad, r)  # a clipped pixel spoils every derivative within r pixels
     if not valid.any():
         return np.ones(3)

@@ -6,9 +6,9 @@ HeteroSwitch Table 3 baseline, except its white balance: the paper's gray world 
 and hetbench's baseline estimates the light by grey edges constrained to real illuminants, see
 :mod:`hetbench.isp.stages.white_balance`); stages left out take the baseline.
 
-Every pipeline also exposes its image before the tone stage (:mod:`hetbench.isp.exposure`): one
-gain per capture, metered on the demosaiced green channel, which no WB, gamut or tone variant
-changes. :func:`table3_variants` gives
+Every pipeline also exposes its image (:mod:`hetbench.isp.exposure`): one gain per capture, metered
+on the demosaiced green channel, which no WB, gamut or tone variant changes, and applied by the
+white-balance stage in the same multiply as its own gains. :func:`table3_variants` gives
 the baseline plus, for each listed stage, every other Table 3 option with all other stages at
 baseline: one "device" per variant.
 
@@ -290,10 +290,7 @@ class Renderer:
                 else:
                     stage = STAGES[level]
                     ctx = StageContext(info=info, **ctx_base)
-                    state_in = path_states[-1]
-                    if stage == "tone":
-                        state_in = np.multiply(state_in, np.float32(info["exposure_gain"]), dtype=np.float32)
-                    state = REGISTRY[stage][p[stage]].apply(state_in, ctx)
+                    state = REGISTRY[stage][p[stage]].apply(path_states[-1], ctx)  # wb applies the exposure gain
                     if stage == "denoise":  # metered once on the denoised camera RGB, shared by every later variant
                         info["exposure_gain"] = exposure_gain(state)
                 self.stats["stage_runs"] += 1

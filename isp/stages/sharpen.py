@@ -23,10 +23,13 @@ References
 
 from __future__ import annotations
 
+import functools
+
 import cv2
 import numpy as np
 
 from .base import StageContext, StageVariant, stage_variants
+from .tone import apply_lut16
 
 MILD = (0.5, 1.0)  # amount, sigma (pixels)
 STRONG = (1.25, 1.5)
@@ -51,10 +54,29 @@ def unsharp_luma(image: np.ndarray, amount: float, sigma: float) -> np.ndarray:
     ycrcb = cv2.cvtColor(img, cv2.COLOR_RGB2YCrCb)
     y = np.ascontiguousarray(ycrcb[..., 0])
     blur = cv2.GaussianBlur(y, (0, 0), sigma, borderType=cv2.BORDER_REFLECT)
-    detail = y.astype(np.int32) - blur.astype(np.int32)
-    a16 = int(round(float(amount) * 16))
-    ycrcb[..., 0] = np.clip(y.astype(np.int32) + ((detail * a16 + 8) >> 4), 0, 255).astype(np.uint8)
+    # the sharpened luma is a function of (Y, blur) only: one table lookup per pixel, index Y * 256 + blur
+    index = cv2.bitwise_or(cv2.multiply(y, 256, dtype=cv2.CV_16U), blur.astype(np.uint16))
+    ycrcb[..., 0] = apply_lut16(index, usm_table(amount))
     return cv2.cvtColor(ycrcb, cv2.COLOR_YCrCb2RGB)
+
+
+@functools.lru_cache(maxsize=8)
+def usm_table(amount: float) -> np.ndarray:
+    """The unsharp-mask rule as a 65536-entry uint8 table: entry ``Y * 256 + B`` is
+    ``clip(Y + ((Y - B) * a16 + 8) >> 4, 0, 255)``, a16 = round(16 * amount) (integer arithmetic).
+
+    Examples
+    --------
+    >>> from hetbench.isp.stages.sharpen import usm_table
+    >>> t = usm_table(0.5)
+    >>> int(t[100 * 256 + 100]), int(t[100 * 256 + 90]), int(t[250 * 256 + 200]), int(t[3 * 256 + 40])
+    (100, 105, 255, 0)
+    """
+    y, b = np.divmod(np.arange(65536, dtype=np.int32), 256)
+    a16 = int(round(float(amount) * 16))
+    table = np.clip(y + (((y - b) * a16 + 8) >> 4), 0, 255).astype(np.uint8)
+    table.flags.writeable = False
+    return table
 
 
 def sharpen_mild(image: np.ndarray, ctx: StageContext) -> np.ndarray:

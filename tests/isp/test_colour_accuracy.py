@@ -1,7 +1,7 @@
 """The baseline ISP on the real ColorChecker capture (a Canon 550D DNG of a tungsten-lit X-Rite
 ColorChecker before a daylit window): colour-checker-detection finds the chart, and the baseline's
-CIEDE2000 and exposure are the figures the README reports (issue 29's target, mean 8 / max 15 with
-'neutral 5' within 0.5 EV, is not reached: the README's ISP section shows every estimator tried)."""
+CIEDE2000 and exposure are the figures the README reports (issue 29's target of mean 8 / max 15 is met;
+'neutral 5' within 0.5 EV is not: the bright window holds the auto-exposure gain)."""
 
 from __future__ import annotations
 
@@ -38,14 +38,14 @@ def _accuracy(image: np.ndarray):
     return chart_accuracy(found[0].swatch_colours)
 
 
-def test_the_baseline_renders_the_chart_closer_than_gray_world(renders):
+def test_the_baseline_renders_the_chart_within_the_target(renders):
     base, gray = _accuracy(renders["baseline"]), _accuracy(renders["wb=gray-world"])
-    assert base.mean <= 11.5 and base.max <= 17.5, (base.mean, base.max)  # measured 11.10 / 17.18
-    assert gray.mean - base.mean >= 3.0  # gray world: 14.97 / 25.02, fooled by the daylit window
+    assert base.mean <= 8.0 and base.max <= 15.0, (base.mean, base.max)  # measured 5.35 / 10.04
+    assert gray.mean - base.mean >= 6.0  # gray world: 14.97 / 25.02, fooled by the daylit window
 
 
 def test_auto_exposure_lifts_the_chart_by_more_than_an_ev(renders):
     """Without exposure the chart's 'neutral 5' rendered 3.0 EV dark; auto exposure meters the frame,
-    whose bright window holds the gain to 2.83 (1.5 EV), and 'neutral 5' ends 1.9 EV dark."""
+    whose bright window holds the gain to 2.83 (1.5 EV), and 'neutral 5' ends 1.7 EV dark."""
     ev = _accuracy(renders["baseline"]).exposure_ev
-    assert -2.2 <= ev <= -1.6, ev
+    assert -2.0 <= ev <= -1.4, ev

@@ -53,3 +53,31 @@ def test_a_lens_capped_frame_is_not_amplified_into_noise():
     dark = np.random.default_rng(0).uniform(0, 0.002, (64, 64, 3)).astype(np.float32)
     assert exposure_gain(dark) == MAX_GAIN
     assert exposure_gain(np.zeros((8, 8, 3), np.float32)) == 1.0
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.floats(1 / 16, 16), st.sampled_from(["grey-edge", "gray-world", "white-patch", "none"]), st.integers(0, 99))
+def test_white_balance_applies_the_metered_exposure_in_its_own_multiply(exposure, variant, seed):
+    """The wb stage applies the exposure gain with its own gains: every variant of it is the unexposed
+    variant times the exposure (within float32 rounding), and the recorded WB gains do not include it."""
+    from hetbench.isp.stages.base import StageContext
+    from hetbench.isp.stages.white_balance import VARIANTS
+
+    scene = np.random.default_rng(seed).uniform(0.0, 1.0, (40, 56, 3)).astype(np.float32)
+    plain, exposed = StageContext(), StageContext(info={"exposure_gain": exposure})
+    without = VARIANTS[variant].apply(scene, plain)
+    with_gain = VARIANTS[variant].apply(scene, exposed)
+    assert plain.info["wb_gains"] == exposed.info["wb_gains"]
+    np.testing.assert_allclose(with_gain, without * np.float32(exposure), rtol=2e-6, atol=0)
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.lists(st.floats(1 / 64, 64), min_size=3, max_size=3), st.integers(0, 99))
+def test_the_white_balance_gains_are_the_bits_of_an_elementwise_float32_product(gains, seed):
+    """apply_gains (OpenCV's per-channel multiply) gives numpy's float32 product bit for bit: a float32
+    product is exact in double, so either rounding gives the same float on every CPU."""
+    from hetbench.isp.stages.white_balance import apply_gains
+
+    image = np.random.default_rng(seed).uniform(0.0, 1.5, (33, 47, 3)).astype(np.float32)
+    expected = image * np.asarray(gains, np.float64).astype(np.float32)
+    assert np.array_equal(apply_gains(image, gains), expected)
