@@ -367,20 +367,22 @@ def check_crops(crops_per_photo: object, crop_size: object) -> None:
 
 
 def capture_jobs(raw_dir, labels, renders, size, seed, crops_per_photo, crop_size, profile_set="heteroswitch9",
-                 label_of: dict[str, str] | None = None) -> list[CaptureJob]:
+                 label_of: dict[str, str] | None = None, lens_shading: str | None = None) -> list[CaptureJob]:
     """One job per capture, from RAW files (``raw_dir``, labels from ``labels``, or the files and
     labels of ``label_of``, a corpus recipe's) or the embedded photographs (``crops_per_photo``
     crops of side ``crop_size``, unprocessed by the profiles of ``profile_set`` in turn); every job
-    renders ``renders`` at ``size``."""
+    renders ``renders`` at ``size``. ``lens_shading`` (RAW files only; None: ``dng``) is
+    :func:`hetbench.isp.raw.read_raw`'s: ``dng``, ``none`` or ``cos4:C``; it is checked here, in one line."""
     from pathlib import Path
 
     from hetbench.isp.profiles import load_profiles
 
+    shading = check_lens_shading(lens_shading, raw_dir)
     if raw_dir is not None:
         files = raw_files(raw_dir) if label_of is None else sorted(label_of)
         label_of = read_labels(labels, files, raw_dir) if label_of is None else label_of
         return [
-            CaptureJob(i, Path(f).stem, label_of[f], RawSource(f), tuple(renders), size, seed,
+            CaptureJob(i, Path(f).stem, label_of[f], RawSource(f, lens_shading=shading), tuple(renders), size, seed,
                        refused=refused_file(f, raw_dir, "--raw-dir"))
             for i, f in enumerate(files)
         ]
@@ -392,3 +394,30 @@ def capture_jobs(raw_dir, labels, renders, size, seed, crops_per_photo, crop_siz
         CaptureJob(i, cid, label, src, tuple(renders), size, seed, base_profile=profiles[i % len(profiles)], profile_set=profile_set)
         for i, (cid, label, src) in enumerate(embedded_sources(crops_per_photo, crop_size, seed))
     ]
+
+
+def check_lens_shading(lens_shading: str | None, raw_dir) -> str:
+    """``--lens-shading`` checked: ``dng`` (None), ``none`` or ``cos4:C``, and only with RAW files (the
+    embedded captures take their lens from the device profiles).
+
+    Examples
+    --------
+    >>> from hetbench.builders.captures import check_lens_shading
+    >>> check_lens_shading(None, None), check_lens_shading("cos4:0.4", "raws")
+    ('dng', 'cos4:0.4')
+    >>> check_lens_shading("cos4:2", "raws")
+    Traceback (most recent call last):
+    ...
+    hetbench.errors.HetbenchError: --lens-shading 'cos4:2': choose dng, none or cos4:C with C in (0, 1] (the corner's relative illumination)
+    """
+    from hetbench.isp.lens_shading import parse_cos4_option
+
+    value = "dng" if lens_shading is None else str(lens_shading).strip().lower()
+    try:
+        parse_cos4_option(value)
+    except ValueError as exc:
+        raise HetbenchError(str(exc)) from None
+    if value != "dng" and raw_dir is None:
+        raise HetbenchError(f"--lens-shading {value} applies to RAW files (--raw-dir); the embedded captures "
+                            "take their lens shading from the device profiles")
+    return value

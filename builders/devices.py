@@ -40,6 +40,7 @@ def prepare_devices(
     title: str | None = None,
     engine: EngineSpec | None = None,
     on_checked: Callable[[], None] | None = None,
+    lens_shading: str | None = None,
 ) -> PreparedSplit:
     """Capture every scene with every emulated phone of ``profiles``; the split, not yet published.
 
@@ -51,7 +52,7 @@ def prepare_devices(
         Number of clients, allocated to devices by market share (or ``device_weights``).
     Others
         As for :func:`hetbench.builders.iso_isp.prepare_iso_isp` (``engine`` included: not part of
-        the recipe).
+        the recipe; ``lens_shading`` too: RAW files only, each phone's lens otherwise comes from its profile).
 
     References
     ----------
@@ -84,7 +85,7 @@ def prepare_devices(
         "devices", {"profiles": profiles}, isp_of, weights, [Render(d, isp_of[d], profile=d) for d in devices],
         raw_dir, labels, size, clients, device_weights, test_fraction, seed, num_proc, crops_per_photo, crop_size,
         quiet, description, f"capturing {{n}} scenes x {len(devices)} devices", profile_set=profiles, title=title, engine=engine,
-        on_checked=on_checked,
+        on_checked=on_checked, lens_shading=lens_shading,
     )
 
 

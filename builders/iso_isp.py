@@ -61,6 +61,7 @@ def prepare_iso_isp(
     engine: EngineSpec | None = None,
     on_checked: Callable[[], None] | None = None,
     recipe: str | None = None,
+    lens_shading: str | None = None,
 ) -> PreparedSplit:
     """Render every capture under every Table 3 variant of ``stages``; the split, not yet published.
 
@@ -98,6 +99,10 @@ def prepare_iso_isp(
     recipe : str, optional
         A corpus recipe of this builder (``fivek-subject``, ``fivek-light``): ``raw_dir`` is a copy
         of that corpus and the labels come from its metadata (:mod:`hetbench.sources.fivek`).
+    lens_shading : str, optional
+        RAW files only: ``dng`` (default: each file's own GainMap / FixVignetteRadial correction),
+        ``none``, or ``cos4:C`` (also correct files without their own as a cos^4-law lens whose corner
+        gets C of the centre's light; :mod:`hetbench.isp.lens_shading`).
 
     References
     ----------
@@ -129,7 +134,7 @@ def prepare_iso_isp(
         "iso-isp", {"stages": stages}, isp_of, weights, [Render(d, isp_of[d]) for d in devices],
         raw_dir, labels, size, clients, device_weights, test_fraction, seed, num_proc, crops_per_photo, crop_size,
         quiet, description, f"rendering {{n}} captures x {len(devices)} ISP variants", title=title, engine=engine,
-        on_checked=on_checked, corpus=corpus,
+        on_checked=on_checked, corpus=corpus, lens_shading=lens_shading,
     )
 
 
@@ -168,14 +173,14 @@ def render_device_split(
     renders: list[Render], raw_dir, labels, size, clients, device_weights, test_fraction, seed, num_proc,
     crops_per_photo, crop_size, quiet, description: str, progress: str, profile_set: str = "heteroswitch9",
     title: str | None = None, engine: EngineSpec | None = None, on_checked: Callable[[], None] | None = None,
-    corpus: CorpusLabels | None = None,
+    corpus: CorpusLabels | None = None, lens_shading: str | None = None,
 ) -> PreparedSplit:
     """What every device builder shares: check, render every capture for every device, record the
     build's recipe, and hand the table to the :class:`DevicePartitioner` (``deal`` allocation)."""
     devices = list(isp_of)
     check_clients(clients, devices)
     jobs = capture_jobs(raw_dir, labels, renders, size, seed, crops_per_photo, crop_size, profile_set=profile_set,
-                        label_of=None if corpus is None else corpus.label_of)
+                        label_of=None if corpus is None else corpus.label_of, lens_shading=lens_shading)
     check_clients_fit(clients, weights, len(jobs), training=False)
     if on_checked is not None:  # the inputs are checked: the output folder next, before any rendering
         on_checked()
@@ -188,6 +193,8 @@ def render_device_split(
         "crops_per_photo": crops_per_photo if raw_dir is None else None,
         "crop_size": crop_size if raw_dir is None else None,
     })
+    if lens_shading not in (None, "dng"):  # recorded when it changes what is read (older recipes: dng)
+        params["lens_shading"] = str(lens_shading).strip().lower()
     if corpus is not None:
         params["recipe"] = corpus.recipe
     dataset = (raw_dir or EMBEDDED) if corpus is None else f"{corpus.recipe}:{raw_dir}"

@@ -62,6 +62,9 @@ def _isp_options(fn):
     opts = [
         click.option("--raw-dir", default=None, type=click.Path(), help="Folder of RAW files (any format LibRaw reads). Default: the embedded photographs."),
         click.option("--labels", default=None, type=click.Path(), help="CSV with columns file,label (files relative to --raw-dir)."),
+        click.option("--lens-shading", default="dng", show_default=True,
+                     help="With --raw-dir: dng (each file's own GainMap/FixVignetteRadial correction), none, or cos4:C "
+                          "(also correct files without one as a cos^4-law lens whose corners get C of the centre's light)."),
         click.option("--size", default=224, show_default=True, type=int, help="Side of the square output images (16-4096)."),
         click.option("--device-weights", default=None, type=click.Path(), help="JSON/YAML mapping device -> participation weight."),
         click.option("--test-fraction", default=0.2, show_default=True, type=float, help="Share of captures held out for testing (by capture)."),
@@ -104,7 +107,7 @@ def build() -> None:
 @click.option("--recipe", default=None, type=click.Choice(["fivek-subject", "fivek-light"]),
               help="A RAW corpus: --raw-dir is a copy of MIT-Adobe FiveK, labelled by its subject or light.")
 @_isp_options
-def iso_isp_cmd(stages, clients, recipe, raw_dir, labels, size, device_weights, test_fraction, crops_per_photo, crop_size, num_proc, seed, out,
+def iso_isp_cmd(stages, clients, recipe, raw_dir, labels, lens_shading, size, device_weights, test_fraction, crops_per_photo, crop_size, num_proc, seed, out,
                 name, overwrite, quiet, engine, ray_address, ray_inputs):
     """Re-render the same captures per ISP stage option: one device per Table 3 variant.
 
@@ -116,6 +119,8 @@ def iso_isp_cmd(stages, clients, recipe, raw_dir, labels, size, device_weights, 
     from hetbench.builders.iso_isp import build_iso_isp
 
     extra = {"recipe": recipe} if recipe else {}
+    if lens_shading != "dng":
+        extra["lens_shading"] = lens_shading
     out_path, report = build_iso_isp(
         out, name=name, overwrite=overwrite, stages=stages, raw_dir=raw_dir, labels=labels, size=size, clients=clients,
         device_weights=device_weights, test_fraction=test_fraction, seed=seed, num_proc=num_proc,
@@ -134,7 +139,7 @@ def iso_isp_cmd(stages, clients, recipe, raw_dir, labels, size, device_weights, 
 @click.option("--dataset", default="builtin:digits", show_default=True, help="With --synthetic-color: any labelled image table.")
 @click.option("--label-col", default=None, help="With --synthetic-color: the label column.")
 @_isp_options
-def devices_cmd(profiles, clients, synthetic_color, dataset, label_col, raw_dir, labels, size, device_weights, test_fraction,
+def devices_cmd(profiles, clients, synthetic_color, dataset, label_col, raw_dir, labels, lens_shading, size, device_weights, test_fraction,
                 crops_per_photo, crop_size, num_proc, seed, out, name, overwrite, quiet, engine, ray_address, ray_inputs):
     """Every client is one emulated phone: its sensor profile and its own ISP.
 
@@ -149,8 +154,9 @@ def devices_cmd(profiles, clients, synthetic_color, dataset, label_col, raw_dir,
 
         if spec.name != "local":
             raise click.UsageError("--synthetic-color renders no captures; it takes no --engine ray")
-        if raw_dir or labels or device_weights:
-            raise click.UsageError("--synthetic-color works on --dataset; it takes no --raw-dir, --labels or --device-weights")
+        if raw_dir or labels or device_weights or lens_shading != "dng":
+            raise click.UsageError("--synthetic-color works on --dataset; it takes no --raw-dir, --labels, "
+                                   "--lens-shading or --device-weights")
         size = None if size == 224 and dataset.startswith("builtin:") else size  # keep the digits' own size
         out_path, report = build_synthetic_color(
             out, name=name, overwrite=overwrite, num_devices=synthetic_color, dataset=dataset, label_col=label_col,
@@ -163,6 +169,7 @@ def devices_cmd(profiles, clients, synthetic_color, dataset, label_col, raw_dir,
             out, name=name, overwrite=overwrite, profiles=profiles, raw_dir=raw_dir, labels=labels, size=size,
             clients=clients, device_weights=device_weights, test_fraction=test_fraction, seed=seed, num_proc=num_proc,
             crops_per_photo=crops_per_photo, crop_size=crop_size, quiet=quiet, engine=spec,
+            **({"lens_shading": lens_shading} if lens_shading != "dng" else {}),
         )
     if not quiet:
         _summary(out_path, report)

@@ -29,6 +29,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from hetbench.isp.capture import RawCapture
+from hetbench.isp.lens_shading import LensShading
 from hetbench.isp.stages.base import STAGES
 
 
@@ -124,6 +125,9 @@ class DeviceProfile:
         The noise at the profile's typical capture setting.
     isp : Mapping[str, str]
         Read-only mapping stage -> variant name (the vendor-typical pipeline).
+    lens_shading : LensShading
+        The main camera's cos^4-law vignetting and how much of it the phone's ISP corrects
+        (:mod:`hetbench.isp.lens_shading`); optional in a manifest (default: an ideal lens).
     sources : Mapping[str, str]
         Read-only mapping field -> citation or justification.
 
@@ -157,6 +161,7 @@ class DeviceProfile:
     noise: NoiseModel
     isp: Mapping[str, str]
     sources: Mapping[str, str]
+    lens_shading: LensShading = LensShading()
 
     def xyz_to_camera(self) -> np.ndarray:
         """(3, 3) float64 XYZ (D65) -> camera RGB (the DNG ColorMatrix1)."""

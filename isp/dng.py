@@ -29,6 +29,7 @@ _TAG_WHITE_LEVEL = 50717
 _TAG_COLOR_MATRIX1 = 50721
 _TAG_COLOR_MATRIX2 = 50722
 _TAG_OPCODE_LIST2 = 51009
+_TAG_OPCODE_LIST3 = 51022
 _UNDEFINED = 7
 _TAG_CALIBRATION_ILLUMINANT2 = 50779
 _TAG_AS_SHOT_NEUTRAL = 50728
@@ -62,7 +63,8 @@ def _ascii(text: str) -> str:
     return (text or "unknown").encode("ascii", "replace").decode("ascii")
 
 
-def write_dng(capture: RawCapture, path_or_buffer, opcode_list2: bytes | None = None) -> None:
+def write_dng(capture: RawCapture, path_or_buffer, opcode_list2: bytes | None = None,
+              opcode_list3: bytes | None = None) -> None:
     """Write ``capture`` as an uncompressed single-IFD CFA DNG (DNG 1.4) that LibRaw decodes exactly.
 
     The mosaic is stored as 16-bit samples in IFD0 (no thumbnail, no SubIFD), with: NewSubfileType 0,
@@ -79,8 +81,9 @@ def write_dng(capture: RawCapture, path_or_buffer, opcode_list2: bytes | None = 
         The frame; its white level must fit 16 bits.
     path_or_buffer : str, os.PathLike or file-like
         Where to write.
-    opcode_list2 : bytes, optional
-        An OpcodeList2 tag to store (e.g. a lens-shading GainMap, :mod:`hetbench.isp.gain_map`).
+    opcode_list2, opcode_list3 : bytes, optional
+        OpcodeList2 / OpcodeList3 tags to store (e.g. a lens-shading GainMap, :mod:`hetbench.isp.gain_map`,
+        or FixVignetteRadial, :mod:`hetbench.isp.lens_shading`).
 
     References
     ----------
@@ -128,6 +131,8 @@ def write_dng(capture: RawCapture, path_or_buffer, opcode_list2: bytes | None = 
         ]
     if opcode_list2 is not None:
         extratags.append((_TAG_OPCODE_LIST2, _UNDEFINED, len(opcode_list2), bytes(opcode_list2), True))
+    if opcode_list3 is not None:
+        extratags.append((_TAG_OPCODE_LIST3, _UNDEFINED, len(opcode_list3), bytes(opcode_list3), True))
     tifffile.imwrite(
         path_or_buffer,
         capture.mosaic,

@@ -1,4 +1,4 @@
-"""Lens shading correction from a DNG's own GainMap opcodes (OpcodeList2).
+"""Lens shading correction from a DNG's own GainMap and FixVignetteRadial opcodes (OpcodeList2).
 
 Phone lenses darken and tint the corners of the frame; a phone DNG carries the per-channel correction
 it measured as GainMap opcodes (DNG 1.3+ opcode 9) in OpcodeList2, which the DNG specification applies
@@ -26,6 +26,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from hetbench.isp.lens_shading import OPCODE_FIX_VIGNETTE_RADIAL, RadialVignette, parse_fix_vignette_radial, scale_signal
+
 OPCODE_GAIN_MAP = 9
 #: an opcode whose flags have this bit may be skipped by a reader that does not know it
 FLAG_OPTIONAL = 1
@@ -48,8 +50,13 @@ class GainMap:
     gains: np.ndarray
 
 
-def parse_opcode_list(data: bytes) -> list[GainMap]:
-    """The GainMap opcodes of an OpcodeList tag's bytes.
+def parse_opcode_list(data: bytes, *, radial_only: bool = False) -> list[GainMap | RadialVignette]:
+    """The lens-shading opcodes of an OpcodeList tag's bytes: GainMaps and FixVignetteRadial
+    (:mod:`hetbench.isp.lens_shading`), in their order.
+
+    ``radial_only``: keep only FixVignetteRadial and pass over every other opcode, required or not (for
+    OpcodeList3, which applies after demosaicing: its warps and colour-plane maps are not hetbench's to
+    apply, and its radial vignetting gain is the same applied before).
 
     Raises
     ------
@@ -78,10 +85,14 @@ def parse_opcode_list(data: bytes) -> list[GainMap]:
             raise ValueError(f"opcode {op} says {size} bytes, the list has {len(buf) - pos}")
         body = buf[pos : pos + size]
         pos += size
-        if op == OPCODE_GAIN_MAP:
+        if op == OPCODE_FIX_VIGNETTE_RADIAL:
+            maps.append(parse_fix_vignette_radial(body))
+        elif radial_only:
+            continue
+        elif op == OPCODE_GAIN_MAP:
             maps.append(_gain_map(body))
         elif not flags & FLAG_OPTIONAL:
-            raise ValueError(f"required DNG opcode {op} is not supported (only GainMap, opcode 9)")
+            raise ValueError(f"required DNG opcode {op} is not supported (only GainMap, 9, and FixVignetteRadial, 3)")
     return maps
 
 
@@ -124,9 +135,11 @@ def _axis_weights(coords: np.ndarray, origin: float, spacing: float, points: int
     return i0, i1, (pos - i0).astype(np.float32)
 
 
-def apply_gain_maps(mosaic: np.ndarray, black: np.ndarray, white: float, maps: list[GainMap]) -> np.ndarray:
+def apply_gain_maps(mosaic: np.ndarray, black: np.ndarray, white: float,
+                    maps: list[GainMap | RadialVignette]) -> np.ndarray:
     """The mosaic with each map's gains applied to its photosites' signal above black (rounded, clipped at
-    ``white``): linear values times the gain, as the DNG specification applies OpcodeList2.
+    ``white``): linear values times the gain, as the DNG specification applies OpcodeList2. A
+    :class:`~hetbench.isp.lens_shading.RadialVignette` (FixVignetteRadial) covers the whole frame.
 
     Parameters
     ----------
@@ -155,9 +168,12 @@ def apply_gain_maps(mosaic: np.ndarray, black: np.ndarray, white: float, maps: l
     >>> out[0].tolist()
     [264, 239, 214, 189]
     """
-    out = mosaic.astype(np.float32) - np.asarray(black, np.float32)
     h, w = mosaic.shape
+    gain_all = np.ones((h, w), np.float32)
     for m in maps:
+        if isinstance(m, RadialVignette):
+            gain_all *= m.gain(h, w)
+            continue
         if m.bottom > h or m.right > w:
             raise ValueError(f"GainMap covers rows {m.top}-{m.bottom}, columns {m.left}-{m.right}; the image is {h} x {w}")
         if m.plane != 0 or m.planes != 1:
@@ -172,6 +188,5 @@ def apply_gain_maps(mosaic: np.ndarray, black: np.ndarray, white: float, maps: l
         top = g[r0][:, c0] * (1 - fc) + g[r0][:, c1] * fc
         bot = g[r1][:, c0] * (1 - fc) + g[r1][:, c1] * fc
         gain = top * (1 - fr)[:, None] + bot * fr[:, None]
-        out[np.ix_(rows, cols)] *= gain
-    out += np.asarray(black, np.float32)
-    return np.clip(np.rint(out), 0, white).astype(np.uint16)
+        gain_all[np.ix_(rows, cols)] *= gain
+    return scale_signal(mosaic, black, white, gain_all)

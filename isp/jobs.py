@@ -36,6 +36,7 @@ class RawSource:
 
     path: str
     data: bytes | None = field(default=None, repr=False, compare=False)
+    lens_shading: str = "dng"  # read_raw's lens_shading: dng, none or cos4:C
 
 
 @dataclass(frozen=True)
@@ -101,7 +102,7 @@ def job_with_files(job: CaptureJob, contents: Sequence[bytes]) -> CaptureJob:
     """
     if not contents:
         return job
-    return replace(job, source=RawSource(job.source.path, bytes(contents[0])))
+    return replace(job, source=replace(job.source, data=bytes(contents[0])))
 
 
 def skipped_job(job: CaptureJob, reason: str) -> JobResult:
@@ -122,14 +123,14 @@ def _read_raw_source(source: RawSource):
     from hetbench.isp.raw import read_raw
 
     if source.data is None:
-        return read_raw(source.path)
+        return read_raw(source.path, lens_shading=source.lens_shading)
     import tempfile
 
     with tempfile.TemporaryDirectory(prefix="hetbench-raw-") as tmp:
         local = os.path.join(tmp, os.path.basename(source.path) or "capture.raw")
         with open(local, "wb") as fh:
             fh.write(source.data)
-        return read_raw(local)
+        return read_raw(local, lens_shading=source.lens_shading)
 
 
 def encode_png(rgb: np.ndarray) -> bytes:

@@ -37,6 +37,7 @@ import yaml
 from hetbench.errors import HetbenchError
 from hetbench.isp.capture import CFA_PATTERNS
 from hetbench.isp.device import DeviceProfile, FrozenDict, NoiseModel
+from hetbench.isp.lens_shading import CORRECTIONS, LensShading
 from hetbench.isp.stages import REGISTRY, STAGES
 
 TIERS: tuple[str, ...] = ("H", "M", "L")
@@ -62,7 +63,7 @@ REQUIRED_SOURCES: tuple[str, ...] = (
 
 #: the fields a manifest gives: every DeviceProfile field but the two derived from the shares.
 _DEVICE_KEYS = {f.name for f in fields(DeviceProfile)} - {"market_share", "participation"}
-_OPTIONAL_DEVICE_KEYS = {"model", "sensor_family"}
+_OPTIONAL_DEVICE_KEYS = {"model", "sensor_family", "lens_shading"}
 
 
 # --------------------------------------------------------------------------------------- loading
@@ -243,11 +244,13 @@ def _parse_device(d: Any, index: int, refs: dict[str, np.ndarray], origin: str) 
             raise HetbenchError(f"{where}: noise.{k} = {v!r} is outside [{lo}, {hi}] (variance on a [0, 1] signal)")
 
     isp = _validate_isp(d["isp"], where)
+    lens = _lens_shading(d.get("lens_shading"), where)
 
     sources = d["sources"]
     if not isinstance(sources, Mapping):
         raise HetbenchError(f"{where}: 'sources' must be a mapping field -> citation")
-    missing_src = [k for k in REQUIRED_SOURCES if not isinstance(sources.get(k), str) or not sources[k].strip()]
+    cited = REQUIRED_SOURCES + (("lens_shading",) if "lens_shading" in d else ())
+    missing_src = [k for k in cited if not isinstance(sources.get(k), str) or not sources[k].strip()]
     if missing_src:
         raise HetbenchError(
             f"{where}: sources lack a citation or justification for {missing_src} "
@@ -271,7 +274,22 @@ def _parse_device(d: Any, index: int, refs: dict[str, np.ndarray], origin: str) 
         noise=NoiseModel(shot=float(noise["shot"]), read=float(noise["read"])),
         isp=FrozenDict(isp),
         sources=FrozenDict({str(k): str(v).strip() for k, v in sources.items()}),
+        lens_shading=lens,
     )
+
+
+def _lens_shading(spec: Any, where: str) -> LensShading:
+    """A profile's ``lens_shading: {corner: C, correction: none|partial|full}``, or an ideal lens."""
+    if spec is None:
+        return LensShading()
+    if not isinstance(spec, Mapping) or set(spec) != {"corner", "correction"}:
+        raise HetbenchError(f"{where}: lens_shading must be a mapping with exactly 'corner' and 'correction', got {spec!r}")
+    corner, correction = spec["corner"], spec["correction"]
+    if isinstance(corner, bool) or not isinstance(corner, (int, float)) or not 0 < corner <= 1:
+        raise HetbenchError(f"{where}: lens_shading.corner = {corner!r} must be in (0, 1] (the corner's relative illumination)")
+    if correction not in CORRECTIONS.names():
+        raise HetbenchError(f"{where}: unknown lens_shading correction {correction!r}; valid: {list(CORRECTIONS.names())}")
+    return LensShading(float(corner), str(correction))
 
 
 def _color_matrix(spec: Any, refs: dict[str, np.ndarray], where: str) -> np.ndarray:

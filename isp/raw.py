@@ -169,8 +169,8 @@ def _tiff_metadata(path: str) -> dict:
                 out["illuminant"] = codes[0]
             matrices = [tags.get(c) for c in (50721, 50722)]
             raw_values = [None if t is None else t.value for t in matrices]
-            opcodes = tags.get(51009)  # OpcodeList2: lens shading GainMaps (hetbench.isp.gain_map)
-            opcode_bytes = None if opcodes is None else bytes(opcodes.value)
+            # OpcodeList2 (GainMaps, FixVignetteRadial) and OpcodeList3's FixVignetteRadial: lens shading
+            opcode_bytes = [None if tags.get(code) is None else bytes(tags.get(code).value) for code in (51009, 51022)]
     except Exception:  # not a TIFF container, or unreadable: callers fall back to defaults
         return {}
     try:  # outside the guard above: a malformed matrix is the file's fault, said in one line
@@ -183,13 +183,15 @@ def _tiff_metadata(path: str) -> dict:
             out["calibrations"] = check_calibrations(list(zip(codes, parsed)))
     except ValueError as exc:
         out["error"] = f"malformed colour matrices: {exc}"
-    if opcode_bytes is not None and "error" not in out:
-        from hetbench.isp.gain_map import parse_opcode_list
+    from hetbench.isp.gain_map import parse_opcode_list
 
+    for listing, data in zip((2, 3), opcode_bytes):
+        if data is None or "error" in out:
+            continue
         try:
-            out["gain_maps"] = parse_opcode_list(opcode_bytes)
+            out.setdefault("gain_maps", []).extend(parse_opcode_list(data, radial_only=listing == 3))
         except ValueError as exc:
-            out["error"] = f"unusable lens-shading opcodes (OpcodeList2): {exc}"
+            out["error"] = f"unusable lens-shading opcodes (OpcodeList{listing}): {exc}"
     return out
 
 
@@ -207,7 +209,7 @@ def _srational_matrix(value) -> np.ndarray:
     return m
 
 
-def read_raw(path) -> RawCapture:
+def read_raw(path, *, lens_shading: str = "dng") -> RawCapture:
     """Read one Bayer RAW file (anything LibRaw decodes) into a :class:`RawCapture`.
 
     * mosaic: ``raw_image_visible`` (the active area), copied, cropped at the bottom/right to even
@@ -229,10 +231,14 @@ def read_raw(path) -> RawCapture:
       expose LibRaw's make/model), else the file stem; capture_id: the file stem;
     * calibration_illuminant: 21 (D65: LibRaw's built-in matrices are D65 ones, and it prefers the
       D65 matrix of a DNG), except a DNG whose only ColorMatrix1 is for another illuminant;
-    * lens shading: a DNG's GainMap opcodes (OpcodeList2) are applied to the mosaic
-      (:mod:`hetbench.isp.gain_map`; their rectangles read in the visible area's coordinates); one that
-      does not fit the image, or a required opcode other than GainMap, is :class:`UnsupportedRaw`
-      ``"unusable lens-shading opcodes (OpcodeList2): ..."``;
+    * lens shading: a DNG's GainMap and FixVignetteRadial opcodes (OpcodeList2, and OpcodeList3's
+      FixVignetteRadial) are applied to the mosaic (:mod:`hetbench.isp.gain_map`,
+      :mod:`hetbench.isp.lens_shading`; rectangles read in the visible area's coordinates); one that
+      does not fit the image, or a required opcode of OpcodeList2 that is neither, is
+      :class:`UnsupportedRaw` ``"unusable lens-shading opcodes (OpcodeList2): ..."``. ``lens_shading``
+      chooses: ``"dng"`` (the file's own correction, if any), ``"none"`` (no correction) or
+      ``"cos4:C"`` (the file's own, and for a file without one the cos^4-law correction of a lens whose
+      corner receives C of the centre's light, :func:`hetbench.isp.lens_shading.cos4_vignette`);
     * calibrations: a DNG's ColorMatrix1/2 with CalibrationIlluminant1/2 when it has both
       (:mod:`hetbench.isp.calibration`); a malformed one (not 9 values, a zero denominator, singular,
       an unknown illuminant) is :class:`UnsupportedRaw` ``"malformed colour matrices: ..."``.
@@ -272,15 +278,19 @@ def read_raw(path) -> RawCapture:
     """
     from hetbench.isp.libraw_stderr import libraw_quiet
 
+    from hetbench.isp.lens_shading import parse_cos4_option
+
+    model = parse_cos4_option(lens_shading)  # a bad option is the caller's ValueError, not the file's
     p = str(path)
     if not os.path.isfile(p):
         raise UnsupportedRaw(p, "cannot decode: no such file")
     with libraw_quiet():  # LibRaw's own messages: the reason in UnsupportedRaw says it in one line
-        return _read_raw(p, _file_stem(p))
+        return _read_raw(p, _file_stem(p), str(lens_shading).strip().lower() != "none", model)
 
 
-def _read_raw(p: str, stem: str) -> RawCapture:
-    """:func:`read_raw` of the file ``p`` (known to exist), whose capture id is ``stem``."""
+def _read_raw(p: str, stem: str, own_shading: bool = True, fallback_shading=None) -> RawCapture:
+    """:func:`read_raw` of the file ``p`` (known to exist), whose capture id is ``stem``; ``own_shading``:
+    apply the file's lens-shading opcodes; ``fallback_shading``: a RadialVignette for a file without any."""
     import rawpy  # imported lazily: only the ISP needs LibRaw
 
     try:
@@ -352,13 +362,16 @@ def _read_raw(p: str, stem: str) -> RawCapture:
         raise UnsupportedRaw(p, f"cannot decode: {_exc_line(exc)}") from None
 
     meta = _tiff_metadata(p)
-    if meta.get("gain_maps"):  # the DNG's own lens shading correction, before demosaicing (DNG spec ch. 7)
+    shading = meta.get("gain_maps") if own_shading else None
+    if not shading and own_shading and fallback_shading is not None:
+        shading = [fallback_shading]
+    if shading:  # the lens shading correction, before demosaicing (DNG spec ch. 7)
         from hetbench.isp.gain_map import apply_gain_maps
 
         black_map = np.asarray(black, np.float32).reshape(2, 2)[
             np.arange(mosaic.shape[0])[:, None] % 2, np.arange(mosaic.shape[1])[None, :] % 2]
         try:
-            mosaic = apply_gain_maps(mosaic, black_map, white, meta["gain_maps"])
+            mosaic = apply_gain_maps(mosaic, black_map, white, shading)
         except ValueError as exc:
             meta["error"] = f"unusable lens-shading opcodes (OpcodeList2): {exc}"
     if "error" in meta:

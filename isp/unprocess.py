@@ -19,10 +19,13 @@ Steps of :func:`unprocess` (each inverts one step of the forward pipeline, last 
    Brooks et al.'s highlight-preserving mask so that near-white pixels keep (almost) unit gain and
    stay saturated instead of being dimmed; clip to [0, 1]; the capture's AsShotNeutral is
    ``1 / wb_gains`` normalised to green = 1;
-6. mosaic into the profile's CFA order;
+6. mosaic into the profile's CFA order; 6b. darken it by the profile's lens vignetting (the cos^4
+   law, :class:`~hetbench.isp.lens_shading.LensShading`; none for an ideal lens);
 7. add heteroscedastic Gaussian noise, ``variance = shot * x + read`` (profile parameters), and
    clip to [0, 1];
-8. scale to ``black .. white`` digital numbers and round to uint16.
+8. scale to ``black .. white`` digital numbers and round to uint16; 8b. apply the phone's own
+   lens-shading correction (full, partial or none) to the signal above black, as a DNG reader applies
+   a phone's GainMap: a corrected corner is brighter and noisier, a partial one keeps some vignetting.
 
 Matrices (all 3x3, applied to column vectors ``out = M @ in``):
 
@@ -58,6 +61,7 @@ import numpy as np
 
 from hetbench.isp.capture import RawCapture, cfa_channel_map
 from hetbench.isp.device import DeviceProfile
+from hetbench.isp.lens_shading import scale_signal
 from hetbench.isp.transfer import inverse_smoothstep, srgb_decode
 
 #: Brooks et al. 2019: red gain ~ U(1.9, 2.4), blue gain ~ U(1.5, 1.9), green 1.
@@ -300,13 +304,18 @@ def unprocess_with_params(
     inv_gains = params.exposure / np.asarray(params.wb_gains)  # 5
     x = np.clip(_safe_invert_gains(x, inv_gains), 0.0, 1.0)
     raw = mosaic(x, profile.cfa)  # 6
+    lens = profile.lens_shading
+    if lens.corner < 1.0:  # 6b: the lens's vignetting reaches the sensor before its noise
+        raw = raw * lens.falloff(*raw.shape)
     if noise:  # 7
         sigma = np.sqrt(profile.noise.variance(raw))
         raw = np.clip(raw + sigma * rng.standard_normal(raw.shape), 0.0, 1.0)
     black, white = float(profile.black_level), float(profile.white_level)
-    dn = np.rint(raw * (white - black) + black)  # 8
+    dn = np.rint(raw * (white - black) + black).astype(np.uint16)  # 8
+    if lens.corner < 1.0 and lens.correction != "none":  # 8b: the phone's lens-shading correction
+        dn = scale_signal(dn, black, white, lens.correction_gain(*dn.shape))
     capture = RawCapture(
-        mosaic=dn.astype(np.uint16),
+        mosaic=dn,
         cfa=profile.cfa,
         black_level=(black,) * 4,
         white_level=white,

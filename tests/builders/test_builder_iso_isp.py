@@ -110,6 +110,8 @@ BAD = {
     "labels name missing files": (["iso-isp", "--raw-dir", "{raws}", "--labels", "{labels}"], "not in --raw-dir"),
     "too few clients": (["devices", "--clients", "3"], "fewer than the 9 devices"),
     "unknown profile set": (["devices", "--profiles", "nokia42"], "nokia42"),
+    "unknown lens-shading model": (["iso-isp", "--raw-dir", "{raws}", "--lens-shading", "radial:0.5"], "choose dng, none or cos4:C"),
+    "lens shading without RAWs": (["devices", "--lens-shading", "cos4:0.5"], "take their lens shading from the device profiles"),
 }
 
 
@@ -228,3 +230,52 @@ def test_num_proc_is_capped_at_the_cores_with_a_note(monkeypatch, capsys):
     assert jobs.cap_num_proc(2, 1) == 1  # never more workers than jobs
     with pytest.raises(jobs.HetbenchError, match="at least 1"):
         jobs.cap_num_proc(0, 5)
+
+
+def test_a_raw_folder_built_with_the_cos4_model_records_it_verifies_and_skips_a_bad_opcode(tmp_path, run_cli):
+    """``--lens-shading cos4:C`` flattens the vignetting of RAWs without their own correction, is part
+    of the recipe (``hetbench verify`` rebuilds the same bytes), and a file with a malformed
+    FixVignetteRadial is skipped, counted and listed while the build goes on."""
+    import struct
+
+    import datasets
+    import numpy as np
+
+    from hetbench.isp.capture import RawCapture
+    from hetbench.isp.dng import write_dng
+    from hetbench.isp.lens_shading import cos4_vignette
+    from raw_fixtures import CM_D65
+
+    raws = tmp_path / "raws"
+    raws.mkdir()
+    falloff = 1.0 / cos4_vignette(0.4).gain(96, 96).astype(np.float64)
+    for i in range(4):
+        mosaic = np.rint(64 + (600 + 150 * i) * falloff).astype(np.uint16)
+        write_dng(RawCapture(mosaic, "RGGB", 64, 4095, CM_D65, (0.6, 1.0, 0.45)), raws / f"flat{i}.dng")
+    bad = struct.pack(">I", 1) + struct.pack(">IIII", 3, 0x01030000, 1, 8) + bytes(8)
+    write_dng(RawCapture(np.full((96, 96), 700, np.uint16), "RGGB", 64, 4095, CM_D65, (0.6, 1.0, 0.45)),
+              raws / "bad-vignette.dng", opcode_list2=bad)
+    labels = tmp_path / "labels.csv"
+    labels.write_text("file,label\n" + "".join(f"flat{i}.dng,{'ab'[i % 2]}\n" for i in range(4)) + "bad-vignette.dng,a\n")
+
+    def corner_to_centre(folder):
+        rows = datasets.load_dataset(str(folder), split="train")
+        images = [np.asarray(r["image"].convert("L"), float) for r in rows if r["device"] == "baseline"]
+        return float(np.mean([im[:6, :6].mean() / im[42:54, 42:54].mean() for im in images]))
+
+    built = {}
+    for shading in ("dng", "cos4:0.4"):
+        out = tmp_path / shading.replace(":", "-")
+        code, _, err = run_cli("build", "iso-isp", "--stages", "tone", "--raw-dir", raws, "--labels", labels,
+                               "--lens-shading", shading, "--size", "96", "--test-fraction", "0.5", "--out", out, "-q")
+        assert code == 0, err
+        report = json.loads((out / "report.json").read_text())
+        assert [Path(s["file"]).name for s in report["skipped"]] == ["bad-vignette.dng"]
+        assert "FixVignetteRadial has 8 parameter bytes, not 56" in report["skipped"][0]["reason"]
+        built[shading] = out
+    assert corner_to_centre(built["dng"]) < 0.8  # the files' vignetting is left in
+    assert corner_to_centre(built["cos4:0.4"]) > 0.95  # the model of their lens takes it out
+    manifest = json.loads((built["cos4:0.4"] / "hetbench.json").read_text())
+    assert manifest["recipe"]["build"]["params"]["lens_shading"] == "cos4:0.4"
+    code, _, err = run_cli("verify", built["cos4:0.4"])
+    assert code == 0, err

@@ -53,6 +53,18 @@ def test_as_shot_neutral_is_inverse_gains(profiles, astronaut_crops):
     assert np.array_equal(same.mosaic, cap.mosaic)
 
 
+@pytest.fixture(scope="module")
+def profiles(profiles):
+    """The nine profiles with ideal lenses: this module checks the unprocessing maths (levels, CFA
+    sites, saturation, the round trip, noise), which a darkened corner would move; the lenses are
+    tests/isp/test_lens_shading.py's."""
+    import dataclasses
+
+    from hetbench.isp.lens_shading import LensShading
+
+    return [dataclasses.replace(p, lens_shading=LensShading()) for p in profiles]
+
+
 def test_mosaic_respects_cfa_and_levels(profiles):
     """A flat mid-gray scene: each CFA site must hold exposure / gain of its own channel."""
     gray = np.full((8, 10, 3), 128, np.uint8)
