@@ -173,7 +173,9 @@ class DeviceProfile:
 
     def srgb_to_camera(self) -> np.ndarray:
         """(3, 3) linear sRGB -> white-balanced camera RGB: the inverse of :meth:`camera_to_srgb`."""
-        return np.linalg.inv(self.camera_to_srgb())
+        from hetbench.isp.matrix3 import inverse
+
+        return inverse(self.camera_to_srgb())
 
     @property
     def isp_pipeline(self) -> tuple[tuple[str, str], ...]:

@@ -33,9 +33,10 @@ References
 from __future__ import annotations
 
 import math
-from typing import Sequence
 
 import numpy as np
+
+from hetbench.isp.matrix3 import inverse, matmul, rows, solve
 
 #: linear sRGB (D65) -> CIE XYZ, IEC 61966-2-1.
 SRGB_TO_XYZ = np.array(
@@ -48,29 +49,6 @@ CCT_RANGE = (2000.0, 12000.0)
 MAX_DUV = 0.006
 #: the locus is searched in mired (1e6 / K) between these temperatures.
 _SEARCH_K = (1000.0, 15000.0)
-
-
-def _rows(matrix) -> list[list[float]]:
-    m = [[float(v) for v in row] for row in np.asarray(matrix, np.float64).reshape(3, 3).tolist()]
-    return m
-
-
-def _solve3(m: list[list[float]], b: Sequence[float]) -> list[float]:
-    """``m^-1 b`` by Cramer's rule (scalar arithmetic, the same bits everywhere)."""
-    def det(a):
-        return (a[0][0] * (a[1][1] * a[2][2] - a[1][2] * a[2][1]) - a[0][1] * (a[1][0] * a[2][2] - a[1][2] * a[2][0])
-                + a[0][2] * (a[1][0] * a[2][1] - a[1][1] * a[2][0]))
-
-    d = det(m)
-    if d == 0:
-        raise ValueError("singular colour matrix")
-    out = []
-    for c in range(3):
-        a = [row[:] for row in m]
-        for r in range(3):
-            a[r][c] = float(b[r])
-        out.append(det(a) / d)
-    return out
 
 
 def planckian_uv(cct: float) -> tuple[float, float]:
@@ -128,7 +106,7 @@ def neutral_to_xy(neutral, color_matrix) -> np.ndarray:
     >>> neutral_to_xy((1, 1, 1), np.linalg.inv(SRGB_TO_XYZ)).round(4).tolist()  # sRGB white is D65
     [0.3127, 0.329]
     """
-    x, y, z = _solve3(_rows(color_matrix), [float(c) for c in np.asarray(neutral, np.float64).reshape(3)])
+    x, y, z = solve(color_matrix, [float(c) for c in np.asarray(neutral, np.float64).reshape(3)])
     total = x + y + z
     return np.array([x / total, y / total])
 
@@ -147,7 +125,7 @@ def xy_to_neutral(xy, color_matrix) -> np.ndarray:
     """
     x, y = (float(v) for v in xy)
     xyz = (x / y, 1.0, (1.0 - x - y) / y)
-    n = [row[0] * xyz[0] + row[1] * xyz[1] + row[2] * xyz[2] for row in _rows(color_matrix)]
+    n = [row[0] * xyz[0] + row[1] * xyz[1] + row[2] * xyz[2] for row in rows(color_matrix)]
     return np.array([n[0] / n[1], 1.0, n[2] / n[1]])
 
 
@@ -263,6 +241,5 @@ def camera_to_srgb_from(color_matrix: np.ndarray) -> np.ndarray:
     >>> bool(np.allclose(camera_to_srgb_from(2 * np.linalg.inv(SRGB_TO_XYZ)), np.eye(3)))
     True
     """
-    cam_from_srgb = np.asarray(color_matrix, np.float64) @ SRGB_TO_XYZ
-    cam_from_srgb = cam_from_srgb / cam_from_srgb.sum(axis=1, keepdims=True)
-    return np.linalg.inv(cam_from_srgb)
+    cam_from_srgb = rows(matmul(color_matrix, SRGB_TO_XYZ))  # scalar arithmetic: the same bits on every CPU
+    return inverse([[v / ((r[0] + r[1]) + r[2]) for v in r] for r in cam_from_srgb])

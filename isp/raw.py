@@ -13,6 +13,7 @@ References
 
 from __future__ import annotations
 
+import math
 import os
 
 import numpy as np
@@ -99,12 +100,14 @@ def color_matrix_from_rgb_cam(rgb_cam: np.ndarray, daylight_wb=None) -> np.ndarr
     >>> bool(np.allclose(cap.camera_to_srgb(), rgb_cam))
     True
     """
+    from hetbench.isp.matrix3 import inverse, matmul, matvec  # scalar arithmetic: the same bits on every CPU
+
     rgb_cam = np.asarray(rgb_cam, dtype=np.float64)[:3, :3]
-    cm = np.linalg.inv(SRGB_TO_XYZ @ rgb_cam)
+    cm = inverse(matmul(SRGB_TO_XYZ, rgb_cam))
     d = None if daylight_wb is None else np.asarray(list(daylight_wb)[:3], dtype=np.float64)
     if d is not None and d.shape == (3,) and np.all(np.isfinite(d)) and np.all(d > 0):
         return cm / d[:, None]
-    white = cm @ (SRGB_TO_XYZ @ np.ones(3))
+    white = matvec(cm, matvec(SRGB_TO_XYZ, np.ones(3)))
     peak = float(np.max(np.abs(white)))
     if np.isfinite(peak) and peak > 0:
         cm = cm / peak
@@ -138,10 +141,20 @@ def _measure_rgb_cam(raw) -> np.ndarray | None:
     if ok.sum() < 1000:
         return None
     a, b = cam[ok], srgb[ok]
-    sol, *_ = np.linalg.lstsq(a, b, rcond=None)
+    # least squares by the normal equations, each sum exactly rounded (math.fsum) and the 3 x 3 algebra
+    # in scalar arithmetic: LAPACK's lstsq gives other last bits on other CPUs
+    from hetbench.isp.matrix3 import determinant, inverse, matmul
+
+    ata = [[math.fsum(a[:, i] * a[:, j]) for j in range(3)] for i in range(3)]
+    atb = [[math.fsum(a[:, i] * b[:, j]) for j in range(3)] for i in range(3)]
+    try:
+        sol = matmul(inverse(ata), atb)  # (3 raw, 3 sRGB): srgb = raw @ sol
+    except ValueError:
+        return None
     rgb_cam = sol.T
-    resid = np.abs(a @ sol - b)
-    if not np.all(np.isfinite(rgb_cam)) or np.percentile(resid, 99) > 4.0 or abs(np.linalg.det(rgb_cam)) < 1e-6:
+    fit = (a[:, 0:1] * sol[0] + a[:, 1:2] * sol[1]) + a[:, 2:3] * sol[2]
+    resid = np.abs(fit - b)
+    if not np.all(np.isfinite(rgb_cam)) or np.percentile(resid, 99) > 4.0 or abs(determinant(rgb_cam.tolist())) < 1e-6:
         return None
     return rgb_cam
 

@@ -62,6 +62,7 @@ import numpy as np
 from hetbench.isp.capture import RawCapture, cfa_channel_map
 from hetbench.isp.device import DeviceProfile
 from hetbench.isp.lens_shading import scale_signal
+from hetbench.isp.matrix3 import inverse
 from hetbench.isp.transfer import inverse_smoothstep, srgb_decode
 
 #: Brooks et al. 2019: red gain ~ U(1.9, 2.4), blue gain ~ U(1.5, 1.9), green 1.
@@ -103,7 +104,7 @@ def srgb_to_camera_matrix(profile: DeviceProfile) -> np.ndarray:
     >>> srgb_to_camera_matrix(load_profiles()[0]).sum(axis=1).round(6).tolist()
     [1.0, 1.0, 1.0]
     """
-    return np.linalg.inv(profile.camera_to_srgb())
+    return inverse(profile.camera_to_srgb())
 
 
 def apply_matrix(img: np.ndarray, m: np.ndarray) -> np.ndarray:
@@ -128,7 +129,14 @@ def apply_matrix(img: np.ndarray, m: np.ndarray) -> np.ndarray:
     >>> apply_matrix(np.ones((2, 2, 3)), np.diag([1.0, 2.0, 3.0]))[0, 0].tolist()
     [1.0, 2.0, 3.0]
     """
-    return img @ np.asarray(m, dtype=np.float64).T
+    x = np.asarray(img, dtype=np.float64)
+    w = np.asarray(m, dtype=np.float64).reshape(3, 3)
+    # element-wise, each product and sum rounded on its own: a BLAS product's sums (and so the mosaic's
+    # rounding) would depend on the CPU
+    out = np.empty(x.shape, np.float64)
+    for i in range(3):
+        out[..., i] = (x[..., 0] * w[i, 0] + x[..., 1] * w[i, 1]) + x[..., 2] * w[i, 2]
+    return out
 
 
 # ------------------------------------------------------------------------------ CFA

@@ -43,13 +43,20 @@ import numpy as np
 from .base import StageContext, StageVariant, as_rgb_float32, stage_variants
 
 
+#: linear sRGB (D65) -> linear ProPhoto RGB (D50), Bradford: colour-science's
+#: ``matrix_RGB_to_RGB(sRGB, ProPhoto RGB, "Bradford")`` (0.4.7), written out so that it has the same bits
+#: on every CPU (colour computes it with numpy's BLAS-backed products); tests/isp/stages/test_stage_gamut.py
+#: checks it against colour-science.
+SRGB_TO_PROPHOTO = (
+    (0.5293884707117271, 0.330231217729904, 0.1406271677633327),
+    (0.09830508851443757, 0.8734839012381028, 0.028146056090101387),
+    (0.01685106380765967, 0.1176968437423846, 0.8656732685656675),
+)
+
+
 @lru_cache(maxsize=1)
 def _srgb_to_prophoto() -> np.ndarray:
-    import colour  # slow to import (about 2 s), so only on first use
-
-    spaces = colour.RGB_COLOURSPACES
-    m = colour.matrix_RGB_to_RGB(spaces["sRGB"], spaces["ProPhoto RGB"], chromatic_adaptation_transform="Bradford")
-    m = np.asarray(m, dtype=np.float64).reshape(3, 3)
+    m = np.array(SRGB_TO_PROPHOTO, dtype=np.float64)
     m.setflags(write=False)
     return m
 
@@ -95,7 +102,9 @@ def camera_to_prophoto_matrix(camera_to_srgb: np.ndarray) -> np.ndarray:
     >>> bool(np.allclose(camera_to_prophoto_matrix(np.eye(3)), srgb_to_prophoto_matrix()))
     True
     """
-    return _srgb_to_prophoto() @ _matrix(camera_to_srgb)
+    from hetbench.isp.matrix3 import matmul  # scalar arithmetic: the same bits on every CPU
+
+    return matmul(_srgb_to_prophoto(), _matrix(camera_to_srgb))
 
 
 def _matrix(m) -> np.ndarray:

@@ -54,3 +54,15 @@ def test_prophoto_composes_with_camera_matrix():
     ctx = StageContext(camera_to_srgb=m)
     via_srgb = gamut.apply_matrix(_apply("gamut", "srgb", img, ctx), gamut.srgb_to_prophoto_matrix())
     np.testing.assert_allclose(_apply("gamut", "prophoto", img, ctx), via_srgb, atol=1e-5)
+
+
+def test_the_written_out_prophoto_matrix_is_colour_sciences():
+    """SRGB_TO_PROPHOTO is colour-science's sRGB -> ProPhoto RGB (Bradford) matrix, written out so that
+    its bits do not depend on the CPU that computes it."""
+    import colour
+
+    from hetbench.isp.stages.gamut import SRGB_TO_PROPHOTO
+
+    spaces = colour.RGB_COLOURSPACES
+    expected = colour.matrix_RGB_to_RGB(spaces["sRGB"], spaces["ProPhoto RGB"], chromatic_adaptation_transform="Bradford")
+    np.testing.assert_allclose(np.array(SRGB_TO_PROPHOTO), expected, rtol=0, atol=1e-12)
