@@ -55,6 +55,7 @@ References
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import numpy as np
@@ -105,6 +106,24 @@ def srgb_to_camera_matrix(profile: DeviceProfile) -> np.ndarray:
     [1.0, 1.0, 1.0]
     """
     return inverse(profile.camera_to_srgb())
+
+
+@functools.lru_cache(maxsize=1)
+def decoding_table() -> np.ndarray:
+    """Steps 1-3 for every 8-bit value: float64 (256,) linear light of ``v / 255`` after inverting
+    the smoothstep tone curve and the sRGB transfer function (the same element-wise functions the
+    image went through before: looking the values up gives the same bits, about 8x faster).
+
+    Examples
+    --------
+    >>> from hetbench.isp.unprocess import decoding_table
+    >>> t = decoding_table()
+    >>> t.shape, round(float(t[0]), 12), float(t[255]), bool((t[1:] > t[:-1]).all())
+    ((256,), 0.0, 1.0, True)
+    """
+    table = srgb_decode(inverse_smoothstep(np.arange(256, dtype=np.float64) / 255.0))
+    table.setflags(write=False)
+    return table
 
 
 def apply_matrix(img: np.ndarray, m: np.ndarray) -> np.ndarray:
@@ -254,10 +273,14 @@ def sample_params(
 def _safe_invert_gains(cam_wb: np.ndarray, inv_gains: np.ndarray) -> np.ndarray:
     """Brooks et al.'s highlight-preserving inverse gains: pixels whose channel mean exceeds the
     inflection point blend towards unit gain (quadratically), never below the plain inverse."""
-    gray = cam_wb.mean(axis=-1, keepdims=True)
-    mask = (np.maximum(gray - HIGHLIGHT_INFLECTION, 0.0) / (1.0 - HIGHLIGHT_INFLECTION)) ** 2
-    safe = np.maximum(mask + (1.0 - mask) * inv_gains, inv_gains)
-    return cam_wb * safe
+    inv = np.asarray(inv_gains, np.float64)
+    gray = ((cam_wb[..., 0] + cam_wb[..., 1]) + cam_wb[..., 2]) / 3.0  # numpy's mean, in its order
+    out = cam_wb * inv  # below the inflection the mask is 0 and the gain exactly the plain inverse
+    bright = gray > HIGHLIGHT_INFLECTION
+    if bright.any():
+        mask = ((gray[bright] - HIGHLIGHT_INFLECTION) / (1.0 - HIGHLIGHT_INFLECTION))[:, None] ** 2
+        out[bright] = cam_wb[bright] * np.maximum(mask + (1.0 - mask) * inv, inv)
+    return out
 
 
 def unprocess_with_params(
@@ -305,9 +328,7 @@ def unprocess_with_params(
     img = img[:h, :w]  # a Bayer mosaic needs even sides: drop a trailing odd row/column
 
     params = sample_params(rng, wb_gains=wb_gains, exposure=exposure)
-    x = img.astype(np.float64) / 255.0  # 1
-    x = inverse_smoothstep(x)  # 2
-    x = srgb_decode(x)  # 3
+    x = decoding_table()[img]  # 1-3, a function of the 8-bit value alone: one lookup per value
     x = apply_matrix(x, srgb_to_camera_matrix(profile))  # 4: white-balanced camera RGB
     inv_gains = params.exposure / np.asarray(params.wb_gains)  # 5
     x = np.clip(_safe_invert_gains(x, inv_gains), 0.0, 1.0)
