@@ -21,7 +21,6 @@ References
 from __future__ import annotations
 
 import numpy as np
-from colour.models import eotf_inverse_sRGB, eotf_sRGB
 
 
 def srgb_encode(linear: np.ndarray) -> np.ndarray:
@@ -50,6 +49,8 @@ def srgb_encode(linear: np.ndarray) -> np.ndarray:
     >>> srgb_encode(np.array([-1.0, 0.001, 0.18, 1.0, 2.0])).round(4).tolist()
     [0.0, 0.0129, 0.4614, 1.0, 1.0]
     """
+    from colour.models import eotf_inverse_sRGB  # imported on use: about 1.2 s (hetbench.isp.srgb_tables)
+
     return eotf_inverse_sRGB(np.clip(np.asarray(linear, dtype=np.float64), 0.0, 1.0))
 
 
@@ -79,6 +80,8 @@ def srgb_decode(encoded: np.ndarray) -> np.ndarray:
     >>> srgb_decode(np.array([0.0, 0.5, 1.0])).round(6).tolist()
     [0.0, 0.214041, 1.0]
     """
+    from colour.models import eotf_sRGB  # imported on use: about 1.2 s (hetbench.isp.srgb_tables)
+
     return eotf_sRGB(np.clip(np.asarray(encoded, dtype=np.float64), 0.0, 1.0))
 
 

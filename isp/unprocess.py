@@ -64,7 +64,7 @@ from hetbench.isp.capture import RawCapture, cfa_channel_map
 from hetbench.isp.device import DeviceProfile
 from hetbench.isp.lens_shading import scale_signal
 from hetbench.isp.matrix3 import inverse
-from hetbench.isp.transfer import inverse_smoothstep, srgb_decode
+from hetbench.isp import srgb_tables
 
 #: Brooks et al. 2019: red gain ~ U(1.9, 2.4), blue gain ~ U(1.5, 1.9), green 1.
 RED_GAIN_RANGE = (1.9, 2.4)
@@ -111,8 +111,9 @@ def srgb_to_camera_matrix(profile: DeviceProfile) -> np.ndarray:
 @functools.lru_cache(maxsize=1)
 def decoding_table() -> np.ndarray:
     """Steps 1-3 for every 8-bit value: float64 (256,) linear light of ``v / 255`` after inverting
-    the smoothstep tone curve and the sRGB transfer function (the same element-wise functions the
-    image went through before: looking the values up gives the same bits, about 8x faster).
+    the smoothstep tone curve and the sRGB transfer function (:func:`hetbench.isp.srgb_tables.decode_table`,
+    computed by :mod:`hetbench.isp.transfer` and stored: a lookup per pixel instead of two
+    transcendental functions, and no colour-science import in a worker).
 
     Examples
     --------
@@ -121,9 +122,7 @@ def decoding_table() -> np.ndarray:
     >>> t.shape, round(float(t[0]), 12), float(t[255]), bool((t[1:] > t[:-1]).all())
     ((256,), 0.0, 1.0, True)
     """
-    table = srgb_decode(inverse_smoothstep(np.arange(256, dtype=np.float64) / 255.0))
-    table.setflags(write=False)
-    return table
+    return srgb_tables.decode_table()  # stored (hetbench.isp.srgb_tables): workers need not import colour
 
 
 def apply_matrix(img: np.ndarray, m: np.ndarray) -> np.ndarray:

@@ -36,7 +36,7 @@ from __future__ import annotations
 import cv2
 import numpy as np
 
-from hetbench.isp.transfer import srgb_encode
+from hetbench.isp.srgb_tables import encode_lut
 
 from .base import StageContext, StageVariant, as_rgb_float32, stage_variants
 
@@ -47,13 +47,8 @@ CLAHE_TILE_GRID = (8, 8)
 _LUT_SIZE = 65536
 
 
-def _build_lut(fn) -> np.ndarray:
-    x = np.arange(_LUT_SIZE, dtype=np.float64) / (_LUT_SIZE - 1)
-    return np.clip(np.rint(255.0 * fn(x)), 0, 255).astype(np.uint8)
-
-
-_SRGB_LUT = _build_lut(srgb_encode)
-_SRGB_LUT.setflags(write=False)
+#: round(255 * srgb_encode(i / 65535)), stored (hetbench.isp.srgb_tables): workers need not import colour
+_SRGB_LUT = encode_lut()
 
 
 def _cv2_has_lut16() -> bool:
