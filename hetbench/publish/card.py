@@ -309,6 +309,18 @@ def _corpus_section(report: Mapping[str, Any]) -> str:
             "copy holds less).\n\n| statistic | published | this build |\n|---|---|---|\n" + "\n".join(lines) + "\n")
 
 
+def _embedding_section(report: Mapping[str, Any], recipe: Mapping[str, Any]) -> str:
+    """An embedding split's clusters beside its labels (:func:`hetbench.report.embedding.clusters_and_labels_text`)."""
+    summary = report.get("embedding")
+    if not isinstance(summary, Mapping):
+        return ""
+    from hetbench.report.embedding import clusters_and_labels_text
+
+    embedder = (recipe.get("partition") or {}).get("params", {}).get("embedder")
+    text = clusters_and_labels_text(summary, embedder)
+    return f"\n## Clusters and labels\n\n{text}\n" if text else ""
+
+
 def _body(name, description, source, recipe, report, manifest, plots, lic, method) -> str:
     st = report["size_stats"]
     cpc = report["classes_per_client_stats"]
@@ -359,7 +371,7 @@ checks it against the fingerprints above.
 
 Per-client statistics (training samples, classes, EMD, Jensen-Shannon and Hellinger distance, label
 counts, rows per split) are in `{report.get('clients_file', 'report/clients.parquet')}`, one row per client.
-{_corpus_section(report)}
+{_corpus_section(report)}{_embedding_section(report, recipe)}
 {plot_md}
 
 {_use_section(manifest, recipe)}

@@ -109,3 +109,20 @@ def test_digits_domains_build_and_no_input_domains_split(tmp_path, run_cli):
     assert run_cli("verify", out)[0] == 0
     code, _, err = run_cli("partition", "domains", "--out", tmp_path / "p", "-q")  # no inputs: the digit domains
     assert code == 0, err
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("embedder, coincide", [("task", True), ("color-hist", False)])
+def test_the_card_says_whether_the_clusters_coincide_with_the_labels(tmp_path, run_cli, embedder, coincide):
+    """The task embedder is trained on the labels, so its clusters follow them (the split is in effect a
+    label split, and the card says what to change); colour histograms do not (adjusted Rand index near 0)."""
+    out = tmp_path / "emb"
+    code, _, err = run_cli("partition", "embedding", "--alpha", "0.1", "--embedder", embedder, "--out", out, "-q")
+    assert code == 0, err
+    ari = json.loads((out / "report.json").read_text())["embedding"]["ari_clusters_vs_labels"]
+    card = (out / "README.md").read_text()
+    assert "## Clusters and labels" in card and f"adjusted Rand index {ari:.3f}" in card
+    if coincide:
+        assert ari >= 0.65 and "**The clusters coincide with the labels**" in card and "`--embedder pixels`" in card
+    else:
+        assert ari < 0.2 and "The clusters do not coincide with the labels" in card
