@@ -301,7 +301,7 @@ def curves_figure(table: SplitTable):
     >>> from hetbench.leaderboard.load import example_result, parse_result
     >>> runs = [example_result(seed=s, curves={"round": [1, 2], "accuracy": [40.0 + s, 80.0 - s]}) for s in (0, 4)]
     >>> fig = curves_figure(aggregate([parse_result(r) for r in runs])[0])
-    >>> len(fig.axes[0].collections), fig.axes[0].collections[0].get_paths()[0].get_extents().bounds
+    >>> len(fig.axes[0].collections), tuple(float(v) for v in fig.axes[0].collections[0].get_paths()[0].get_extents().bounds)
     (1, (1.0, 40.0, 1.0, 40.0))
     >>> from hetbench.plotting import pyplot
     >>> pyplot().close(fig)

@@ -15,7 +15,8 @@ from hetbench.leaderboard.curves import BAND_NOTE, curves_svg
 from hetbench.leaderboard.diagnostics import diagnostic_panels
 from hetbench.leaderboard.load import Skipped
 from hetbench.leaderboard.groups import group_tables
-from hetbench.leaderboard.metrics import CURVES, Metric, statistic_text
+from hetbench.leaderboard.metrics import CURVES, METRIC_BY_NAME, Metric, statistic_text
+from hetbench.leaderboard.per_group import per_group_cells, per_group_heading, per_group_table
 from hetbench.leaderboard.rank import best_means, is_best
 from hetbench.leaderboard.text import DASH, cell_text, group_cells, group_heading, meta_line, rank_line, shown_metrics
 
@@ -163,6 +164,14 @@ def render_html(tables: list[SplitTable], skipped: list[Skipped] | None = None) 
                 cells.append(metric_cell(m, s, is_best(best, m.name, s.mean)))
             out.append(f'<tr data-algorithm="{e(r.label)}">' + "".join(cells) + "</tr>")
         out.append("</tbody></table></div>")
+        pg = per_group_table(t)
+        if pg is not None:
+            heading, note = per_group_heading(stat)
+            head, rows = per_group_cells(pg, lambda s: cell_text(METRIC_BY_NAME["accuracy"], s, None))
+            out.append(f'<h3>{e(heading)}</h3><p class="note">{e(note)}</p>')
+            out.append('<table class="groups"><thead><tr>' + "".join(f"<th>{e(h)}</th>" for h in head) + "</tr></thead><tbody>")
+            out.extend("<tr>" + "".join(f"<td>{e(c)}</td>" for c in cells) + "</tr>" for cells in rows)
+            out.append("</tbody></table>")
         for gt in group_tables(t):
             heading, note = group_heading(gt, t)
             head, rows = group_cells(gt)

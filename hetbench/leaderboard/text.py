@@ -13,6 +13,7 @@ from typing import Any, Callable
 from hetbench.leaderboard.aggregate import SplitTable, Stat, format_value
 from hetbench.leaderboard.groups import LOGO, GroupTable, group_tables
 from hetbench.leaderboard.load import Skipped, json_text
+from hetbench.leaderboard.per_group import per_group_cells, per_group_heading, per_group_table
 from hetbench.leaderboard.metrics import (
     DEFAULT_RANK_BY,
     METRIC_BY_NAME,
@@ -206,6 +207,7 @@ def render_markdown(tables: list[SplitTable], skipped: list[Skipped] | None = No
                 cells.append(cell_text(m, s, (lambda x: f"**{x}**") if is_best(best, m.name, s.mean) else None))
             out.append("| " + " | ".join(cells) + " |")
         out.append("")
+        out += per_group_markdown(t)
         for gt in group_tables(t):
             out += group_table_markdown(gt, t)
     if skipped:
@@ -213,6 +215,19 @@ def render_markdown(tables: list[SplitTable], skipped: list[Skipped] | None = No
                    + "; ".join(f"`{s.path}` ({_md_escape(s.reason)})" for s in skipped))
         out.append("")
     return "\n".join(out)
+
+
+def per_group_markdown(t: SplitTable) -> list[str]:
+    """The split's per-group table (:mod:`hetbench.leaderboard.per_group`) as Markdown lines, or none."""
+    pg = per_group_table(t)
+    if pg is None:
+        return []
+    heading, note = per_group_heading(statistic_text(t.statistic, t.last_k))
+    head, rows = per_group_cells(pg, lambda s: cell_text(METRIC_BY_NAME["accuracy"], s, None))
+    out = [f"### {heading}", "", note, "", "| " + " | ".join(_md_escape(h) for h in head) + " |",
+           "|" + "|".join([":---"] + ["---:"] * (len(head) - 1)) + "|"]
+    out += ["| " + " | ".join(_md_escape(c) for c in cells) + " |" for cells in rows]
+    return out + [""]
 
 
 def group_heading(gt: GroupTable, t: SplitTable) -> tuple[str, str]:
