@@ -309,6 +309,36 @@ def _corpus_section(report: Mapping[str, Any]) -> str:
             "copy holds less).\n\n| statistic | published | this build |\n|---|---|---|\n" + "\n".join(lines) + "\n")
 
 
+#: label EMD below which a device or domain split's label statistics are called near zero
+NEAR_ZERO_EMD = 0.05
+
+
+def _by_construction(report: Mapping[str, Any], recipe: Mapping[str, Any]) -> str:
+    """For a device or domain split whose label statistics are near zero: say so, and where its
+    heterogeneity is, so that the table below does not read as an IID split (empty otherwise).
+
+    Examples
+    --------
+    >>> from hetbench.publish.card import _by_construction
+    >>> "**What this split varies: its clients' devices.**" in _by_construction({"emd": 0.0, "devices": {}},
+    ...                                                                           {"partition": {"method": "device"}})
+    True
+    >>> _by_construction({"emd": 0.4}, {"partition": {"method": "dirichlet"}})
+    ''
+    """
+    method = str((recipe.get("partition") or {}).get("method"))
+    if method not in ("device", "domains") or not report.get("emd", 1.0) < NEAR_ZERO_EMD:
+        return ""
+    kind = "device" if method == "device" else "domain"
+    where = ("the device-to-device distances (`device_distance` in `report.json`, `plots/device_distance.png`) "
+             "and the contact sheet show it" if isinstance(report.get("devices"), Mapping)
+             else "the per-domain plots show it")
+    return (f"\n**What this split varies: its clients' {kind}s.** Each client holds the rows of one {kind}. The "
+            f"label statistics below are near zero by construction (EMD {report['emd']:.4f}: every {kind} holds "
+            f"the same classes in about the same proportions), so they read as an IID split; the heterogeneity "
+            f"is in the images, and {where}.\n")
+
+
 def _embedding_section(report: Mapping[str, Any], recipe: Mapping[str, Any]) -> str:
     """An embedding split's clusters beside its labels (:func:`hetbench.report.embedding.clusters_and_labels_text`)."""
     summary = report.get("embedding")
@@ -351,7 +381,7 @@ shared (global) test set.
 checks it against the fingerprints above.
 
 ## Heterogeneity (training split)
-
+{_by_construction(report, recipe)}
 | metric | value |
 |---|---|
 | clients | {report['num_clients']:,} |

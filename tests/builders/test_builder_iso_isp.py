@@ -279,3 +279,18 @@ def test_a_raw_folder_built_with_the_cos4_model_records_it_verifies_and_skips_a_
     assert manifest["recipe"]["build"]["params"]["lens_shading"] == "cos4:0.4"
     code, _, err = run_cli("verify", built["cos4:0.4"])
     assert code == 0, err
+
+
+def test_a_device_cards_label_statistics_say_they_are_zero_by_construction(tmp_path, run_cli):
+    """Every device renders the same captures: the card must not read as an IID split. A label split's
+    card has no such sentence."""
+    out = tmp_path / "iso"
+    code, _, err = run_cli("build", "iso-isp", "--stages", "wb", *SMALL, "--out", out)
+    assert code == 0, err
+    card = (out / "README.md").read_text()
+    heterogeneity = card[card.index("## Heterogeneity"):card.index("| metric | value |")]
+    assert "**What this split varies: its clients' devices.**" in heterogeneity
+    assert "near zero by construction (EMD 0.0000" in heterogeneity and "device_distance" in heterogeneity
+    code, _, err = run_cli("partition", "dirichlet", "--alpha", "0.1", "--clients", "5", "--out", tmp_path / "dir", "-q")
+    assert code == 0, err
+    assert "What this split varies" not in (tmp_path / "dir" / "README.md").read_text()
