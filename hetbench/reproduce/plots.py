@@ -57,15 +57,21 @@ def _panel(ax, m: Measurement, axes: Axes, criterion: dict[str, Any], result: Ch
             ax.axhline(tol, color="#1a7f37", lw=0.8, ls="--")
             ax.axhline(-tol, color="#1a7f37", lw=0.8, ls="--")
         ax.axhline(0, color="#444444", lw=0.8)
-        crowded = len(rel) > 5  # neighbouring labels would overlap: every other one is raised a line pair
-        for i, (r, mi, pi) in enumerate(zip(rel, m.means(), pub)):
-            lift = 4 + (18 if crowded and i % 2 else 0)
-            ax.annotate(f"{r:+.2f}%\n{_short(mi / s)} vs {_short(pi / s)}", (i, r), textcoords="offset points",
-                        xytext=(0, lift if r >= 0 else -lift), ha="center", va="bottom" if r >= 0 else "top",
-                        fontsize=7)
-        lim = max(tol * 1.6, float(np.nanmax(np.abs(rel))) * 1.5 if np.isfinite(rel).any() else 1.0, 0.5)
-        ax.set_ylim(-lim, lim)
-        ax.set_xticks(pos, m.point_labels())
+        # many bars: the values go under the tick labels, so each bar carries only its short percentage
+        crowded = len(rel) > 5
+        sep = "\nvs " if crowded else " vs "  # measured over published, stacked where bars are narrow
+        values = [f"{_short(mi / s)}{sep}{_short(pi / s)}" for mi, pi in zip(m.means(), pub)]
+        for i, (r, v) in enumerate(zip(rel, values)):
+            ax.annotate(f"{r:+.1f}%" if crowded else f"{r:+.2f}%\n{v}", (i, r), textcoords="offset points",
+                        xytext=(0, 4 if r >= 0 else -4), ha="center", va="bottom" if r >= 0 else "top", fontsize=7)
+        lim = max(tol * 1.6, float(np.nanmax(np.abs(rel))) * 1.25 if np.isfinite(rel).any() else 1.0, 0.5)
+        signs = rel[np.isfinite(rel)]
+        low = -0.15 * lim if signs.size and (signs >= 0).all() and tol == 0 else -lim  # no empty half-panel
+        high = 0.15 * lim if signs.size and (signs <= 0).all() and tol == 0 else lim
+        ax.set_ylim(low, high)
+        labels = m.point_labels()
+        ax.set_xticks(pos, [f"{t}\n{v}" for t, v in zip(labels, values)] if crowded else labels,
+                      fontsize=7 if crowded else None)
         ax.set_xlim(-0.6, len(rel) - 0.4)
         ax.set_ylabel("measured / published - 1 (%)")
         ax.set_xlabel(textwrap.fill(axes.xlabel + (f"; values in {axes.ylabel}" if axes.ylabel else ""), 66))
