@@ -186,10 +186,10 @@ class LensShading:
     >>> import numpy as np
     >>> from hetbench.isp.lens_shading import LensShading
     >>> lens = LensShading(corner=0.25, correction="partial")
-    >>> on_sensor = lens.falloff(5, 5)
+    >>> on_sensor, gain = lens.falloff_and_correction(5, 5)
     >>> round(float(on_sensor[0, 0]), 6), round(float(on_sensor[2, 2]), 6)
     (0.25, 1.0)
-    >>> round(float(on_sensor[0, 0] * lens.correction_gain(5, 5)[0, 0]), 6)  # half the falloff in EV kept
+    >>> round(float(on_sensor[0, 0] * gain[0, 0]), 6)  # half the falloff in EV kept
     0.5
     """
 
@@ -200,13 +200,9 @@ class LensShading:
         cos4_vignette(self.corner)  # a corner outside (0, 1] is a ValueError
         CORRECTIONS[self.correction]  # an unknown name lists the valid ones
 
-    def falloff(self, height: int, width: int) -> np.ndarray:
-        """float64 (height, width): the relative illumination the lens gives each photosite."""
-        return 1.0 / cos4_vignette(self.corner).gain(height, width).astype(np.float64)
-
-    def correction_gain(self, height: int, width: int) -> np.ndarray:
-        """float32 (height, width): the ISP's gain, the full cos^4 correction to the power of the
-        correction's fraction (0 none, 1/2 partial, 1 full)."""
-        fraction = CORRECTIONS[self.correction]
+    def falloff_and_correction(self, height: int, width: int) -> tuple[np.ndarray, np.ndarray]:
+        """The lens's relative illumination at each photosite (float64) and the ISP's gain (float32): the
+        full cos^4 correction g to the power of the correction's fraction (0 none, 1/2 partial, 1 full).
+        One evaluation of g serves both."""
         gain = cos4_vignette(self.corner).gain(height, width).astype(np.float64)
-        return (gain ** fraction).astype(np.float32)
+        return 1.0 / gain, (gain ** CORRECTIONS[self.correction]).astype(np.float32)

@@ -55,7 +55,6 @@ References
 
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass
 
 import numpy as np
@@ -106,23 +105,6 @@ def srgb_to_camera_matrix(profile: DeviceProfile) -> np.ndarray:
     [1.0, 1.0, 1.0]
     """
     return inverse(profile.camera_to_srgb())
-
-
-@functools.lru_cache(maxsize=1)
-def decoding_table() -> np.ndarray:
-    """Steps 1-3 for every 8-bit value: float64 (256,) linear light of ``v / 255`` after inverting
-    the smoothstep tone curve and the sRGB transfer function (:func:`hetbench.isp.srgb_tables.decode_table`,
-    computed by :mod:`hetbench.isp.transfer` and stored: a lookup per pixel instead of two
-    transcendental functions, and no colour-science import in a worker).
-
-    Examples
-    --------
-    >>> from hetbench.isp.unprocess import decoding_table
-    >>> t = decoding_table()
-    >>> t.shape, round(float(t[0]), 12), float(t[255]), bool((t[1:] > t[:-1]).all())
-    ((256,), 0.0, 1.0, True)
-    """
-    return srgb_tables.decode_table()  # stored (hetbench.isp.srgb_tables): workers need not import colour
 
 
 def apply_matrix(img: np.ndarray, m: np.ndarray) -> np.ndarray:
@@ -327,21 +309,22 @@ def unprocess_with_params(
     img = img[:h, :w]  # a Bayer mosaic needs even sides: drop a trailing odd row/column
 
     params = sample_params(rng, wb_gains=wb_gains, exposure=exposure)
-    x = decoding_table()[img]  # 1-3, a function of the 8-bit value alone: one lookup per value
+    x = srgb_tables.decode_table()[img]  # 1-3, a function of the 8-bit value alone: one stored lookup
     x = apply_matrix(x, srgb_to_camera_matrix(profile))  # 4: white-balanced camera RGB
     inv_gains = params.exposure / np.asarray(params.wb_gains)  # 5
     x = np.clip(_safe_invert_gains(x, inv_gains), 0.0, 1.0)
     raw = mosaic(x, profile.cfa)  # 6
     lens = profile.lens_shading
     if lens.corner < 1.0:  # 6b: the lens's vignetting reaches the sensor before its noise
-        raw = raw * lens.falloff(*raw.shape)
+        falloff, correction = lens.falloff_and_correction(*raw.shape)
+        raw = raw * falloff
     if noise:  # 7
         sigma = np.sqrt(profile.noise.variance(raw))
         raw = np.clip(raw + sigma * rng.standard_normal(raw.shape), 0.0, 1.0)
     black, white = float(profile.black_level), float(profile.white_level)
     dn = np.rint(raw * (white - black) + black).astype(np.uint16)  # 8
     if lens.corner < 1.0 and lens.correction != "none":  # 8b: the phone's lens-shading correction
-        dn = scale_signal(dn, black, white, lens.correction_gain(*dn.shape))
+        dn = scale_signal(dn, black, white, correction)
     capture = RawCapture(
         mosaic=dn,
         cfa=profile.cfa,
