@@ -41,6 +41,7 @@ def prepare_devices(
     engine: EngineSpec | None = None,
     on_checked: Callable[[], None] | None = None,
     lens_shading: str | None = None,
+    purity: float = 1.0,
 ) -> PreparedSplit:
     """Capture every scene with every emulated phone of ``profiles``; the split, not yet published.
 
@@ -52,7 +53,8 @@ def prepare_devices(
         Number of clients, allocated to devices by market share (or ``device_weights``).
     Others
         As for :func:`hetbench.builders.iso_isp.prepare_iso_isp` (``engine`` included: not part of
-        the recipe; ``lens_shading`` too: RAW files only, each phone's lens otherwise comes from its profile).
+        the recipe; ``lens_shading`` too: RAW files only, each phone's lens otherwise comes from its profile;
+        ``purity``: the share of a client's images taken by its own phone).
 
     References
     ----------
@@ -85,7 +87,7 @@ def prepare_devices(
         "devices", {"profiles": profiles}, isp_of, weights, [Render(d, isp_of[d], profile=d) for d in devices],
         raw_dir, labels, size, clients, device_weights, test_fraction, seed, num_proc, crops_per_photo, crop_size,
         quiet, description, f"capturing {{n}} scenes x {len(devices)} devices", profile_set=profiles, title=title, engine=engine,
-        on_checked=on_checked, lens_shading=lens_shading,
+        on_checked=on_checked, lens_shading=lens_shading, purity=purity,
     )
 
 
@@ -98,7 +100,8 @@ def build_devices(
 
     if params.get("clients") is None:
         params["clients"] = 50
-    tag = f"devices-{params.get('profiles', 'heteroswitch9')}-n{params['clients']}-s{params.get('seed', 0)}"
+    purity = f"-p{params['purity']:g}" if params.get("purity", 1.0) != 1.0 else ""
+    tag = f"devices-{params.get('profiles', 'heteroswitch9')}-n{params['clients']}{purity}-s{params.get('seed', 0)}"
     return publish_checked(prepare_devices, Path(out) if out else SPLITS_ROOT / tag, name or tag, overwrite, params)
 
 

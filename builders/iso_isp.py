@@ -62,6 +62,7 @@ def prepare_iso_isp(
     on_checked: Callable[[], None] | None = None,
     recipe: str | None = None,
     lens_shading: str | None = None,
+    purity: float = 1.0,
 ) -> PreparedSplit:
     """Render every capture under every Table 3 variant of ``stages``; the split, not yet published.
 
@@ -103,6 +104,9 @@ def prepare_iso_isp(
         RAW files only: ``dng`` (default: each file's own GainMap / FixVignetteRadial correction),
         ``none``, or ``cos4:C`` (also correct files without their own as a cos^4-law lens whose corner
         gets C of the centre's light; :mod:`hetbench.isp.lens_shading`).
+    purity : float
+        Share of a client's training images rendered by its own device, in [1/D, 1] (the rest by the other
+        devices, equally; :mod:`hetbench.partitioners.purity`); 1 is one device per client.
 
     References
     ----------
@@ -134,7 +138,7 @@ def prepare_iso_isp(
         "iso-isp", {"stages": stages}, isp_of, weights, [Render(d, isp_of[d]) for d in devices],
         raw_dir, labels, size, clients, device_weights, test_fraction, seed, num_proc, crops_per_photo, crop_size,
         quiet, description, f"rendering {{n}} captures x {len(devices)} ISP variants", title=title, engine=engine,
-        on_checked=on_checked, corpus=corpus, lens_shading=lens_shading,
+        on_checked=on_checked, corpus=corpus, lens_shading=lens_shading, purity=purity,
     )
 
 
@@ -173,12 +177,16 @@ def render_device_split(
     renders: list[Render], raw_dir, labels, size, clients, device_weights, test_fraction, seed, num_proc,
     crops_per_photo, crop_size, quiet, description: str, progress: str, profile_set: str = "heteroswitch9",
     title: str | None = None, engine: EngineSpec | None = None, on_checked: Callable[[], None] | None = None,
-    corpus: CorpusLabels | None = None, lens_shading: str | None = None,
+    corpus: CorpusLabels | None = None, lens_shading: str | None = None, purity: float = 1.0,
 ) -> PreparedSplit:
     """What every device builder shares: check, render every capture for every device, record the
     build's recipe, and hand the table to the :class:`DevicePartitioner` (``deal`` allocation)."""
     devices = list(isp_of)
     check_clients(clients, devices)
+    if purity != 1.0:  # before any rendering
+        from hetbench.partitioners.purity import check_purity
+
+        check_purity(purity, len(devices), "devices")
     jobs = capture_jobs(raw_dir, labels, renders, size, seed, crops_per_photo, crop_size, profile_set=profile_set,
                         label_of=None if corpus is None else corpus.label_of, lens_shading=lens_shading)
     check_clients_fit(clients, weights, len(jobs), training=False)
@@ -197,6 +205,8 @@ def render_device_split(
         params["lens_shading"] = str(lens_shading).strip().lower()
     if corpus is not None:
         params["recipe"] = corpus.recipe
+    if purity != 1.0:  # only when set: the recipes of pure splits stay as they were
+        params["purity"] = float(purity)
     dataset = (raw_dir or EMBEDDED) if corpus is None else f"{corpus.recipe}:{raw_dir}"
     source = {"dataset": dataset, "label_col": "label", "id_col": "sample_id", "labels": labels}
     # the embedded photographs carry mixed licences (CC BY 2.0 among them), credited on the card
@@ -204,7 +214,8 @@ def render_device_split(
     license = "other"
     rendered = rendered_table(jobs, results, devices, isp_of, test_fraction, seed, source, description, license)
     check_clients_fit(clients, weights, rendered.captures["train"], training=True)
-    partitioner = DevicePartitioner(clients, weights, "device", "deal", build={"method": method, "params": params})
+    partitioner = DevicePartitioner(clients, weights, "device", "deal", build={"method": method, "params": params},
+                                    purity=purity)
     extras = device_extras(rendered, isp_of, weights, title, corpus=None if corpus is None else corpus.report)
     return PreparedSplit(rendered.table, partitioner, seed, "global", extras=extras)
 
@@ -217,7 +228,8 @@ def build_iso_isp(
     The default folder is ``hetbench_splits/iso-isp-<stages>-s<seed>``; it is checked before any
     rendering.
     """
-    tag = f"{params.get('recipe') or 'iso-isp'}-{params.get('stages', 'wb,tone').replace(',', '+')}-s{params.get('seed', 0)}"
+    purity = f"-p{params['purity']:g}" if params.get("purity", 1.0) != 1.0 else ""
+    tag = f"{params.get('recipe') or 'iso-isp'}-{params.get('stages', 'wb,tone').replace(',', '+')}{purity}-s{params.get('seed', 0)}"
     return publish_checked(prepare_iso_isp, Path(out) if out else SPLITS_ROOT / tag, name or tag, overwrite, params)
 
 

@@ -381,7 +381,7 @@ PREPARE = {"feature-noise": prepare_feature_noise, "label-noise": prepare_label_
 
 def build_noise(
     method: str, out: str | os.PathLike, *, name: str | None = None, overwrite: bool = False, quiet: bool = False,
-    **params: Any,
+    feature_embedder: str | None = "auto", **params: Any,
 ) -> tuple[Path, dict[str, Any]]:
     """Read the input, check ``out``, then prepare ``method`` (``feature-noise`` or ``label-noise``,
     ``params`` as its prepare function) and publish; returns the folder and the report.
@@ -396,7 +396,8 @@ def build_noise(
         params["dataset"] = _check_input(method, _load(params["dataset"], params.pop("label_col", None), params.pop("id_col", None)))
     with locked_out(out, overwrite, inputs=inputs) as out_path:  # before any noising
         prepared = PREPARE[method](**params, quiet=quiet)
-        _, report = prepared.publish(out_path, name=name or out_path.name, overwrite=overwrite, quiet=quiet)
+        _, report = prepared.publish(out_path, name=name or out_path.name, overwrite=overwrite, quiet=quiet,
+                                     feature_embedder=feature_embedder)
     return out_path, report
 
 

@@ -50,6 +50,7 @@ def prepare_real_devices(
     title: str | None = None,
     engine: EngineSpec | None = None,
     on_checked: Callable[[], None] | None = None,
+    purity: float = 1.0,
 ) -> PreparedSplit:
     """Read a real-device corpus in its public layout; the split, not yet published.
 
@@ -67,6 +68,9 @@ def prepare_real_devices(
         own bytes, never decoded.
     test_fraction : float
         Share of captures (scenes) held out for testing, stratified by label.
+    purity : float
+        Share of a client's training images taken by its own device, in [1/D, 1] (the rest by the other
+        devices, equally; :mod:`hetbench.partitioners.purity`); 1 is one device per client.
     seed, num_proc, quiet, title, engine, on_checked
         As for the other device builders (``num_proc`` None: the cores this process may use).
 
@@ -86,12 +90,16 @@ def prepare_real_devices(
     spec, settings = recipe_mode(recipe, "real-devices", "import")
     if settings["reader"] == "fivek-cameras":
         return _prepare_raw_cameras(spec, settings, recipe, data_dir, clients, clients_per_device, size, test_fraction,
-                                    seed, num_proc, quiet, engine, on_checked)
+                                    seed, num_proc, quiet, engine, on_checked, purity)
     layout = corpus(settings["reader"])
     root = check_folder(data_dir, layout.layout)
     images = layout.scan(root)
     present = {im.device for im in images}
     devices = [d for d in layout.devices if d in present]
+    if purity != 1.0:  # before any image is read
+        from hetbench.partitioners.purity import check_purity
+
+        check_purity(purity, len(devices), "devices")
     asked = clients  # recorded as given: --clients-per-device sets the count
     # the corpus's device weights (HeteroSwitch Table 1 market shares), or uniform
     clients, weights = client_allocation(clients, clients_per_device, devices,
@@ -128,7 +136,10 @@ def prepare_real_devices(
     table = spilled_table(spill, rows, class_names, source, f"{layout.description} (local copy '{data_dir}')",
                           spec.get("license", "other"))
     check_clients_fit(clients, weights, counts["train"], training=True)
-    partitioner = DevicePartitioner(clients, weights, "device", "deal", build={"method": "real-devices", "params": params})
+    if purity != 1.0:  # only when set: the recipes of pure splits stay as they were
+        params["purity"] = float(purity)
+    partitioner = DevicePartitioner(clients, weights, "device", "deal", build={"method": "real-devices", "params": params},
+                                    purity=purity)
     extras = _extras(spec, layout.setting_of, devices, weights, counts, skipped, len(images))
     return PreparedSplit(table, partitioner, seed, "global", extras=extras)
 
@@ -154,7 +165,7 @@ def client_allocation(clients: int | None, clients_per_device: int | None, devic
 
 
 def _prepare_raw_cameras(spec, settings, recipe, data_dir, clients, clients_per_device, size, test_fraction, seed,
-                         num_proc, quiet, engine, on_checked) -> PreparedSplit:
+                         num_proc, quiet, engine, on_checked, purity: float = 1.0) -> PreparedSplit:
     """A RAW corpus with one device per camera model (MIT-Adobe FiveK): every photograph rendered once
     by the baseline ISP (HeteroSwitch Table 3) at ``size``, its device the camera its RAW file names
     (Make and Model tags), clients allocated to cameras by their number of photographs."""
@@ -209,7 +220,10 @@ def _prepare_raw_cameras(spec, settings, recipe, data_dir, clients, clients_per_
     source = {"dataset": f"{recipe}:{data_dir}", "label_col": "label", "id_col": "sample_id"}
     description = f"{str(spec.get('description', recipe)).split(':')[0]} (local copy '{data_dir}')"
     table = spilled_table(spill, rows, class_names, source, description, spec.get("license", "other"))
-    partitioner = DevicePartitioner(clients, weights, "device", "deal", build={"method": "real-devices", "params": params})
+    if purity != 1.0:  # only when set: the recipes of pure splits stay as they were
+        params["purity"] = float(purity)
+    partitioner = DevicePartitioner(clients, weights, "device", "deal", build={"method": "real-devices", "params": params},
+                                    purity=purity)
     extras = _extras(spec, None, devices, weights, counts, skipped, len(files) + len(found.unlabelled))
     return PreparedSplit(table, partitioner, seed, "global", extras=extras)
 
@@ -352,7 +366,8 @@ def build_real_devices(
     from hetbench.builders.iso_isp import publish_checked
 
     n = params.get("clients") or (f"{params['clients_per_device']}x" if params.get("clients_per_device") else "dev")
-    tag = f"{params['recipe']}-n{n}-s{params.get('seed', 0)}"
+    purity = f"-p{params['purity']:g}" if params.get("purity", 1.0) != 1.0 else ""
+    tag = f"{params['recipe']}-n{n}{purity}-s{params.get('seed', 0)}"
     return publish_checked(prepare_real_devices, Path(out) if out else SPLITS_ROOT / tag, name or tag, overwrite, params)
 
 

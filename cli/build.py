@@ -57,6 +57,12 @@ def _engine(engine: str, ray_address: str | None, ray_inputs: str = "path"):
     return engine_spec(engine, ray_address, ray_inputs)
 
 
+PURITY_OPTION = click.option(
+    "--purity", default=1.0, show_default=True, type=float, metavar="LAMBDA",
+    help="Share of each client's training images taken by its own device, in [1/D, 1] for D devices: 1 is one "
+    "device per client, 1/D a uniform mix; the rest are the other devices' images, equally from each.")
+
+
 def _isp_options(fn):
     fn = engine_options(fn)
     opts = [
@@ -76,6 +82,7 @@ def _isp_options(fn):
                      help="Embedded default: side of each crop (pixels; render time grows with its square)."),
         click.option("--num-proc", default=None, type=int,
                      help=f"Worker processes rendering captures. {NUM_PROC_DEFAULT}"),
+        PURITY_OPTION,
         click.option("--seed", default=0, show_default=True, type=int),
         click.option("--out", default=None, type=click.Path(file_okay=False), help="Output folder (default: hetbench_splits/<family>-...)."),
         click.option("--name", default=None, help="Data set name in the card and manifest."),
@@ -107,8 +114,8 @@ def build() -> None:
 @click.option("--recipe", default=None, type=click.Choice(["fivek-subject", "fivek-light"]),
               help="A RAW corpus: --raw-dir is a copy of MIT-Adobe FiveK, labelled by its subject or light.")
 @_isp_options
-def iso_isp_cmd(stages, clients, recipe, raw_dir, labels, lens_shading, size, device_weights, test_fraction, crops_per_photo, crop_size, num_proc, seed, out,
-                name, overwrite, quiet, engine, ray_address, ray_inputs):
+def iso_isp_cmd(stages, clients, recipe, raw_dir, labels, lens_shading, size, device_weights, test_fraction, crops_per_photo, crop_size, num_proc,
+                purity, seed, out, name, overwrite, quiet, engine, ray_address, ray_inputs):
     """Re-render the same captures per ISP stage option: one device per Table 3 variant.
 
     \b
@@ -121,6 +128,8 @@ def iso_isp_cmd(stages, clients, recipe, raw_dir, labels, lens_shading, size, de
     extra = {"recipe": recipe} if recipe else {}
     if lens_shading != "dng":
         extra["lens_shading"] = lens_shading
+    if purity != 1.0:
+        extra["purity"] = purity
     out_path, report = build_iso_isp(
         out, name=name, overwrite=overwrite, stages=stages, raw_dir=raw_dir, labels=labels, size=size, clients=clients,
         device_weights=device_weights, test_fraction=test_fraction, seed=seed, num_proc=num_proc,
@@ -140,7 +149,7 @@ def iso_isp_cmd(stages, clients, recipe, raw_dir, labels, lens_shading, size, de
 @click.option("--label-col", default=None, help="With --synthetic-color: the label column.")
 @_isp_options
 def devices_cmd(profiles, clients, synthetic_color, dataset, label_col, raw_dir, labels, lens_shading, size, device_weights, test_fraction,
-                crops_per_photo, crop_size, num_proc, seed, out, name, overwrite, quiet, engine, ray_address, ray_inputs):
+                crops_per_photo, crop_size, num_proc, purity, seed, out, name, overwrite, quiet, engine, ray_address, ray_inputs):
     """Every client is one emulated phone: its sensor profile and its own ISP.
 
     \b
@@ -154,9 +163,9 @@ def devices_cmd(profiles, clients, synthetic_color, dataset, label_col, raw_dir,
 
         if spec.name != "local":
             raise click.UsageError("--synthetic-color renders no captures; it takes no --engine ray")
-        if raw_dir or labels or device_weights or lens_shading != "dng":
+        if raw_dir or labels or device_weights or lens_shading != "dng" or purity != 1.0:
             raise click.UsageError("--synthetic-color works on --dataset; it takes no --raw-dir, --labels, "
-                                   "--lens-shading or --device-weights")
+                                   "--lens-shading, --device-weights or --purity (each row is rendered by one device)")
         size = None if size == 224 and dataset.startswith("builtin:") else size  # keep the digits' own size
         out_path, report = build_synthetic_color(
             out, name=name, overwrite=overwrite, num_devices=synthetic_color, dataset=dataset, label_col=label_col,
@@ -170,6 +179,7 @@ def devices_cmd(profiles, clients, synthetic_color, dataset, label_col, raw_dir,
             clients=clients, device_weights=device_weights, test_fraction=test_fraction, seed=seed, num_proc=num_proc,
             crops_per_photo=crops_per_photo, crop_size=crop_size, quiet=quiet, engine=spec,
             **({"lens_shading": lens_shading} if lens_shading != "dng" else {}),
+            **({"purity": purity} if purity != 1.0 else {}),
         )
     if not quiet:
         _summary(out_path, report)
@@ -185,12 +195,14 @@ def devices_cmd(profiles, clients, synthetic_color, dataset, label_col, raw_dir,
               help="Resize every image (shorter side, centre square). Default: the files' own bytes (RAW files: 224).")
 @click.option("--test-fraction", default=0.2, show_default=True, type=float, help="Share of captures (scenes) held out for testing.")
 @click.option("--num-proc", default=None, type=int, help=f"Worker processes reading the images. {NUM_PROC_DEFAULT}")
+@PURITY_OPTION
 @click.option("--seed", default=0, show_default=True, type=int)
 @click.option("--out", default=None, type=click.Path(file_okay=False), help="Output folder (default: hetbench_splits/<recipe>-...).")
 @click.option("--name", default=None, help="Data set name in the card and manifest.")
 @click.option("--overwrite", is_flag=True, help="Replace --out if it exists.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar or summary.")
-def real_devices_cmd(recipe, data_dir, clients, clients_per_device, size, test_fraction, num_proc, seed, out, name, overwrite, quiet):
+def real_devices_cmd(recipe, data_dir, clients, clients_per_device, size, test_fraction, num_proc, purity, seed, out, name, overwrite,
+                     quiet):
     """One device per phone (HeteroSwitch), per light and camera setting (ImageNet-ES) or per camera model
     (MIT-Adobe FiveK, its RAW files rendered by the baseline ISP); test split by capture.
 
@@ -205,7 +217,7 @@ def real_devices_cmd(recipe, data_dir, clients, clients_per_device, size, test_f
     out_path, report = build_real_devices(
         out, name=name, overwrite=overwrite, recipe=recipe, data_dir=data_dir, clients=clients,
         clients_per_device=clients_per_device, size=size, test_fraction=test_fraction, seed=seed, num_proc=num_proc,
-        quiet=quiet,
+        quiet=quiet, **({"purity": purity} if purity != 1.0 else {}),
     )
     if not quiet:
         skipped = report.get("num_skipped", 0)

@@ -30,6 +30,10 @@ def _source_options(fn: Callable) -> Callable:
                      help="Output folder (default: hetbench_splits/<dataset>-<method>-<params>-s<seed>)."),
         click.option("--name", default=None, help="Data set name in the card and manifest (default: <dataset>-<method>-<params>-s<seed>)."),
         click.option("--overwrite", is_flag=True, help="Replace --out if it exists."),
+        click.option("--feature-embedder", default="auto", show_default=True, metavar="SPEC",
+                     help="What the report's feature shift (each client's images against the others', class by class) "
+                     "embeds the training rows with: auto (pixels:8 for image data, nothing otherwise), none, or an "
+                     "--embedder spec (pixels[:S], hog, color-hist, column:NAME, ...)."),
         click.option("--allow-empty", is_flag=True,
                      help="Accept clients left with no training rows (by default an error naming how many)."),
         click.option("--quiet", "-q", is_flag=True, help="No progress bar or summary."),
@@ -93,6 +97,7 @@ def _run(partitioner, tag: str, opts: dict[str, Any], extras: Callable | None = 
         table, partitioner, out, label_col=opts["label_col"], id_col=opts["id_col"], seed=opts["seed"],
         test_split=opts["test_split"], test_fraction=opts["test_fraction"], name=opts["name"] or default.name,
         overwrite=opts["overwrite"], quiet=opts["quiet"], extras=extras, allow_empty=opts["allow_empty"],
+        feature_embedder=opts["feature_embedder"],
     )
     if not opts["quiet"]:
         click.echo(_summary(out, report))
@@ -139,7 +144,7 @@ def _common(fn: Callable) -> Callable:
     @functools.wraps(fn)
     def wrapper(**kwargs: Any) -> None:
         keys = ("dataset", "label_col", "id_col", "seed", "test_split", "test_fraction", "out", "name", "overwrite",
-                "quiet", "allow_empty")
+                "quiet", "allow_empty", "feature_embedder")
         opts = {k: kwargs.pop(k) for k in keys}
         made = fn(**kwargs)
         if len(made) > 3:  # a method's own default data set, used when --dataset was not given; or its loaded table
@@ -320,18 +325,22 @@ def semantic_cmd(clients, embedder, layer, pca_dim, max_iter, engine, ray_addres
 @click.option("--fraction", default=0.01, show_default=True, type=float,
               help="Share of its domain's training data each client takes (DapperFL: 0.01 Digits, 0.2 Office-Caltech).")
 @click.option("--column", default="domain", show_default=True, help="The domain column.")
+@click.option("--purity", default=1.0, show_default=True, type=float, metavar="LAMBDA",
+              help="Share of each client's rows from its own domain, in [1/D, 1] for D domains: 1 is one domain per "
+              "client (DapperFL), 1/D a uniform mix; the rest comes from the other domains in equal shares.")
 @_common
-def domains_cmd(clients, fraction, column):
+def domains_cmd(clients, fraction, column, purity):
     """Domain split (DapperFL sec. 4.1): clients assigned to domains (every domain at least one),
     each taking a disjoint --fraction of its domain's training data; the test split stays per domain.
 
     Without --dataset it uses builtin:digits-domains (four digit domains made offline).
 
-    Example: hetbench partition domains --dataset my_domains/ --clients 20 --fraction 0.01
+    Example: hetbench partition domains --dataset my_domains/ --clients 20 --fraction 0.01 --purity 0.5
     """
     from hetbench.partitioners import DomainsPartitioner
 
-    return DomainsPartitioner(clients, fraction, column), f"domains-f{_fmt(fraction)}-n{clients}", None, "builtin:digits-domains"
+    tag = f"domains-f{_fmt(fraction)}-n{clients}" + (f"-p{_fmt(purity)}" if purity != 1.0 else "")
+    return DomainsPartitioner(clients, fraction, column, purity), tag, None, "builtin:digits-domains"
 
 
 @partition.command("quantity", short_help="Quantity skew: random client sizes, IID labels.")
@@ -363,7 +372,7 @@ def _noise_common(fn: Callable) -> Callable:
         from hetbench.builders.noise import build_noise
 
         keys = ("dataset", "label_col", "id_col", "seed", "test_split", "test_fraction", "out", "name", "overwrite",
-                "quiet", "allow_empty")
+                "quiet", "allow_empty", "feature_embedder")
         opts = {k: kwargs.pop(k) for k in keys}
         method, params, tag = fn(**kwargs)
         default = default_out_dir(opts["dataset"], tag, opts["seed"])
@@ -371,7 +380,7 @@ def _noise_common(fn: Callable) -> Callable:
             method, Path(opts["out"]) if opts["out"] else default, name=opts["name"] or default.name,
             overwrite=opts["overwrite"], quiet=opts["quiet"], dataset=opts["dataset"], label_col=opts["label_col"],
             id_col=opts["id_col"], seed=opts["seed"], test_split=opts["test_split"], test_fraction=opts["test_fraction"],
-            allow_empty=opts["allow_empty"], **params,
+            allow_empty=opts["allow_empty"], feature_embedder=opts["feature_embedder"], **params,
         )
         if not opts["quiet"]:
             click.echo(_summary(out, report))

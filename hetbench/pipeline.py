@@ -43,6 +43,7 @@ def make_split(
     quiet: bool = False,
     extras: Extras | None = None,
     allow_empty: bool = False,
+    feature_embedder: str | None = "auto",
 ) -> tuple[FederatedSplit, dict[str, Any]]:
     """Partition ``source`` and publish the split to ``out``; returns the split and its report.
 
@@ -71,6 +72,9 @@ def make_split(
         Family-specific report entries and plots, computed from the built split.
     allow_empty : bool
         Accept clients with no training rows (by default an error, raised before anything is written).
+    feature_embedder : str, optional
+        What the report's feature-shift entry embeds the training rows with: ``auto`` (``pixels:8`` for
+        image data), ``none``, or an embedder spec (:mod:`hetbench.report.feature_entry`).
 
     Returns
     -------
@@ -86,7 +90,9 @@ def make_split(
     (10, ['test', 'train'])
     """
     from hetbench.publish import publish_split
+    from hetbench.report.feature_entry import check_embedder_spec
 
+    check_embedder_spec(feature_embedder)
     if isinstance(source, SampleTable):
         table = source
     else:
@@ -101,7 +107,7 @@ def make_split(
     extra_report, extra_plots = extras(split) if extras is not None else (None, None)
     report = publish_split(
         split, out, name=name or out.name, overwrite=overwrite, quiet=quiet,
-        extra_report=extra_report, extra_plots=extra_plots,
+        extra_report=extra_report, extra_plots=extra_plots, feature_embedder=feature_embedder,
     )
     return split, report
 
@@ -151,11 +157,12 @@ class PreparedSplit:
         )
 
     def publish(
-        self, out: str | os.PathLike, *, name: str | None = None, overwrite: bool = False, quiet: bool = False
+        self, out: str | os.PathLike, *, name: str | None = None, overwrite: bool = False, quiet: bool = False,
+        feature_embedder: str | None = "auto",
     ) -> tuple[FederatedSplit, dict[str, Any]]:
         """Build and publish through :func:`make_split`; returns the split and its report."""
         return make_split(
             self.table, self.partitioner, out, seed=self.seed, test_split=self.test_split,
             test_fraction=self.test_fraction, name=name, overwrite=overwrite, quiet=quiet, extras=self.extras,
-            allow_empty=self.allow_empty,
+            allow_empty=self.allow_empty, feature_embedder=feature_embedder,
         )

@@ -114,6 +114,10 @@ class DevicePartitioner(Partitioner):
         ``{"method": ..., "params": ...}`` of the builder that rendered the table: the split's recipe
         records it as ``build`` (what ``hetbench verify`` re-runs), beside this partitioner's own
         ``partition`` (:attr:`hetbench.partitioners.base.Partitioner.build`).
+    purity : float
+        ``deal`` only: the share of a client's rows rendered by its own device, in [1/D, 1] for D devices;
+        the rest are the other devices' renders, equally from each, and every client keeps its size
+        (:mod:`hetbench.partitioners.purity`; 1, the default, is one device per client).
 
     References
     ----------
@@ -143,9 +147,17 @@ class DevicePartitioner(Partitioner):
         column: str = "device",
         allocation: str = "deal",
         build: Mapping[str, Any] | None = None,
+        purity: float = 1.0,
     ) -> None:
         if allocation not in ALLOCATIONS:
             raise HetbenchError(f"unknown device allocation '{allocation}'; choose one of: {', '.join(ALLOCATIONS)}")
+        purity = float(purity)
+        if not (np.isfinite(purity) and 0.0 < purity <= 1.0):
+            raise HetbenchError(f"--purity must be in [1/G, 1] for G devices (got {purity})")
+        if purity != 1.0 and allocation != "deal":
+            raise HetbenchError("--purity mixes the renders of devices that all render the same captures (iso-isp, "
+                                "devices, real-devices); synthetic-colour devices render each row once")
+        self.purity = purity
         self.clients = None if clients is None else int(clients)
         self.weights = None if weights is None else {str(k): float(v) for k, v in weights.items()}
         self.column = column
@@ -153,7 +165,10 @@ class DevicePartitioner(Partitioner):
         self.build = None if build is None else dict(build)
 
     def params(self) -> dict[str, Any]:
-        return {"clients": self.clients, "weights": self.weights, "column": self.column, "allocation": self.allocation}
+        params = {"clients": self.clients, "weights": self.weights, "column": self.column, "allocation": self.allocation}
+        if self.purity != 1.0:  # only when set: the recipes of pure splits stay as they were
+            params["purity"] = self.purity
+        return params
 
     def _weights(self, devices_seen: Sequence[str]) -> dict[str, float]:
         if self.weights is not None:
@@ -208,6 +223,8 @@ class DevicePartitioner(Partitioner):
             first_client[d] = len(names)
             width = len(str(per_device[d] - 1))
             names += [f"{d}/{k:0{width}d}" for k in range(per_device[d])]
+        if self.purity != 1.0:
+            return self._mixed(device, devices, per_device, names, seed), tuple(names)
         assignment = np.empty(device.size, dtype=np.int32)
         deal_rng = make_rng(seed, 3)
         for d in devices:
@@ -215,6 +232,22 @@ class DevicePartitioner(Partitioner):
             deal = np.resize(np.arange(per_device[d], dtype=np.int32), rows.size)
             assignment[rows[deal_rng.permutation(rows.size)]] = first_client[d] + deal
         return assignment, tuple(names)
+
+    def _mixed(self, device: np.ndarray, devices: list[str], per_device: dict[str, int], names: list[str],
+               seed: int) -> np.ndarray:
+        """The ``deal`` sizes, each client's rows mixed over the devices at :attr:`purity`."""
+        from hetbench.partitioners.purity import check_purity, mix_groups
+
+        check_purity(self.purity, len(devices), "devices")
+        code = np.full(device.size, -1, np.int64)
+        sizes, device_of_client = [], []
+        for k, d in enumerate(devices):
+            rows = np.flatnonzero(device == d)
+            code[rows] = k
+            sizes += np.bincount(np.resize(np.arange(per_device[d]), rows.size), minlength=per_device[d]).tolist()
+            device_of_client += [k] * per_device[d]
+        return mix_groups(code, np.array(device_of_client), np.array(sizes), self.purity, make_rng(seed, 4),
+                          [f"device '{d}'" for d in devices])
 
     def _iid(self, device: np.ndarray, weights: dict[str, float], seed: int) -> tuple[np.ndarray, tuple[str, ...]]:
         plan = self.plan(device.size, seed, weights)

@@ -15,6 +15,9 @@ How it works (randomness comes only from the ``numpy.random.Generator``):
    half to even): a random permutation of the domain's rows is cut into consecutive slices, so the
    clients of a domain hold disjoint rows. Rows no client takes are dropped (``remainder``): they are
    unused, as in DapperFL.
+4. With ``purity`` lambda < 1 (``--purity``), a client keeps the size of step 3 but takes only a share
+   lambda of it from its domain and the rest from the other domains in equal shares
+   (:func:`hetbench.partitioners.purity.mix_groups`); lambda = 1 is steps 1-3 unchanged.
 """
 
 from __future__ import annotations
@@ -55,6 +58,7 @@ def domains_assignment(
     fraction: float,
     rng: np.random.Generator,
     domain_names: list | None = None,
+    purity: float = 1.0,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Assignment of the partitioned split (steps 2 and 3 of the module docstring).
 
@@ -72,6 +76,8 @@ def domains_assignment(
         Draws the clients' domains and their rows.
     domain_names : list, optional
         Names of the domains, for error messages.
+    purity : float
+        Share of a client's rows from its own domain, in [1/D, 1] (step 4 of the module docstring).
 
     Returns
     -------
@@ -99,6 +105,14 @@ def domains_assignment(
 
     order = np.argsort(codes, kind="stable")
     bounds = np.searchsorted(codes[order], np.arange(num_domains + 1))
+    if purity < 1.0:
+        from hetbench.partitioners.purity import mix_groups
+
+        sizes = np.array([max(1, int(round(fraction * (bounds[d + 1] - bounds[d])))) for d in domain_of_client.tolist()])
+        names = [str(domain_names[d]) if domain_names is not None else str(d) for d in range(num_domains)]
+        assignment = mix_groups(codes, domain_of_client, sizes, purity, rng, [f"domain '{n}'" for n in names])
+        reason[assignment >= 0] = 0
+        return assignment, reason, domain_of_client
     for d in range(num_domains):
         rows = order[bounds[d] : bounds[d + 1]]
         size = max(1, int(round(fraction * rows.size)))
@@ -138,6 +152,9 @@ class DomainsPartitioner(Partitioner):
         for Office-Caltech).
     column : str, default "domain"
         The column naming each row's domain.
+    purity : float, default 1.0
+        Share of a client's rows from its own domain, in [1/D, 1] for D domains (Bai et al. 2024's lambda):
+        1 is DapperFL's split, 1/D a uniform mix (:mod:`hetbench.partitioners.purity`).
 
     References
     ----------
@@ -163,7 +180,7 @@ class DomainsPartitioner(Partitioner):
 
     name = "domains"
 
-    def __init__(self, num_clients: int = 10, fraction: float = 0.01, column: str = "domain") -> None:
+    def __init__(self, num_clients: int = 10, fraction: float = 0.01, column: str = "domain", purity: float = 1.0) -> None:
         if int(num_clients) != num_clients or num_clients < 1:
             raise HetbenchError(f"--num-clients must be a positive integer (got {num_clients})")
         fraction = float(fraction)
@@ -172,16 +189,27 @@ class DomainsPartitioner(Partitioner):
         self.num_clients = int(num_clients)
         self.fraction = fraction
         self.column = column
+        purity = float(purity)
+        if not (math.isfinite(purity) and 0.0 < purity <= 1.0):
+            raise HetbenchError(f"--purity must be in [1/G, 1] for G domains (got {purity})")
+        self.purity = purity
 
     def params(self) -> dict:
-        return {"num_clients": self.num_clients, "fraction": self.fraction, "column": self.column}
+        params = {"num_clients": self.num_clients, "fraction": self.fraction, "column": self.column}
+        if self.purity != 1.0:  # only when set: the recipes of pure splits stay as they were
+            params["purity"] = self.purity
+        return params
 
     def _assign(self, table, split, rng):
         (codes,), values = encode_keys([arrow_column(table.splits[split], self.column)])
         if not values:
             raise HetbenchError(f"column '{self.column}' has no non-missing value in split '{split}'")
+        if self.purity != 1.0:
+            from hetbench.partitioners.purity import check_purity
+
+            check_purity(self.purity, len(values), "domains")
         assignment, reason, domain_of_client = domains_assignment(
-            codes, len(values), self.num_clients, self.fraction, rng, values
+            codes, len(values), self.num_clients, self.fraction, rng, values, self.purity
         )
         names = []
         for d in range(len(values)):

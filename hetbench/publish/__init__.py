@@ -84,6 +84,7 @@ def publish_split(
     shard_bytes: int = TARGET_SHARD_BYTES,
     extra_report: dict[str, Any] | None = None,
     extra_plots: Callable[[Path], list[str]] | None = None,
+    feature_embedder: str | None = "auto",
 ) -> dict[str, Any]:
     """Write ``fs`` to ``out`` (atomically) and return the report.
 
@@ -104,6 +105,9 @@ def publish_split(
     extra_plots : callable, optional
         ``extra_plots(folder)`` writes family-specific PNGs under ``folder/plots`` and returns their
         relative paths, which the dataset card shows too.
+    feature_embedder : str, optional
+        What the feature-shift entry embeds the training rows with: ``auto`` (``pixels:8`` for image
+        data), ``none``, or an embedder spec (:mod:`hetbench.report.feature_entry`).
 
     Returns
     -------
@@ -136,13 +140,26 @@ def publish_split(
         fs.dropped,
     )
     report.update(extra_report or {})
+    from hetbench.report.feature_entry import check_embedder_spec, feature_shift_writer, measure_feature_shift
+    from hetbench.report.groups import client_groups
+
+    check_embedder_spec(feature_embedder)
+    groups = client_groups(report, fs.client_names)
+
+    def measure_and_draw(tmp: Path) -> list[str]:
+        shift = measure_feature_shift(fs, feature_embedder, groups=groups)
+        if shift is not None:
+            report["feature_shift"] = shift.entry
+        return write_report(report, tmp) + feature_shift_writer(shift)(tmp)
+
     with atomic_dir(out, overwrite) as tmp:
         data_dir = tmp / "data"
         data_dir.mkdir()
         written = {}
-        # the report's plots draw on a second thread while the shards are written: writing is Arrow
-        # and sha256 work that releases the GIL, drawing is Python (matplotlib's Agg, one thread)
-        drawn = Background(write_report, report, tmp)
+        # the feature shift is measured and the report's plots drawn on a second thread while the shards are
+        # written: writing is Arrow and sha256 work, decoding and the shift's sums are OpenCV and numpy, all
+        # releasing the GIL; drawing is Python (matplotlib's Agg, one thread)
+        drawn = Background(measure_and_draw, tmp)
         try:
             with progress_bar(f"writing {name}", total, quiet) as bar:
                 for split in fs.outputs:

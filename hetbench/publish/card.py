@@ -333,6 +333,8 @@ def _by_construction(report: Mapping[str, Any], recipe: Mapping[str, Any]) -> st
     where = ("the device-to-device distances (`device_distance` in `report.json`, `plots/device_distance.png`) "
              "and the contact sheet show it" if isinstance(report.get("devices"), Mapping)
              else "the per-domain plots show it")
+    if isinstance(report.get("feature_shift"), Mapping):
+        where = f"the feature-shift rows at the top of the table measure it (`plots/feature_shift.png`); {where}"
     return (f"\n**What this split varies: its clients' {kind}s.** Each client holds the rows of one {kind}. The "
             f"label statistics below are near zero by construction (EMD {report['emd']:.4f}: every {kind} holds "
             f"the same classes in about the same proportions), so they read as an IID split; the heterogeneity "
@@ -351,9 +353,38 @@ def _embedding_section(report: Mapping[str, Any], recipe: Mapping[str, Any]) -> 
     return f"\n## Clusters and labels\n\n{text}\n" if text else ""
 
 
+def _partition_method(recipe: Mapping[str, Any]) -> str:
+    return str((recipe.get("partition") or {}).get("method"))
+
+
+def _table(report: Mapping[str, Any], recipe: Mapping[str, Any], dropped_text: str) -> str:
+    """The heterogeneity table: what the split was built to vary first (:mod:`hetbench.report.feature_text`)."""
+    from hetbench.report.feature_text import heterogeneity_table
+
+    st, cpc = report["size_stats"], report["classes_per_client_stats"]
+    label_rows = [
+        f"| clients | {report['num_clients']:,} |",
+        f"| training samples | {report['num_samples']:,} |",
+        f"| classes | {report['num_classes']:,} |",
+        f"| EMD to population, weighted mean (Hsu et al. 2020; 0 = IID, 2 = disjoint) | {report['emd']:.4f} |",
+        f"| Jensen-Shannon distance, weighted mean | {report['jensen_shannon']:.4f} |",
+        f"| Hellinger distance, weighted mean | {report['hellinger']:.4f} |",
+        f"| client size min / median / max | {st['min']:.0f} / {st['median']:.0f} / {st['max']:.0f} |",
+        f"| client size mean +/- std, Gini, CV | {st['mean']:.1f} +/- {st['std']:.1f}, {st['gini']:.3f}, {st['cv']:.3f} |",
+        f"| classes per client min / median / max | {cpc['min']:.0f} / {cpc['median']:.0f} / {cpc['max']:.0f} |",
+        f"| dropped samples | {dropped_text} |",
+    ]
+    return heterogeneity_table(report, _partition_method(recipe), label_rows)
+
+
+def _feature_note(report: Mapping[str, Any], recipe: Mapping[str, Any]) -> str:
+    from hetbench.report.feature_text import feature_note
+
+    text = feature_note(report, _partition_method(recipe))
+    return f"\n{text}" if text else ""
+
+
 def _body(name, description, source, recipe, report, manifest, plots, lic, method) -> str:
-    st = report["size_stats"]
-    cpc = report["classes_per_client_stats"]
     rows = "\n".join(
         f"| `{s}` | {v['num_rows']:,} | {report['splits'][s]['clients_with_rows']:,} | {report['splits'][s]['shared_rows']:,} |"
         for s, v in manifest["splits"].items()
@@ -382,18 +413,7 @@ checks it against the fingerprints above.
 
 ## Heterogeneity (training split)
 {_by_construction(report, recipe)}
-| metric | value |
-|---|---|
-| clients | {report['num_clients']:,} |
-| training samples | {report['num_samples']:,} |
-| classes | {report['num_classes']:,} |
-| EMD to population, weighted mean (Hsu et al. 2020; 0 = IID, 2 = disjoint) | {report['emd']:.4f} |
-| Jensen-Shannon distance, weighted mean | {report['jensen_shannon']:.4f} |
-| Hellinger distance, weighted mean | {report['hellinger']:.4f} |
-| client size min / median / max | {st['min']:.0f} / {st['median']:.0f} / {st['max']:.0f} |
-| client size mean +/- std, Gini, CV | {st['mean']:.1f} +/- {st['std']:.1f}, {st['gini']:.3f}, {st['cv']:.3f} |
-| classes per client min / median / max | {cpc['min']:.0f} / {cpc['median']:.0f} / {cpc['max']:.0f} |
-| dropped samples | {dropped_text} |
+{_table(report, recipe, dropped_text)}
 
 | split | rows | clients with rows | shared rows |
 |---|---|---|---|
@@ -401,7 +421,7 @@ checks it against the fingerprints above.
 
 Per-client statistics (training samples, classes, EMD, Jensen-Shannon and Hellinger distance, label
 counts, rows per split) are in `{report.get('clients_file', 'report/clients.parquet')}`, one row per client.
-{_corpus_section(report)}{_embedding_section(report, recipe)}
+{_feature_note(report, recipe)}{_corpus_section(report)}{_embedding_section(report, recipe)}
 {plot_md}
 
 {_use_section(manifest, recipe)}

@@ -49,11 +49,41 @@ def _clusters(folder: str | os.PathLike, report: dict[str, Any]):
     return cid, clusters
 
 
+def _feature_shift(folder: str | os.PathLike, manifest: dict[str, Any], cols: dict[str, dict[str, Any]], report):
+    """The feature shift of a built folder whose report has none (an older build, or a deleted report), from
+    its training shards; None when the shards hold no images."""
+    import datasets
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from hetbench.publish.manifest import shard_paths
+    from hetbench.report.feature_entry import measure_rows
+    from hetbench.report.groups import client_groups
+    from hetbench.table import SampleTable
+
+    paths = shard_paths(folder, manifest, "train")
+    try:
+        arrow = pa.concat_tables([pq.read_table(p, memory_map=True) for p in paths]) if paths else None
+    except (pa.ArrowException, OSError) as exc:
+        raise HetbenchError(f"cannot read the parquet files of '{folder}': {_first_line(exc)}") from exc
+    if arrow is None:
+        return None
+    features = datasets.Features.from_arrow_schema(arrow.schema)
+    ds = datasets.Dataset(datasets.table.InMemoryTable(arrow), info=datasets.DatasetInfo(features=features))
+    labels, cid = cols["train"]["label"].astype(np.int64), cols["train"]["client_id"].astype(np.int64)
+    table = SampleTable(splits={"train": ds}, label_column="label", class_names=list(manifest["class_names"]),
+                        labels={"train": labels})
+    rows = np.flatnonzero(cid >= 0)
+    names = list(manifest["client_names"])
+    return measure_rows(table, "train", rows, labels[rows], cid[rows], names, groups=client_groups(report, names))
+
+
 def refresh_report(folder: str | os.PathLike) -> Report:
     """Recompute a built folder's report from its parquet files and rewrite it with its plots.
 
-    Family-specific entries of the old ``report.json`` (device statistics, skipped files, ...) are
-    kept; per-client lists of the earlier format (``client_sizes``, ``label_distribution``, ...)
+    Family-specific entries of the old ``report.json`` (device statistics, skipped files, the feature shift,
+    ...) are kept; a report without a feature shift gets one from the training shards' images; per-client lists of the earlier format (``client_sizes``, ``label_distribution``, ...)
     are dropped, as they now live in ``report/clients.parquet``. Everything is computed and written
     in a temporary folder before any file is replaced, so unreadable input (a truncated or missing
     shard, a malformed manifest) raises :class:`HetbenchError` and leaves the old report intact.
@@ -104,8 +134,13 @@ def refresh_report(folder: str | os.PathLike) -> Report:
         if isinstance(old, dict):
             report.update({k: v for k, v in old.items() if k not in report and k not in PER_CLIENT_KEYS})
     clusters = _clusters(folder, report)
+    shift = None if "feature_shift" in report else _feature_shift(folder, manifest, cols, report)
+    if shift is not None:
+        report["feature_shift"] = shift.entry
     with temp_dir(folder, ".report-") as tmp:
         write_report(report, tmp)
+        if shift is not None:
+            shift.write(tmp)
         if clusters is not None:  # an embedding split's EMD histogram shows the cluster EMD too
             from hetbench.report.embedding import redraw_emd_histogram
 
@@ -115,6 +150,10 @@ def refresh_report(folder: str | os.PathLike) -> Report:
         for f in (tmp / "plots").iterdir():
             os.replace(f, Path(folder) / "plots" / f.name)
         os.replace(tmp / CLIENTS_FILE, Path(folder) / CLIENTS_FILE)
+        if shift is not None:
+            from hetbench.report.feature_entry import FEATURE_FILE
+
+            os.replace(tmp / FEATURE_FILE, Path(folder) / FEATURE_FILE)
         os.replace(tmp / "report.json", Path(folder) / "report.json")
     if "files" in manifest:  # the manifest digests the report and plots it publishes: record the new ones
         from hetbench.publish.manifest import MANIFEST_NAME, write_manifest

@@ -1,0 +1,379 @@
+"""The ``feature_shift`` entry of a split's report: how far each client's (and each device's or domain's)
+images lie from everyone else's, on one scale for every kind of split.
+
+Label statistics (EMD, Jensen-Shannon) read zero on a device, domain or place split whose clients hold the
+same classes; this entry measures the images instead. The steps, each fixed so that two splits of one
+source are comparable:
+
+1. **Embed** the training rows (at most :data:`PER_PAIR` of each class of each client, a seeded sample, so
+   the cost is bounded by clients x classes) with a fixed, offline embedder: ``pixels:8`` for image data
+   (:data:`DEFAULT_EMBEDDER`: the image area-averaged to 8 x 8 RGB, 192 numbers: colour, tone and layout,
+   which is what devices and domains change), or any registry spec (``--feature-embedder``).
+2. **Standardise** every feature over the training rows and keep the :data:`COMPONENTS` leading principal
+   components (the population's), so that a client's Gaussian fit rests on a few dozen rows per class.
+3. **Measure** with :func:`hetbench.report.unit_shift.unit_shifts`: per client, and per device or domain
+   when the clients are grouped, the class-conditional Fréchet distance (FID's, Heusel et al. 2017, eq. 6)
+   and unbiased MMD^2 (Gretton et al. 2012) with random Fourier features of a Gaussian kernel of
+   median-heuristic bandwidth (Rahimi & Recht 2007) against the rest, from sums over every row.
+4. **Calibrate**: the same measure with every unit's rows dealt at random within each class (the IID
+   reference; unbiased MMD^2 reads about 0 there, the Fréchet distance a small-sample bias).
+
+The per-client values go to ``report/feature_shift.parquet``; ``report.json`` holds the row-weighted
+summaries, the per-group values and, for pixel embeddings, each group's mean colour and luminance. Numbers
+are rounded to 4 significant digits: they come from BLAS and LAPACK, whose last bits vary between CPUs.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+
+from hetbench.errors import HetbenchError
+from hetbench.report.feature_shift import median_bandwidth
+from hetbench.report.unit_shift import FOURIER, UnitShifts, iid_units, many_unit_shifts
+
+#: the embedder of image splits (``--feature-embedder auto``)
+DEFAULT_EMBEDDER = "pixels:8"
+#: principal components the distances are measured on
+COMPONENTS = 16
+#: at most this many rows (a seeded sample) fit the standardisation and the principal axes
+FIT_ROWS = 20000
+#: at most this many rows of each class of each client are embedded and measured (a seeded sample): the cost
+#: is bounded by clients x classes x this, whatever the split's size
+PER_PAIR = 32
+#: the per-client table under the build folder
+FEATURE_FILE = "report/feature_shift.parquet"
+#: ``--feature-embedder`` values that are not embedder specs
+AUTO, NONE = "auto", "none"
+
+
+def _sig(value: float, digits: int = 4) -> float | None:
+    return float(f"{value:.{digits}g}") if np.isfinite(value) else None
+
+
+def resolve_embedder(table, split: str, spec: str | None) -> str | None:
+    """The embedder spec to use, or None when the feature shift is not measured (``none``, or ``auto``
+    on data without an image column).
+
+    Examples
+    --------
+    >>> from hetbench.report.feature_entry import resolve_embedder
+    >>> from hetbench.sources import load_table
+    >>> t = load_table("builtin:digits")
+    >>> resolve_embedder(t, "train", "auto"), resolve_embedder(t, "train", "none"), resolve_embedder(t, "train", "hog")
+    ('pixels:8', None, 'hog')
+    """
+    if spec is None or spec == NONE:
+        return None
+    if spec != AUTO:
+        return spec
+    ds = table.splits[split]
+    has_image = any(type(f).__name__ == "Image" for f in ds.features.values())
+    return DEFAULT_EMBEDDER if has_image else None
+
+
+def check_embedder_spec(spec: str | None) -> None:
+    """Refuse an unknown ``--feature-embedder`` before any work (:class:`HetbenchError`, one line).
+
+    Examples
+    --------
+    >>> from hetbench.report.feature_entry import check_embedder_spec
+    >>> check_embedder_spec("auto"), check_embedder_spec("hog")
+    (None, None)
+    >>> check_embedder_spec("sift")
+    Traceback (most recent call last):
+    ...
+    hetbench.errors.HetbenchError: --feature-embedder sift: unknown embedder 'sift'; choose auto, none, task[:EPOCHS], pixels[:S], hog, color-hist, column:NAME, torchscript:PATH, onnx:PATH or torch:MODULE:FACTORY
+    """
+    if spec is None or spec in (AUTO, NONE):
+        return
+    from hetbench.embed import _USAGE, EMBEDDERS
+
+    name = str(spec).split(":")[0]
+    if name not in EMBEDDERS.names():
+        raise HetbenchError(f"--feature-embedder {spec}: unknown embedder '{name}'; choose auto, none, {_USAGE}")
+
+
+def principal_features(embedding: np.ndarray, components: int = COMPONENTS, *, fit_rows: int = FIT_ROWS,
+                       seed: int = 0) -> np.ndarray:
+    """Standardised features projected on their ``components`` leading principal axes (all of them when
+    there are fewer); the means, deviations and axes are fitted on a seeded sample of at most ``fit_rows``
+    rows (every row when there are fewer). Constant features carry nothing.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from hetbench.report.feature_entry import principal_features
+    >>> x = np.random.default_rng(0).normal(size=(500, 40))
+    >>> principal_features(x, 16).shape, principal_features(x[:, :3], 16).shape
+    ((500, 16), (500, 3))
+    """
+    e = np.asarray(embedding, np.float64)
+    fit = e[np.sort(np.random.default_rng(seed).choice(len(e), fit_rows, replace=False))] if len(e) > fit_rows else e
+    mu = fit.mean(axis=0)
+    cov = (fit.T @ fit - len(fit) * np.outer(mu, mu)) / max(len(fit) - 1, 1)
+    sd = np.sqrt(np.clip(np.diag(cov), 0.0, None))
+    scale = np.where(sd > 0, sd, 1.0)
+    if e.shape[1] <= components:
+        return (e - mu) / scale
+    _, vectors = np.linalg.eigh(cov / np.outer(scale, scale))
+    axes = vectors[:, ::-1][:, :components] / scale[:, None]  # standardise and project in one product
+    return e @ axes - mu @ axes
+
+
+def colour_stats(embedding: np.ndarray, unit_of_row: np.ndarray, num_units: int) -> dict[str, np.ndarray]:
+    """Mean R, G, B and luma (Rec. 709 weights on the stored, gamma-encoded values), in [0, 1], per unit,
+    from a ``pixels:S`` embedding (RGB thumbnails, flattened H x W x 3).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from hetbench.report.feature_entry import colour_stats
+    >>> thumbs = np.array([[1.0, 0.0, 0.0] * 4, [0.0, 0.0, 1.0] * 4])
+    >>> {k: v.round(3).tolist() for k, v in colour_stats(thumbs, np.array([0, 1]), 2).items()}
+    {'mean_r': [1.0, 0.0], 'mean_g': [0.0, 0.0], 'mean_b': [0.0, 1.0], 'luma': [0.213, 0.072]}
+    """
+    rgb = np.asarray(embedding, np.float64).reshape(len(embedding), -1, 3).mean(axis=1)
+    unit = np.asarray(unit_of_row, np.int64)
+    counts = np.bincount(unit, minlength=num_units).astype(np.float64)
+    out = {}
+    for k, name in enumerate(("mean_r", "mean_g", "mean_b")):
+        with np.errstate(invalid="ignore", divide="ignore"):
+            out[name] = np.bincount(unit, weights=rgb[:, k], minlength=num_units) / counts
+    out["luma"] = 0.2126 * out["mean_r"] + 0.7152 * out["mean_g"] + 0.0722 * out["mean_b"]
+    return out
+
+
+@dataclasses.dataclass
+class FeatureShift:
+    """A split's measured feature shift: the report entry and what is written beside it."""
+
+    entry: dict[str, Any]
+    clients: UnitShifts
+    client_colour: dict[str, np.ndarray] | None
+    client_names: list[str]
+
+    def write(self, folder: Path) -> list[str]:
+        """Write ``report/feature_shift.parquet`` and ``plots/feature_shift.png``; returns the plot path."""
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        from hetbench.report.feature_plot import plot_feature_shift
+
+        cols = {
+            "client_id": pa.array(np.arange(len(self.client_names), dtype=np.int32)),
+            "client": pa.array(self.client_names, pa.string()),
+            "rows": pa.array(self.clients.rows),
+            "frechet": pa.array([_sig(v) for v in self.clients.frechet], pa.float64()),
+            "mmd2": pa.array([_sig(v) for v in self.clients.mmd2], pa.float64()),
+            "classes_compared": pa.array(self.clients.classes_compared),
+        }
+        for key, values in (self.client_colour or {}).items():
+            cols[key] = pa.array([_sig(v) for v in values], pa.float64())
+        path = folder / FEATURE_FILE
+        path.parent.mkdir(parents=True, exist_ok=True)
+        pq.write_table(pa.table(cols), path)
+        plot_feature_shift(self.entry, self.clients, folder / "plots" / "feature_shift.png")
+        return ["plots/feature_shift.png"]
+
+
+def _summary(shifts: UnitShifts, iid: UnitShifts) -> dict[str, Any]:
+    finite = shifts.mmd2[np.isfinite(shifts.mmd2)]
+    return {
+        "mmd2": _sig(shifts.weighted_mean("mmd2")),
+        "frechet": _sig(shifts.weighted_mean("frechet")),
+        "iid_mmd2": _sig(iid.weighted_mean("mmd2")),
+        "iid_frechet": _sig(iid.weighted_mean("frechet")),
+        "measured": int(np.isfinite(shifts.mmd2).sum()),
+        "mmd2_quantiles": {q: _sig(float(np.quantile(finite, p))) for q, p in (("p10", 0.1), ("p50", 0.5), ("p90", 0.9))}
+        if finite.size else None,
+    }
+
+
+def embed_rows(table, split: str, rows: np.ndarray, spec: str, quiet: bool = True) -> tuple[np.ndarray, list[int]]:
+    """The embedding of ``rows`` of ``table``'s ``split`` under ``spec``, in the order of ``rows``, and the
+    positions (in ``rows``) of the images that could not be read (``pixels`` only; any other embedder
+    raises on them).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from hetbench.report.feature_entry import embed_rows
+    >>> from hetbench.sources import load_table
+    >>> emb, bad = embed_rows(load_table("builtin:digits"), "train", np.array([5, 0, 3]), "pixels:4")
+    >>> emb.shape, bad
+    ((3, 48), [])
+    """
+    from hetbench.embed import embed_table
+    from hetbench.report.thumbnails import pixel_thumbnails
+
+    in_order = np.argsort(rows, kind="stable")  # read the images in stored order (a local gather), then put back
+    ds = table.splits[split].select(np.asarray(rows)[in_order])
+    kind, _, arg = spec.partition(":")
+    try:
+        if kind == "pixels":  # the default: decoded on every core, an unreadable image left out and counted
+            side = int(arg) if arg.isdigit() else 16
+            if not 2 <= side <= 256:
+                raise HetbenchError(f"pixels:S needs 2 <= S <= 256 (got {arg})")
+            stored, bad = pixel_thumbnails(ds, side, quiet=quiet)
+        else:
+            stored, bad = embed_table(dataclasses.replace(table, splits={split: ds}, _cache={}), split, spec, quiet=quiet), []
+    except HetbenchError as exc:
+        raise HetbenchError(f"--feature-embedder {spec}: {exc}") from exc
+    embedding = np.empty_like(stored)
+    embedding[in_order] = stored
+    return embedding, sorted(int(in_order[i]) for i in bad)
+
+
+def sample_pairs(client_ids: np.ndarray, labels: np.ndarray, per_pair: int = PER_PAIR, seed: int = 0) -> np.ndarray:
+    """Sorted positions of at most ``per_pair`` rows of every (client, class) pair, drawn at random.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from hetbench.report.feature_entry import sample_pairs
+    >>> clients, labels = np.repeat([0, 1], 50), np.tile([0, 1], 50)
+    >>> kept = sample_pairs(clients, labels, per_pair=10)
+    >>> len(kept), np.bincount(clients[kept] * 2 + labels[kept]).tolist()
+    (40, [10, 10, 10, 10])
+    """
+    key = np.asarray(client_ids, np.int64) * (int(np.max(labels, initial=0)) + 1) + np.asarray(labels, np.int64)
+    order = np.lexsort((np.random.default_rng(seed).random(len(key)), key))  # by pair, at random within it
+    first = np.r_[True, key[order][1:] != key[order][:-1]] if len(key) else np.zeros(0, bool)
+    starts = np.flatnonzero(first)
+    rank = np.arange(len(key)) - np.repeat(starts, np.diff(np.r_[starts, len(key)]))
+    return np.sort(order[rank < per_pair])
+
+
+def measure_rows(table, split: str, rows: np.ndarray, labels: np.ndarray, client_ids: np.ndarray,
+                 client_names: list[str], embedder: str | None = AUTO, *, groups=None, quiet: bool = True,
+                 seed: int = 0) -> FeatureShift | None:
+    """The feature shift of the clients holding ``rows`` of ``table``'s ``split`` (module notes); None when
+    it is not measured (``none``, ``auto`` without images, fewer than 4 rows).
+
+    Parameters
+    ----------
+    table : SampleTable
+        The rows' table.
+    split : str
+        Their split.
+    rows, labels, client_ids : numpy.ndarray
+        The training rows (indices into ``split``), their classes and their clients (>= 0).
+    client_names : list of str
+        Every client's name, in client index order.
+    embedder, groups, quiet, seed
+        As for :func:`measure_feature_shift`.
+    """
+    if len(rows) < 4:
+        return None
+    spec = resolve_embedder(table, split, embedder)
+    if spec is None:
+        return None
+    rows, cid, labels = np.asarray(rows), np.asarray(client_ids, np.int64), np.asarray(labels)
+    total_rows = len(rows)
+    kept = sample_pairs(cid, labels, PER_PAIR, seed)
+    rows, cid, labels = rows[kept], cid[kept], labels[kept]
+    embedding, unreadable = embed_rows(table, split, rows, spec, quiet)
+    listed = [f"{split}[{int(rows[i])}]" for i in unreadable[:20]]  # source rows, as the skipped files are listed
+    if unreadable:
+        ok = np.ones(len(rows), bool)
+        ok[unreadable] = False
+        rows, cid, labels, embedding = rows[ok], cid[ok], labels[ok], embedding[ok]
+        if len(rows) < 4:
+            raise HetbenchError(f"--feature-embedder {spec}: only {len(rows)} of {len(ok)} training images could be read")
+    z = principal_features(embedding, seed=seed)
+    n_clients = len(client_names)
+    h = median_bandwidth(z, seed)
+    assignments = [(cid, n_clients), (iid_units(labels, cid, seed), n_clients)]
+    if groups is not None:
+        g = np.asarray(groups.of_client)[cid]
+        n_groups = len(groups.names)
+        assignments += [(g, n_groups), (iid_units(labels, g, seed), n_groups)]
+    measured = many_unit_shifts(z, labels, assignments, seed=seed, bandwidth=h)
+    clients, iid = measured[:2]
+    pixels = spec.split(":")[0] == "pixels"
+    entry: dict[str, Any] = {
+        "embedder": spec,
+        "components": int(z.shape[1]),
+        "conditional": True,
+        "kernel": f"{FOURIER} random Fourier features of exp(-|x - y|^2 / h), h = median squared distance",
+        "bandwidth": _sig(h),
+        "rows": int(len(rows)),
+        "training_rows": int(total_rows),
+        "per_pair": PER_PAIR,
+        "unreadable_rows": len(unreadable),
+        "unreadable_examples": listed,
+        "clients": _summary(clients, iid),
+        "file": FEATURE_FILE,
+    }
+    if groups is not None:
+        by_group, g_iid = measured[2:]
+        entry["groups"] = {
+            "kind": groups.kind,
+            "names": list(groups.names),
+            "rows": by_group.rows.tolist(),
+            "frechet": [_sig(v) for v in by_group.frechet],
+            "mmd2": [_sig(v) for v in by_group.mmd2],
+            "mean_mmd2": _sig(by_group.weighted_mean("mmd2")),
+            "mean_frechet": _sig(by_group.weighted_mean("frechet")),
+            "iid_mmd2": _sig(g_iid.weighted_mean("mmd2")),
+            "iid_frechet": _sig(g_iid.weighted_mean("frechet")),
+        }
+        if pixels:
+            entry["groups"]["colour"] = {k: [_sig(v) for v in vals] for k, vals in colour_stats(embedding, g, n_groups).items()}
+    client_colour = colour_stats(embedding, cid, n_clients) if pixels else None
+    return FeatureShift(entry, clients, client_colour, list(client_names))
+
+
+def measure_feature_shift(fs, embedder: str | None = AUTO, *, groups=None, quiet: bool = True,
+                          seed: int = 0) -> FeatureShift | None:
+    """Measure a built split's feature shift (module notes); None when it is not measured.
+
+    Parameters
+    ----------
+    fs : FederatedSplit
+        The split (:func:`hetbench.splits.build_split`).
+    embedder : str, optional
+        ``auto`` (``pixels:8`` for image data, nothing otherwise), ``none``, or an embedder spec
+        (:func:`hetbench.embed.embed_table`).
+    groups : ClientGroups, optional
+        The clients' devices or domains (:func:`hetbench.report.groups.client_groups`): measured as units too.
+    quiet : bool
+        No progress bar.
+    seed : int
+        Seed of the PCA sample, the random features and the IID reference.
+
+    Raises
+    ------
+    HetbenchError
+        The embedder cannot read the rows (no image column, a bad spec, an unreadable image for any embedder
+        but ``pixels``, which leaves unreadable images out and counts them in ``unreadable_rows``).
+
+    Examples
+    --------
+    >>> from hetbench.partitioners import DirichletPartitioner
+    >>> from hetbench.report.feature_entry import measure_feature_shift
+    >>> from hetbench.sources import load_table
+    >>> from hetbench.splits import build_split
+    >>> shift = measure_feature_shift(build_split(load_table("builtin:digits"), DirichletPartitioner(8, 0.3)))
+    >>> shift.entry["embedder"], shift.entry["components"], shift.entry["clients"]["measured"]
+    ('pixels:8', 16, 8)
+    """
+    out = fs.outputs.get("train")
+    if out is None:
+        return None
+    keep = out.client_ids >= 0
+    return measure_rows(fs.table, out.source_split, out.rows[keep], np.asarray(fs.labels("train"))[keep],
+                        out.client_ids[keep], list(fs.client_names), embedder, groups=groups, quiet=quiet, seed=seed)
+
+
+def feature_shift_writer(shift: FeatureShift | None) -> Callable[[Path], list[str]]:
+    """``writer(folder) -> plot paths`` for :func:`hetbench.publish.publish_split` (nothing when None)."""
+    return shift.write if shift is not None else (lambda folder: [])
+
+
+__all__ = ["measure_feature_shift", "measure_rows", "embed_rows", "FeatureShift", "resolve_embedder", "check_embedder_spec", "principal_features", "colour_stats",
+           "DEFAULT_EMBEDDER", "COMPONENTS", "FEATURE_FILE", "AUTO", "NONE"]

@@ -1,0 +1,89 @@
+"""The card's heterogeneity table: the kinds of heterogeneity a split was built to carry first.
+
+A device, domain, place or feature-noise split varies its clients' images; a Dirichlet, shards or
+quantity split varies their labels or sizes. The card's table leads with the first kind's numbers (the
+``feature_shift`` entry of :mod:`hetbench.report.feature_entry`) for the first family and with the label
+statistics for the second, and says which numbers are near their IID value by construction.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+#: partition methods whose clients differ in their images (devices, domains, places, users, noise)
+FEATURE_METHODS = ("device", "domains", "feature-noise", "geo-s2", "users", "natural-id")
+#: partition methods that deal rows by label or by count only: within a class every client's rows are a
+#: random draw, so the class-conditional feature shift is at its IID value by construction
+LABEL_ONLY_METHODS = ("dirichlet", "shards", "classes-per-client", "quantity", "label-noise", "iid")
+
+
+def _fmt(value: Any) -> str:
+    return "n/a" if value is None else f"{value:.4g}"
+
+
+def feature_rows(report: Mapping[str, Any]) -> list[str]:
+    """Markdown table rows of the ``feature_shift`` entry (none when the split has none).
+
+    Examples
+    --------
+    >>> from hetbench.report.feature_text import feature_rows
+    >>> entry = {"embedder": "pixels:8", "clients": {"mmd2": 0.12, "iid_mmd2": -0.001, "frechet": 40.0,
+    ...          "iid_frechet": 30.0}}
+    >>> feature_rows({"feature_shift": entry})[0]
+    '| feature shift per client: MMD² to the other clients, class by class (its IID value) | 0.12 (-0.001) |'
+    """
+    entry = report.get("feature_shift")
+    if not isinstance(entry, Mapping) or not isinstance(entry.get("clients"), Mapping):
+        return []
+    c = entry["clients"]
+    rows = [f"| feature shift per client: MMD² to the other clients, class by class (its IID value) | "
+            f"{_fmt(c.get('mmd2'))} ({_fmt(c.get('iid_mmd2'))}) |",
+            f"| feature shift per client: Fréchet distance (its IID value) | "
+            f"{_fmt(c.get('frechet'))} ({_fmt(c.get('iid_frechet'))}) |"]
+    g = entry.get("groups")
+    if isinstance(g, Mapping):
+        kind = g["kind"]
+        rows.append(f"| feature shift per {kind}: MMD², mean (its IID value) | {_fmt(g.get('mean_mmd2'))} "
+                    f"({_fmt(g.get('iid_mmd2'))}) |")
+        values = [(v, n) for v, n in zip(g.get("mmd2", []), g.get("names", [])) if v is not None]
+        if values:
+            top, name = max(values)
+            rows.append(f"| {kind} farthest from the others (MMD²) | `{name}` ({top:.4g}) |")
+    return rows
+
+
+def feature_note(report: Mapping[str, Any], method: str) -> str:
+    """What the feature-shift rows mean, and when they are near their IID value by construction."""
+    entry = report.get("feature_shift")
+    if not isinstance(entry, Mapping):
+        return ""
+    text = (f"Feature shift: each client's images against every other client's, class by class, on "
+            f"`{entry.get('embedder')}` embeddings ({entry.get('components')} principal components): the unbiased "
+            "MMD² (Gretton et al. 2012; Gaussian kernel, median bandwidth) and the Fréchet distance of FID. In "
+            "brackets, the same measure with the rows dealt to the clients at random within each class: a value "
+            "near it means no feature shift. Per-client values: "
+            f"`{entry.get('file', 'report/feature_shift.parquet')}`.")
+    if method in LABEL_ONLY_METHODS:
+        text += (f" A `{method}` split deals rows by label or count only, so its feature shift is near its IID "
+                 "value by construction; its heterogeneity is in the label statistics.")
+    return text + "\n"
+
+
+def heterogeneity_table(report: Mapping[str, Any], method: str, label_rows: list[str]) -> str:
+    """The card's table: feature rows first for :data:`FEATURE_METHODS`, label rows first otherwise.
+
+    Examples
+    --------
+    >>> from hetbench.report.feature_text import heterogeneity_table
+    >>> rep = {"feature_shift": {"clients": {"mmd2": 0.5, "iid_mmd2": 0.0, "frechet": 9.0, "iid_frechet": 3.0}}}
+    >>> heterogeneity_table(rep, "device", ["| EMD | 0.0000 |"]).splitlines()[2].startswith("| feature shift")
+    True
+    >>> heterogeneity_table(rep, "dirichlet", ["| EMD | 0.4 |"]).splitlines()[2]
+    '| EMD | 0.4 |'
+    """
+    features = feature_rows(report)
+    rows = features + label_rows if method in FEATURE_METHODS else label_rows + features
+    return "| metric | value |\n|---|---|\n" + "\n".join(rows)
+
+
+__all__ = ["feature_rows", "feature_note", "heterogeneity_table", "FEATURE_METHODS", "LABEL_ONLY_METHODS"]
