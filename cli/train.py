@@ -143,7 +143,9 @@ def split_hyper(opts: dict[str, Any]) -> dict[str, Any]:
 @click.option("--test-groups", default=None, metavar="G1,G2", help="Evaluate only these groups (default: all).")
 @click.option("--protocol", default=None, metavar="NAME",
               help="leave-one-group-out: one training per group, on all the other groups, tested on every group "
-              "(results named <algo>-logo_<held-out group>-s<seed>.json).")
+              "(results named <algo>-logo_<held-out group>-s<seed>.json); cross-group: one training per group, on "
+              "that group's clients only, tested on every group (<algo>-train_<group>-s<seed>.json; the leaderboard "
+              "draws the group x group accuracy matrix).")
 @click.option("--last-k", default=3, show_default=True, type=int,
               help="The stable metrics average each metric over the last K evaluations (besides the final and "
               "best-round values).")

@@ -9,7 +9,9 @@ rows minus the group's, in points). Two kinds of table come out of a split's row
   params, config without ``train_groups``): one line per held-out group, its accuracy and drop, and a
   last line with their mean over the held-out groups (DapperFL's domain generalisation);
 - **trained on some groups**: any other row with ``train_groups``: one line per test group, trained on
-  or not (HeteroSwitch Fig. 3: train on the baseline ISP, test on each variant).
+  or not (HeteroSwitch Fig. 3: train on the baseline ISP, test on each variant); rows of a configuration
+  trained on one group each, on two groups or more, are one matrix instead
+  (:mod:`hetbench.leaderboard.cross_group`).
 
 Every cell is the mean ± std over seeds of the table's statistic (``last-k``, ``best`` or ``final``).
 """
@@ -147,8 +149,11 @@ def group_tables(table: SplitTable) -> list[GroupTable]:
     >>> logo.kind, logo.label, [(x.group, x.accuracy.mean, x.drop.mean) for x in logo.lines]
     ('leave-one-group-out', 'fedavg', [('a', 60.0, 10.0), ('b', 50.0, 25.0), ('c', 30.0, 55.0), ('mean', 46.666666666666664, 30.0)])
     """
+    from hetbench.leaderboard.cross_group import crossed_rows
+
     logo: dict[tuple[str, str, str], list[Row]] = {}
     others: list[GroupTable] = []
+    crossed = crossed_rows(table)  # shown as one matrix per configuration (hetbench.leaderboard.cross_group)
     for row in table.rows:
         first = row.results[0]
         tg = first.train_groups
@@ -158,6 +163,8 @@ def group_tables(table: SplitTable) -> list[GroupTable]:
         if len(held_out) == 1:
             config = {k: v for k, v in row.config.items() if k != "train_groups"}
             logo.setdefault((row.algorithm, json_text(row.params), json_text(config)), []).append(row)
+            continue
+        if id(row) in crossed:
             continue
         groups = sorted({g for r in row.results for g in r.group_values.get(table.statistic, {})})
         lines = [_line(row.results, g, table.statistic, g in tg, logo=False) for g in groups]

@@ -179,6 +179,18 @@ def render_html(tables: list[SplitTable], skipped: list[Skipped] | None = None) 
             out.append('<table class="groups"><thead><tr>' + "".join(f"<th>{e(h)}</th>" for h in head) + "</tr></thead><tbody>")
             out.extend("<tr>" + "".join(f"<td>{e(c)}</td>" for c in cells) + "</tr>" for cells in rows)
             out.append("</tbody></table>")
+        from hetbench.leaderboard.cross_group import cross_group_cells, cross_group_heading, cross_group_tables
+
+        for ct in cross_group_tables(t):  # cells shaded by accuracy on one 0-100% scale
+            heading, note = cross_group_heading(ct, stat)
+            head, rows = cross_group_cells(ct, lambda s: cell_text(METRIC_BY_NAME["accuracy"], s, None))
+            out.append(f'<h3>{e(heading)}</h3><p class="note">{e(note)}</p>')
+            out.append('<table class="groups cross"><thead><tr>' + "".join(f"<th>{e(h)}</th>" for h in head) + "</tr></thead><tbody>")
+            for cells, stats in zip(rows, ct.cells):
+                shaded = [f'<td style="background: hsl(140, 45%, {95 - 0.45 * (s.mean or 0):.0f}%)">{e(c)}</td>'
+                          if s.mean is not None else f"<td>{e(c)}</td>" for c, s in zip(cells[1:], stats)]
+                out.append(f"<tr><th>{e(cells[0])}</th>" + "".join(shaded) + "</tr>")
+            out.append("</tbody></table>")
         svgs = [s for s in (curves_svg(t, k, title) for k, title in CURVES) if s]
         if svgs:
             out.append('<div class="figures">')

@@ -210,11 +210,26 @@ def render_markdown(tables: list[SplitTable], skipped: list[Skipped] | None = No
         out += per_group_markdown(t)
         for gt in group_tables(t):
             out += group_table_markdown(gt, t)
+        out += cross_group_markdown(t)
     if skipped:
         out.append(f"Skipped files ({len(skipped)}): "
                    + "; ".join(f"`{s.path}` ({_md_escape(s.reason)})" for s in skipped))
         out.append("")
     return "\n".join(out)
+
+
+def cross_group_markdown(t: SplitTable) -> list[str]:
+    """The split's cross-group matrices (:mod:`hetbench.leaderboard.cross_group`) as Markdown lines, or none."""
+    from hetbench.leaderboard.cross_group import cross_group_cells, cross_group_heading, cross_group_tables
+
+    out: list[str] = []
+    for ct in cross_group_tables(t):
+        heading, note = cross_group_heading(ct, statistic_text(t.statistic, t.last_k))
+        head, rows = cross_group_cells(ct, lambda s: cell_text(METRIC_BY_NAME["accuracy"], s, None))
+        out += [f"### {_md_escape(heading)}", "", note, "", "| " + " | ".join(_md_escape(h) for h in head) + " |",
+                "|" + "|".join([":---"] + ["---:"] * (len(head) - 1)) + "|"]
+        out += ["| " + " | ".join(_md_escape(c) for c in cells) + " |" for cells in rows] + [""]
+    return out
 
 
 def per_group_markdown(t: SplitTable) -> list[str]:

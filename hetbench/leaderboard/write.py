@@ -14,6 +14,7 @@ from pathlib import Path
 
 from hetbench.atomic import atomic_dir, check_out_dir
 from hetbench.leaderboard.aggregate import SplitTable
+from hetbench.leaderboard.cross_group import cross_group_tables, plot_cross_group
 from hetbench.leaderboard.curves import plot_curves_png
 from hetbench.leaderboard.html import render_html
 from hetbench.leaderboard.load import Loaded
@@ -206,4 +207,8 @@ def write_leaderboard(results_dir: str | Path, out: str | Path, rank_by: str = D
             used.add(stem)
             if plot_curves_png(t, tmp / f"{stem}.png"):
                 files.append(f"{stem}.png")
+            for k, ct in enumerate(cross_group_tables(t)):  # one group x group matrix per configuration
+                name = f"cross_group_{stem[len('curves_'):]}-{safe_filename(ct.label)}" + (f"-{k}" if k else "")
+                plot_cross_group(ct, tmp / f"{name}.png", statistic_text(t.statistic, t.last_k))
+                files.append(f"{name}.png")
     return Written(Path(out), files, tables, loaded)

@@ -1,5 +1,5 @@
 """Group protocols: which clients train and which test groups are scored (``--train-groups``,
-``--test-groups``, ``--protocol leave-one-group-out``).
+``--test-groups``, ``--protocol leave-one-group-out``, ``--protocol cross-group``).
 
 A split's groups are the values of the column ``--group-by`` picks (``device``, ``domain``, ``s2_cell``,
 ``user_id``, or ``client_id``); :class:`~hetbench.train.data.FederatedData` knows each test row's group
@@ -11,7 +11,10 @@ papers are restrictions of a split to some groups:
   (``train_groups=("baseline",)``);
 - DapperFL (Chen et al., NeurIPS 2024) and domain generalisation in general: leave one domain out, train on
   the others and test on the one left out (:func:`plan_group_runs` with ``protocol="leave-one-group-out"``:
-  one run per group).
+  one run per group);
+- cross-site evaluation (NVFlare's ``cross_site_eval``; Bai et al. 2024's per-domain models): train on one
+  group's clients, test on every group, once per group (``protocol="cross-group"``), which gives the group x
+  group accuracy matrix the leaderboard draws (:mod:`hetbench.leaderboard.cross_group`).
 
 :func:`restrict_groups` makes the restricted data: a new :class:`FederatedData` (``dataclasses.replace``)
 that shares the split's image arrays. Only clients whose training rows all belong to the training groups
@@ -34,7 +37,7 @@ from hetbench.errors import HetbenchError
 from hetbench.train.data import FederatedData
 
 #: the values ``--protocol`` takes
-PROTOCOLS = ("leave-one-group-out",)
+PROTOCOLS = ("leave-one-group-out", "cross-group")
 
 
 @dataclass(frozen=True)
@@ -304,7 +307,8 @@ def plan_group_runs(
         ``--train-groups`` / ``--test-groups`` (None: all).
     protocol : str, optional
         None: one run with the groups given. ``leave-one-group-out``: one run per group g of the split,
-        training on every other group and testing on all (DapperFL's domain generalisation).
+        training on every other group and testing on all (DapperFL's domain generalisation). ``cross-group``:
+        one run per group g, training on g's clients only and testing on every group.
 
     Returns
     -------
@@ -315,7 +319,7 @@ def plan_group_runs(
     ------
     HetbenchError
         For an unknown protocol, unknown group names, a protocol combined with explicit groups, fewer than
-        two groups for leave-one-group-out, or a restriction that leaves no client.
+        two groups for a protocol, or a restriction that leaves no client.
 
     Examples
     --------
@@ -329,34 +333,39 @@ def plan_group_runs(
     ...     test_client=np.full(3, -1), client_group=np.array([0, 1, 2]))
     >>> [(r.tag, r.train_groups) for r in plan_group_runs(data, protocol="leave-one-group-out")]
     [('logo_mnist', ('svhn', 'usps')), ('logo_svhn', ('mnist', 'usps')), ('logo_usps', ('mnist', 'svhn'))]
+    >>> [r.tag for r in plan_group_runs(data, protocol="cross-group")]
+    ['train_mnist', 'train_svhn', 'train_usps']
     >>> plan_group_runs(data, train_groups=["usps", "mnist"])[0].train_groups   # the split's order
     ('mnist', 'usps')
     """
     if protocol is not None and protocol not in PROTOCOLS:
         raise HetbenchError(f"--protocol '{protocol}' is not one of {', '.join(PROTOCOLS)}")
     test = None if test_groups is None else _ordered(data, test_groups, "--test-groups")
-    if protocol == "leave-one-group-out":
+    if protocol is not None:
+        flag = f"--protocol {protocol}"
         if train_groups is not None:
-            raise HetbenchError("--protocol leave-one-group-out chooses the training groups itself; drop --train-groups")
-        _group_indices(data, [], "--protocol leave-one-group-out")  # a split without groups is refused
+            raise HetbenchError(f"{flag} chooses the training groups itself; drop --train-groups")
+        _group_indices(data, [], flag)  # a split without groups is refused
         if len(data.group_names) < 2:
             raise HetbenchError(
-                f"--protocol leave-one-group-out needs at least 2 groups of column '{data.group_by}'; this split has "
+                f"{flag} needs at least 2 groups of column '{data.group_by}'; this split has "
                 f"{len(data.group_names)} ({_shown(list(data.group_names))})"
             )
         if test is not None:
             missing = [g for g in data.group_names if g not in test]
             raise HetbenchError(
-                "--protocol leave-one-group-out tests every held-out group, so --test-groups cannot leave out "
-                f"'{missing[0]}'; drop --test-groups" if missing else
-                "--protocol leave-one-group-out tests on every group already; drop --test-groups"
+                f"{flag} tests every group, so --test-groups cannot leave out '{missing[0]}'; drop --test-groups"
+                if missing else f"{flag} tests on every group already; drop --test-groups"
             )
-        runs = [GroupRun(tuple(g for g in data.group_names if g != held), None, held) for held in data.group_names]
+        if protocol == "leave-one-group-out":
+            runs = [GroupRun(tuple(g for g in data.group_names if g != held), None, held) for held in data.group_names]
+        else:
+            runs = [GroupRun((g,), None, None) for g in data.group_names]
     else:
         train = None if train_groups is None else _ordered(data, train_groups, "--train-groups")
         runs = [GroupRun(train, test)]
     for run in runs:  # every restriction is possible: checked before any run trains
-        _check_restriction(data, run)
+        _check_restriction(data, run, protocol)
     return runs
 
 
@@ -387,9 +396,10 @@ def _test_rows(data: FederatedData, test_groups: Sequence[str]) -> tuple[list[in
     return idx, rows
 
 
-def _check_restriction(data: FederatedData, run: GroupRun) -> None:
+def _check_restriction(data: FederatedData, run: GroupRun, protocol: str | None = None) -> None:
     if run.train_groups is not None:
         label = (f"--protocol leave-one-group-out, holding out '{run.held_out}'," if run.held_out is not None
+                 else f"--protocol cross-group, training on '{run.train_groups[0]}' alone," if protocol == "cross-group"
                  else f"--train-groups {','.join(run.train_groups)}")
         _training_clients(data, run.train_groups, label)
     if run.test_groups is not None:

@@ -280,6 +280,36 @@ def test_test_groups_and_leave_one_domain_out(digits_domains, tmp_path, run_cli)
         assert len(doc["groups"]) == 4 and doc["split"]["num_clients"] < 12  # without the held-out domain's clients
 
 
+def test_cross_group_trains_each_group_alone_and_the_leaderboard_draws_the_matrix(digits_domains, tmp_path, run_cli):
+    """Issue 30, item 4: one training per domain on its clients only, tested on every domain; the leaderboard
+    gathers them into one domain x domain matrix (Markdown, HTML and PNG) whose cells are the runs' numbers."""
+    out = tmp_path / "res"
+    code, _, err = run_cli("train", "--split", digits_domains, "--algo", "fedavg", "--protocol", "cross-group",
+                           "--rounds", "2", "--clients-per-round", "3", "--batch-size", "16", "--threads", "1",
+                           "--seed", "0,1", "-q", "--out", out)
+    assert code == 0, err
+    domains = ("mnist", "mnistm", "syn", "usps")
+    assert [p.name for p in _results(out)] == [f"fedavg-train_{d}-s{s}.json" for d in domains for s in (0, 1)]
+    runs = {p.name: json.loads(p.read_text()) for p in _results(out)}
+    for d in domains:
+        doc = runs[f"fedavg-train_{d}-s0.json"]
+        assert {g for g, v in doc["groups"].items() if v["trained_on"]} == {d} and len(doc["groups"]) == 4
+    board = tmp_path / "board"
+    code, _, err = run_cli("leaderboard", out, "--out", board, "--statistic", "final")
+    assert code == 0, err
+    md = (board / "leaderboard.md").read_text()
+    section = md[md.index("### Cross-group accuracy: fedavg"):]
+    rows = [line for line in section.splitlines() if line.startswith("| ")][1:5]
+    assert [r.split(" | ")[0][2:].split(" (")[0] for r in rows] == list(domains)
+    usps_on_mnist = [runs[f"fedavg-train_usps-s{s}.json"]["groups"]["mnist"]["accuracy"] for s in (0, 1)]
+    assert f"{np.mean(usps_on_mnist):.1f}" in rows[3].split(" | ")[1]  # row usps, column mnist: the runs' mean
+    assert "### Trained on" not in md  # the runs are one matrix, not one table each
+    html = (board / "leaderboard.html").read_text()
+    assert '<table class="groups cross">' in html and "Cross-group accuracy: fedavg" in html
+    pngs = sorted(p.name for p in board.glob("cross_group_*.png"))
+    assert len(pngs) == 1 and (board / pngs[0]).stat().st_size > 5000
+
+
 def test_skip_existing_and_resume_from_the_command_line(digits_split, tmp_path, run_cli, monkeypatch):
     import hetbench.train.simulation as simulation
 

@@ -155,6 +155,22 @@ def test_leave_one_group_out_trains_on_every_other_group_and_tests_all():
     assert held_c.client_ids.tolist() == [100, 101] and held_c.group_names == ["a", "b", "c"]
 
 
+def test_cross_group_trains_each_group_alone_and_tests_all():
+    data = make_data([[0], [1], [2], [2]], [0, 1, 2])
+    runs = plan_group_runs(data, protocol="cross-group")
+    assert [(r.held_out, r.train_groups, r.test_groups, r.tag) for r in runs] == [
+        (None, ("a",), None, "train_a"), (None, ("b",), None, "train_b"), (None, ("c",), None, "train_c")]
+    only_c = restrict_groups(data, runs[2].train_groups, runs[2].test_groups)
+    assert only_c.client_ids.tolist() == [102, 103] and only_c.group_names == ["a", "b", "c"]
+    for bad, message in ((dict(train_groups=["a"]), "--protocol cross-group chooses the training groups itself"),
+                         (dict(test_groups=["a"]), "--protocol cross-group tests every group, so --test-groups cannot")):
+        with pytest.raises(HetbenchError, match=message):
+            plan_group_runs(data, protocol="cross-group", **bad)
+    spanning = make_data([[0], [1, 0]], [0, 1])  # group b's only client also holds rows of a: b cannot train alone
+    with pytest.raises(HetbenchError, match="--protocol cross-group, training on 'b' alone, leaves no training client"):
+        plan_group_runs(spanning, protocol="cross-group")
+
+
 def test_protocol_errors_before_any_training():
     data = make_data([[0], [1], [1]], [0, 1])
     with pytest.raises(HetbenchError, match="--protocol 'loo' is not one of leave-one-group-out"):
