@@ -39,7 +39,7 @@ AS_CAPTURED = "as-captured"
 
 def prepare_real_devices(
     recipe: str,
-    data_dir: str,
+    data_dir: str | None = None,
     clients: int | None = None,
     clients_per_device: int | None = None,
     size: int | None = None,
@@ -51,6 +51,7 @@ def prepare_real_devices(
     engine: EngineSpec | None = None,
     on_checked: Callable[[], None] | None = None,
     purity: float = 1.0,
+    dataset: str | None = None,
 ) -> PreparedSplit:
     """Read a real-device corpus in its public layout; the split, not yet published.
 
@@ -59,7 +60,10 @@ def prepare_real_devices(
     recipe : str
         A recipe whose builder is ``real-devices`` (``heteroswitch-phones``, ...).
     data_dir : str
-        The local copy of the corpus, in the layout the recipe documents.
+        The local copy of the corpus, in the layout the recipe documents (folder recipes).
+    dataset : str
+        Parquet recipes (``fed-isic2019``): the local copy of the Hub dataset, or its id
+        (:mod:`hetbench.builders.parquet_corpus`).
     clients, clients_per_device : int, optional
         N clients allocated by the corpus's device weights, or K clients for every device (not
         both; default: one client per device).
@@ -88,6 +92,18 @@ def prepare_real_devices(
 
     seed = check_seed(seed)
     spec, settings = recipe_mode(recipe, "real-devices", "import")
+    if settings["reader"] == "hub-parquet":
+        if dataset is None or data_dir is not None or size is not None or test_fraction != 0.2:
+            raise HetbenchError(f"the {recipe} recipe reads a Hub Parquet dataset: give --dataset (a local copy or the hub "
+                                "id), not --data-dir, no --size (its images are published as stored; resize at "
+                                "training time with hetbench train --image-size) and no --test-fraction (it keeps the "
+                                "corpus's own test split)")
+        from hetbench.builders.parquet_corpus import prepare_parquet_corpus
+
+        return prepare_parquet_corpus(spec, settings, recipe, dataset, clients, clients_per_device, seed, quiet,
+                                      on_checked, purity, client_allocation)
+    if data_dir is None or dataset is not None:
+        raise HetbenchError(f"the {recipe} recipe reads a folder: give --data-dir, not --dataset")
     if settings["reader"] == "fivek-cameras":
         return _prepare_raw_cameras(spec, settings, recipe, data_dir, clients, clients_per_device, size, test_fraction,
                                     seed, num_proc, quiet, engine, on_checked, purity)

@@ -186,9 +186,12 @@ def devices_cmd(profiles, clients, synthetic_color, dataset, label_col, raw_dir,
 
 
 @build.command("real-devices", short_help="Public corpora taken by real devices: HeteroSwitch phones, ImageNet-ES, FiveK cameras.")
-@click.option("--recipe", required=True, type=click.Choice(["heteroswitch-phones", "imagenet-es", "fivek-cameras"]),
+@click.option("--recipe", required=True, type=click.Choice(["heteroswitch-phones", "imagenet-es", "fivek-cameras", "fed-isic2019"]),
               help="The corpus (manifests/recipes/<recipe>.yaml documents the layout it reads).")
-@click.option("--data-dir", required=True, type=click.Path(), help="The local copy of the corpus, in its public layout.")
+@click.option("--data-dir", default=None, type=click.Path(), help="The local copy of the corpus, in its public layout (folder recipes).")
+@click.option("--dataset", default=None,
+              help="Parquet recipes (fed-isic2019): the local copy of the Hub dataset (the folder of its Parquet files) or "
+              "its hub id, read from the Hugging Face cache.")
 @click.option("--clients", default=None, type=int, help="Clients, allocated by the corpus's device weights (default: one per device).")
 @click.option("--clients-per-device", default=None, type=int, help="Instead of --clients: K clients for every device.")
 @click.option("--size", default=None, type=int,
@@ -201,8 +204,8 @@ def devices_cmd(profiles, clients, synthetic_color, dataset, label_col, raw_dir,
 @click.option("--name", default=None, help="Data set name in the card and manifest.")
 @click.option("--overwrite", is_flag=True, help="Replace --out if it exists.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar or summary.")
-def real_devices_cmd(recipe, data_dir, clients, clients_per_device, size, test_fraction, num_proc, purity, seed, out, name, overwrite,
-                     quiet):
+def real_devices_cmd(recipe, data_dir, dataset, clients, clients_per_device, size, test_fraction, num_proc, purity, seed, out, name,
+                     overwrite, quiet):
     """One device per phone (HeteroSwitch), per light and camera setting (ImageNet-ES) or per camera model
     (MIT-Adobe FiveK, its RAW files rendered by the baseline ISP); test split by capture.
 
@@ -211,11 +214,13 @@ def real_devices_cmd(recipe, data_dir, clients, clients_per_device, size, test_f
       hetbench build real-devices --recipe heteroswitch-phones --data-dir heteroswitch/ --clients 50 --size 224
       hetbench build real-devices --recipe imagenet-es --data-dir ImageNet-ES/ --clients-per-device 2
       hetbench build real-devices --recipe fivek-cameras --data-dir fivek_dataset/ --size 224 --num-proc 2
+      hetbench build real-devices --recipe fed-isic2019 --dataset fed-isic2019/
     """
     from hetbench.builders.real_devices import build_real_devices
 
     out_path, report = build_real_devices(
-        out, name=name, overwrite=overwrite, recipe=recipe, data_dir=data_dir, clients=clients,
+        out, name=name, overwrite=overwrite, recipe=recipe, clients=clients,
+        **({"data_dir": data_dir} if data_dir is not None else {}), **({"dataset": dataset} if dataset is not None else {}),
         clients_per_device=clients_per_device, size=size, test_fraction=test_fraction, seed=seed, num_proc=num_proc,
         quiet=quiet, **({"purity": purity} if purity != 1.0 else {}),
     )

@@ -61,7 +61,8 @@ ADJUSTED: list[tuple[str, object, str]] = [
     ("build iso-isp --stages wb,tone --recipe fivek", None, "reads a local copy of MIT-Adobe FiveK (about 50 GB of DNGs); "
      "tests/builders/test_fivek_recipe.py runs both recipes on a folder in FiveK's layout with DNGs hetbench writes"),
     ("build real-devices", None, "reads a local copy of a public corpus that no test machine holds (tens of GB); "
-     "tests/builders/test_real_devices.py runs these recipes on folders written in their layouts"),
+     "tests/builders/test_real_devices.py and test_fed_isic_recipe.py run these recipes on copies written in their "
+     "layouts"),
     ("build iso-isp --stages all --raw-dir /nfs/raws", None, "reads RAW files from a cluster's NFS share"),
     ("build iso-isp", lambda a: _cheap(_local(a), **ISP_CHEAP),
      "renders 75 crops of 256 px per photograph under every variant (minutes); the Ray lines need `ray start` "

@@ -172,6 +172,43 @@ CORPORA: dict[str, SourceLicence] = {
   year      = {2024}
 }""",),
     ),
+    "fed-isic2019": SourceLicence(
+        "cc-by-nc-4.0", None,
+        ("**Fed-ISIC2019** (Ogier du Terrail et al., FLamby, NeurIPS 2022 Datasets and Benchmarks; "
+         "https://github.com/owkin/FLamby; Parquet mirror https://huggingface.co/datasets/flwrlabs/fed-isic2019): "
+         "the ISIC 2019 challenge images whose centre is known (https://challenge.isic-archive.com/landing/2019/), "
+         "distributed under CC BY-NC 4.0.",
+         "Its images come from **HAM10000** (Tschandl, Rosendahl and Kittler, Scientific Data 2018; the "
+         "ViDIR Group, Medical University of Vienna, and Cliff Rosendahl's practice), **BCN20000** "
+         "(Combalia et al. 2019; Hospital Clinic de Barcelona) and the **MSK** dataset of the ISIC challenges "
+         "(Codella et al., ISBI 2018). The ISIC and HAM10000 terms of use apply: accept them before using "
+         "or redistributing the images."),
+        ("""@inproceedings{terrail2022flamby,
+  title     = {{FLamby}: Datasets and Benchmarks for Cross-Silo Federated Learning in Realistic Healthcare Settings},
+  author    = {Ogier du Terrail, Jean and Ayed, Samy-Safwan and Cyffers, Edwige and Grimberg, Felix and He, Chaoyang and Loeb, Regis and Mangold, Paul and Marchand, Tanguy and Marfoq, Othmane and Mushtaq, Erum and Muzellec, Boris and Philippenko, Constantin and Silva, Santiago and Tele{\'n}czuk, Maria and Albarqouni, Shadi and Avestimehr, Salman and Bellet, Aur{\'e}lien and Dieuleveut, Aymeric and Jaggi, Martin and Karimireddy, Sai Praneeth and Lorenzi, Marco and Neglia, Giovanni and Tommasi, Marc and Andreux, Mathieu},
+  booktitle = {Advances in Neural Information Processing Systems (NeurIPS) Datasets and Benchmarks Track},
+  year      = {2022}
+}""", """@article{tschandl2018ham10000,
+  title   = {The {HAM10000} dataset, a large collection of multi-source dermatoscopic images of common pigmented skin lesions},
+  author  = {Tschandl, Philipp and Rosendahl, Cliff and Kittler, Harald},
+  journal = {Scientific Data},
+  volume  = {5},
+  pages   = {180161},
+  year    = {2018}
+}""", """@article{combalia2019bcn20000,
+  title   = {{BCN20000}: Dermoscopic Lesions in the Wild},
+  author  = {Combalia, Marc and Codella, Noel C. F. and Rotemberg, Veronica and Helba, Brian and Vilaplana, Veronica and Reiter, Ofer and Carrera, Cristina and Barreiro, Alicia and Halpern, Allan C. and Puig, Susana and Malvehy, Josep},
+  journal = {arXiv preprint arXiv:1908.02288},
+  year    = {2019}
+}""", """@inproceedings{codella2018skin,
+  title     = {Skin lesion analysis toward melanoma detection: A challenge at the 2017 International Symposium on Biomedical Imaging ({ISBI}), hosted by the International Skin Imaging Collaboration ({ISIC})},
+  author    = {Codella, Noel C. F. and Gutman, David and Celebi, M. Emre and Helba, Brian and Marchetti, Michael A. and Dusza, Stephen W. and Kalloo, Aadi and Liopyris, Konstantinos and Mishra, Nabin and Kittler, Harald and Halpern, Allan},
+  booktitle = {2018 IEEE 15th International Symposium on Biomedical Imaging (ISBI 2018)},
+  pages     = {168--172},
+  year      = {2018}
+}"""),
+        "CC BY-NC 4.0: non-commercial use, with attribution; the ISIC and HAM10000 terms of use apply too.",
+    ),
     "heteroswitch-phones": SourceLicence(
         "other", "heteroswitch-dataset",
         ("**HeteroSwitch dataset** (Kim et al., MLSys 2024; https://github.com/CASL-KU/HeteroSwitch, "
