@@ -21,6 +21,8 @@ Examples
 >>> report = hetbench.publish_split(split, "digits-dirichlet", quiet=True)
 >>> report["num_clients"], hetbench.verify("digits-dirichlet").ok
 (5, True)
+>>> {"load_table", "make_split", "ClientPartitions", "sweep"} <= set(dir(hetbench))
+True
 """
 
 from __future__ import annotations
@@ -60,6 +62,11 @@ def verify(folder: Any, dataset: str | None = None, *, re_embed: bool = False, t
 
 _SUBPACKAGES = ("train", "sweep", "partitioners", "sources", "embed", "report", "publish", "leaderboard", "builders",
                 "isp", "flower", "reproduce")
+
+
+def __dir__() -> list[str]:
+    """The module's names, the lazy ones (``load_table``, ``make_split``, ...) and subpackages included."""
+    return sorted(set(globals()) | set(_LAZY) | set(_SUBPACKAGES))
 
 
 def __getattr__(name: str) -> Any:

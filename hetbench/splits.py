@@ -67,6 +67,20 @@ class FederatedSplit:
     #: (:mod:`hetbench.local_paths`; written to the unpublished sidecar)
     local_paths: dict[str, str] = field(default_factory=dict)
 
+    def __repr__(self) -> str:
+        """A summary: the method, clients, rows per output split and classes.
+
+        Examples
+        --------
+        >>> from hetbench.partitioners import IIDPartitioner
+        >>> from hetbench.sources import load_table
+        >>> build_split(load_table("builtin:digits"), IIDPartitioner(4))
+        FederatedSplit(iid, 4 clients; train: 1,437 rows, test: 360 rows; 10 classes)
+        """
+        method = (self.recipe.get("partition") or {}).get("method", "?")
+        rows = ", ".join(f"{s}: {len(o):,} rows" for s, o in self.outputs.items())
+        return f"FederatedSplit({method}, {self.num_clients:,} clients; {rows}; {len(self.class_names):,} classes)"
+
     @property
     def num_clients(self) -> int:
         return self.partition.num_clients

@@ -64,6 +64,21 @@ class SampleTable:
     license: str = "other"
     _cache: dict = field(default_factory=dict, repr=False)
 
+    def __repr__(self) -> str:
+        """A summary, never the arrays: rows per split, classes, the label and id columns, the source.
+
+        Examples
+        --------
+        >>> from hetbench.sources import load_table
+        >>> load_table("builtin:digits")
+        SampleTable(train: 1,797 rows; 10 classes; label 'label', id 'sample_id'; source 'builtin:digits')
+        """
+        rows = ", ".join(f"{s}: {self.num_rows(s):,} rows" for s in self.splits)
+        ident = f", id '{self.id_column}'" if self.id_column else ""
+        source = self.source.get("dataset") if isinstance(self.source, dict) else None
+        return (f"SampleTable({rows}; {self.num_classes:,} classes; label '{self.label_column}'{ident}"
+                + (f"; source '{source}'" if source else "") + ")")
+
     @property
     def num_classes(self) -> int:
         return len(self.class_names)

@@ -65,6 +65,21 @@ class Partitioner:
         """The parameters that, with the seed and the input, determine the assignment."""
         raise TypeError(f"{type(self).__name__} must define params()")
 
+    def __repr__(self) -> str:
+        """``Name(param=value, ...)``: the parameters the recipe records.
+
+        Examples
+        --------
+        >>> from hetbench.partitioners import DirichletPartitioner
+        >>> DirichletPartitioner(5, 0.5)
+        DirichletPartitioner(num_clients=5, alpha=0.5, scheme='client', sizes=None, min_size=0)
+        """
+        try:
+            params = self.params()
+        except TypeError:
+            params = {}
+        return f"{type(self).__name__}({', '.join(f'{k}={v!r}' for k, v in params.items())})"
+
     def recipe(self, table: SampleTable, seed: int, split: str = "train") -> dict[str, Any]:
         """What rebuilds the partition: method, parameters, seed, split and the input's fingerprint
         (the recipe fields of ``docs/output-contract.md``)."""

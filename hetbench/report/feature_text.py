@@ -53,10 +53,19 @@ def feature_rows(report: Mapping[str, Any]) -> list[str]:
 
 
 def feature_note(report: Mapping[str, Any], method: str) -> str:
-    """What the feature-shift rows mean, and when they are near their IID value by construction."""
+    """What the feature-shift rows mean, and when they are near their IID value by construction (or why there
+    are none).
+
+    Examples
+    --------
+    >>> from hetbench.report.feature_text import feature_note
+    >>> feature_note({}, "geo-s2").split(".")[0]
+    'Feature shift: not measured'
+    """
     entry = report.get("feature_shift")
     if not isinstance(entry, Mapping):
-        return ""
+        return ("Feature shift: not measured. The training rows have no image column (or the split was made with "
+                "`--feature-embedder none`); `--feature-embedder column:NAME` measures a numeric embedding column.\n")
     text = (f"Feature shift: each client's images against every other client's, class by class, on "
             f"`{entry.get('embedder')}` embeddings ({entry.get('components')} principal components): the unbiased "
             "MMD² (Gretton et al. 2012; Gaussian kernel, median bandwidth) and the Fréchet distance of FID. In "

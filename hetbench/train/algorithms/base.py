@@ -36,7 +36,67 @@ DEFAULT_LR = 0.05
 
 @dataclass
 class TrainConfig:
-    """Options shared by every algorithm (the ``hetbench train`` flags)."""
+    """Options shared by every algorithm (the ``hetbench train`` flags, one field each).
+
+    Parameters
+    ----------
+    rounds : int
+        Communication rounds (``--rounds``; default 20).
+    clients_per_round : int
+        Clients sampled each round, uniformly without replacement (``--clients-per-round``; 10).
+    local_epochs : int
+        Passes over its training rows each sampled client makes per round (``--local-epochs``; 1).
+    batch_size : int
+        Client mini-batch size (``--batch-size``; 32).
+    lr : float or None
+        Client learning rate (``--lr``); None takes the algorithm's ``default_lr``, else :data:`DEFAULT_LR`
+        (:meth:`for_algorithm`).
+    momentum, weight_decay : float
+        Client SGD momentum and L2 weight decay (``--momentum``, ``--weight-decay``; 0).
+    model : str
+        ``auto`` (:func:`hetbench.train.models.default_model` of the image size) or a model name (``--model``).
+    norm : str
+        Normalisation layers of the models that have them: ``group``, ``batch`` or ``none`` (``--norm``).
+    seed : int
+        Seed of the model initialisation, client sampling and batches (``--seed``).
+    eval_every, eval_from : int
+        Evaluate every ``eval_every`` rounds from round ``eval_from`` on, and always after the last round.
+    image_size : int or None
+        Side the images are resized to (``--image-size``; None: the split's own size).
+    target_accuracy : float or None
+        Accuracy (%) whose first round is reported as "rounds to target" (``--target-accuracy``).
+    group_by : str or None
+        The test-group column (``--group-by``; None: ``device``, ``domain``, ``s2_cell`` or ``user_id`` when
+        the split has one, else per client).
+    workers : int or None
+        Parallel client workers (``--workers``; None: one per core available, at most the clients per round).
+    client_exec : str
+        ``auto``, ``sequential`` or ``lockstep`` (``--client-exec``; :mod:`hetbench.train.lockstep`).
+    threads : int or None
+        Intra-op threads of a serial run (central, dropout models; ``--threads``; None: 1 on a CPU).
+    device : str
+        ``auto``, ``cpu``, ``cuda``, ``cuda:N`` or ``mps`` (``--device``).
+    amp : bool
+        bf16 autocast on CUDA (``--amp``).
+    cache_dir : str or None
+        Where decoded images are cached (None: ``HETBENCH_CACHE``, else ``~/.cache/hetbench/train``).
+    checkpoint_every : int or None
+        Rounds between checkpoints (``--checkpoint-every``; None: none).
+    last_k : int
+        Evaluations averaged by the "mean of the last k" statistics (``--last-k``; 3).
+    train_groups, test_groups : tuple of str or None
+        Train only the clients of these test groups; evaluate only these groups (None: all;
+        :mod:`hetbench.train.groups`).
+
+    The :data:`RUNTIME_OPTIONS` change how a run executes, not what it computes: results leave them out.
+
+    Examples
+    --------
+    >>> from hetbench.train.algorithms import TrainConfig
+    >>> config = TrainConfig(rounds=5, lr=0.1)
+    >>> config.rounds, config.clients_per_round, "workers" in config.result_options()
+    (5, 10, False)
+    """
 
     rounds: int = 20
     clients_per_round: int = 10
