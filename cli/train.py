@@ -227,6 +227,8 @@ def _print_summary(runs: list) -> None:
                _cell(f.get("relative_accuracy"), ".3f"), _cell(run.doc.get("timing", {}).get("wall_time_s"), ".1f")]
         t.add_row(*row)
     console = Console(stderr=False)
+    if not console.is_terminal:  # a log file or a pipe: the whole table, never cut to 80 columns
+        console = Console(stderr=False, width=1000)  # a table keeps its natural width: wide enough for every cell
     console.print(t)
     folders = sorted({str(run.path.parent) for run in runs})
     console.print(f"results in {', '.join(folders)}", soft_wrap=True)

@@ -9,7 +9,9 @@ inside ``show_progress(True)``, silent outside any), so a library step deep in a
 K-means fit) shows its bar when the command that runs it does, without a ``quiet`` argument threaded
 through every layer in between. A bar opened while another is open is a second line of the same
 display (removed when it closes). On a terminal the display updates in place; written to a file or a
-pipe, each top-level bar prints its final line once. Bars never touch stdout or an output file.
+pipe (nohup, SLURM, CI), a bar that has run for :data:`LOG_AFTER` seconds prints a plain progress line
+whenever another tenth of its steps is done or :data:`LOG_EVERY` seconds have passed (step, count, share,
+rate, elapsed, ETA), and each top-level bar its final line once. Bars never touch stdout or an output file.
 
 This module imports nothing of hetbench (it is infrastructure) and imports rich only when a bar shows.
 """
@@ -25,6 +27,8 @@ _SHOWN: ContextVar[bool] = ContextVar("hetbench_progress_shown", default=False)
 _ACTIVE: list[Any] = []  # the open rich Progress (at most one; nested bars are tasks of it)
 BAR_WIDTH = 24  # characters at most; narrower on a terminal under 104 columns, so the texts keep their room
 LOG_WIDTH = 160  # the line width when stderr is not a terminal
+LOG_EVERY = 30.0  # seconds between progress lines when stderr is not a terminal (and at every tenth of the steps)
+LOG_AFTER = 5.0  # a step shorter than this prints no progress line (its final line says it all)
 
 
 @contextmanager
@@ -154,17 +158,55 @@ class _Silent:
         return None
 
 
+def log_line(description: str, completed: float, total: float | None, unit: str, status: str, elapsed: float,
+             speed: float | None) -> str:
+    """The plain progress line of a bar written to a file or a pipe.
+
+    Examples
+    --------
+    >>> from hetbench.progress import log_line
+    >>> log_line("fedavg s0", 10, 50, "round", "loss 0.412", 20.0, None)
+    'fedavg s0: round 10/50 (20%)  loss 0.412  elapsed 0:00:20  0.5/s  eta 0:01:20'
+    """
+    share = f" ({100 * completed / total:.0f}%)" if total else ""
+    rate = speed if speed else (completed / elapsed if elapsed else None)
+    parts = [f"{description}: {count_text(completed, total, unit)}{share}", status, f"elapsed {format_duration(elapsed)}",
+             f"{rate:.3g}/s" if rate else "", f"eta {format_duration(eta_seconds(total, completed, elapsed, speed))}"]
+    return "  ".join(p for p in parts if p)
+
+
 class _Bar:
     """One task of a rich Progress: ``update(advance, status=...)``, ``status(text)``, ``finish()``."""
 
-    def __init__(self, prog, task) -> None:
-        self._prog, self._task = prog, task
+    def __init__(self, prog, task, description: str = "") -> None:
+        import time
+
+        self._prog, self._task, self._description = prog, task, description
+        self._log = not prog.console.is_terminal  # a file or a pipe: plain lines at a steady pace
+        self._last, self._tenth = time.monotonic(), 0
 
     def update(self, advance: int = 1, status: str | None = None) -> None:
         if status is None:
             self._prog.update(self._task, advance=advance)
         else:
             self._prog.update(self._task, advance=advance, status=status)
+        if self._log:
+            self._maybe_log()
+
+    def _maybe_log(self) -> None:
+        import time
+
+        task = self._prog.tasks[self._prog.task_ids.index(self._task)]
+        now = time.monotonic()
+        tenth = int(10 * task.completed / task.total) if task.total else 0
+        if (task.elapsed or 0.0) < LOG_AFTER:
+            self._tenth = tenth  # a short step stays silent: the tenths it passes are not owed later
+            return
+        if (tenth > self._tenth and tenth < 10) or now - self._last >= LOG_EVERY:
+            self._last, self._tenth = now, max(tenth, self._tenth)
+            self._prog.console.print(log_line(self._description, task.completed, task.total, task.fields.get("unit", ""),
+                                              task.fields.get("status", ""), task.elapsed or 0.0, task.speed),
+                                     markup=False, highlight=False, soft_wrap=True)
 
     def status(self, text: str) -> None:
         self._prog.update(self._task, status=text)
@@ -263,7 +305,7 @@ def progress_bar(description: str, total: int | None, quiet: bool | None = None,
         prog = _ACTIVE[-1]
         task = prog.add_task(escape(description), total=total, unit=unit, status=status)
         try:
-            yield _Bar(prog, task)
+            yield _Bar(prog, task, description)
         finally:
             prog.remove_task(task)
         return
@@ -272,7 +314,7 @@ def progress_bar(description: str, total: int | None, quiet: bool | None = None,
     _ACTIVE.append(prog)
     try:
         task = prog.add_task(escape(description), total=total, unit=unit, status=status)
-        yield _Bar(prog, task)
+        yield _Bar(prog, task, description)
     except BaseException:
         # a failed step leaves no bar behind (nor rich's closing newline on a log): the error is
         # the one line the user reads

@@ -310,6 +310,15 @@ def test_cross_group_trains_each_group_alone_and_the_leaderboard_draws_the_matri
     assert len(pngs) == 1 and (board / pngs[0]).stat().st_size > 5000
 
 
+def test_the_summary_written_to_a_file_is_never_cut(digits_split, tmp_path, run_cli, monkeypatch):
+    """Issue 31, item 2: stdout to a file or a pipe gets the whole summary table, not 80 columns of it."""
+    monkeypatch.delenv("COLUMNS", raising=False)
+    code, stdout, err = run_cli("train", "--split", digits_split, "--algo", "fedavg,fedprox", "--rounds", "1",
+                                "--clients-per-round", "2", "--threads", "1", "--out", tmp_path / "res")
+    assert code == 0, err
+    assert "…" not in stdout and "worst group" in stdout and "rel. acc." in stdout and "fedprox" in stdout
+
+
 def test_skip_existing_and_resume_from_the_command_line(digits_split, tmp_path, run_cli, monkeypatch):
     import hetbench.train.simulation as simulation
 
