@@ -15,6 +15,7 @@ from hetbench.leaderboard.curves import BAND_NOTE, curves_svg
 from hetbench.leaderboard.diagnostics import diagnostic_panels
 from hetbench.leaderboard.load import Skipped
 from hetbench.leaderboard.groups import group_tables
+from hetbench.leaderboard.honesty import TIE, TIE_NOTE, fully_reached, reach_suffix, target_text, tied_with_previous
 from hetbench.leaderboard.metrics import CURVES, METRIC_BY_NAME, Metric, statistic_text
 from hetbench.leaderboard.per_group import per_group_cells, per_group_heading, per_group_table
 from hetbench.leaderboard.rank import best_means, is_best
@@ -81,7 +82,7 @@ def _td(value: Any, text: str, cls: str = "", title: str = "") -> str:
     return f'<td{c} data-value="{html.escape(dv)}"{t}>{text}</td>'
 
 
-def metric_cell(m: Metric, s: Stat, best: bool) -> str:
+def metric_cell(m: Metric, s: Stat, best: bool, suffix: str = "") -> str:
     """A metric's ``<td>``: the compact ``mean ± std`` (:meth:`Metric.compact`), the best mean in bold, the std
     in a smaller ``sd`` span; the full-precision text (:func:`~hetbench.leaderboard.text.cell_text`) is its
     tooltip and the mean in full its sort value.
@@ -97,12 +98,14 @@ def metric_cell(m: Metric, s: Stat, best: bool) -> str:
     '<td data-value="">—</td>'
     """
     if s.mean is None:
-        return _td(None, DASH)
+        return _td(None, DASH + html.escape(suffix))
     mean, std = m.compact(s.mean, s.std)
     text = f"<b>{html.escape(mean)}</b>" if best else html.escape(mean)
     if std is not None:
         text += f'<span class="sd"> ± {html.escape(std)}</span>'
-    return _td(s.mean, text, title=cell_text(m, s, None))
+    if suffix:
+        text += f'<span class="sd">{html.escape(suffix)}</span>'
+    return _td(s.mean, text, title=cell_text(m, s, None) + suffix)
 
 
 def render_html(tables: list[SplitTable], skipped: list[Skipped] | None = None) -> str:
@@ -156,14 +159,19 @@ def render_html(tables: list[SplitTable], skipped: list[Skipped] | None = None) 
                          f"{e(m.header).replace('/', '/<wbr>')}&nbsp;{m.arrow}</th>")
         out.append("<thead><tr>" + "".join(heads) + "</tr></thead>")
         out.append("<tbody>")
-        for r in t.rows:
-            cells = [_td(r.rank, str(r.rank) if r.rank is not None else DASH, "rank"),
+        ties = tied_with_previous(t)
+        for r, tie in zip(t.rows, ties):
+            cells = [_td(r.rank, (TIE if tie else "") + str(r.rank) if r.rank is not None else DASH, "rank"),
                      _td(r.label, e(r.label), "label"), _td(len(r.results), str(len(r.results)))]
             for m in shown:
                 s = r.stats[m.name]
-                cells.append(metric_cell(m, s, is_best(best, m.name, s.mean)))
+                best_here = is_best(best, m.name, s.mean) and (m.name != "rounds_to_target" or fully_reached(r))
+                cells.append(metric_cell(m, s, best_here, reach_suffix(m.name, s, r)))
             out.append(f'<tr data-algorithm="{e(r.label)}">' + "".join(cells) + "</tr>")
         out.append("</tbody></table></div>")
+        notes = [n for n in (target_text(t), TIE_NOTE if any(ties) else "") if n]
+        if notes:
+            out.append(f'<p class="note">{e(" ".join(notes))}</p>')
         pg = per_group_table(t)
         if pg is not None:
             heading, note = per_group_heading(stat)

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from hetbench.leaderboard.aggregate import Row, SplitTable, aggregate
 from hetbench.leaderboard.load import Loaded, load_results
+from hetbench.leaderboard.honesty import fully_reached
 from hetbench.leaderboard.metrics import DEFAULT_RANK_BY, DEFAULT_STATISTIC, METRICS, check_rank_by, check_statistic
 
 
@@ -107,7 +108,9 @@ def build(results_dir: str | Path, rank_by: str = DEFAULT_RANK_BY,
 def best_means(table: SplitTable) -> dict[str, float]:
     """Per metric, the best mean of the table by the metric's direction.
 
-    Columns where fewer than two rows have a value are left out (nothing to compare: nothing is bold).
+    Columns where fewer than two rows have a value, or where every row has the same mean (parameters
+    and MACs of one model, say), are left out: nothing to compare, nothing is bold. Rounds to target
+    compares only the rows whose every seed reached the target (:mod:`hetbench.leaderboard.honesty`).
 
     Parameters
     ----------
@@ -130,8 +133,9 @@ def best_means(table: SplitTable) -> dict[str, float]:
     """
     out = {}
     for m in METRICS:
-        vals = [r.mean(m.name) for r in table.rows if r.mean(m.name) is not None]
-        if len(vals) >= 2:
+        rows = [r for r in table.rows if m.name != "rounds_to_target" or fully_reached(r)]  # misses are not best
+        vals = [r.mean(m.name) for r in rows if r.mean(m.name) is not None]
+        if len(vals) >= 2 and max(vals) - min(vals) > 1e-9 * max(1.0, abs(max(vals))):  # all tied: nothing is best
             out[m.name] = max(vals) if m.higher_is_better else min(vals)
     return out
 

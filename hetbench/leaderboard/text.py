@@ -12,6 +12,7 @@ from typing import Any, Callable
 
 from hetbench.leaderboard.aggregate import SplitTable, Stat, format_value
 from hetbench.leaderboard.groups import LOGO, GroupTable, group_tables
+from hetbench.leaderboard.honesty import TIE, TIE_NOTE, fully_reached, reach_suffix, target_text, tied_with_previous
 from hetbench.leaderboard.load import Skipped, json_text
 from hetbench.leaderboard.per_group import per_group_cells, per_group_heading, per_group_table
 from hetbench.leaderboard.metrics import (
@@ -200,13 +201,19 @@ def render_markdown(tables: list[SplitTable], skipped: list[Skipped] | None = No
         head = ["rank", "algorithm", "seeds"] + [f"{m.header} {m.arrow}" for m in shown]
         out.append("| " + " | ".join(head) + " |")
         out.append("|" + "|".join(["---:", ":---", "---:"] + ["---:"] * len(shown)) + "|")
-        for r in t.rows:
-            cells = [str(r.rank) if r.rank is not None else DASH, _md_escape(r.label), str(len(r.results))]
+        ties = tied_with_previous(t)
+        for r, tie in zip(t.rows, ties):
+            rank_text = (TIE if tie else "") + str(r.rank) if r.rank is not None else DASH
+            cells = [rank_text, _md_escape(r.label), str(len(r.results))]
             for m in shown:
                 s = r.stats[m.name]
-                cells.append(cell_text(m, s, (lambda x: f"**{x}**") if is_best(best, m.name, s.mean) else None))
+                bold = (lambda x: f"**{x}**") if is_best(best, m.name, s.mean) and _may_be_best(m.name, r) else None
+                cells.append(cell_text(m, s, bold) + reach_suffix(m.name, s, r))
             out.append("| " + " | ".join(cells) + " |")
         out.append("")
+        notes = [n for n in (target_text(t), TIE_NOTE if any(ties) else "") if n]
+        if notes:
+            out += [" ".join(notes), ""]
         out += per_group_markdown(t)
         for gt in group_tables(t):
             out += group_table_markdown(gt, t)
@@ -230,6 +237,11 @@ def cross_group_markdown(t: SplitTable) -> list[str]:
                 "|" + "|".join([":---"] + ["---:"] * (len(head) - 1)) + "|"]
         out += ["| " + " | ".join(_md_escape(c) for c in cells) + " |" for cells in rows] + [""]
     return out
+
+
+def _may_be_best(metric_name: str, row) -> bool:
+    """A rounds-to-target mean over the seeds that reached the target is only best when every seed did."""
+    return metric_name != "rounds_to_target" or fully_reached(row)
 
 
 def per_group_markdown(t: SplitTable) -> list[str]:
