@@ -170,6 +170,7 @@ class Plan:
     def run(self) -> list[RunResult]:
         from hetbench.train.algorithms import make_algorithm, options_for
         from hetbench.train.checkpoint import remove_checkpoint
+        from hetbench.train.reference import reference_failure
         from hetbench.train.results import write_result
 
         self._announce()
@@ -182,10 +183,19 @@ class Plan:
             else:
                 algorithm = make_algorithm(job.algorithm, **options_for(job.algorithm, self.hyper))  # fresh state per run
                 doc = self._train(job, algorithm, central.get(key))
+                if job.algorithm == "central":
+                    failure = reference_failure(doc)
+                    if failure is not None:
+                        doc["final"]["reference_failure"] = failure
                 write_result(doc, job.path)
                 remove_checkpoint(job.checkpoint)  # the result is safe: the checkpoint has done its job
             if job.algorithm == "central":
-                central[key] = doc["final"]["accuracy"]
+                failure = doc["final"].get("reference_failure") or reference_failure(doc)
+                if failure is None:
+                    central[key] = doc["final"]["accuracy"]
+                else:  # a diverged reference: no relative accuracy, no default target against it
+                    print(f"hetbench: warning: the centralised run ({job.path.name}) is no reference: {failure}; "
+                          "relative accuracy and the default target are not computed against it", file=sys.stderr)
             runs.append(RunResult(job.algorithm, job.seed, job.path, doc, job.groups.tag, job.kept is not None,
                                   job.resume, job.afresh))
         return runs

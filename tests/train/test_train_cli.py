@@ -418,3 +418,20 @@ def test_zeroed_or_pickled_cached_images_are_decoded_again_with_one_warning_line
     assert code == 0 and "Traceback" not in err, err
     assert [w.category.__name__ for w in caught if "decoded-image cache" in str(w.message)] == ["CacheWarning"]
     assert _without_timing(_results(tmp_path / "pickled")[0]) == want
+
+
+def test_a_diverged_centralised_run_is_no_reference(digits_split, tmp_path, run_cli, monkeypatch):
+    """Issue 31, item 1: a centralised run back at chance is reported, and nothing is measured against it."""
+    import hetbench.train.reference as reference
+
+    monkeypatch.setattr(reference, "reference_failure", lambda doc: "its accuracy fell from 59.0% (round 2) to 10.0%")
+    out = tmp_path / "res"
+    code, _, err = run_cli("train", "--split", digits_split, "--algo", "central,fedavg", "--rounds", "2",
+                           "--clients-per-round", "2", "--threads", "1", "-q", "--out", out)
+    assert code == 0, err
+    assert "is no reference: its accuracy fell from 59.0%" in err
+    docs = {p.name.split("-s")[0]: json.loads(p.read_text()) for p in _results(out)}
+    assert docs["central"]["final"]["reference_failure"].startswith("its accuracy fell")
+    assert docs["fedavg"]["final"]["relative_accuracy"] is None and docs["fedavg"]["final"]["target_accuracy"] is None
+    code, _, err = run_cli("leaderboard", out, "--out", tmp_path / "lb")
+    assert code == 0, err
