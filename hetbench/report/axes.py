@@ -47,7 +47,14 @@ def tick_rows(n_rows: int, ids: np.ndarray | None = None, most: int = MAX_CLIENT
 def class_ticks(ax, names) -> None:
     """Class names as x ticks, slanted when they would run into each other."""
     names = [str(n) for n in names]
-    crowded = len(names) > 12 or max(map(len, names), default=0) * 6 > 420 / max(len(names), 1)
+    fig = ax.get_figure()
+    width_px = ax.get_position().width * fig.get_figwidth() * fig.dpi  # the axes' own width, not a guess
+    # an 8-pt label is about 6 px a character at 110 dpi (scaled with the dpi), with a gap of 2 characters; the
+    # axes often shrink later (tight_layout beside long row labels), so names of 5 characters or more in 4
+    # columns or more are slanted whatever the width now
+    longest = max(map(len, names), default=0)
+    crowded = (len(names) > 12 or (longest >= 5 and len(names) >= 4)
+               or (longest + 2) * 6 * fig.dpi / 110 > width_px / max(len(names), 1))
     ax.set_xticks(range(len(names)))
     ax.set_xticklabels(names, rotation=90 if len(names) > 12 else (40 if crowded else 0),
                        ha="center" if len(names) > 12 or not crowded else "right", fontsize=8)

@@ -205,7 +205,8 @@ def plot_group_labels(report: Mapping[str, Any], clients: ClientStats, groups: C
     g, n_c = share.shape
     members = np.bincount(groups.of_client, minlength=g)
     fig, ax = plt.subplots(figsize=(min(5 + 0.35 * n_c, 15), min(2.2 + 0.3 * g, 10)), dpi=110)
-    im = ax.imshow(share, aspect="auto", interpolation="nearest", cmap="viridis", vmin=0,
+    # one fixed 0-100% scale, as the clients' heatmap: a uniform split reads uniform, a mild skew mild
+    im = ax.imshow(share, aspect="auto", interpolation="nearest", cmap="viridis", vmin=0, vmax=1,
                    extent=(-0.5, n_c * width - 0.5, g - 0.5, -0.5))
     if n_c <= 40 and width == 1:
         class_ticks(ax, report["class_names"])
@@ -216,9 +217,9 @@ def plot_group_labels(report: Mapping[str, Any], clients: ClientStats, groups: C
     if g * n_c <= 300:  # the shares as numbers: colours alone exaggerate small differences
         for (r, c), v in np.ndenumerate(share):
             ax.text(c * width, r, f"{100 * v:.0f}%", ha="center", va="center", fontsize=7,
-                    color="white" if v < 0.6 * share.max() else "black")
+                    color="white" if v < 0.6 else "black")
     ax.set_yticks(range(g))
-    ax.set_yticklabels([f"{name} ({members[i]:,} cl., {int(totals[i]):,} samples, EMD {emd[i]:.2f})"
+    ax.set_yticklabels([f"{name} ({members[i]:,} client{'s' if members[i] != 1 else ''}, {int(totals[i]):,} samples, EMD {emd[i]:.2f})"
                         for i, name in enumerate(groups.names)], fontsize=7 if g > 8 else 8)
     ax.set_ylabel(groups.kind)
     fig.colorbar(im, ax=ax, label=f"share of the {groups.kind}'s training samples", format=PercentFormatter(1.0))
