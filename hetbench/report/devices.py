@@ -42,7 +42,10 @@ def plot_device_distance(names: list[str], matrix: list[list[float]], path: Path
     im = ax.imshow(m, cmap="magma")
     ax.set_xticks(range(len(names)))
     ax.set_yticks(range(len(names)))
-    short = [n if len(n) <= 22 else n[:20] + ".." for n in names]
+    short = [n if len(n) <= 40 else n[:38] + ".." for n in names]
+    if len(names) <= 12:  # the distances as numbers: the colour alone is hard to read across the scale
+        for (r, c), v in np.ndenumerate(m):
+            ax.text(c, r, f"{v:.1f}", ha="center", va="center", fontsize=7, color="white" if v < 0.6 * m.max() else "black")
     ax.set_xticklabels(short, rotation=60, ha="right", fontsize=7)
     ax.set_yticklabels(short, fontsize=7)
     fig.colorbar(im, ax=ax, label="distance (standardised image statistics)")
@@ -52,26 +55,44 @@ def plot_device_distance(names: list[str], matrix: list[list[float]], path: Path
     plt.close(fig)
 
 
+def _device_colours(n: int):
+    """n distinct colours: tab10 up to 10 devices, tab20 up to 20, then evenly spaced on a perceptual map."""
+    plt = pyplot()
+    if n <= 10:
+        return [plt.get_cmap("tab10")(i) for i in range(n)]
+    if n <= 20:
+        return [plt.get_cmap("tab20")(i) for i in range(n)]
+    return [plt.get_cmap("turbo")(v) for v in np.linspace(0.05, 0.95, n)]
+
+
 def plot_device_stats(devices: dict[str, dict], path: Path) -> None:
-    """Mean RGB, chroma and luminance histogram per device."""
+    """Mean R, G, B per device (bars, 0-255) with its chroma on its own axis, and each device's luminance
+    histogram (one distinct colour per device, names in full)."""
     plt = pyplot()
     names = list(devices)
     st = [devices[d]["image_stats"] for d in names]
-    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(12, 4.2), dpi=110)
-    x = np.arange(len(names))
+    n = len(names)
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(max(12, 6 + 0.5 * n), 4.8), dpi=110)
+    x = np.arange(n)
     for k, (key, color) in enumerate((("mean_r", "#d62728"), ("mean_g", "#2ca02c"), ("mean_b", "#1f77b4"))):
-        ax1.bar(x + (k - 1) * 0.27, [s[key] for s in st], width=0.27, color=color, label=key[-1].upper())
-    ax1.plot(x, [s["chroma"] for s in st], "ko-", label="chroma (Lab)")
+        ax1.bar(x + (k - 1) * 0.27, [s[key] for s in st], width=0.27, color=color, label=f"mean {key[-1].upper()}")
+    ax1.set_ylabel("mean channel value (0-255)")
+    chroma = ax1.twinx()  # chroma is C*ab of CIELAB, not a channel value: its own axis
+    chroma.plot(x, [s["chroma"] for s in st], "ko-", label="chroma C*ab (CIELAB)")
+    chroma.set_ylabel("chroma C*ab (CIELAB)")
+    chroma.set_ylim(bottom=0)
     ax1.set_xticks(x)
-    ax1.set_xticklabels([n if len(n) <= 18 else n[:16] + ".." for n in names], rotation=60, ha="right", fontsize=7)
-    ax1.legend(fontsize=7)
-    ax1.set_title("Mean RGB and chroma per device")
-    bins = np.arange(len(st[0]["luma_hist"]))
-    for n, s in zip(names, st):
-        ax2.plot(bins, s["luma_hist"], label=n if len(n) <= 24 else n[:22] + "..")
-    ax2.set_xlabel("luminance bin (16 bins over 0-255)")
+    ax1.set_xticklabels(names, rotation=45, ha="right", fontsize=7)
+    handles = ax1.get_legend_handles_labels()[0] + chroma.get_legend_handles_labels()[0]
+    ax1.legend(handles, [h.get_label() for h in handles], fontsize=7, ncol=4, loc="lower left", bbox_to_anchor=(0, 1.0),
+               frameon=False)
+    ax1.set_title("Mean colour and chroma per device", pad=22)
+    centres = (np.arange(len(st[0]["luma_hist"])) + 0.5) * (256 / len(st[0]["luma_hist"]))
+    for name, s, colour in zip(names, st, _device_colours(n)):
+        ax2.plot(centres, s["luma_hist"], color=colour, label=name)
+    ax2.set_xlabel(f"luminance (0-255; {len(centres)} bins)")
     ax2.set_ylabel("share of pixels")
-    ax2.legend(fontsize=6)
+    ax2.legend(fontsize=6, ncol=1 if n <= 12 else 2, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
     ax2.set_title("Luminance histogram per device")
     fig.tight_layout()
     fig.savefig(path)
@@ -96,7 +117,10 @@ def device_plot_writer(sheet: list[tuple[str, bytes]], devices: dict[str, dict],
     def write(out_dir: Path) -> list[str]:
         plots = out_dir / "plots"
         plot_contact_sheet(sheet, plots / "contact_sheet.png", title)
-        plot_device_distance(distance["devices"], distance["matrix"], plots / "device_distance.png")
+        # in the devices' own order, as every other device plot (report.json keeps its matrix sorted by name)
+        order = [distance["devices"].index(d) for d in devices if d in distance["devices"]]
+        matrix = [[distance["matrix"][i][j] for j in order] for i in order]
+        plot_device_distance([distance["devices"][i] for i in order], matrix, plots / "device_distance.png")
         plot_device_stats(devices, plots / "device_image_stats.png")
         return ["plots/contact_sheet.png", "plots/device_distance.png", "plots/device_image_stats.png"]
 
