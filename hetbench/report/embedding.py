@@ -209,7 +209,8 @@ def plot_pca_scatter(embedding: np.ndarray, clusters: np.ndarray, client_ids: np
         _legend_or_bar(fig, ax, sc, colour[pts], name)
         what = "cluster" if name == "cluster" else "client"
         extra = f" ({int((~held).sum()):,} rows held by no client left out)" if name == "client_id" and (~held).any() else ""
-        ax.set_title(f"Embeddings (PCA of {idx.size:,} training rows), by {what}{extra}", fontsize=9)
+        ax.set_title(f"Embeddings (PCA of {idx.size:,} rows the partition embedded, held-out test rows included), "
+                     f"by {what}{extra}", fontsize=9)
         ax.set_xlabel("PC 1")
         ax.set_ylabel("PC 2")
     fig.tight_layout()
