@@ -68,18 +68,10 @@ class FederatedSplit:
     local_paths: dict[str, str] = field(default_factory=dict)
 
     def __repr__(self) -> str:
-        """A summary: the method, clients, rows per output split and classes.
-
-        Examples
-        --------
-        >>> from hetbench.partitioners import IIDPartitioner
-        >>> from hetbench.sources import load_table
-        >>> build_split(load_table("builtin:digits"), IIDPartitioner(4))
-        FederatedSplit(iid, 4 clients; train: 1,437 rows, test: 360 rows; 10 classes)
-        """
-        method = (self.recipe.get("partition") or {}).get("method", "?")
+        """A summary, e.g. ``FederatedSplit(iid, 4 clients; train: 1,437 rows, test: 360 rows; 10 classes)``."""
         rows = ", ".join(f"{s}: {len(o):,} rows" for s, o in self.outputs.items())
-        return f"FederatedSplit({method}, {self.num_clients:,} clients; {rows}; {len(self.class_names):,} classes)"
+        return (f"FederatedSplit({(self.recipe.get('partition') or {}).get('method', '?')}, {self.num_clients:,} clients; "
+                f"{rows}; {len(self.class_names):,} classes)")
 
     @property
     def num_clients(self) -> int:

@@ -373,3 +373,14 @@ def test_a_split_that_loses_classes_publishes_only_the_remaining_ones():
     split = build_split(table, NaturalIdPartitioner("user", min_samples=2), seed=0, test_split="client", test_fraction=0.5)
     assert split.class_names == ["0", "2"] or split.class_names == [table.class_names[0], table.class_names[2]]
     assert sorted(set(split.labels("train").tolist()) | set(split.labels("test").tolist())) == [0, 1]
+
+
+def test_a_split_and_its_table_print_as_one_line_summaries():
+    """Issue 31, item 5: the REPL shows what a split is, never its arrays."""
+    from hetbench.partitioners import IIDPartitioner
+    from hetbench.sources import load_table
+    from hetbench.splits import build_split
+
+    table = load_table("builtin:digits")
+    assert repr(build_split(table, IIDPartitioner(4))) == "FederatedSplit(iid, 4 clients; train: 1,437 rows, test: 360 rows; 10 classes)"
+    assert "\n" not in repr(table) and "array" not in repr(table)
