@@ -133,7 +133,7 @@ def prepare_iso_isp(
                    else f"the RAW captures in '{os.path.basename(os.path.abspath(raw_dir))}'")
     corpus = None if recipe is None else corpus_labels(recipe, raw_dir, labels)
     if corpus is not None:
-        description = f"{corpus.description} (local copy '{raw_dir}')"
+        description = f"{corpus.description} (local copy '{os.path.basename(os.path.abspath(raw_dir))}')"  # its name
     return render_device_split(
         "iso-isp", {"stages": stages}, isp_of, weights, [Render(d, isp_of[d]) for d in devices],
         raw_dir, labels, size, clients, device_weights, test_fraction, seed, num_proc, crops_per_photo, crop_size,

@@ -149,7 +149,7 @@ def prepare_real_devices(
     params: dict[str, Any] = {"recipe": recipe, "data_dir": str(data_dir), "clients": asked,
                               "clients_per_device": clients_per_device, "size": size, "test_fraction": test_fraction}
     source = {"dataset": f"{recipe}:{data_dir}", "label_col": "label", "id_col": "sample_id"}
-    table = spilled_table(spill, rows, class_names, source, f"{layout.description} (local copy '{data_dir}')",
+    table = spilled_table(spill, rows, class_names, source, f"{layout.description} (local copy '{_folder_name(data_dir)}')",
                           spec.get("license", "other"))
     check_clients_fit(clients, weights, counts["train"], training=True)
     if purity != 1.0:  # only when set: the recipes of pure splits stay as they were
@@ -158,6 +158,11 @@ def prepare_real_devices(
                                     purity=purity)
     extras = _extras(spec, layout.setting_of, devices, weights, counts, skipped, len(images))
     return PreparedSplit(table, partitioner, seed, "global", extras=extras)
+
+
+def _folder_name(path: str) -> str:
+    """A folder's name for the card, never its path (the card is published; :mod:`hetbench.local_paths`)."""
+    return os.path.basename(os.path.abspath(path)) or str(path)
 
 
 def client_allocation(clients: int | None, clients_per_device: int | None, devices: list[str],
@@ -234,7 +239,7 @@ def _prepare_raw_cameras(spec, settings, recipe, data_dir, clients, clients_per_
     params: dict[str, Any] = {"recipe": recipe, "data_dir": str(data_dir), "clients": None if clients_per_device else clients,
                               "clients_per_device": clients_per_device, "size": size, "test_fraction": test_fraction}
     source = {"dataset": f"{recipe}:{data_dir}", "label_col": "label", "id_col": "sample_id"}
-    description = f"{str(spec.get('description', recipe)).split(':')[0]} (local copy '{data_dir}')"
+    description = f"{str(spec.get('description', recipe)).split(':')[0]} (local copy '{_folder_name(data_dir)}')"
     table = spilled_table(spill, rows, class_names, source, description, spec.get("license", "other"))
     if purity != 1.0:  # only when set: the recipes of pure splits stay as they were
         params["purity"] = float(purity)

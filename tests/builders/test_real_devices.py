@@ -186,3 +186,9 @@ def test_a_heteroswitch_folder_with_a_stray_class_names_it(tmp_path, run_cli):
     code, _, err = run_cli("build", "real-devices", "--recipe", "heteroswitch-phones", "--data-dir", root,
                            "--out", tmp_path / "o")
     assert code == 2 and "galaxys6/Zebra: not one of the 12 class folders" in err
+
+
+def test_the_card_names_the_corpus_folder_never_its_path(es_dir, es_build):
+    """The card is published: it names the local copy by its folder's name, not the builder's absolute path."""
+    card = (es_build / "README.md").read_text()
+    assert f"local copy '{es_dir.name}'" in card and str(es_dir.parent) not in card
