@@ -41,6 +41,12 @@ def fully_reached(row: Row) -> bool:
     return row.stats["rounds_to_target"].n == len(row.results)
 
 
+def may_be_best(metric_name: str, row: Row) -> bool:
+    """Whether a row's cell may be its column's best: any metric but rounds to target, which needs every seed
+    to have reached the target (its mean is over those that did)."""
+    return metric_name != "rounds_to_target" or fully_reached(row)
+
+
 def target_text(t: SplitTable) -> str:
     """The sentence naming the target accuracy of the rows that ran with one (empty when none did).
 
@@ -89,4 +95,4 @@ TIE_NOTE = (f"{TIE}: this row's interval (mean ± std over seeds of the ranking 
             "so these seeds do not resolve their order.")
 
 
-__all__ = ["TIE", "TIE_NOTE", "reach_suffix", "fully_reached", "target_text", "tied_with_previous"]
+__all__ = ["TIE", "TIE_NOTE", "reach_suffix", "fully_reached", "may_be_best", "target_text", "tied_with_previous"]

@@ -15,7 +15,7 @@ from hetbench.leaderboard.curves import BAND_NOTE, curves_svg
 from hetbench.leaderboard.diagnostics import diagnostic_panels
 from hetbench.leaderboard.load import Skipped
 from hetbench.leaderboard.groups import group_tables
-from hetbench.leaderboard.honesty import TIE, TIE_NOTE, fully_reached, reach_suffix, target_text, tied_with_previous
+from hetbench.leaderboard.honesty import TIE, TIE_NOTE, may_be_best, reach_suffix, target_text, tied_with_previous
 from hetbench.leaderboard.metrics import CURVES, METRIC_BY_NAME, Metric, statistic_text
 from hetbench.leaderboard.per_group import per_group_cells, per_group_heading, per_group_table
 from hetbench.leaderboard.rank import best_means, is_best
@@ -165,7 +165,7 @@ def render_html(tables: list[SplitTable], skipped: list[Skipped] | None = None) 
                      _td(r.label, e(r.label), "label"), _td(len(r.results), str(len(r.results)))]
             for m in shown:
                 s = r.stats[m.name]
-                best_here = is_best(best, m.name, s.mean) and (m.name != "rounds_to_target" or fully_reached(r))
+                best_here = is_best(best, m.name, s.mean) and may_be_best(m.name, r)
                 cells.append(metric_cell(m, s, best_here, reach_suffix(m.name, s, r)))
             out.append(f'<tr data-algorithm="{e(r.label)}">' + "".join(cells) + "</tr>")
         out.append("</tbody></table></div>")

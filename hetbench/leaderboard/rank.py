@@ -10,7 +10,7 @@ from pathlib import Path
 
 from hetbench.leaderboard.aggregate import Row, SplitTable, aggregate
 from hetbench.leaderboard.load import Loaded, load_results
-from hetbench.leaderboard.honesty import fully_reached
+from hetbench.leaderboard.honesty import may_be_best
 from hetbench.leaderboard.metrics import DEFAULT_RANK_BY, DEFAULT_STATISTIC, METRICS, check_rank_by, check_statistic
 
 
@@ -133,7 +133,7 @@ def best_means(table: SplitTable) -> dict[str, float]:
     """
     out = {}
     for m in METRICS:
-        rows = [r for r in table.rows if m.name != "rounds_to_target" or fully_reached(r)]  # misses are not best
+        rows = [r for r in table.rows if may_be_best(m.name, r)]  # a rounds-to-target row with misses is not best
         vals = [r.mean(m.name) for r in rows if r.mean(m.name) is not None]
         if len(vals) >= 2 and max(vals) - min(vals) > 1e-9 * max(1.0, abs(max(vals))):  # all tied: nothing is best
             out[m.name] = max(vals) if m.higher_is_better else min(vals)

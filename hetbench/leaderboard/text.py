@@ -12,7 +12,7 @@ from typing import Any, Callable
 
 from hetbench.leaderboard.aggregate import SplitTable, Stat, format_value
 from hetbench.leaderboard.groups import LOGO, GroupTable, group_tables
-from hetbench.leaderboard.honesty import TIE, TIE_NOTE, fully_reached, reach_suffix, target_text, tied_with_previous
+from hetbench.leaderboard.honesty import TIE, TIE_NOTE, may_be_best, reach_suffix, target_text, tied_with_previous
 from hetbench.leaderboard.load import Skipped, json_text
 from hetbench.leaderboard.per_group import per_group_cells, per_group_heading, per_group_table
 from hetbench.leaderboard.metrics import (
@@ -207,7 +207,7 @@ def render_markdown(tables: list[SplitTable], skipped: list[Skipped] | None = No
             cells = [rank_text, _md_escape(r.label), str(len(r.results))]
             for m in shown:
                 s = r.stats[m.name]
-                bold = (lambda x: f"**{x}**") if is_best(best, m.name, s.mean) and _may_be_best(m.name, r) else None
+                bold = (lambda x: f"**{x}**") if is_best(best, m.name, s.mean) and may_be_best(m.name, r) else None
                 cells.append(cell_text(m, s, bold) + reach_suffix(m.name, s, r))
             out.append("| " + " | ".join(cells) + " |")
         out.append("")
@@ -237,11 +237,6 @@ def cross_group_markdown(t: SplitTable) -> list[str]:
                 "|" + "|".join([":---"] + ["---:"] * (len(head) - 1)) + "|"]
         out += ["| " + " | ".join(_md_escape(c) for c in cells) + " |" for cells in rows] + [""]
     return out
-
-
-def _may_be_best(metric_name: str, row) -> bool:
-    """A rounds-to-target mean over the seeds that reached the target is only best when every seed did."""
-    return metric_name != "rounds_to_target" or fully_reached(row)
 
 
 def per_group_markdown(t: SplitTable) -> list[str]:

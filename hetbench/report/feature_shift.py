@@ -18,8 +18,11 @@ Both are **class-conditional** by default: a client's rows of class c are compar
 clients' rows of class c, and the per-class distances are averaged with the client's class counts as
 weights. That is feature shift in the sense of FedBN (Li et al. 2021): P(x | y) differing between
 clients. A label-only split (Dirichlet over labels) then stays at its IID value, where an unconditional
-distance would grow with the label skew (classes look different). :func:`iid_reference` gives the
-value the same clients would have under a random, IID assignment of the rows.
+distance would grow with the label skew (classes look different).
+
+This module is the pairwise estimator of one unit against the rest; the report measures every client at
+once, with its IID reference, in :mod:`hetbench.report.unit_shift`, which gives the same Fréchet distance
+and, with enough random features, the same MMD^2 (``tests/report/test_feature_report.py``).
 
 References
 ----------
@@ -218,58 +221,6 @@ def conditional_shift(embedding: np.ndarray, labels: np.ndarray, member: np.ndar
     if weight == 0:
         return Shift(float("nan"), float("nan"), int(inside.sum()), 0)
     return Shift(frechet / weight, mmd / weight, int(inside.sum()), compared)
-
-
-def iid_reference(embedding: np.ndarray, labels: np.ndarray, unit_of_row: np.ndarray, *, seed: int = 0,
-                  conditional: bool = True) -> float:
-    """The row-weighted mean MMD^2 of the units if the rows were dealt to them at random (same sizes,
-    stratified by class when ``conditional``): what "no feature shift" reads on this data.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from hetbench.report.feature_shift import iid_reference
-    >>> rng = np.random.default_rng(0)
-    >>> emb, labels = rng.normal(size=(300, 3)), rng.integers(0, 3, 300)
-    >>> abs(iid_reference(emb, labels, np.arange(300) % 4)) < 0.05
-    True
-    """
-    unit = np.asarray(unit_of_row).copy()
-    lab = np.asarray(labels)
-    rng = np.random.default_rng(seed)
-    if conditional:  # shuffle units within each class: the label mix of every unit is kept
-        for c in np.unique(lab):
-            rows = np.flatnonzero(lab == c)
-            unit[rows] = unit[rng.permutation(rows)]
-    else:
-        unit = unit[rng.permutation(len(unit))]
-    h = median_bandwidth(embedding, seed)
-    shifts = [conditional_shift(embedding, lab, unit == u, conditional=conditional, seed=seed, bandwidth=h)
-              for u in np.unique(unit)]
-    return weighted_mean(shifts, "mmd2")
-
-
-def weighted_mean(shifts: list[Shift], field: str) -> float:
-    """Row-weighted mean of ``field`` over the shifts that could be computed (NaN when none could)."""
-    pairs = [(getattr(s, field), s.rows) for s in shifts if np.isfinite(getattr(s, field))]
-    total = sum(r for _, r in pairs)
-    return float(sum(v * r for v, r in pairs) / total) if total else float("nan")
-
-
-def standardise(embedding: np.ndarray) -> np.ndarray:
-    """Each feature centred and scaled to unit variance over all rows (constant features left at 0), so
-    that the distances do not depend on the embedder's units.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from hetbench.report.feature_shift import standardise
-    >>> standardise(np.array([[1.0, 5.0], [3.0, 5.0]])).tolist()
-    [[-1.0, 0.0], [1.0, 0.0]]
-    """
-    e = np.asarray(embedding, np.float64)
-    sd = e.std(axis=0)
-    return (e - e.mean(axis=0)) / np.where(sd > 0, sd, 1.0)
 
 
 def _sample(a: np.ndarray) -> np.ndarray:
