@@ -189,7 +189,7 @@ def prepare_users(
         Landmarks-User-160k's class and user thresholds to a fixed point, iNaturalist-User-120k's
         class balancing, or none (default: landmarks).
     min_samples : int
-        Drop users with fewer rows.
+        Drop users with fewer training rows (after the per-user hold-out of --test-split client).
     test_split, test_fraction
         The test policy; default: by user (``natural``) when every split has users, a shared test
         set when the test file has none, and held-out users (``heldout``) for a single split.
@@ -219,7 +219,6 @@ def prepare_users(
     published = resolve_recipe(recipe, "users", mode, metadata, params)
     filters = params["filters"] or "landmarks"
     user_col = params["user_col"] or ("observer" if metadata is None else "user_id")
-    partitioner = UsersPartitioner(column=user_col, filters=filters, min_samples=min_samples, **(thresholds or {}))
     table, skipped = _with_images(load_table(metadata or EMBEDDED, params["label_col"], params["id_col"]), image_root, image_col)
     _check_columns(table, {"--user-col": user_col})
     test_split = params["test_split"]
@@ -227,6 +226,9 @@ def prepare_users(
         # a published test file without users (Landmarks' test.csv) is a shared test set of unseen users
         others_have_users = all(user_col in table.splits[s].column_names for s in table.split_names if s != "train")
         test_split = ("natural" if others_have_users else "global") if len(table.split_names) > 1 else "heldout"
+    # min_samples counts training rows: under the client policy, the rows each user keeps after its hold-out
+    partitioner = UsersPartitioner(column=user_col, filters=filters, min_samples=min_samples, **(thresholds or {}),
+                                   holdout_fraction=test_fraction if test_split == "client" else None)
 
     def extras(fs: FederatedSplit):  # user_id: UsersPartitioner.derive_columns
         train_labels = fs.labels("train")
@@ -256,12 +258,82 @@ def _publish(prepared_of: Callable[..., PreparedSplit], tag: Callable[[dict], st
     return out_path, report
 
 
-def build_geo(out: str | os.PathLike | None = None, *, name: str | None = None, overwrite: bool = False,
-              quiet: bool = False, **params: Any) -> tuple[Path, dict[str, Any]]:
-    """Build (``params`` as :func:`prepare_geo`) and publish to ``out``; returns the folder and the report.
-    Default folder: ``hetbench_splits/<recipe>`` or ``hetbench_splits/geo-<input>-nmax<N>-s<seed>``, where
-    ``<input>`` is ``observations`` or the metadata's name and a short hash of its path
-    (:func:`hetbench.naming.input_slug`)."""
+def build_geo(
+    out: str | os.PathLike | None = None, *, name: str | None = None, overwrite: bool = False, quiet: bool = False,
+    recipe: str | None = None, metadata: str | None = None, lat_col: str | None = None, lon_col: str | None = None,
+    label_col: str | None = None, id_col: str | None = None, nmax: int | None = None, nmin: int | None = None,
+    test_split: str | None = None, test_fraction: float = 0.2, seed: int = 0, image_root: str | None = None,
+    image_col: str | None = None,
+) -> tuple[Path, dict[str, Any]]:
+    """Split a geo-tagged table into adaptive S2-cell clients and publish it (``hetbench build geo``);
+    returns the folder and its report. One client per cell, named by its S2 token.
+
+    Parameters
+    ----------
+    out : str or os.PathLike, optional
+        Output folder (default ``hetbench_splits/<recipe>``, or ``hetbench_splits/geo-<input>-nmax<N>-s<seed>``
+        where ``<input>`` is ``observations`` or the metadata's name and a short hash of its path).
+    name : str, optional
+        Data set name in the card and manifest (default: the folder's tag).
+    overwrite : bool
+        Replace ``out`` if it exists (default False).
+    quiet : bool
+        No progress bar (default False).
+    recipe : str, optional
+        A canonical recipe (``inaturalist-geo-3k``, ...; ``manifests/recipes``) whose columns and
+        parameters fill the ones not given (default None).
+    metadata : str, optional
+        A CSV / parquet / ``save_to_disk`` table (default None: the generated ``builtin:observations``).
+    lat_col, lon_col : str, optional
+        Its latitude and longitude columns, in degrees (default None: ``latitude``, ``longitude``).
+    label_col : str, optional
+        Its label column (default None: ``species`` for the generated table, else ``label``).
+    id_col : str, optional
+        Its sample-id column, recorded in the manifest (default None: row numbers).
+    nmax : int, optional
+        Split S2 cells holding more than this many examples (default None: 3000; Hsu et al. publish
+        100 to 30,000).
+    nmin : int, optional
+        Drop cells with fewer examples (default None: ``0.01 * nmax``).
+    test_split : {"global", "client", "natural", "heldout"}, optional
+        The test policy (:func:`hetbench.build_split`); default None: ``natural`` with a source test
+        split, else ``client``.
+    test_fraction : float
+        Share of the rows held out when the policy makes a test split (default 0.2).
+    seed : int
+        Seed of every random choice (default 0).
+    image_root : str, optional
+        Attach images: files under this folder named by ``image_col`` (default None: metadata only).
+    image_col : str, optional
+        Column with image paths relative to ``image_root`` (default None: the id column).
+
+    Returns
+    -------
+    folder : pathlib.Path
+        The published folder.
+    report : dict
+        Its ``report.json`` (``geo``: cells, their S2 levels, the published client counts).
+
+    References
+    ----------
+    Hsu, Qi and Brown, "Federated Visual Classification with Real-World Data Distribution", ECCV
+    2020, sec. 4.1 (iNaturalist-Geo: adaptive S2 cells with at most Nmax examples).
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from pathlib import Path
+    >>> from hetbench.builders.geo import build_geo
+    >>> tmp = tempfile.TemporaryDirectory()
+    >>> folder, report = build_geo(Path(tmp.name) / "geo", nmax=1000, quiet=True)
+    >>> report["geo"]["nmax"], report["geo"]["cells"] == report["num_clients"] > 5, (folder / "plots").is_dir()
+    (1000, True, True)
+    >>> tmp.cleanup()
+    """
+    params = dict(recipe=recipe, metadata=metadata, lat_col=lat_col, lon_col=lon_col, label_col=label_col, id_col=id_col,
+                  nmax=nmax, nmin=nmin, test_split=test_split, test_fraction=test_fraction, seed=seed,
+                  image_root=image_root, image_col=image_col)
+
     def tag(p: dict) -> str:
         _check_sizes(p.get("nmax"), p.get("nmin"))
         nmax = 3000 if p.get("nmax") is None else p["nmax"]
@@ -270,11 +342,82 @@ def build_geo(out: str | os.PathLike | None = None, *, name: str | None = None, 
     return _publish(prepare_geo, tag, out, name, overwrite, quiet, params)
 
 
-def build_users(out: str | os.PathLike | None = None, *, name: str | None = None, overwrite: bool = False,
-                quiet: bool = False, **params: Any) -> tuple[Path, dict[str, Any]]:
-    """Build (``params`` as :func:`prepare_users`) and publish to ``out``; returns the folder and the
-    report. Default folder: ``hetbench_splits/<recipe>`` or ``hetbench_splits/users-<input>-<filters>-s<seed>``
-    (``<input>`` as for :func:`build_geo`)."""
+def build_users(
+    out: str | os.PathLike | None = None, *, name: str | None = None, overwrite: bool = False, quiet: bool = False,
+    recipe: str | None = None, mode: str | None = None, metadata: str | None = None, user_col: str | None = None,
+    label_col: str | None = None, id_col: str | None = None, filters: str | None = None, min_samples: int = 1,
+    test_split: str | None = None, test_fraction: float = 0.1, seed: int = 0, image_root: str | None = None,
+    image_col: str | None = None, thresholds: dict[str, int] | None = None,
+) -> tuple[Path, dict[str, Any]]:
+    """One client per user after the published per-user filters, published (``hetbench build users``);
+    returns the folder and its report.
+
+    Parameters
+    ----------
+    out : str or os.PathLike, optional
+        Output folder (default ``hetbench_splits/<recipe>``, or ``hetbench_splits/users-<input>-<filters>-s<seed>``,
+        ``<input>`` as for :func:`build_geo`).
+    name : str, optional
+        Data set name in the card and manifest (default: the folder's tag).
+    overwrite : bool
+        Replace ``out`` if it exists (default False).
+    quiet : bool
+        No progress bar (default False).
+    recipe : {"landmarks-user-160k", "inaturalist-user-120k"}, optional
+        A canonical recipe (``manifests/recipes``); default None.
+    mode : {"import", "rebuild"}, optional
+        With ``recipe``: import the published split files, or rebuild from raw metadata (default None: import).
+    metadata : str, optional
+        A table with a user column (default None: the generated ``builtin:observations``).
+    user_col : str, optional
+        Its user column (default None: ``observer`` for the generated table, else ``user_id``).
+    label_col, id_col : str, optional
+        Its label and sample-id columns, as for :func:`build_geo`.
+    filters : {"landmarks", "inaturalist", "none"}, optional
+        ``landmarks``: classes with >= 30 images and 10 users, users with >= 30 images and 5 classes, to a
+        fixed point (Landmarks-User-160k); ``inaturalist``: classes with >= 100 training images,
+        subsampled to 100 (iNaturalist-User-120k); ``none``. Default None: ``landmarks``.
+    min_samples : int
+        Drop users with fewer training rows, counted after the per-user hold-out of ``test_split="client"`` (default 1).
+    test_split : {"global", "client", "natural", "heldout"}, optional
+        The test policy; default None: by user (``natural``) when every split has users, a shared test
+        set when the test file has none, held-out users (``heldout``) for a single split.
+    test_fraction : float
+        With ``heldout``: the share of users held out (default 0.1).
+    seed : int
+        Seed of every random choice (default 0).
+    image_root, image_col : str, optional
+        Attach image files, as for :func:`build_geo`.
+    thresholds : dict, optional
+        Overrides of the filters' thresholds (:class:`hetbench.partitioners.users.UsersPartitioner`); not
+        a CLI option.
+
+    Returns
+    -------
+    folder : pathlib.Path
+        The published folder.
+    report : dict
+        Its ``report.json`` (``users``: the filters, users, classes and images, beside the published ones).
+
+    References
+    ----------
+    Hsu, Qi and Brown, ECCV 2020, sec. 4.2 and Table 1 (Landmarks-User-160k, iNaturalist-User-120k).
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from pathlib import Path
+    >>> from hetbench.builders.geo import build_users
+    >>> tmp = tempfile.TemporaryDirectory()
+    >>> folder, report = build_users(Path(tmp.name) / "users", quiet=True)
+    >>> report["users"]["filters"], report["users"]["users"] == report["num_clients"] > 10
+    ('landmarks', True)
+    >>> tmp.cleanup()
+    """
+    params = dict(recipe=recipe, mode=mode, metadata=metadata, user_col=user_col, label_col=label_col, id_col=id_col,
+                  filters=filters, min_samples=min_samples, test_split=test_split, test_fraction=test_fraction,
+                  seed=seed, image_root=image_root, image_col=image_col, thresholds=thresholds)
+
     def tag(p: dict) -> str:
         slug = input_slug(p.get("metadata"), "observations")
         return p.get("recipe") or f"users-{slug}-{p.get('filters') or 'landmarks'}-s{p.get('seed', 0)}"

@@ -158,6 +158,18 @@ def _common(fn: Callable) -> Callable:
     return _source_options(wrapper)
 
 
+def _client_holdout() -> tuple[float | None, Any]:
+    """(--test-fraction under the client test policy, else None; the loaded table): what turns the training rows
+    --sizes, --min-samples and --min-size count into rows of the partitioned split. The client policy is
+    --test-split client, or the default (or natural, which falls back to it) for a source of one split."""
+    from hetbench.sources import load_table
+
+    o = click.get_current_context().params
+    table = load_table(o["dataset"], o["label_col"], o["id_col"])
+    client = o["test_split"] == "client" or (o["test_split"] in (None, "natural") and len(table.split_names) == 1)
+    return (o["test_fraction"] if client else None), table
+
+
 def _parse_sizes(text: str | None) -> list[int] | None:
     if text is None:
         return None
@@ -198,12 +210,7 @@ def iid_cmd(clients: int, sizes: str | None):
     if parsed is None:
         return IIDPartitioner(clients), f"iid-n{clients}"
     # --sizes count training rows: under the client policy each client's hold-out comes on top of its size
-    from hetbench.sources import load_table
-
-    o = click.get_current_context().params
-    table = load_table(o["dataset"], o["label_col"], o["id_col"])
-    client_policy = o["test_split"] == "client" or (o["test_split"] is None and len(table.split_names) == 1)
-    holdout = o["test_fraction"] if client_policy else None
+    holdout, table = _client_holdout()
     return IIDPartitioner(clients, parsed, holdout), f"iid-n{clients}", None, table
 
 
@@ -213,7 +220,9 @@ def iid_cmd(clients: int, sizes: str | None):
 @click.option("--scheme", type=click.Choice(["client", "class"]), default="client", show_default=True,
               help="client: Hsu et al. q_k ~ Dir(alpha p), fixed sizes; class: per-class shares ~ Dir(alpha) (Flower/NIID-Bench).")
 @click.option("--sizes", default=None, help="--scheme client: comma-separated client sizes (default n/N each).")
-@click.option("--min-size", default=0, show_default=True, type=int, help="--scheme class: smallest client, met by a deterministic repair.")
+@click.option("--min-size", default=0, show_default=True, type=int,
+              help="--scheme class: fewest training rows per client, as the summary counts them (after --test-split "
+              "client's per-client hold-out), met by a deterministic repair.")
 @_common
 def dirichlet_cmd(clients: int, alpha: float, scheme: str, sizes: str | None, min_size: int):
     """Label Dirichlet split (Hsu et al. 2019/2020 Appendix B, or the per-class variant).
@@ -222,8 +231,11 @@ def dirichlet_cmd(clients: int, alpha: float, scheme: str, sizes: str | None, mi
     """
     from hetbench.partitioners import DirichletPartitioner
 
-    p = DirichletPartitioner(clients, alpha, scheme, _parse_sizes(sizes), min_size)
-    return p, f"dirichlet-{scheme}-a{_fmt(alpha)}-n{clients}"
+    p, tag = DirichletPartitioner(clients, alpha, scheme, _parse_sizes(sizes), min_size), f"dirichlet-{scheme}-a{_fmt(alpha)}-n{clients}"
+    if p.scheme != "class" or p.min_size < 2:  # bad options were refused above, before the data is read
+        return p, tag
+    holdout, table = _client_holdout()  # --min-size counts training rows: the hold-out comes on top
+    return DirichletPartitioner(clients, alpha, scheme, None, min_size, holdout), tag, None, table
 
 
 @partition.command("shards", short_help="Sorted-label shards, k per client (McMahan et al. 2017).")
@@ -258,7 +270,9 @@ def classes_cmd(clients: int, classes_per_client: int):
 @click.option("--column", default="label", show_default=True,
               help="Column whose values are the clients (user id, writer, device). The built-in digit sets carry no "
               "writer ids, so the default groups by label there.")
-@click.option("--min-samples", default=1, show_default=True, type=int, help="Drop clients with fewer training rows.")
+@click.option("--min-samples", default=1, show_default=True, type=int,
+              help="Drop clients with fewer training rows, as the summary counts them (after --test-split client's "
+              "per-client hold-out).")
 @_common
 def natural_cmd(column: str, min_samples: int):
     """One client per distinct value of a column (user, writer, device), ids sorted.
@@ -267,7 +281,11 @@ def natural_cmd(column: str, min_samples: int):
     """
     from hetbench.partitioners import NaturalIdPartitioner
 
-    return NaturalIdPartitioner(column, min_samples), f"natural-{column}-m{min_samples}"
+    p, tag = NaturalIdPartitioner(column, min_samples), f"natural-{column}-m{min_samples}"  # bad options: refused first
+    if p.min_samples < 2:
+        return p, tag
+    holdout, table = _client_holdout()  # --min-samples counts training rows: the hold-out comes on top
+    return NaturalIdPartitioner(column, min_samples, holdout), tag, None, table
 
 
 @partition.command("embedding", short_help="Dirichlet over K-means clusters of embeddings (Borazjani et al.).")
@@ -280,7 +298,8 @@ def natural_cmd(column: str, min_samples: int):
 @click.option("--layer", default=None, help="With torch:MODULE:FACTORY: the layer whose output is the embedding (default: penultimate).")
 @click.option("--scheme", type=click.Choice(["client", "class"]), default="client", show_default=True)
 @click.option("--pca-dim", default=None, type=int, help="Reduce the standardised embeddings with PCA first.")
-@click.option("--min-size", default=0, show_default=True, type=int, help="--scheme class: smallest client.")
+@click.option("--min-size", default=0, show_default=True, type=int,
+              help="--scheme class: fewest training rows per client (after --test-split client's per-client hold-out).")
 @click.option("--kmeans", "kmeans_method", type=click.Choice(["auto", "lloyd", "minibatch"]), default="auto", show_default=True)
 @_engine_options
 @_common
@@ -294,10 +313,14 @@ def embedding_cmd(clients, alpha, clusters, embedder, layer, scheme, pca_dim, mi
 
     if layer is not None and not embedder.startswith("torch:"):
         raise HetbenchError("--layer applies to --embedder torch:MODULE:FACTORY")
-    p = _with_engine(EmbeddingPartitioner(clients, alpha, clusters, scheme, embedder, pca_dim, min_size, kmeans_method, layer),
-                     engine, ray_address)
-    p.reuse_embeddings_of(click.get_current_context().params.get("out"))  # rebuilding over a build: reuse its embeddings
-    return p, f"embedding-{embedder.split(':')[0]}-k{clusters}-a{_fmt(alpha)}-n{clients}", embedding_extras(p)
+    args = (clients, alpha, clusters, scheme, embedder, pca_dim, min_size, kmeans_method, layer)
+    p, table = EmbeddingPartitioner(*args), None  # bad options: refused before the data is read
+    if scheme == "class" and min_size >= 2:  # --min-size counts training rows: the hold-out comes on top
+        holdout, table = _client_holdout()
+        p = EmbeddingPartitioner(*args, holdout_fraction=holdout)
+    _with_engine(p, engine, ray_address).reuse_embeddings_of(click.get_current_context().params.get("out"))  # over a build: its embeddings
+    tag = f"embedding-{embedder.split(':')[0]}-k{clusters}-a{_fmt(alpha)}-n{clients}"
+    return (p, tag, embedding_extras(p)) + ((table,) if table is not None else ())
 
 
 @partition.command("semantic", short_help="Per-label Gaussian mixtures matched by KL (Yuan et al. 2022).")

@@ -21,7 +21,7 @@ class DropReason(IntEnum):
 
     KEPT = 0
     CLASS_UNASSIGNED = 1  # its class was given to no client (classes-per-client, alpha=0 with few clients)
-    CLIENT_TOO_SMALL = 2  # its natural client had fewer than --min-samples samples
+    CLIENT_TOO_SMALL = 2  # its natural client had fewer than --min-samples rows (training rows, after the hold-out)
     REMAINDER = 3  # left over when cutting equal shards / equal sizes
     MISSING_VALUE = 4  # the partitioning column is missing (null / NaN) for this sample
     FILTERED = 5  # removed by a recipe filter

@@ -9,13 +9,120 @@ from a ``numpy.random.Generator`` made from the seed.
 
 from __future__ import annotations
 
+import math
 from typing import Any, ClassVar
 
 import numpy as np
 
+from hetbench.errors import HetbenchError
 from hetbench.partition import Partition
 from hetbench.seeding import make_rng
 from hetbench.table import SampleTable
+
+
+def sizes_before_holdout(train_sizes: np.ndarray, fraction: float) -> np.ndarray:
+    """The client sizes that leave exactly ``train_sizes`` training rows after every client holds out
+    ``fraction`` of its rows (the ``client`` test policy, :func:`hetbench.splits.stratified_holdout`:
+    T = round(fraction * n), at least 1 and at most n - 1 when n >= 2, none when n < 2).
+
+    Parameters
+    ----------
+    train_sizes : numpy.ndarray
+        Non-negative training rows wanted per client.
+    fraction : float
+        The per-client test fraction, in (0, 1).
+
+    Returns
+    -------
+    numpy.ndarray
+        int64 rows per client before the hold-out: the smallest n with n - T(n) = train size.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> sizes_before_holdout(np.array([0, 1, 2, 100, 575]), 0.2).tolist()
+    [0, 1, 3, 125, 719]
+    """
+    s = np.asarray(train_sizes, dtype=np.int64)
+    guess = np.floor(s / (1.0 - fraction)).astype(np.int64)
+    n = np.maximum(guess[:, None] + np.arange(-3, 5)[None, :], 0)  # n - T(n) grows by 0 or 1 per step
+    held = np.where(n >= 2, np.clip(np.rint(fraction * n).astype(np.int64), 1, n - 1), 0)
+    hit = (n - held) == s[:, None]
+    return n[np.arange(s.size), np.argmax(hit, axis=1)]
+
+
+def check_holdout(fraction: float | None, minimum: int) -> float | None:
+    """The ``holdout_fraction`` a partitioner with a minimum client size keeps: None when there is no
+    hold-out or when ``minimum`` is at most 1 (any client keeps a training row), else the fraction,
+    which must lie in (0, 1) (:class:`~hetbench.errors.HetbenchError` otherwise, as for
+    ``--test-fraction``).
+
+    Examples
+    --------
+    >>> check_holdout(0.2, 5), check_holdout(0.2, 1), check_holdout(None, 5)
+    (0.2, None, None)
+    """
+    if fraction is None or minimum <= 1:
+        return None
+    fraction = float(fraction)
+    if not 0.0 < fraction < 1.0:
+        raise HetbenchError(f"--test-fraction must be between 0 and 1 (got {fraction})")
+    return fraction
+
+
+def rows_for_training(min_train: int, holdout_fraction: float | None) -> int:
+    """The fewest rows a client needs so that at least ``min_train`` of them stay training rows once
+    the ``client`` test policy holds out ``holdout_fraction`` of them (None: no hold-out, every row
+    trains). What ``--min-samples`` and ``--min-size`` ask of a client's rows in the partitioned split.
+
+    Examples
+    --------
+    >>> rows_for_training(5, 0.2), rows_for_training(5, None), rows_for_training(1, 0.5), rows_for_training(10, 0.5)
+    (6, 5, 1, 20)
+    """
+    if holdout_fraction is None or min_train <= 1:
+        return max(int(min_train), 0)
+    f = float(holdout_fraction)
+    # the training rows left, n - T(n), grow by 0 or 1 with every row more: bisect for the first n
+    # that leaves min_train (n = min_train leaves fewer; the upper bound leaves at least min_train)
+    lo, hi = int(min_train), int(math.ceil((min_train + 1) / (1.0 - f))) + 2
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if mid - training_holdout(mid, f) >= min_train:
+            hi = mid
+        else:
+            lo = mid + 1
+    return lo
+
+
+def training_holdout(n: int, fraction: float) -> int:
+    """The rows a client of ``n`` rows holds out under the ``client`` test policy
+    (:func:`hetbench.splits.stratified_holdout`): round(fraction * n), at least 1 and at most n - 1
+    when n >= 2, none when n < 2.
+
+    Examples
+    --------
+    >>> [training_holdout(n, 0.2) for n in (1, 2, 5, 6, 8)]
+    [0, 1, 1, 1, 2]
+    """
+    if n < 2:
+        return 0
+    return int(min(max(int(np.rint(fraction * n)), 1), n - 1))
+
+
+def holdout_note(min_train: int, holdout_fraction: float | None) -> str:
+    """``"N training rows"``, with the rows that means before the client test policy's hold-out.
+
+    Examples
+    --------
+    >>> holdout_note(5, 0.2), holdout_note(5, None)
+    ('5 training rows (6 rows before each client holds out 0.2 of its rows for testing)', '5 training rows')
+    """
+    need = rows_for_training(min_train, holdout_fraction)
+    rows = f"{min_train} training row{'' if min_train == 1 else 's'}"
+    if need == min_train:
+        return rows
+    return f"{rows} ({need} rows before each client holds out {holdout_fraction:g} of its rows for testing)"
 
 
 def split_partition(train: Partition, split: str, assignment: np.ndarray, reason: np.ndarray) -> Partition:

@@ -13,7 +13,7 @@
     NIID-Bench's "distribution-based label imbalance"), called "Dirichlet" by Flower
     (DirichletPartitioner), NIID-Bench (noniid-labeldir), FedLab (hetero_dir) and FL-bench:
     for each class c, shares over clients s_c ~ Dir(alpha * 1_N), and class c's samples are cut at
-    the cumulative shares. ``min_size`` is met by a deterministic repair step
+    the cumulative shares. ``min_size`` (training rows per client) is met by a deterministic repair step
     (:func:`~hetbench.partitioners._alloc.repair_min_size`) instead of resampling until it fits,
     which is what hangs FedLab (#232) and FL-bench (#29) and makes Flower give up after 10 tries.
 """
@@ -35,7 +35,7 @@ from hetbench.partitioners._alloc import (
     repair_min_size,
     split_evenly,
 )
-from hetbench.partitioners.base import Partitioner
+from hetbench.partitioners.base import Partitioner, check_holdout, holdout_note, rows_for_training
 
 SCHEMES = ("client", "class")
 
@@ -286,8 +286,8 @@ class DirichletPartitioner(Partitioner):
     the unchosen classes are dropped as ``class-unassigned``).
 
     ``scheme="class"`` is the per-class variant ([3]_, [4]_): class c is cut among the clients at the
-    cumulative shares s_c ~ Dir(alpha 1_N); client sizes follow the draws, and ``min_size`` is met
-    by a deterministic repair instead of resampling until it fits.
+    cumulative shares s_c ~ Dir(alpha 1_N); client sizes follow the draws, and ``min_size`` training
+    rows per client are met by a deterministic repair instead of resampling until it fits.
 
     Parameters
     ----------
@@ -302,8 +302,17 @@ class DirichletPartitioner(Partitioner):
         ``scheme="client"`` only (and alpha > 0): client sizes summing to the number of samples;
         default equal sizes (``n // N``, the first ``n % N`` one larger).
     min_size : int, default 0
-        ``scheme="class"`` only: every client ends with at least this many samples (0: no minimum).
-        A request with ``N * min_size > n`` raises at once.
+        ``scheme="class"`` only: every client ends with at least this many training rows (0: no
+        minimum). Its rows of the partitioned split are its training rows, unless
+        ``holdout_fraction`` is given. A request that needs more rows than there are (``N *
+        min_size > n`` without a hold-out) raises at once.
+    holdout_fraction : float, optional
+        With ``min_size``: the ``client`` test policy's ``--test-fraction``, when the split is built
+        under it (what ``hetbench partition dirichlet`` passes). Every client then holds out this
+        fraction of its rows for testing (:func:`hetbench.splits.stratified_holdout`), so the repair
+        gives every client the rows :func:`~hetbench.partitioners.base.rows_for_training` computes,
+        which leave ``min_size`` training rows. Recorded in the recipe only when ``min_size`` is
+        above 1.
 
     References
     ----------
@@ -344,6 +353,7 @@ class DirichletPartitioner(Partitioner):
         scheme: str = "client",
         sizes: Sequence[int] | None = None,
         min_size: int = 0,
+        holdout_fraction: float | None = None,
     ) -> None:
         if scheme not in SCHEMES:
             raise HetbenchError(f"unknown --scheme '{scheme}'; choose one of: {', '.join(SCHEMES)}")
@@ -360,18 +370,22 @@ class DirichletPartitioner(Partitioner):
         self.scheme = scheme
         self.sizes = None if sizes is None else [int(s) for s in sizes]
         self.min_size = int(min_size)
+        self.holdout_fraction = check_holdout(holdout_fraction, self.min_size if scheme == "class" else 0)
         if self.scheme == "client" and self.alpha == 0 and self.sizes is not None:
             raise HetbenchError("alpha = 0 gives one class per client, whose sizes follow the class sizes; drop --sizes")
 
     def params(self) -> dict:
         alpha = "inf" if math.isinf(self.alpha) else self.alpha
-        return {
+        params = {
             "num_clients": self.num_clients,
             "alpha": alpha,
             "scheme": self.scheme,
             "sizes": self.sizes,
             "min_size": self.min_size,
         }
+        if self.holdout_fraction is not None:  # only when set: recipes without it stay as they were
+            params["holdout_fraction"] = self.holdout_fraction
+        return params
 
     def client_counts(self, labels: np.ndarray, num_classes: int, rng: np.random.Generator) -> np.ndarray:
         """The clients x classes count matrix (the pure numpy heart of this partitioner).
@@ -384,7 +398,14 @@ class DirichletPartitioner(Partitioner):
         if self.num_clients > n:
             raise HetbenchError(f"more clients ({self.num_clients}) than samples ({n})")
         if self.scheme == "class":
-            return class_dirichlet_counts(class_counts, self.num_clients, self.alpha, rng, self.min_size)
+            need = rows_for_training(self.min_size, self.holdout_fraction)  # rows that leave min_size training rows
+            if self.num_clients * need > n:
+                raise HetbenchError(
+                    f"--min-size {self.min_size} is impossible: {self.num_clients} clients x "
+                    f"{holdout_note(self.min_size, self.holdout_fraction)} needs {self.num_clients * need} rows, "
+                    f"more than the {n} there are"
+                )
+            return class_dirichlet_counts(class_counts, self.num_clients, self.alpha, rng, need)
         if self.alpha == 0:
             return one_class_counts(class_counts, self.num_clients, rng)
         sizes = parse_sizes(self.sizes, self.num_clients, n)

@@ -107,7 +107,10 @@ class EmbeddingPartitioner(Partitioner):
     pca_dim : int, optional
         Reduce the standardised embeddings to this many principal components first.
     min_size : int
-        ``scheme="class"``: smallest client, met by a deterministic repair.
+        ``scheme="class"``: fewest training rows per client, met by a deterministic repair.
+    holdout_fraction : float, optional
+        With ``min_size``: the ``client`` test policy's ``--test-fraction``, as for
+        :class:`~hetbench.partitioners.dirichlet.DirichletPartitioner` (recorded only when it counts).
     kmeans : {"auto", "lloyd", "minibatch"}
         K-means variant (:func:`hetbench.clustering.kmeans`).
     layer : str, optional
@@ -156,9 +159,11 @@ class EmbeddingPartitioner(Partitioner):
         min_size: int = 0,
         kmeans: str = "auto",
         layer: str | None = None,
+        holdout_fraction: float | None = None,
     ) -> None:
-        # the Dirichlet partitioner validates num_clients, alpha, scheme and min_size
-        self._dirichlet = DirichletPartitioner(num_clients, alpha, scheme, min_size=min_size)
+        # the Dirichlet partitioner validates num_clients, alpha, scheme, min_size and holdout_fraction
+        self._dirichlet = DirichletPartitioner(num_clients, alpha, scheme, min_size=min_size,
+                                               holdout_fraction=holdout_fraction)
         if int(clusters) < 1:
             raise HetbenchError(f"--clusters must be at least 1 (got {clusters})")
         if pca_dim is not None and int(pca_dim) < 1:
@@ -203,6 +208,8 @@ class EmbeddingPartitioner(Partitioner):
             "min_size": self.min_size,
             "kmeans": self.kmeans,
             "layer": self.layer,
+            # only when set: recipes without it stay as they were
+            **{k: v for k, v in self._dirichlet.params().items() if k == "holdout_fraction"},
         }
 
     def reuse_embeddings_of(self, out) -> None:

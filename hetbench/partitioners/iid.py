@@ -13,38 +13,7 @@ import numpy as np
 
 from hetbench.errors import HetbenchError
 from hetbench.partition import DropReason, default_client_names, parse_sizes
-from hetbench.partitioners.base import Partitioner
-
-
-def sizes_before_holdout(train_sizes: np.ndarray, fraction: float) -> np.ndarray:
-    """The client sizes that leave exactly ``train_sizes`` training rows after every client holds out
-    ``fraction`` of its rows (the ``client`` test policy, :func:`hetbench.splits.stratified_holdout`:
-    T = round(fraction * n), at least 1 and at most n - 1 when n >= 2, none when n < 2).
-
-    Parameters
-    ----------
-    train_sizes : numpy.ndarray
-        Non-negative training rows wanted per client.
-    fraction : float
-        The per-client test fraction, in (0, 1).
-
-    Returns
-    -------
-    numpy.ndarray
-        int64 rows per client before the hold-out: the smallest n with n - T(n) = train size.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> sizes_before_holdout(np.array([0, 1, 2, 100, 575]), 0.2).tolist()
-    [0, 1, 3, 125, 719]
-    """
-    s = np.asarray(train_sizes, dtype=np.int64)
-    guess = np.floor(s / (1.0 - fraction)).astype(np.int64)
-    n = np.maximum(guess[:, None] + np.arange(-3, 5)[None, :], 0)  # n - T(n) grows by 0 or 1 per step
-    held = np.where(n >= 2, np.clip(np.rint(fraction * n).astype(np.int64), 1, n - 1), 0)
-    hit = (n - held) == s[:, None]
-    return n[np.arange(s.size), np.argmax(hit, axis=1)]
+from hetbench.partitioners.base import Partitioner, sizes_before_holdout  # noqa: F401 (re-exported)
 
 
 def iid_assignment(n: int, sizes: np.ndarray, rng: np.random.Generator) -> np.ndarray:

@@ -2,9 +2,10 @@
 
 Client ids follow the *sorted* distinct values over every split (numbers numerically, strings
 lexically), so a user's train and test rows get the same client id (the bug Flower fixed in #5340).
-Clients with fewer than ``min_samples`` rows in the partitioned split are dropped (reason
-``client-too-small``) together with their rows in the other splits; rows whose value is missing are
-dropped (``missing-value``).
+Clients with fewer than ``min_samples`` training rows are dropped (reason ``client-too-small``)
+together with their rows in the other splits; rows whose value is missing are dropped
+(``missing-value``). Training rows are the client's rows of the partitioned split, less, under the
+``client`` test policy (``holdout_fraction``), the rows it holds out for testing.
 
 The helpers here (:func:`encode_keys`, :func:`natural_id_assignment`, :func:`map_codes`,
 :func:`value_clients`, :func:`map_to_clients`) are shared by the per-user partitioner of
@@ -19,7 +20,7 @@ import numpy as np
 
 from hetbench.errors import HetbenchError
 from hetbench.partition import DropReason, Partition
-from hetbench.partitioners.base import Partitioner, split_partition
+from hetbench.partitioners.base import Partitioner, check_holdout, holdout_note, rows_for_training, split_partition
 from hetbench.table import arrow_column
 
 
@@ -196,9 +197,9 @@ class NaturalIdPartitioner(Partitioner):
 
     Clients are the distinct non-missing values of ``column`` over every split, in sorted order
     (numbers numerically, strings lexically), named ``str(value)``, so a value's rows in every
-    split go to the same client. Values with fewer than ``min_samples`` rows in the partitioned
-    split are dropped (``client-too-small``), as are rows whose value is missing (null or NaN:
-    ``missing-value``). The assignment does not depend on the seed. :meth:`assign_split` places
+    split go to the same client. Values with fewer than ``min_samples`` training rows are dropped
+    (``client-too-small``), as are rows whose value is missing (null or NaN: ``missing-value``).
+    The assignment does not depend on the seed. :meth:`assign_split` places
     another split's rows on the same clients.
 
     Parameters
@@ -206,7 +207,14 @@ class NaturalIdPartitioner(Partitioner):
     column : str, default "user_id"
         The column whose values are the clients.
     min_samples : int, default 1
-        Fewest rows (in the partitioned split) a value needs to be a client; 0 acts as 1.
+        Fewest training rows a value needs to be a client; 0 acts as 1. Its rows of the partitioned
+        split are its training rows, unless ``holdout_fraction`` is given.
+    holdout_fraction : float, optional
+        The ``client`` test policy's ``--test-fraction``, when the split is built under it (what
+        ``hetbench partition natural-id`` passes): every client then holds out this fraction of its
+        rows for testing (:func:`hetbench.splits.stratified_holdout`), and a value needs the rows
+        :func:`~hetbench.partitioners.base.rows_for_training` computes to keep ``min_samples``
+        training rows. Recorded in the recipe only when ``min_samples`` is above 1.
 
     References
     ----------
@@ -228,14 +236,27 @@ class NaturalIdPartitioner(Partitioner):
 
     name = "natural-id"
 
-    def __init__(self, column: str = "user_id", min_samples: int = 1) -> None:
+    def __init__(self, column: str = "user_id", min_samples: int = 1, holdout_fraction: float | None = None) -> None:
         if min_samples < 0:
             raise HetbenchError(f"--min-samples must be >= 0 (got {min_samples})")
         self.column = column
         self.min_samples = int(min_samples)
+        self.holdout_fraction = check_holdout(holdout_fraction, self.min_samples)
 
     def params(self) -> dict:
-        return {"column": self.column, "min_samples": self.min_samples}
+        params = {"column": self.column, "min_samples": self.min_samples}
+        if self.holdout_fraction is not None:  # only when set: recipes without it stay as they were
+            params["holdout_fraction"] = self.holdout_fraction
+        return params
+
+    def min_rows(self) -> int:
+        """Fewest rows of the partitioned split a value needs: ``min_samples`` training rows (at least
+        one) once the ``client`` test policy has held out ``holdout_fraction`` of them."""
+        return rows_for_training(max(self.min_samples, 1), self.holdout_fraction)
+
+    def _too_few(self) -> str:
+        """``at least N training rows (...)``: what the error of a split left without clients says."""
+        return f"at least {holdout_note(max(self.min_samples, 1), self.holdout_fraction)}"
 
     def _encode(self, table):
         key = ("natural-id-codes", self.column)
@@ -247,10 +268,9 @@ class NaturalIdPartitioner(Partitioner):
 
     def _assign(self, table, split, rng):
         codes, values = self._encode(table)
-        assignment, reason, client_of_value = natural_id_assignment(codes[split], len(values), self.min_samples)
+        assignment, reason, client_of_value = natural_id_assignment(codes[split], len(values), self.min_rows())
         num_clients, names = value_clients(
-            client_of_value, values,
-            f"no value of '{self.column}' has at least {self.min_samples} samples; lower --min-samples",
+            client_of_value, values, f"no value of '{self.column}' has {self._too_few()}; lower --min-samples",
         )
         return assignment, reason, num_clients, names
 

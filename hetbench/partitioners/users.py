@@ -33,7 +33,7 @@ class UsersPartitioner(NaturalIdPartitioner):
 
     The filter runs on the partitioned split's rows that have a user; then natural-id (reused from
     :mod:`hetbench.partitioners.natural_id`) gives one client per surviving user, sorted, named by
-    the user id, keeping users with >= ``min_samples`` surviving rows. Drop reasons: ``filtered``
+    the user id, keeping users with >= ``min_samples`` surviving training rows. Drop reasons: ``filtered``
     (removed by the filter), ``client-too-small``, ``missing-value``. :meth:`assign_split` places
     another split's rows on their users' clients.
 
@@ -46,7 +46,11 @@ class UsersPartitioner(NaturalIdPartitioner):
         :func:`inaturalist_balance` over the partitioned split's rows (iNaturalist-User-120k);
         ``"none"``: plain natural-id.
     min_samples : int, default 1
-        Fewest surviving rows a user needs to be a client.
+        Fewest surviving training rows a user needs to be a client: its surviving rows, less (with
+        ``holdout_fraction``) the rows the ``client`` test policy holds out.
+    holdout_fraction : float, optional
+        As for :class:`~hetbench.partitioners.natural_id.NaturalIdPartitioner`: the ``client`` test
+        policy's ``--test-fraction`` when the split is built under it.
     strip : bool, default True
         Strip surrounding whitespace from string user ids before grouping (an id that is empty
         after stripping is missing).
@@ -86,9 +90,10 @@ class UsersPartitioner(NaturalIdPartitioner):
         filters: str = "landmarks",
         min_samples: int = 1,
         strip: bool = True,
+        holdout_fraction: float | None = None,
         **thresholds: int,
     ) -> None:
-        super().__init__(column=column, min_samples=min_samples)
+        super().__init__(column=column, min_samples=min_samples, holdout_fraction=holdout_fraction)
         if filters not in FILTERS:
             raise HetbenchError(f"unknown user filter '{filters}'; choose one of: {', '.join(FILTERS)}")
         unknown = sorted(set(thresholds) - set(THRESHOLDS[filters]))
@@ -120,6 +125,7 @@ class UsersPartitioner(NaturalIdPartitioner):
             "filters": self.filters,
             "min_samples": self.min_samples,
             "strip": self.strip,
+            **({"holdout_fraction": self.holdout_fraction} if self.holdout_fraction is not None else {}),
             **self.thresholds,
         }
 
@@ -181,13 +187,12 @@ class UsersPartitioner(NaturalIdPartitioner):
         classes = np.asarray(table.labels[split], dtype=np.int64)
         keep = self._filter(users, classes, rng)
         assignment, reason, client_of_value = natural_id_assignment(
-            np.where(keep, users, -1), len(values), self.min_samples
+            np.where(keep, users, -1), len(values), self.min_rows()
         )
         reason[(users >= 0) & ~keep] = DropReason.FILTERED
         num_clients, names = value_clients(
             client_of_value, values,
-            f"no user in '{self.column}' has at least {self.min_samples} samples after the "
-            f"{self.filters} filter; lower --min-samples",
+            f"no user in '{self.column}' has {self._too_few()} after the {self.filters} filter; lower --min-samples",
         )
         return assignment, reason, num_clients, names
 
