@@ -30,7 +30,7 @@ def _flower_app_command(fn):
 @click.option("--seed", default=0, show_default=True, type=int, help="Seed.")
 @click.option("--out", required=True, type=click.Path(file_okay=False), help="Folder of the Flower app project.")
 @click.option("--results", default=None, type=click.Path(dir_okay=False),
-              help="Where the ServerApp writes the results JSON (default: hetbench_results/<split>/<algo>-s<seed>.json "
+              help="Where the ServerApp writes the results JSON (default: hetbench_results/<split>-<fingerprint>/<algo>-s<seed>.json "
               "under the working directory, as hetbench train names it).")
 @click.option("--node-wait", default=300.0, show_default=True, type=float,
               help="Seconds the ServerApp waits for SuperNodes serving every client.")
@@ -74,7 +74,7 @@ def flower_app(split: str, algo: str, seed: int, out: str, results: str | None, 
     check_models([algorithm.name], config.model_for(data.image_size), config.norm)  # fedbn: normalisation layers
     if results is None:
         results = str(result_path("hetbench_results", data.name, algorithm.name, algorithm.params,
-                                  type(algorithm).defaults, seed))
+                                  type(algorithm).defaults, seed, fingerprint=data.fingerprint))
     job.results = os.path.abspath(results)
     folder = write_app_project(out, job, overwrite=overwrite, wait_s=node_wait)
     if not quiet:

@@ -188,7 +188,8 @@ def test_export_overwrite_replaces_only_its_own_file(tmp_path, run_cli):
 
 
 def test_train_overwrite_replaces_only_a_train_result(build, tmp_path, run_cli):
-    notes = tmp_path / "res" / "digits-n3" / "fedavg-s0.json"  # where this run's result goes
+    fingerprint = json.loads((build / "hetbench.json").read_text())["split_fingerprint"]
+    notes = tmp_path / "res" / f"digits-n3-{fingerprint[:12]}" / "fedavg-s0.json"  # where this run's result goes
     notes.parent.mkdir(parents=True)
     notes.write_text("my notes")
     code, _, err = run_cli("train", "--split", build, "--rounds", "1", "--out", tmp_path / "res", "--overwrite", "-q")

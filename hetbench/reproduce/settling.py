@@ -4,7 +4,7 @@ A claim that trains declares how settled its runs must be::
 
     settle: {evaluations: 4, max_change: 3.0}
 
-The runs of a claim come in conditions: runs that differ only by their seed (``<split>/<algorithm and
+The runs of a claim come in conditions: runs that differ only by their seed (``<split name>-<fingerprint>/<algorithm and
 options>-s<seed>.json``). A condition has settled when the least-squares line through the seed-mean of its
 last ``evaluations`` test accuracies (percent, against the round) changes by at most ``max_change`` points
 over the rounds they span: still rising (or falling) faster than that, its last-k accuracy is a point on

@@ -10,7 +10,7 @@ The path through the package (``docs/architecture.md``)::
 
     split --data.load_federated--> FederatedData
           --simulation.run_training(algorithms.make_algorithm(name), TrainConfig)--> results document
-          --results.write_result--> <out>/<split>/<algorithm>[-<params>][-<groups>]-s<seed>.json
+          --results.write_result--> <out>/<split>-<fingerprint[:12]>/<algorithm>[-<params>][-<groups>]-s<seed>.json
 
 :func:`hetbench.sweep.sweep` does all of it for every algorithm and seed, as ``hetbench train`` does; it
 sits above this package and :mod:`hetbench.flower`, whose engine it can also run. Importing this package

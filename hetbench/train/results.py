@@ -1,6 +1,7 @@
 """Results files: one JSON per (split, algorithm, seed), written atomically (format: ``docs/output-contract.md``).
 
-Layout: ``<out>/<split name>/<algorithm>[-<non-default params>][-<groups>]-s<seed>.json``. The document is stable:
+Layout: ``<out>/<split name>-<fingerprint[:12]>/<algorithm>[-<non-default params>][-<groups>]-s<seed>.json``
+(:func:`results_folder_name`: two splits that share a name never share a folder). The document is stable:
 keys sorted, floats rounded, so two runs with the same inputs, options and seed give the same file except
 for the ``timing`` block (wall-clock seconds).
 
@@ -73,14 +74,36 @@ def _fmt(v: Any) -> str:
     return str(v)
 
 
-def result_path(out: str | os.PathLike, split_name: str, algorithm: str, params: dict, defaults: dict, seed: int) -> Path:
-    """Where the result of one run goes; parameters that differ from the paper's defaults name the file."""
+#: hex digits of the split fingerprint in a results folder's name (as many as in the split's shard file names)
+FINGERPRINT_DIGITS = 12
+
+
+def results_folder_name(split_name: str, fingerprint: str) -> str:
+    """A split's results folder, ``<split name>-<fingerprint[:12]>``: splits that share a name (two iso-isp
+    builds with other ``--clients``) get two folders, the same split (its manifest's ``split_fingerprint``)
+    always the same one, where ``--resume`` and ``--skip-existing`` find its results.
+
+    >>> results_folder_name("iso-isp-wb+tone-s0", "0f3a9c27d1b84e55aa"), results_folder_name("my split/v2", "")
+    ('iso-isp-wb+tone-s0-0f3a9c27d1b8', 'my_split_v2')
+    """
+    short = re.sub(r"[^A-Za-z0-9]+", "", str(fingerprint or ""))[:FINGERPRINT_DIGITS]
+    return f"{_safe(split_name)}-{short}" if short else _safe(split_name)
+
+
+def result_path(out: str | os.PathLike, split_name: str, algorithm: str, params: dict, defaults: dict, seed: int,
+                *, fingerprint: str) -> Path:
+    """Where the result of one run goes: the split's folder (:func:`results_folder_name`), a file named by the
+    algorithm, the parameters that differ from the paper's defaults and the seed.
+
+    >>> result_path("res", "digits-n4", "fedprox", {"mu": 0.1}, {"mu": 0.01}, 0, fingerprint="5e1d0c9b8a7f6e").as_posix()
+    'res/digits-n4-5e1d0c9b8a7f/fedprox-mu0.1-s0.json'
+    """
     changed = [
         f"{k}{_fmt(v)}" for k, v in sorted(params.items())
         if k in defaults and _fmt(v) != _fmt(defaults[k])
     ]
     stem = "-".join([algorithm, *changed, f"s{seed}"])
-    return Path(out) / _safe(split_name) / f"{_safe(stem)}.json"
+    return Path(out) / results_folder_name(split_name, fingerprint) / f"{_safe(stem)}.json"
 
 
 def existing_result(path: Path, overwrite: bool) -> bool:

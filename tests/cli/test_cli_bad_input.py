@@ -289,7 +289,7 @@ def train_inputs(tmp_path_factory):
     split = _group_split(root / "groups")
     killed = root / "killed"
     data = load_federated(str(split))
-    ckpt = checkpoint_path(result_path(killed, data.name, "fedavg", {}, {}, 0))
+    ckpt = checkpoint_path(result_path(killed, data.name, "fedavg", {}, {}, 0, fingerprint=data.fingerprint))
     ckpt.parent.mkdir(parents=True)
     config = TrainConfig(rounds=2, lr=0.5, checkpoint_every=1, device="cpu")  # the CLI cases: lr 0.05
     run_training(data, make_algorithm("fedavg"), config, checkpoint=ckpt)

@@ -104,9 +104,9 @@ def test_result_paths_of_a_long_split_name_fit_the_file_system():
     folder keeps the name's start and a digest of the whole."""
     from hetbench.train.results import result_path
 
-    path = result_path("results", "b" * 300, "fedavg", {}, {}, 0)
+    path = result_path("results", "b" * 300, "fedavg", {}, {}, 0, fingerprint="f" * 64)
     assert all(len(part.encode()) <= 255 for part in path.parts), path
-    assert path != result_path("results", "b" * 299 + "c", "fedavg", {}, {}, 0)
+    assert path != result_path("results", "b" * 299 + "c", "fedavg", {}, {}, 0, fingerprint="f" * 64)
 
 
 # ---- 3. outputs on a file system that refuses new files ----------------------------------------------

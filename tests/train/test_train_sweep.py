@@ -27,6 +27,11 @@ def split(tmp_path_factory):
     return out
 
 
+def _results_folder(split):
+    """``digits-<fingerprint[:12]>``: where the sweeps of ``split`` write (its name and fingerprint)."""
+    return f"digits-{json.loads((split / 'hetbench.json').read_text())['split_fingerprint'][:12]}"
+
+
 def test_sweep_runs_central_first_per_seed_and_writes_one_file_per_run(split, tmp_path):
     threads = torch.get_num_threads()
     runs = sweep(split, ["fedavg", "central"], [0, 1], CONFIG, out=tmp_path, quiet=True, threads=1)
@@ -36,7 +41,7 @@ def test_sweep_runs_central_first_per_seed_and_writes_one_file_per_run(split, tm
     ]
     assert torch.get_num_threads() == threads  # restored
     for r in runs:
-        assert r.path.parent == tmp_path / "digits"
+        assert r.path.parent == tmp_path / _results_folder(split)
         assert json.loads(r.path.read_text()) == json.loads(json.dumps(r.doc))
         assert r.doc["config"]["seed"] == r.seed and r.doc["config"]["rounds"] == 1
     central, fedavg = runs[0].doc["final"], runs[1].doc["final"]
@@ -149,7 +154,8 @@ def test_skip_existing_keeps_results_and_runs_the_rest(split, tmp_path, capsys):
     runs = sweep(split, "central,fedavg", 0, FAST, out=tmp_path, threads=1, skip_existing=True)
     assert "skipped 1 existing result: central-s0.json" in capsys.readouterr().err
     assert [(r.path.name, r.skipped) for r in runs] == [("central-s0.json", True), ("fedavg-s0.json", False)]
-    assert _files(tmp_path)["digits/central-s0.json"] == kept["digits/central-s0.json"]  # untouched
+    central = f"{_results_folder(split)}/central-s0.json"
+    assert _files(tmp_path)[central] == kept[central]  # untouched
     assert runs[0].doc == first.doc | {"timing": runs[0].doc["timing"]}
     # the kept central run still gives the new runs their relative accuracy
     assert runs[1].doc["final"]["relative_accuracy"] == pytest.approx(
@@ -164,7 +170,7 @@ def test_skip_existing_refuses_a_result_written_with_other_options(split, tmp_pa
               skip_existing=True)
     with pytest.raises(HetbenchError, match="cannot be combined with --overwrite"):
         sweep(split, "fedavg", 0, FAST, out=tmp_path, quiet=True, skip_existing=True, overwrite=True)
-    (tmp_path / "digits" / "fedavg-s0.json").write_text("{not json")
+    (tmp_path / _results_folder(split) / "fedavg-s0.json").write_text("{not json")
     with pytest.raises(HetbenchError, match="cannot be read"):
         sweep(split, "fedavg", 0, FAST, out=tmp_path, quiet=True, skip_existing=True)
     assert set(_files(tmp_path)) == set(before)
@@ -227,8 +233,8 @@ def test_resume_refuses_before_training(split, tmp_path, monkeypatch):
         _kill_at(m, "fedavg", 2)
         with pytest.raises(Killed):
             sweep(split, "fedavg", 0, config, out=tmp_path, quiet=True, threads=1)
-    (ckpt,) = [p for p in (tmp_path / "digits").iterdir()]
-    assert ckpt == checkpoint_path(tmp_path / "digits" / "fedavg-s0.json")
+    (ckpt,) = [p for p in (tmp_path / _results_folder(split)).iterdir()]
+    assert ckpt == checkpoint_path(tmp_path / _results_folder(split) / "fedavg-s0.json")
     before = _files(tmp_path)
     with pytest.raises(HetbenchError):  # the checkpoint is of another configuration (learning rate)
         sweep(split, "fedavg", 0, dataclasses.replace(config, lr=0.01), out=tmp_path, quiet=True, resume=True)

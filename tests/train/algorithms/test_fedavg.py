@@ -33,7 +33,7 @@ def test_fedavgm_follows_hsu_et_al_server_step_one_and_client_rate_scaled_by_one
 
     def named(**params) -> str:
         algo = make_algorithm("fedavgm", **params)
-        return result_path("out", "split", "fedavgm", algo.params, ALGORITHMS["fedavgm"].defaults, 0).name
+        return result_path("out", "split", "fedavgm", algo.params, ALGORITHMS["fedavgm"].defaults, 0, fingerprint="").name
 
     def lr(name: str, given: float | None = None, **params) -> float:
         return TrainConfig(lr=given).for_algorithm(make_algorithm(name, **params)).lr
