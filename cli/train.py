@@ -164,13 +164,19 @@ def split_hyper(opts: dict[str, Any]) -> dict[str, Any]:
 @click.option("--flower-actors", default=None, type=int, metavar="N",
               help="--engine flower: Ray actors running ClientApps, one CPU each (default: one per core, at most "
               "--clients-per-round).")
+@click.option("--log", "log", default=None, metavar="SINKS",
+              help="Per-round metrics of every run, written as the rounds happen: a comma list of csv "
+              "(<result>.rounds.csv beside each result), tensorboard (<out>/tensorboard/<split folder>/<result>/; "
+              "pip install 'hetbench[tensorboard]') and wandb (<out>/wandb/, offline unless WANDB_MODE is set). "
+              "Default: none.")
 @click.option("--out", default="hetbench_results", show_default=True, type=click.Path(file_okay=False),
               help="Results folder; one JSON per split, algorithm, group restriction and seed.")
 @click.option("--overwrite", is_flag=True, help="Replace existing result files.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar or summary.")
 def train(split: str | None, algo: str, seed: str, threads: int | None, out: str, overwrite: bool, quiet: bool,
           train_groups: str | None, test_groups: str | None, protocol: str | None,
-          resume: bool, skip_existing: bool, engine: str, flower_actors: int | None, **opts: Any) -> None:
+          resume: bool, skip_existing: bool, engine: str, flower_actors: int | None, log: str | None,
+          **opts: Any) -> None:
     """Simulate federated training of one or more algorithms on a split; write one results JSON per run.
 
     \b
@@ -181,6 +187,7 @@ def train(split: str | None, algo: str, seed: str, threads: int | None, out: str
       hetbench train --split demo_out/digits-domains --algo central,fedavg,dapperfl --protocol leave-one-group-out
       hetbench train --split demo_out/digits-domains --seed 0,1,2 --checkpoint-every 5 --resume
       hetbench train --algo fedavg,scaffold --engine flower --flower-actors 2
+      hetbench train --algo fedavg --rounds 50 --log csv,tensorboard
       hetbench leaderboard hetbench_results --out leaderboard
     """
     from hetbench.sweep import sweep
@@ -193,7 +200,7 @@ def train(split: str | None, algo: str, seed: str, threads: int | None, out: str
                          test_groups=parse_groups(test_groups, "--test-groups"), **opts)
     runs = sweep(split, algo, seeds, config, hyper=hyper, out=out, overwrite=overwrite, quiet=quiet,
                  threads=threads, protocol=protocol, skip_existing=skip_existing, resume=resume, engine=engine,
-                 flower_actors=flower_actors)
+                 flower_actors=flower_actors, log=log)
     if not quiet:
         _print_summary(runs)
 

@@ -5,7 +5,7 @@ The path from a published split to the results::
 
     split --load_federated--> FederatedData --groups.restrict_groups--> the run's clients and test groups
           --run_training (algorithm, seed, checkpoint)--> results document
-          --write_result--> <out>/<split name>/<algorithm>[-<non-default params>][-<groups>]-s<seed>.json
+          --write_result--> <out>/<split name>-<fingerprint[:12]>/<algorithm>[-<non-default params>][-<groups>]-s<seed>.json
 
 :func:`sweep` checks every option, the group names, the result files that exist and every checkpoint it
 would resume before any training; within a seed and group restriction the centralised run goes first, so
@@ -79,6 +79,7 @@ def sweep(
     resume: bool = False,
     engine: str = "local",
     flower_actors: int | None = None,
+    log: str | Sequence[str] | None = None,
 ) -> list[RunResult]:
     """Train every algorithm with every seed on ``split`` and write one results JSON per run.
 
@@ -99,7 +100,7 @@ def sweep(
         missing: each paper's default. Each is range-checked; each algorithm gets those it takes, and an
         option that no algorithm of the sweep takes is refused.
     out : path
-        Results folder: ``<out>/<split name>/<algorithm>[-<non-default params>][-<groups>]-s<seed>.json``,
+        Results folder: ``<out>/<split name>-<fingerprint[:12]>/<algorithm>[-<non-default params>][-<groups>]-s<seed>.json``,
         where ``<groups>`` is ``train_<g1+g2>`` / ``test_<g1+g2>`` for restricted runs and ``logo_<held out>``
         for leave-one-group-out (:class:`hetbench.train.groups.GroupRun`).
     overwrite : bool
@@ -126,6 +127,10 @@ def sweep(
         results document plus ``engine: flower``; no checkpoints, no ``central``).
     flower_actors : int, optional
         Ray actors running Flower ClientApps (``engine="flower"``; default one per core, at most K).
+    log : str or sequence of str, optional
+        Per-round metrics of every run, as the rounds happen (``--log``): ``csv`` (``<result
+        stem>.rounds.csv`` beside the result), ``tensorboard`` (``<out>/tensorboard/<split folder>/<result
+        stem>/``), ``wandb`` (offline unless ``WANDB_MODE`` is set); :mod:`hetbench.train.round_log`. None: none.
 
     Returns
     -------
@@ -159,8 +164,11 @@ def sweep(
     from hetbench.sweep.plan import Plan, check_flower
     from hetbench.train.algorithms import TrainConfig, check_hyper_parameters, check_models, make_algorithm, options_for
     from hetbench.train.groups import PROTOCOLS
+    from hetbench.train.round_log import check_sinks, parse_sinks
 
     names = algorithm_names(algorithms)
+    sinks = parse_sinks(log)
+    check_sinks(sinks)  # a sink's package missing: refused before anything is read
     if engine not in ENGINES:
         raise HetbenchError(f"--engine '{engine}' is not one of {', '.join(ENGINES)}")
     if flower_actors is not None and (engine != "flower" or not flower_actors > 0):
@@ -204,7 +212,7 @@ def sweep(
         torch.set_num_threads(available_cores())
     try:
         plan = Plan(split, names, seeds, config, hyper, algos, Path(out), protocol, quiet)
-        plan.engine, plan.flower_actors = engine, flower_actors
+        plan.engine, plan.flower_actors, plan.log = engine, flower_actors, sinks
         plan.check_existing(overwrite, skip_existing or resume, resume)
         return plan.run()
     finally:

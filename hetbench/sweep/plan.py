@@ -79,6 +79,7 @@ class Plan:
 
     engine = "local"
     flower_actors: int | None = None
+    log: tuple[str, ...] = ()  # --log: the per-round sinks of every run (hetbench.train.round_log)
 
     def __init__(self, split, names, seeds, config, hyper, algos, out: Path, protocol, quiet: bool) -> None:
         from hetbench.train.algorithms import check_models
@@ -98,14 +99,14 @@ class Plan:
         check_models(names, config.model_for(self.data.image_size), config.norm)  # fedbn needs normalisation layers
         group_runs = plan_group_runs(self.data, config.train_groups, config.test_groups, protocol)
         self._views: dict = {}
-        self.hyper, self.algos, self.quiet = hyper, algos, quiet
+        self.hyper, self.algos, self.quiet, self.out = hyper, algos, quiet, out
         self.jobs: list[Job] = []
         for s in seeds:
             for g in group_runs:
                 cfg = dataclasses.replace(config, seed=s, train_groups=g.train_groups, test_groups=g.test_groups)
                 for a in names:
-                    path = _tagged(result_path(out, self.data.name, a, algos[a].params, type(algos[a]).defaults, s),
-                                   g.tag, s)
+                    path = _tagged(result_path(out, self.data.name, a, algos[a].params, type(algos[a]).defaults, s,
+                                               fingerprint=self.data.fingerprint), g.tag, s)
                     self.jobs.append(Job(a, s, g, cfg.for_algorithm(algos[a]), path, checkpoint_path(path)))
 
     def view(self, groups: "GroupRun"):
@@ -215,6 +216,7 @@ class Plan:
 
     def _train(self, job: Job, algorithm, central_acc: float | None) -> dict:
         from hetbench.progress import progress_bar, train_status
+        from hetbench.train.round_log import RoundLog
         from hetbench.train.simulation import run_training
 
         label = " ".join(x for x in (algorithm.name, job.groups.tag, f"s{job.seed}") if x)
@@ -225,8 +227,12 @@ class Plan:
             latest.update((k, summary[k]) for k in ("train_loss", "accuracy") if summary.get(k) is not None)
             bar.update(advance=r - done[0], status=train_status(latest))  # a resumed run starts past round 1
             done[0] = r
+            rounds.add(r, summary)
 
-        with progress_bar(label, job.config.rounds, quiet=self.quiet, unit="round") as bar:
+        with progress_bar(label, job.config.rounds, quiet=self.quiet, unit="round") as bar, \
+                RoundLog(self.log, job.path, self.out, self.view(job.groups).group_names,
+                         job.checkpoint if job.resume else None,
+                         {"algorithm": job.algorithm, **job.config.result_options(), **algorithm.params}) as rounds:
             if self.engine == "flower":
                 from hetbench.flower.job import FlowerJob
                 from hetbench.flower.simulation import run_flower_simulation

@@ -37,6 +37,7 @@ from hetbench.train.document import History, elapsed, results_document
 from hetbench.train.evaluate import metrics_from_correct, per_group
 from hetbench.train.local import TrainingDiverged
 from hetbench.train.models import count_parameters, profile
+from hetbench.train.round_log import round_metrics
 from hetbench.train.session import TrainingSession
 
 
@@ -135,7 +136,8 @@ def run_training(
         The centralised run's final accuracy, for ``relative_accuracy``.
     on_round : callable, optional
         ``on_round(round, summary)`` after every round: the evaluation's summary (empty when the round was not
-        evaluated) with ``train_loss``, the round's mean client training loss.
+        evaluated) with :func:`hetbench.train.round_log.round_metrics` (``train_loss``, the round's mean
+        client training loss; ``group_accuracy`` when evaluated; ``algorithm``, its diagnostics).
     return_state : bool
         Also return the final :class:`RunState`.
     checkpoint : Path, optional
@@ -200,8 +202,8 @@ def run_training(
             if every and r % int(every) == 0:
                 save_checkpoint(checkpoint, identity, r, run, algorithm, history,
                                 {"train_s": t_train, "eval_s": t_eval, "wall_s": spent["wall_s"] + elapsed(t_start)})
-            if on_round is not None:  # the round's mean client loss too, for the progress bar (not the history's dict)
-                on_round(r, {**summary, "train_loss": history.train_loss[-1]})
+            if on_round is not None:  # with the round's mean client loss, group accuracies and diagnostics
+                on_round(r, {**summary, **round_metrics(r, history, run.log)})  # (the progress bar, --log)
     finally:
         if clients_backend is not None:
             clients_backend.close()
