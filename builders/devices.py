@@ -92,16 +92,95 @@ def prepare_devices(
 
 
 def build_devices(
-    out: str | os.PathLike | None = None, *, name: str | None = None, overwrite: bool = False, **params: Any
+    out: str | os.PathLike | None = None, *, name: str | None = None, overwrite: bool = False, quiet: bool = False,
+    profiles: str = "heteroswitch9", clients: int | None = 50, raw_dir: str | None = None, labels: str | None = None,
+    lens_shading: str = "dng", size: int | None = 224, device_weights: str | None = None, test_fraction: float = 0.2,
+    crops_per_photo: int = CROPS_PER_PHOTO, crop_size: int = CROP_SIZE, num_proc: int | None = None,
+    purity: float = 1.0, seed: int = 0, engine: EngineSpec | None = None,
 ) -> tuple[Path, dict[str, Any]]:
-    """Capture (``params`` as :func:`prepare_devices`) and publish to ``out``; returns the folder and
-    the report. Default folder: ``hetbench_splits/devices-<profiles>-n<clients>-s<seed>``."""
+    """Capture every scene with every emulated phone of ``profiles`` and publish the device split
+    (``hetbench build devices``); returns the folder and its report.
+
+    Each device couples a sensor profile (CFA, bit depth, levels, colour matrix, noise) with its own
+    vendor-typical ISP; clients are allocated to devices by market share. The output folder is
+    checked once the inputs are, before any rendering.
+
+    Parameters
+    ----------
+    out : str or os.PathLike, optional
+        Output folder (default ``hetbench_splits/devices-<profiles>-n<clients>-s<seed>``).
+    name : str, optional
+        Data set name in the card and manifest (default: the folder's tag).
+    overwrite : bool
+        Replace ``out`` if it exists (default False).
+    quiet : bool
+        No progress bar (default False).
+    profiles : str
+        Device profile set, ``manifests/devices/<profiles>.yaml`` (default ``"heteroswitch9"``: the nine
+        phones of HeteroSwitch Table 1 with their market shares).
+    clients : int, optional
+        Number of clients, allocated to devices by market share or ``device_weights``; at least one per
+        device (default 50; None means 50 too).
+    raw_dir : str, optional
+        Folder of RAW files, rendered by the baseline pipeline and re-captured by every phone; default
+        None: the embedded photographs.
+    labels : str, optional
+        CSV with columns ``file,label`` (files relative to ``raw_dir``); default None.
+    lens_shading : str
+        RAW files only: ``"dng"`` (default), ``"none"`` or ``"cos4:C"``, as for
+        :func:`hetbench.builders.iso_isp.build_iso_isp`; each phone's own lens comes from its profile.
+    size : int, optional
+        Side of the square output images in pixels, 16-4096 (default 224).
+    device_weights : str, optional
+        JSON/YAML file mapping device -> participation weight (default None: the profiles' market shares).
+    test_fraction : float
+        Share of the captures held out for testing, by capture (default 0.2); every phone captures every
+        test scene.
+    crops_per_photo : int
+        Embedded photographs only: crops per photograph (default 75).
+    crop_size : int
+        Embedded photographs only: side of each crop in pixels (default 256).
+    num_proc : int, optional
+        Worker processes rendering the captures (default None: the CPU cores this process may use).
+    purity : float
+        Share of each client's training images taken by its own phone, in [1/D, 1] (default 1).
+    seed : int
+        Seed of every random choice (default 0).
+    engine : EngineSpec, optional
+        What runs the renders (default None: local worker processes); never recorded.
+
+    Returns
+    -------
+    folder : pathlib.Path
+        The published folder.
+    report : dict
+        Its ``report.json`` (``devices`` with each phone's clients, ``captures``, ...).
+
+    References
+    ----------
+    Kim et al., HeteroSwitch, MLSys 2024: Table 1 (nine phones and their market shares); Brooks et
+    al., CVPR 2019 (unprocessing sRGB into a sensor's RAW).
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from pathlib import Path
+    >>> from hetbench.builders.devices import build_devices
+    >>> tmp = tempfile.TemporaryDirectory()
+    >>> folder, report = build_devices(Path(tmp.name) / "phones", clients=9, size=16, crops_per_photo=1,
+    ...                                crop_size=64, num_proc=1, quiet=True)
+    >>> len(report["devices"]), report["num_clients"], {d["clients"] for d in report["devices"].values()}
+    (9, 9, {1})
+    >>> tmp.cleanup()
+    """
     from hetbench.builders.iso_isp import publish_checked
 
-    if params.get("clients") is None:
-        params["clients"] = 50
-    purity = f"-p{params['purity']:g}" if params.get("purity", 1.0) != 1.0 else ""
-    tag = f"devices-{params.get('profiles', 'heteroswitch9')}-n{params['clients']}{purity}-s{params.get('seed', 0)}"
+    clients = 50 if clients is None else clients
+    params = {"profiles": profiles, "raw_dir": raw_dir, "labels": labels, "size": size, "clients": clients,
+              "device_weights": device_weights, "test_fraction": test_fraction, "seed": seed, "num_proc": num_proc,
+              "crops_per_photo": crops_per_photo, "crop_size": crop_size, "quiet": quiet, "engine": engine,
+              "lens_shading": lens_shading, "purity": purity}
+    tag = f"devices-{profiles}-n{clients}{f'-p{purity:g}' if purity != 1.0 else ''}-s{seed}"
     return publish_checked(prepare_devices, Path(out) if out else SPLITS_ROOT / tag, name or tag, overwrite, params)
 
 

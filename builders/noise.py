@@ -383,11 +383,32 @@ def build_noise(
     method: str, out: str | os.PathLike, *, name: str | None = None, overwrite: bool = False, quiet: bool = False,
     feature_embedder: str | None = "auto", **params: Any,
 ) -> tuple[Path, dict[str, Any]]:
-    """Read the input, check ``out``, then prepare ``method`` (``feature-noise`` or ``label-noise``,
-    ``params`` as its prepare function) and publish; returns the folder and the report.
+    """Noise a labelled image table and publish it (``hetbench partition feature-noise`` / ``label-noise``);
+    returns the folder and the report. The input is read before ``out`` is checked, and ``out`` before any noising.
 
-    The input is read before ``out`` is checked (a bad input is reported as such, as
-    :func:`hetbench.pipeline.make_split` does) and ``out`` is checked before any noising.
+    Parameters
+    ----------
+    method : {"feature-noise", "label-noise"}
+        NIID-Bench's Gaussian pixel noise of std ``sigma * k / N`` on client k, or flipped training labels.
+    out : str or os.PathLike
+        Output folder.
+    name, overwrite, quiet
+        Data set name in the card (default: the folder's name); replace ``out``; no progress bar.
+    feature_embedder : str, optional
+        The report's feature-shift embedder (default ``"auto"``; :func:`hetbench.make_split`).
+    **params
+        The method's own parameters, by the names of :func:`prepare_feature_noise` (``sigma``) or
+        :func:`prepare_label_noise` (``rate``, ``kind``, ``per_client``): the two take different ones.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from pathlib import Path
+    >>> tmp = tempfile.TemporaryDirectory()
+    >>> _, report = build_noise("label-noise", Path(tmp.name) / "ln", num_clients=4, rate=0.5, kind="pair", quiet=True)
+    >>> report["num_clients"], report["label_noise"]["rates"]
+    (4, [0.5, 0.5, 0.5, 0.5])
+    >>> tmp.cleanup()
     """
     from hetbench.atomic import locked_out
 

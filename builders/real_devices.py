@@ -57,26 +57,10 @@ def prepare_real_devices(
 
     Parameters
     ----------
-    recipe : str
-        A recipe whose builder is ``real-devices`` (``heteroswitch-phones``, ...).
-    data_dir : str
-        The local copy of the corpus, in the layout the recipe documents (folder recipes).
-    dataset : str
-        Parquet recipes (``fed-isic2019``): the local copy of the Hub dataset, or its id
-        (:mod:`hetbench.builders.parquet_corpus`).
-    clients, clients_per_device : int, optional
-        N clients allocated by the corpus's device weights, or K clients for every device (not
-        both; default: one client per device).
-    size : int, optional
-        Resize every image (shorter side to ``size``, centre square); default: publish the files'
-        own bytes, never decoded.
-    test_fraction : float
-        Share of captures (scenes) held out for testing, stratified by label.
-    purity : float
-        Share of a client's training images taken by its own device, in [1/D, 1] (the rest by the other
-        devices, equally; :mod:`hetbench.partitioners.purity`); 1 is one device per client.
-    seed, num_proc, quiet, title, engine, on_checked
-        As for the other device builders (``num_proc`` None: the cores this process may use).
+    recipe, data_dir, dataset, clients, clients_per_device, size, test_fraction, purity, seed, num_proc, quiet, engine
+        As for :func:`build_real_devices`.
+    title, on_checked
+        As for the other device builders (:func:`hetbench.builders.iso_isp.prepare_iso_isp`).
 
     References
     ----------
@@ -380,15 +364,77 @@ def _extras(spec: dict[str, Any], setting_of: Callable[[str], dict] | None, devi
 
 
 def build_real_devices(
-    out: str | os.PathLike | None = None, *, name: str | None = None, overwrite: bool = False, **params: Any
+    out: str | os.PathLike | None = None, *, recipe: str, name: str | None = None, overwrite: bool = False,
+    quiet: bool = False, data_dir: str | None = None, dataset: str | None = None, clients: int | None = None,
+    clients_per_device: int | None = None, size: int | None = None, test_fraction: float = 0.2,
+    num_proc: int | None = None, purity: float = 1.0, seed: int = 0, engine: EngineSpec | None = None,
 ) -> tuple[Path, dict[str, Any]]:
-    """Read (``params`` as :func:`prepare_real_devices`) and publish to ``out``; returns the folder and
-    the report. Default folder: ``hetbench_splits/<recipe>-n<clients>-s<seed>``."""
+    """Read a public corpus photographed by real devices and publish its device split (``hetbench build
+    real-devices``); returns the folder and its report. Train and test are split by capture.
+
+    Parameters
+    ----------
+    out : str or os.PathLike, optional
+        Output folder (default ``hetbench_splits/<recipe>-n<clients>-s<seed>``).
+    recipe : {"heteroswitch-phones", "imagenet-es", "fivek-cameras", "fed-isic2019"}
+        The corpus: its ``manifests/recipes/<recipe>.yaml`` documents the layout read. Required.
+    name : str, optional
+        Data set name in the card and manifest (default: the folder's tag).
+    overwrite : bool
+        Replace ``out`` if it exists (default False).
+    quiet : bool
+        No progress bar (default False).
+    data_dir : str, optional
+        Folder recipes: the local copy of the corpus, in its public layout.
+    dataset : str, optional
+        Parquet recipes (``fed-isic2019``): the local copy of the Hub dataset or its hub id.
+    clients : int, optional
+        Clients, allocated by the corpus's device weights (market shares where it has them, else uniform);
+        default None: one per device.
+    clients_per_device : int, optional
+        Instead of ``clients``: K clients for every device (default None).
+    size : int, optional
+        Resize every image (shorter side, centre square), in pixels; default None: the files' own bytes,
+        never decoded (RAW files: 224).
+    test_fraction : float
+        Share of the captures (scenes) held out for testing, stratified by label (default 0.2).
+    num_proc : int, optional
+        Worker processes reading the images (default None: the CPU cores this process may use).
+    purity : float
+        Share of each client's training images taken by its own device, in [1/D, 1] (default 1).
+    seed : int
+        Seed of every random choice (default 0).
+    engine : EngineSpec, optional
+        What reads the images (default None: local worker processes); never recorded.
+
+    References
+    ----------
+    Kim et al., HeteroSwitch, MLSys 2024, sec. 3.1 and Table 1 (nine phones, market shares).
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from pathlib import Path
+    >>> from PIL import Image
+    >>> from hetbench.builders.real_devices import build_real_devices
+    >>> tmp = Path(tempfile.mkdtemp())  # 3 phones x 2 classes x 3 displayed images: <phone>/<class>/<image>
+    >>> for phone in ("pixel2", "nexus5x", "galaxys6"):
+    ...     for k, cls in enumerate(("Timber_Wolf", "n02085620")):
+    ...         (tmp / "hs" / phone / cls).mkdir(parents=True)
+    ...         for i in range(3):
+    ...             Image.new("RGB", (8, 8), (80 * k, 40 * i, 90)).save(tmp / "hs" / phone / cls / f"{i}.png")
+    >>> folder, report = build_real_devices(tmp / "out", recipe="heteroswitch-phones", data_dir=str(tmp / "hs"),
+    ...                                     test_fraction=0.34, num_proc=1, quiet=True)
+    >>> sorted(report["devices"]), report["num_clients"]
+    (['GalaxyS6', 'Nexus5X', 'Pixel2'], 3)
+    >>> import shutil; shutil.rmtree(tmp)
+    """
     from hetbench.builders.iso_isp import publish_checked
 
-    n = params.get("clients") or (f"{params['clients_per_device']}x" if params.get("clients_per_device") else "dev")
-    purity = f"-p{params['purity']:g}" if params.get("purity", 1.0) != 1.0 else ""
-    tag = f"{params['recipe']}-n{n}{purity}-s{params.get('seed', 0)}"
+    params = dict(recipe=recipe, data_dir=data_dir, dataset=dataset, clients=clients, clients_per_device=clients_per_device,
+                  size=size, test_fraction=test_fraction, seed=seed, num_proc=num_proc, quiet=quiet, purity=purity, engine=engine)
+    n = clients or (f"{clients_per_device}x" if clients_per_device else "dev")
+    tag = f"{recipe}-n{n}{f'-p{purity:g}' if purity != 1.0 else ''}-s{seed}"
     return publish_checked(prepare_real_devices, Path(out) if out else SPLITS_ROOT / tag, name or tag, overwrite, params)
 
 

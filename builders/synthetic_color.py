@@ -232,18 +232,73 @@ def prepare_synthetic_color(
 
 
 def build_synthetic_color(
-    out: str | os.PathLike | None = None, *, name: str | None = None, overwrite: bool = False, **params: Any
+    out: str | os.PathLike | None = None, *, name: str | None = None, overwrite: bool = False, quiet: bool = False,
+    num_devices: int = 10, dataset: str = "builtin:digits", label_col: str | None = None, clients: int | None = None,
+    size: int | None = None, test_fraction: float = 0.2, seed: int = 0,
 ) -> tuple[Path, dict[str, Any]]:
-    """Render (``params`` as :func:`prepare_synthetic_color`) and publish to ``out``; returns the folder
-    and the report. Default folder: ``hetbench_splits/devices-synthetic<N>-<data set>-s<seed>``."""
+    """Render ``num_devices`` synthetic colour devices over ``dataset`` and publish the device split
+    (``hetbench build devices --synthetic-color N``); returns the folder and its report.
+
+    Each device is a fixed random setting of brightness, contrast, saturation (factors in [0.6, 1.4])
+    and hue (a shift in [-0.1, 0.1] of a turn), drawn once from the seed; training rows are split IID over
+    the clients and seen through their client's device, and every test row is rendered by every device.
+
+    Parameters
+    ----------
+    out : str or os.PathLike, optional
+        Output folder (default ``hetbench_splits/devices-synthetic<N>-<data set>-s<seed>``).
+    name : str, optional
+        Data set name in the card and manifest (default: the folder's tag).
+    overwrite : bool
+        Replace ``out`` if it exists (default False).
+    quiet : bool
+        No progress bar (default False).
+    num_devices : int
+        Number of synthetic devices, 2-1000 (default 10; the CLI's ``--synthetic-color N``).
+    dataset : str
+        Any labelled image table :func:`hetbench.load_table` reads (default ``"builtin:digits"``; grey
+        images are colourised first, since hue and saturation do nothing to grey).
+    label_col : str, optional
+        Its label column (default None: ``label``).
+    clients : int, optional
+        Number of clients, at least ``num_devices`` (default None: one per device).
+    size : int, optional
+        Side of the output images in pixels, 8-4096 (default None: the source's own size).
+    test_fraction : float
+        Held-out share of the training rows when the source has no test split (default 0.2).
+    seed : int
+        Seed of the device settings and of every other random choice (default 0).
+
+    Returns
+    -------
+    folder : pathlib.Path
+        The published folder.
+    report : dict
+        Its ``report.json`` (``devices`` with each device's jitter setting, ...).
+
+    References
+    ----------
+    Kim et al., HeteroSwitch, MLSys 2024, sec. 6.5 and Fig. 8 (synthetic device heterogeneity).
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from pathlib import Path
+    >>> from hetbench.builders.synthetic_color import build_synthetic_color
+    >>> tmp = tempfile.TemporaryDirectory()
+    >>> folder, report = build_synthetic_color(Path(tmp.name) / "colour", num_devices=3, clients=6, quiet=True)
+    >>> sorted(report["devices"]), report["num_clients"]
+    (['synthetic-00', 'synthetic-01', 'synthetic-02'], 6)
+    >>> tmp.cleanup()
+    """
     from hetbench.atomic import locked_out
 
-    dataset = params.get("dataset", "builtin:digits")
-    tag = f"devices-synthetic{params.get('num_devices', 10)}-{dataset_stem(dataset)}-s{params.get('seed', 0)}"
+    tag = f"devices-synthetic{num_devices}-{dataset_stem(dataset)}-s{seed}"
     name = name or tag
-    prepared = prepare_synthetic_color(**params, title=name)  # the input first (a cheap render of a small table)
+    # the input first (a cheap render of a small table)
+    prepared = prepare_synthetic_color(num_devices, dataset, label_col, clients, size, test_fraction, seed, quiet, title=name)
     with locked_out(Path(out) if out else SPLITS_ROOT / tag, overwrite, inputs={"--dataset": dataset}) as out_path:
-        _, report = prepared.publish(out_path, name=name, overwrite=overwrite, quiet=params.get("quiet", False))
+        _, report = prepared.publish(out_path, name=name, overwrite=overwrite, quiet=quiet)
     return out_path, report
 
 

@@ -125,16 +125,11 @@ def iso_isp_cmd(stages, clients, recipe, raw_dir, labels, lens_shading, size, de
     """
     from hetbench.builders.iso_isp import build_iso_isp
 
-    extra = {"recipe": recipe} if recipe else {}
-    if lens_shading != "dng":
-        extra["lens_shading"] = lens_shading
-    if purity != 1.0:
-        extra["purity"] = purity
     out_path, report = build_iso_isp(
         out, name=name, overwrite=overwrite, stages=stages, raw_dir=raw_dir, labels=labels, size=size, clients=clients,
         device_weights=device_weights, test_fraction=test_fraction, seed=seed, num_proc=num_proc,
         crops_per_photo=crops_per_photo, crop_size=crop_size, quiet=quiet, engine=_engine(engine, ray_address, ray_inputs),
-        **extra,
+        recipe=recipe, lens_shading=lens_shading, purity=purity,
     )
     if not quiet:
         _summary(out_path, report)
@@ -177,9 +172,8 @@ def devices_cmd(profiles, clients, synthetic_color, dataset, label_col, raw_dir,
         out_path, report = build_devices(
             out, name=name, overwrite=overwrite, profiles=profiles, raw_dir=raw_dir, labels=labels, size=size,
             clients=clients, device_weights=device_weights, test_fraction=test_fraction, seed=seed, num_proc=num_proc,
-            crops_per_photo=crops_per_photo, crop_size=crop_size, quiet=quiet, engine=spec,
-            **({"lens_shading": lens_shading} if lens_shading != "dng" else {}),
-            **({"purity": purity} if purity != 1.0 else {}),
+            crops_per_photo=crops_per_photo, crop_size=crop_size, quiet=quiet, engine=spec, lens_shading=lens_shading,
+            purity=purity,
         )
     if not quiet:
         _summary(out_path, report)
@@ -219,10 +213,9 @@ def real_devices_cmd(recipe, data_dir, dataset, clients, clients_per_device, siz
     from hetbench.builders.real_devices import build_real_devices
 
     out_path, report = build_real_devices(
-        out, name=name, overwrite=overwrite, recipe=recipe, clients=clients,
-        **({"data_dir": data_dir} if data_dir is not None else {}), **({"dataset": dataset} if dataset is not None else {}),
+        out, name=name, overwrite=overwrite, recipe=recipe, clients=clients, data_dir=data_dir, dataset=dataset,
         clients_per_device=clients_per_device, size=size, test_fraction=test_fraction, seed=seed, num_proc=num_proc,
-        quiet=quiet, **({"purity": purity} if purity != 1.0 else {}),
+        quiet=quiet, purity=purity,
     )
     if not quiet:
         skipped = report.get("num_skipped", 0)
@@ -301,7 +294,7 @@ def geo_cmd(recipe, lat_col, lon_col, nmax, nmin, test_fraction, metadata, label
 @click.option("--filters", type=click.Choice(["landmarks", "inaturalist", "none"]), default=None, help="[default: landmarks]"
               " landmarks: classes >= 30 images & 10 users, users >= 30 images & 5 classes, to a fixed point;"
               " inaturalist: classes >= 100 training images, subsampled to 100.")
-@click.option("--min-samples", default=1, show_default=True, type=int, help="Drop users with fewer rows.")
+@click.option("--min-samples", default=1, show_default=True, type=int, help="Drop users with fewer training rows (counted after --test-split client's per-user hold-out).")
 @click.option("--test-fraction", default=0.1, show_default=True, type=float, help="With --test-split heldout: share of users held out.")
 @_table_options
 def users_cmd(recipe, mode, user_col, filters, min_samples, test_fraction, metadata, label_col, id_col, image_root, image_col, test_split, seed, out, name, overwrite, quiet):

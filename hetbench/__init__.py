@@ -8,6 +8,7 @@ The public API (``docs/architecture.md`` shows where each part sits in the pipel
     hetbench.publish_split(split, out)            # -> a Hugging Face dataset folder (parquet, card, manifest, report)
     hetbench.make_split(source, partitioner, out) # the three steps above in one call
     hetbench.verify(folder)                       # does a built folder still say what its manifest says?
+    hetbench.build_iso_isp(out, stages=...)       # a ``hetbench build`` family (build_devices, build_geo, ...)
     hetbench.sweep.sweep(...)                     # score FL algorithms on a split (torch)
 
 Everything heavy (datasets, matplotlib, torch) is imported on first use, so ``import hetbench``
@@ -43,6 +44,15 @@ _LAZY = {
     "FederatedSplit": ("hetbench.splits", "FederatedSplit"),
     "SampleTable": ("hetbench.table", "SampleTable"),
     "ClientPartitions": ("hetbench.clients", "ClientPartitions"),
+    # the ``hetbench build`` families (and the noise methods), each documented parameter by parameter
+    "build_iso_isp": ("hetbench.builders.iso_isp", "build_iso_isp"),
+    "build_devices": ("hetbench.builders.devices", "build_devices"),
+    "build_synthetic_color": ("hetbench.builders.synthetic_color", "build_synthetic_color"),
+    "build_real_devices": ("hetbench.builders.real_devices", "build_real_devices"),
+    "build_geo": ("hetbench.builders.geo", "build_geo"),
+    "build_users": ("hetbench.builders.geo", "build_users"),
+    "build_digits_domains": ("hetbench.builders.digits_domains", "build_digits_domains"),
+    "build_noise": ("hetbench.builders.noise", "build_noise"),
 }
 
 

@@ -155,9 +155,12 @@ class FeatureShift:
     clients: UnitShifts
     client_colour: dict[str, np.ndarray] | None
     client_names: list[str]
+    #: the measured split's images per device or domain (:mod:`hetbench.report.samples`), drawn beside it
+    samples: Any = None
 
     def write(self, folder: Path) -> list[str]:
-        """Write ``report/feature_shift.parquet`` and ``plots/feature_shift.png``; returns the plot path."""
+        """Write ``report/feature_shift.parquet``, ``plots/feature_shift.png`` and, for a split with a device
+        or domain column, ``plots/<kind>_samples.png``; returns the plot paths."""
         import pyarrow as pa
         import pyarrow.parquet as pq
 
@@ -177,7 +180,7 @@ class FeatureShift:
         path.parent.mkdir(parents=True, exist_ok=True)
         pq.write_table(pa.table(cols), path)
         plot_feature_shift(self.entry, self.clients, folder / "plots" / "feature_shift.png")
-        return ["plots/feature_shift.png"]
+        return ["plots/feature_shift.png"] + (self.samples.write(folder) if self.samples is not None else [])
 
 
 def _summary(shifts: UnitShifts, iid: UnitShifts) -> dict[str, Any]:
@@ -330,7 +333,8 @@ def measure_rows(table, split: str, rows: np.ndarray, labels: np.ndarray, client
 
 def measure_feature_shift(fs, embedder: str | None = AUTO, *, groups=None, quiet: bool = True,
                           seed: int = 0) -> FeatureShift | None:
-    """Measure a built split's feature shift (module notes); None when it is not measured.
+    """Measure a built split's feature shift (module notes); None when it is not measured. A split with a
+    ``domain`` or ``device`` column also gets its sample grid (:func:`hetbench.report.samples.collect_samples`).
 
     Parameters
     ----------
@@ -366,8 +370,13 @@ def measure_feature_shift(fs, embedder: str | None = AUTO, *, groups=None, quiet
     if out is None:
         return None
     keep = out.client_ids >= 0
-    return measure_rows(fs.table, out.source_split, out.rows[keep], np.asarray(fs.labels("train"))[keep],
-                        out.client_ids[keep], list(fs.client_names), embedder, groups=groups, quiet=quiet, seed=seed)
+    shift = measure_rows(fs.table, out.source_split, out.rows[keep], np.asarray(fs.labels("train"))[keep],
+                         out.client_ids[keep], list(fs.client_names), embedder, groups=groups, quiet=quiet, seed=seed)
+    if shift is not None:
+        from hetbench.report.samples import collect_samples
+
+        shift.samples = collect_samples(fs, seed=seed)
+    return shift
 
 
 def feature_shift_writer(shift: FeatureShift | None) -> Callable[[Path], list[str]]:
