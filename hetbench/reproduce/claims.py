@@ -16,6 +16,7 @@ Keys (all required but ``notes``, and ``settle`` only for a runner that trains):
     settings: {quick: {...}, full: {...}}
     checks:
       - {measure: accuracy_vs_alpha, statement: ..., criterion: {name: monotone_decreasing, ...}}
+        # a check that needs data a run may lack also says which ("data: generated data")
     settle: {evaluations: 4, max_change: 3.0}   # claims whose runner trains (hetbench.reproduce.settling)
     notes: ...                         # optional
 """
@@ -68,6 +69,9 @@ class Check:
     measure: str
     statement: str
     criterion: dict[str, Any]
+    data: str | None = None
+    """What the check measures on, in a few words ("generated data", "iNaturalist 2017"): a claim some of
+    whose checks did not run says which data its verdict rests on ("reproduced on generated data only")."""
 
 
 @dataclass(frozen=True)
@@ -151,14 +155,17 @@ def parse_claim(data: Any, where: str) -> Claim:
     out = []
     for i, c in enumerate(checks):
         at = f"{where}: checks[{i}]"
-        if not isinstance(c, Mapping) or sorted(c) != ["criterion", "measure", "statement"]:
-            raise HetbenchError(f"{at} must have exactly measure, statement and criterion")
+        if not isinstance(c, Mapping) or sorted(set(c) - {"data"}) != ["criterion", "measure", "statement"]:
+            raise HetbenchError(f"{at} must have exactly measure, statement and criterion (and optionally data)")
+        if "data" in c and (not isinstance(c["data"], str) or not c["data"].strip()):
+            raise HetbenchError(f"{at}: 'data' must be a non-empty string")
         if c["measure"] not in runner.measures:
             raise HetbenchError(f"{at}: runner '{data['runner']}' makes no measurement '{c['measure']}' "
                                 f"(it makes: {', '.join(runner.measures)})")
         if not isinstance(c["statement"], str) or not c["statement"].strip():
             raise HetbenchError(f"{at}: 'statement' must be a non-empty string")
-        out.append(Check(c["measure"], " ".join(c["statement"].split()), check_criterion(c["criterion"], at)))
+        out.append(Check(c["measure"], " ".join(c["statement"].split()), check_criterion(c["criterion"], at),
+                         " ".join(c["data"].split()) if "data" in c else None))
     settle = None
     if runner.trains:
         if "settle" not in data:

@@ -145,9 +145,11 @@ def _panel(ax, m: Measurement, axes: Axes, criterion: dict[str, Any], result: Ch
 
 
 def plot_claim(claim_id: str, verdict: str, panels: Sequence[tuple[str, Measurement, Axes, dict, CheckResult]],
-               not_run: Sequence[tuple[str, str]], path: Path) -> bool:
+               not_run: Sequence[tuple[str, str]], path: Path, coverage: str = "") -> bool:
     """Draw a claim's panels (``(measure, measurement, axes, criterion, result)`` per check that ran) to
     ``path``; checks not run are listed under the figure. Returns False when nothing ran (no file).
+    ``coverage`` (:func:`hetbench.reproduce.write.coverage`) follows the verdict in the title, which then
+    takes the colour of ``not run``: a claim checked on part of its data never reads as fully checked.
 
     Examples
     --------
@@ -181,7 +183,8 @@ def plot_claim(claim_id: str, verdict: str, panels: Sequence[tuple[str, Measurem
         _panel(ax, m, axes, criterion, result, textwrap.fill(f"{measure}: {result.verdict}{why}", 50))  # fits a panel
     for ax in axs.ravel()[n:]:
         ax.set_visible(False)
-    fig.suptitle(f"{claim_id}: {verdict}", fontsize=12, color=VERDICT_COLOURS.get(verdict, "#222222"))
+    fig.suptitle(f"{claim_id}: {verdict}{coverage}", fontsize=12,
+                 color=VERDICT_COLOURS.get(NOT_RUN if coverage else verdict, "#222222"))
     bottom = 0.0
     if notes:
         fig.text(0.01, 0.01, "\n".join(notes), fontsize=8, color="#555555", ha="left", va="bottom")

@@ -6,9 +6,9 @@ scratch folder and training through :func:`hetbench.sweep.sweep`); each check's 
 its measurement into a verdict; the claim's verdict combines its checks'
 (:func:`hetbench.reproduce.criteria.combine`). The folder is written atomically:
 
-    <out>/claims.json, claims.md, claims.html   the verdicts (claims.html is self-contained)
-    <out>/plots/<id>.png                        one plot per claim that measured something
-    <out>/runs/<id>/<split>/<algo>-s<seed>.json the training results behind the numbers
+    <out>/claims.json, claims.md, claims.html                the verdicts (claims.html is self-contained)
+    <out>/plots/<id>.png                                     one plot per claim that measured something
+    <out>/runs/<id>/<split>-<fingerprint>/<algo>-s<seed>.json the training results behind the numbers
 
 A runner that meets missing data (iNaturalist files, a ``--metadata`` table that cannot be read) reports
 the check or the claim as ``not run`` with the reason; it is never counted as passed or failed.
@@ -29,6 +29,7 @@ from hetbench.errors import HetbenchError
 from hetbench.reproduce.claims import MODES, Claim, check_seed_count, load_claim, select_claims
 from hetbench.reproduce.criteria import NOT_RUN, combine, criterion_level, evaluate
 from hetbench.reproduce.runners import RUNNERS, Context
+from hetbench.reproduce.write import coverage
 
 DEFAULT_OUT = "hetbench_claims"
 FULL_SEEDS = (0, 1, 2, 3, 4)
@@ -46,7 +47,7 @@ class Reproduced:
     def summary(self) -> list[str]:
         """One line per claim (id, verdict, seconds) and the folder."""
         width = max(len(c["id"]) for c in self.doc["claims"])
-        lines = [f"{c['id']:<{width}}  {c['verdict']:<20}  {self.seconds.get(c['id'], 0):.1f} s"
+        lines = [f"{c['id']:<{width}}  {c['verdict'] + coverage(c):<20}  {self.seconds.get(c['id'], 0):.1f} s"
                  for c in self.doc["claims"]]
         return lines + [f"wrote {self.out}/claims.md, claims.html, claims.json"]
 
@@ -271,14 +272,14 @@ def _run_claim(claim: Claim, mode: str, seeds: list[int], ctx: Context, plots: P
         result = evaluate(m, k.criterion)
         checks.append({"measure": k.measure, "statement": k.statement, "criterion": k.criterion,
                        "verdict": result.verdict, "reason": result.reason, "numbers": result.numbers,
-                       "measurement": m.as_dict(criterion_level(k.criterion))})
+                       "measurement": m.as_dict(criterion_level(k.criterion)), **({"data": k.data} if k.data else {})})
         if result.verdict == NOT_RUN:
             not_run.append((k.measure, result.reason))
         else:
             panels.append((k.measure, m, output.axes.get(k.measure) or _default_axes(), k.criterion, result))
     verdict = combine([c["verdict"] for c in checks])
     plot = plots / f"{claim.id}.png"
-    drawn = plot_claim(claim.id, verdict, panels, not_run, plot)
+    drawn = plot_claim(claim.id, verdict, panels, not_run, plot, coverage({"verdict": verdict, "checks": checks}))
     record.update(verdict=verdict, facts=output.facts, checks=checks,
                   plot=f"plots/{claim.id}.png" if drawn else None)
     if settling is not None:
@@ -406,7 +407,7 @@ def reproduce(
                     record["runs"] = f"runs/{claim.id}"
                 records.append(record)
                 if not quiet:
-                    print(f"{claim.id}: {record['verdict']} ({seconds[claim.id]:.1f} s)", file=sys.stderr)
+                    print(f"{claim.id}: {record['verdict']}{coverage(record)} ({seconds[claim.id]:.1f} s)", file=sys.stderr)
         finally:
             shutil.rmtree(work, ignore_errors=True)
         from hetbench.reproduce.write import machine_record, summary_counts, write_html, write_json, write_markdown

@@ -15,7 +15,7 @@ import re
 from pathlib import Path
 from typing import Any, Sequence
 
-from hetbench.reproduce.criteria import VERDICTS
+from hetbench.reproduce.criteria import NOT_RUN, VERDICTS
 
 _CSS = """
 body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; margin: 1.5rem auto; max-width: 68rem;
@@ -57,16 +57,43 @@ def fmt(v: Any) -> str:
 
 
 def coverage(claim: dict[str, Any]) -> str:
-    """`` (1 of 3 checks run)`` when some checks of a claim did not run, else empty.
+    """What a claim's verdict rests on when some of its checks did not run, else empty: the data of the
+    checks that ran (their ``data``), `` on generated data only (1 of 3 checks run)``, or `` where run
+    (1 of 2 checks run)`` when a check that ran names none. Every verdict the reports, the README and
+    the plots show is followed by it, so a claim checked on part of its data never reads as fully checked.
 
     Examples
     --------
     >>> from hetbench.reproduce.write import coverage
     >>> coverage({"verdict": "reproduced", "checks": [{"verdict": "reproduced"}, {"verdict": "not run"}]})
-    ' (1 of 2 checks run)'
+    ' where run (1 of 2 checks run)'
+    >>> coverage({"verdict": "reproduced", "checks": [{"verdict": "reproduced", "data": "generated data"},
+    ...           {"verdict": "not run", "data": "iNaturalist 2017"}, {"verdict": "not run"}]})
+    ' on generated data only (1 of 3 checks run)'
     """
-    ran = sum(k["verdict"] != "not run" for k in claim["checks"])
-    return "" if ran in (0, len(claim["checks"])) else f" ({ran} of {len(claim['checks'])} checks run)"
+    ran = [k for k in claim["checks"] if k["verdict"] != "not run"]
+    if len(ran) in (0, len(claim["checks"])):
+        return ""
+    count = f"({len(ran)} of {len(claim['checks'])} checks run)"
+    data = list(dict.fromkeys(k.get("data") for k in ran))
+    if None in data:
+        return f" where run {count}"
+    return f" on {' and '.join(data)} only {count}"
+
+
+def badge_colour_class(claim: dict[str, Any]) -> str:
+    """The CSS class of a claim's badge: its verdict's, except that a claim some of whose checks did not
+    run takes the colour of ``not run`` (a badge is never greener than its weakest check).
+
+    Examples
+    --------
+    >>> badge_colour_class({"verdict": "reproduced", "checks": [{"verdict": "reproduced"}, {"verdict": "not run"}]})
+    'v-not-run'
+    >>> badge_colour_class({"verdict": "reproduced", "checks": [{"verdict": "reproduced"}]})
+    'v-reproduced'
+    """
+    verdict = NOT_RUN if coverage(claim) else claim["verdict"]
+    return "v-" + verdict.replace(" ", "-")
 
 
 def _settings_text(settings: dict[str, Any]) -> str:
@@ -309,8 +336,8 @@ def _prose(text: str) -> str:
     return re.sub(r"`([^`]+)`", r"<code>\1</code>", html.escape(text))
 
 
-def _badge(verdict: str) -> str:
-    return f'<span class="verdict v-{verdict.replace(" ", "-")}">{html.escape(verdict)}</span>'
+def _badge(verdict: str, colour: str | None = None) -> str:
+    return f'<span class="verdict {colour or "v-" + verdict.replace(" ", "-")}">{html.escape(verdict)}</span>'
 
 
 def _html_table(head: list[str], rows: list[list[str]], numeric_from: int = 1) -> str:
@@ -338,10 +365,10 @@ def write_html(doc: dict[str, Any], path: Path, root: Path) -> None:
     for c in doc["claims"]:
         checks = "<br>".join(f"{e(k['measure'])}: {e(k['verdict'])}" for k in c["checks"])
         parts.append(f'<tr><td><a href="#{e(c["id"])}">{e(c["id"])}</a></td><td>{e(c["paper_short"])}, '
-                     f"{e(c['where'])}</td><td>{_badge(c['verdict'])}{e(coverage(c))}</td><td>{checks}</td></tr>")
+                     f"{e(c['where'])}</td><td>{_badge(c['verdict'] + coverage(c), badge_colour_class(c))}</td><td>{checks}</td></tr>")
     parts.append("</tbody></table>")
     for c in doc["claims"]:
-        parts += [f'<section class=claim id="{e(c["id"])}">', f"<h2>{e(c['id'])} {_badge(c['verdict'])}<small>{e(coverage(c))}</small></h2>",
+        parts += [f'<section class=claim id="{e(c["id"])}">', f"<h2>{e(c['id'])} {_badge(c['verdict'] + coverage(c), badge_colour_class(c))}</h2>",
                   f"<p><b>Paper.</b> {e(c['paper'])} <b>Where:</b> {e(c['where'])}.</p>",
                   f"<p><b>Claim.</b> {_prose(c['claim'])}</p>", f"<p><b>Protocol.</b> {_prose(c['protocol'])}</p>",
                   f"<p class=meta><b>Settings ({e(doc['mode'])}; seeds {e(', '.join(map(str, c['seeds'])))}).</b> "

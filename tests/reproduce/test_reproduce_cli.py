@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -88,6 +89,17 @@ def test_quick_footprint_and_geo_end_to_end(run_cli, tmp_path):
     assert "![hsu-geo-clients](plots/hsu-geo-clients.png)" in md
     html = (out / "claims.html").read_text()
     assert html.count("data:image/png;base64,") == 2 and "<script src" not in html and "href=\"http" not in html
+
+    # a badge is never greener than its weakest check: two of three geo checks did not run, so every place
+    # the verdict shows says what it rests on, and the HTML badge takes the colour of 'not run'
+    said = f"{geo['verdict']} on generated data only (1 of 3 checks run)"
+    assert [c.get("data") for c in geo["checks"]] == ["generated data", "the --metadata table", "iNaturalist 2017"]
+    assert re.search(rf"^hsu-geo-clients +{re.escape(said)} ", stdout, re.M)
+    assert f"| **{geo['verdict']}** on generated data only (1 of 3 checks run) |" in md
+    assert f"## hsu-geo-clients: {said}" in md
+    assert html.count(f'<span class="verdict v-not-run">{said}</span>') == 2
+    assert f'<span class="verdict v-{geo["verdict"].replace(" ", "-")}">{said}' not in html
+    assert '<span class="verdict v-partially-reproduced">partially reproduced</span>' in html  # all its checks ran
 
     # the same command again: refused without --overwrite, identical files with it
     code, _, err = run_cli("reproduce", "--claims", "dapperfl-footprint,hsu-geo-clients", "--out", out, "-q")
