@@ -27,6 +27,8 @@ import threading
 from pathlib import Path
 from typing import Any, Callable
 
+import numpy as np
+
 from hetbench.atomic import atomic_dir
 from hetbench.progress import progress_bar
 from hetbench.publish.card import render_card
@@ -202,6 +204,8 @@ def publish_split(
             file_tag=fs.fingerprint[:12],
             license=fs.table.license,
             task=task,
+            client_rows={s: np.bincount(r.client_ids[r.client_ids >= 0], minlength=fs.num_clients).tolist()
+                         for s, r in fs.outputs.items()},
         )
         (tmp / "README.md").write_text(card, encoding="utf-8")
     return report

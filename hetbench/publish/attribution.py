@@ -284,9 +284,9 @@ def card_licence(dataset: str | None, table_license: str | None) -> SourceLicenc
     if dataset.split(":", 1)[0] in CORPORA:
         return CORPORA[dataset.split(":", 1)[0]]
     lic = str(table_license or "").strip()
-    if lic.lower() in HUB_LICENSES - {"other"}:
+    if lic.lower() in HUB_LICENSES - {"other", "unknown"}:
         return SourceLicence(lic.lower(), None, (f"The source data set `{dataset}`: licence `{lic.lower()}` (as its metadata states).",))
-    if not lic or lic.lower() == "other":
+    if not lic or lic.lower() in ("other", "unknown"):
         return SourceLicence(
             "unknown", None, (),
             note=f"hetbench does not know the licence of the source `{dataset}`: check it, and set "

@@ -13,11 +13,12 @@ load one client (``datasets``, hetbench, Flower Datasets), credits the data and 
 from __future__ import annotations
 
 import re
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 from hetbench.errors import HetbenchError
 from hetbench.publish.attribution import HUB_LICENSES, LICENCE_LINK, card_licence
 from hetbench.publish.citations import citations, method_info
+from hetbench.publish.card_use import use_section
 
 #: the Hub's ``size_categories`` buckets: (upper bound of the row count, exclusive; bucket)
 SIZE_BUCKETS = (
@@ -179,8 +180,10 @@ def render_card(
     license: str,
     task: str,
     file_tag: str,
+    client_rows: Mapping[str, Sequence[int]],
 ) -> str:
     """The whole ``README.md``: :func:`card_data` as YAML front matter, then the Markdown body.
+    ``client_rows`` gives each output split's rows per client (the "Use" snippets read a client that has some).
 
     Raises :class:`~hetbench.errors.HetbenchError` if the metadata breaks a Hub rule
     (:func:`check_card_metadata`), before anything is written.
@@ -189,67 +192,17 @@ def render_card(
 
     splits = list(manifest["splits"])
     method = recipe_method(recipe)
-    lic = card_licence(source.get("dataset"), license)
+    lic = card_licence(source.get("origin") or source.get("dataset"), license)  # a re-partition credits the origin
     data = card_data(
-        splits, features_yaml, license, task, name, file_tag, source=source.get("dataset"), method=method,
+        splits, features_yaml, license, task, name, file_tag, source=source.get("origin") or source.get("dataset"), method=method,
         num_rows=sum(int(v["num_rows"]) for v in manifest["splits"].values()),
     )
     problems = check_card_metadata(data.to_dict())
     if problems:
         raise HetbenchError("dataset card metadata: " + "; ".join(problems))
-    body = _body(name, description, source, recipe, report, manifest, plots, lic, method)
+    body = _body(name, description, source, recipe, report, manifest, plots, lic, method, client_rows)
     card = DatasetCard("---\n" + data.to_yaml() + "\n---\n" + body)
     return str(card)
-
-
-def _use_section(manifest: Mapping[str, Any], recipe: Mapping[str, Any]) -> str:
-    has_test = "test" in manifest["splits"]
-    shared_test = recipe.get("test_split") in ("global", "heldout")
-    if has_test and shared_test:
-        test_line = '\ntest = fds.load_split("test")       # the shared test rows (client_id = -1)'
-    elif has_test:
-        test_line = ('\n# test rows carry their client\'s id here: add "test": HetbenchPartitioner() to partitioners,'
-                     '\n# then fds.load_partition(3, "test")')
-    else:
-        test_line = ""
-    return f"""## Use
-
-```python
-from datasets import load_dataset
-
-ds = load_dataset("<this folder or hub id>")
-
-# rows are sorted by client_id (ascending), so a client is one contiguous range
-import numpy as np
-cids = np.asarray(ds["train"].with_format("arrow")["client_id"])
-lo, hi = np.searchsorted(cids, [7, 8])
-client_7 = ds["train"].select(range(lo, hi))
-
-# or, with hetbench installed: every client at once, zero-copy
-from hetbench.clients import ClientPartitions
-clients = ClientPartitions.from_dataset(ds["train"])
-client_7 = clients.load_partition(7)      # client_id 7, a datasets.Dataset; clients.table(7) gives Arrow
-```
-
-With [Flower Datasets](https://flower.ai/docs/datasets/) (`pip install hetbench[flower]`):
-
-```python
-from flwr_datasets import FederatedDataset
-from hetbench.flower import HetbenchPartitioner
-fds = FederatedDataset(dataset="<this folder or hub id>", partitioners={{"train": HetbenchPartitioner()}})
-client_3 = fds.load_partition(3)    # hetbench client_id 3{test_line}
-```
-
-Reading one client straight from the parquet shards (a local copy or the hub's files) reads only
-its row groups: every row group holds whole clients (a very large client is cut into row groups of
-its own), and the `client_id` statistics of each row group tell the reader which clients it holds:
-
-```python
-import glob
-import pyarrow.parquet as pq
-client_7 = pq.read_table(sorted(glob.glob("data/train-*.parquet")), filters=[("client_id", "==", 7)])
-```
-"""
 
 
 def _licence_section(lic, name: str) -> str:
@@ -384,7 +337,7 @@ def _feature_note(report: Mapping[str, Any], recipe: Mapping[str, Any]) -> str:
     return f"\n{text}" if text else ""
 
 
-def _body(name, description, source, recipe, report, manifest, plots, lic, method) -> str:
+def _body(name, description, source, recipe, report, manifest, plots, lic, method, client_rows) -> str:
     rows = "\n".join(
         f"| `{s}` | {v['num_rows']:,} | {report['splits'][s]['clients_with_rows']:,} | {report['splits'][s]['shared_rows']:,} |"
         for s, v in manifest["splits"].items()
@@ -424,6 +377,6 @@ counts, rows per split) are in `{report.get('clients_file', 'report/clients.parq
 {_feature_note(report, recipe)}{_corpus_section(report)}{_embedding_section(report, recipe)}
 {plot_md}
 
-{_use_section(manifest, recipe)}
+{use_section(manifest, recipe, client_rows)}
 {_licence_section(lic, name)}
 {_citation_section(method, lic)}"""

@@ -88,7 +88,7 @@ def expected_card_metadata(fs, manifest: dict[str, Any], features) -> dict[str, 
 
     data = card_data(
         list(fs.outputs), features._to_yaml_list(), fs.table.license, card_task(features), manifest.get("name"),
-        fs.fingerprint[:12], source=fs.table.source.get("dataset"), method=recipe_method(fs.recipe),
+        fs.fingerprint[:12], source=fs.table.source.get("origin") or fs.table.source.get("dataset"), method=recipe_method(fs.recipe),
         num_rows=sum(len(r) for r in fs.outputs.values()),
     )
     return yaml.safe_load(data.to_yaml())

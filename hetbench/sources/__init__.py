@@ -92,9 +92,11 @@ def load_table(
         return _load_per_split(dataset, label_col, id_col)
     if dataset.startswith("builtin:"):
         return BUILTINS.call(dataset, label_col=label_col, id_col=id_col)
+    from hetbench.sources.lineage import build_lineage
+
     with datasets_bars_off():
         splits = _read_reference(dataset)
-    return to_table(splits, dataset, label_col, id_col, {})
+    return to_table(splits, dataset, label_col, id_col, build_lineage(dataset))  # a build's origin and licence
 
 
 def _read_reference(dataset: str) -> dict:

@@ -101,7 +101,8 @@ def to_table(splits: dict, dataset: str, label_col: str | None, id_col: str | No
         Label column (default: :func:`guess_label_column`) and sample-id column (default:
         ``meta["id_col"]``, else none); both must be in every split, ids unique per split.
     meta : dict
-        ``description``, ``license`` and ``id_col`` of a known source (defaults otherwise).
+        ``description``, ``license`` and ``id_col`` of a known source (defaults otherwise); ``origin``
+        for a hetbench build (:mod:`hetbench.sources.lineage`).
 
     Returns
     -------
@@ -126,6 +127,8 @@ def to_table(splits: dict, dataset: str, label_col: str | None, id_col: str | No
     raw = {s: column_to_numpy(arrow_column(ds, label_col)) for s, ds in splits.items()}
     labels, names = encode_labels(raw, label_col, class_names)
     source = {"dataset": dataset, "label_col": label_col, "id_col": id_col}
+    if meta.get("origin"):  # a hetbench build as the source: the data set it was made from (sources.lineage)
+        source["origin"] = meta["origin"]
     table = SampleTable(
         splits=splits,
         label_column=label_col,

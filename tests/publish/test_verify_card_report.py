@@ -157,3 +157,29 @@ def test_the_python_api_refuses_a_name_the_card_cannot_hold(tmp_path, name):
     with pytest.raises(HetbenchError):
         make_split("builtin:digits", IIDPartitioner(2), tmp_path / "out", name=name, quiet=True)
     assert not (tmp_path / "out").exists()
+
+
+def test_publish_of_an_embedding_build_uploads_exactly_its_manifest(tmp_path, monkeypatch, run_cli):
+    """The embeddings a partition was derived from are published because the manifest lists (and digests)
+    them: the upload is the manifest's list plus the card, every file of the folder and nothing else."""
+    import fnmatch
+
+    import huggingface_hub
+
+    from hetbench.publish.hub import upload_folder
+    from hetbench.publish.manifest import read_manifest
+    from hetbench.publish.published_files import published_paths
+
+    out = tmp_path / "emb"
+    code, _, err = run_cli("partition", "embedding", "--embedder", "pixels", "--clusters", "5", "--clients", "4",
+                           "--out", out, "-q")
+    assert code == 0, err
+    seen = {}
+    monkeypatch.setattr(huggingface_hub.HfApi, "create_repo", lambda self, *a, **k: None)
+    monkeypatch.setattr(huggingface_hub.HfApi, "upload_folder", lambda self, **k: seen.update(k))
+    upload_folder(out, "me/emb")
+    files = sorted(p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file() and not p.name.startswith("."))
+    chosen = [f for f in files if any(fnmatch.fnmatch(f, pat) for pat in seen["allow_patterns"])]
+    manifest = read_manifest(out)
+    assert chosen == files == published_paths(manifest)
+    assert "embeddings/train.npy" in chosen and "embeddings/train.npy" in json.dumps(manifest)

@@ -1,0 +1,78 @@
+"""What a split made from another hetbench build inherits: the data's origin and licence.
+
+Re-partitioning a hetbench build (``hetbench partition dirichlet --dataset demo_out/iso-isp-wb-tone``)
+makes a new split of the same data. Its card must keep the data's licence, credits and papers, which
+belong to the data set the first build was made from (``builtin:digits``, a corpus recipe, a hub id), not
+to the folder it is read from. The source table records that data set as ``source.origin`` (followed
+through any chain of re-partitions) and takes the licence the build's card declares, so that
+:func:`hetbench.publish.attribution.card_licence` credits the origin.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+
+def build_lineage(dataset: str) -> dict[str, Any]:
+    """The origin and licence a source inherits when ``dataset`` is a local hetbench build, else ``{}``.
+
+    Parameters
+    ----------
+    dataset : str
+        The source reference as given (a path, a hub id, ...).
+
+    Returns
+    -------
+    dict
+        ``{"origin": <the data set the build was made from>, "license": <its card's licence>}`` for a
+        hetbench build folder (the origin of a build made from another build is that build's origin);
+        ``{}`` for anything else.
+
+    Examples
+    --------
+    >>> from hetbench.partitioners import ShardsPartitioner
+    >>> from hetbench.publish import publish_split
+    >>> from hetbench.sources import load_table
+    >>> from hetbench.splits import build_split
+    >>> _ = publish_split(build_split(load_table("builtin:digits"), ShardsPartitioner(4, 2)), "first", quiet=True)
+    >>> build_lineage("first")
+    {'origin': 'builtin:digits', 'license': 'cc-by-4.0'}
+    >>> build_lineage("builtin:digits")
+    {}
+    """
+    path = Path(str(dataset)).expanduser()
+    manifest = path / "hetbench.json"
+    if not manifest.is_file():
+        return {}
+    try:
+        source = json.loads(manifest.read_text(encoding="utf-8")).get("source") or {}
+    except (OSError, ValueError):
+        return {}  # an unreadable manifest: the source reader says so in its own words
+    origin = source.get("origin") or source.get("dataset")
+    out: dict[str, Any] = {"origin": origin} if isinstance(origin, str) and origin else {}
+    licence = _card_licence(path / "README.md")
+    if licence:
+        out["license"] = licence
+    return out
+
+
+def _card_licence(card: Path) -> str | None:
+    """The ``license`` of a card's YAML front matter (``license_name`` for an ``other`` licence), if any."""
+    import yaml
+
+    try:
+        text = card.read_text(encoding="utf-8")
+    except OSError:
+        return None
+    if not text.startswith("---\n") or "\n---" not in text[4:]:
+        return None
+    try:
+        data = yaml.safe_load(text[4:text.index("\n---", 4)]) or {}
+    except yaml.YAMLError:
+        return None
+    licence = data.get("license")
+    if licence == "other" and isinstance(data.get("license_name"), str):
+        return data["license_name"]
+    return licence if isinstance(licence, str) else None
