@@ -194,9 +194,10 @@ def render_html(tables: list[SplitTable], skipped: list[Skipped] | None = None) 
             head, rows = cross_group_cells(ct, lambda s: cell_text(METRIC_BY_NAME["accuracy"], s, None))
             out.append(f'<h3>{e(heading)}</h3><p class="note">{e(note)}</p>')
             out.append('<table class="groups cross"><thead><tr>' + "".join(f"<th>{e(h)}</th>" for h in head) + "</tr></thead><tbody>")
-            for cells, stats in zip(rows, ct.cells):
-                shaded = [f'<td style="background: hsl(140, 45%, {95 - 0.45 * (s.mean or 0):.0f}%)">{e(c)}</td>'
-                          if s.mean is not None else f"<td>{e(c)}</td>" for c, s in zip(cells[1:], stats)]
+            for group, cells, stats in zip(ct.trained, rows, ct.cells):  # the diagonal (in-group) bold, as in the PNG
+                shaded = [f'<td style="background: hsl(140, 45%, {95 - 0.45 * (s.mean or 0):.0f}%)'
+                          f'{"; font-weight: bold" if tested == group else ""}">{e(c)}</td>'
+                          if s.mean is not None else f"<td>{e(c)}</td>" for c, s, tested in zip(cells[1:], stats, ct.tested)]
                 out.append(f"<tr><th>{e(cells[0])}</th>" + "".join(shaded) + "</tr>")
             out.append("</tbody></table>")
         svgs = [s for s in (curves_svg(t, k, title) for k, title in CURVES) if s]

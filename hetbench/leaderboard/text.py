@@ -235,7 +235,12 @@ def cross_group_markdown(t: SplitTable) -> list[str]:
         head, rows = cross_group_cells(ct, lambda s: cell_text(METRIC_BY_NAME["accuracy"], s, None))
         out += [f"### {_md_escape(heading)}", "", note, "", "| " + " | ".join(_md_escape(h) for h in head) + " |",
                 "|" + "|".join([":---"] + ["---:"] * (len(head) - 1)) + "|"]
-        out += ["| " + " | ".join(_md_escape(c) for c in cells) + " |" for cells in rows] + [""]
+        for group, cells in zip(ct.trained, rows):  # the diagonal (in-group accuracy) bold, as in the PNG
+            shown = [_md_escape(cells[0])] + [
+                f"**{_md_escape(c)}**" if tested == group and c.strip() not in ("", "-") else _md_escape(c)
+                for c, tested in zip(cells[1:], ct.tested)]
+            out.append("| " + " | ".join(shown) + " |")
+        out.append("")
     return out
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -306,6 +307,16 @@ def test_cross_group_trains_each_group_alone_and_the_leaderboard_draws_the_matri
     assert "### Trained on" not in md  # the runs are one matrix, not one table each
     html = (board / "leaderboard.html").read_text()
     assert '<table class="groups cross">' in html and "Cross-group accuracy: fedavg" in html
+    # the diagonal (in-group accuracy) is bold in every form, as in the PNG, and nothing else is
+    for i, row in enumerate(rows):
+        cells = row.strip("| ").split(" | ")[1:]
+        assert [c.startswith("**") for c in cells] == [j == i for j in range(4)], row
+    table = html[html.index('<table class="groups cross">'):]
+    table = table[table.index("<tbody>"):table.index("</table>")]
+    assert table.count("font-weight: bold") == 4
+    for row in re.findall(r"<tr><th>(.*?)</tr>", table):
+        bold = [j for j, td in enumerate(re.findall(r"<td[^>]*>", row)) if "bold" in td]
+        assert bold == [list(domains).index(row.split(" (")[0])], row
     pngs = sorted(p.name for p in board.glob("cross_group_*.png"))
     assert len(pngs) == 1 and (board / pngs[0]).stat().st_size > 5000
 
