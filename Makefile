@@ -17,7 +17,7 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install --quiet --upgrade pip
 	# torch first: the local CPU wheel; any other torch spec would pull gigabytes of CUDA wheels
 	$(PY) -m pip install --quiet torch==2.13.0
-	$(PY) -m pip install --quiet -e ".[dev,ray,flower]"
+	$(PY) -m pip install --quiet -e ".[dev,ray,flower,flower-datasets,tensorboard]"
 	# the ISP colour-accuracy test finds the ColorChecker with colour-checker-detection; without its declared
 	# dependencies, which would add opencv-python (GUI build) over the headless OpenCV hetbench renders with,
 	# and OpenImageIO, which only its file readers use

@@ -51,3 +51,14 @@ def test_training_guide_python_examples(tmp_path, monkeypatch):
     result = _run_blocks(GUIDE, blocks)
     assert result.attempted > 10
     assert result.failed == 0, f"{result.failed} docs/training.md example(s) failed (output above)"
+
+
+def test_the_ray_example_stops_only_the_cluster_it_started():
+    """On a shared node `ray stop` stops every Ray process the user may signal, other people's jobs of the same
+    account included: the README's cluster example starts its own head on a port of its own and stops that."""
+    bash = "\n".join(re.findall(r"```bash\n(.*?)```", README.read_text(encoding="utf-8"), flags=re.S))
+    lines = [line.split("#")[0].strip() for line in bash.splitlines()]
+    assert not any(re.match(r"ray stop\b", line) for line in lines)
+    start = [line for line in lines if line.startswith(("ray start", "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0 ray start"))]
+    assert start and all("--block &" in line and "--port 6379" not in line for line in start)
+    assert "RAY_HEAD=$!" in lines and "kill $RAY_HEAD" in lines

@@ -1,7 +1,7 @@
 """The Ray engine (``--engine ray``): every job one Ray task, results streamed back in job order.
 
 * Connection: no ``--ray-address`` starts a local Ray instance for the build
-  (``ray.init(num_cpus=num_proc, include_dashboard=False)``, shut down afterwards), every server of it
+  (``ray.init(address="local", num_cpus=num_proc)``: its own even where a cluster runs; shut down afterwards), every server of it
   (GCS, raylet, agents, workers) listening on 127.0.0.1 only (:func:`loopback_ray`: Ray has no
   authentication, so nothing of a local instance may be reachable from other hosts); ``auto`` joins
   the cluster this machine runs (``ray start``); ``host:port`` joins the cluster whose head listens
@@ -227,7 +227,9 @@ class RayEngine(Engine):
         elif self.spec.address is None:
             try:
                 with loopback_ray():  # never reachable from other hosts: Ray has no authentication
-                    ray.init(num_cpus=self.num_proc, include_dashboard=False, **quiet)
+                    # address "local": a new instance even when this machine runs a cluster (ray start), which
+                    # ray.init() would otherwise join (and then refuse num_cpus)
+                    ray.init(address="local", num_cpus=self.num_proc, include_dashboard=False, **quiet)
             except Exception as exc:  # noqa: BLE001 - Ray raises many kinds; one line for all
                 raise HetbenchError(f"--engine ray: could not start a local Ray instance ({_first_line(exc)})") from None
             self._connected = True

@@ -38,7 +38,7 @@ try:
     from flwr_datasets.partitioner import Partitioner
 except ImportError as exc:  # tests/flower/test_partitioner.py hides flwr_datasets to check this line
     raise HetbenchError(
-        f"the Flower Datasets partitioner needs flwr-datasets ({exc}); install it with: pip install 'hetbench[flower]'"
+        f"the Flower Datasets partitioner needs flwr-datasets ({exc}); install it with: pip install 'hetbench[flower-datasets]'"
     ) from exc
 
 CLIENT_COLUMN = "client_id"

@@ -101,7 +101,8 @@ def run_flower_simulation(
     quiet_flower(verbose)
     backend_config = {
         "client_resources": {"num_cpus": float(cpus_per_actor), "num_gpus": 0.0},
-        "init_args": {"num_cpus": max(1, int(round(actors * float(cpus_per_actor)))),
+        # address "local": Ray instance of its own, never a cluster this machine happens to run (ray start)
+        "init_args": {"address": "local", "num_cpus": max(1, int(round(actors * float(cpus_per_actor)))),
                       "logging_level": logging.INFO if verbose else logging.ERROR,
                       "log_to_driver": bool(verbose)},
     }

@@ -343,5 +343,5 @@ def test_a_folder_that_is_not_a_build_is_refused(tmp_path):
 def test_without_flwr_datasets_the_error_names_the_extra(monkeypatch):
     monkeypatch.setitem(sys.modules, "flwr_datasets", None)
     monkeypatch.delitem(sys.modules, "hetbench.flower.partitioner")
-    with pytest.raises(HetbenchError, match=r"pip install 'hetbench\[flower\]'"):
+    with pytest.raises(HetbenchError, match=r"pip install 'hetbench\[flower-datasets\]'"):
         importlib.import_module("hetbench.flower.partitioner")
