@@ -1,8 +1,9 @@
 """Every Python snippet on a dataset card runs, as written, on the split the card describes, and reads what
 its comment says: client ``k``'s training rows (``k`` taken from the split, never a hard-coded id), its test
 rows or the shared test rows. Run on a split whose test rows are held out per client, one whose test rows
-keep the source's and its clients (natural), one with a shared test split and one with empty clients (where Flower Datasets' plain ``NaturalIdPartitioner`` would renumber the
-clients, so the card must offer hetbench's partitioner and say why)."""
+keep the source's test split and their clients (natural), one with a shared test split and one with empty
+clients (where Flower Datasets' plain ``NaturalIdPartitioner`` would renumber the clients, so the card must
+offer hetbench's partitioner and say why)."""
 
 from __future__ import annotations
 
