@@ -57,22 +57,47 @@ def toml_value(value: bool | int | float | str) -> str:
     return '"' + re.sub(r"[\x00-\x1f\x7f]", lambda m: f"\\u{ord(m.group()):04x}", escaped) + '"'
 
 
+#: the longest app name Flower accepts (``flwr.supercore.utils.is_valid_name``, ``MAX_NAME_LENGTH``)
+MAX_NAME = 32
+
+
 def project_name(job: FlowerJob) -> str:
-    """``hetbench-<algo>-<split folder>``, lower case, letters, digits and ``-`` only.
+    """``hetbench-<algo>-<split folder>``, lower case, letters, digits and ``-`` only, at most 32 characters
+    as ``flwr run`` requires (a longer name is cut and ends with 8 hex digits of the full one's hash).
+
+    Parameters
+    ----------
+    job : FlowerJob
+        The run.
+
+    Returns
+    -------
+    str
+        The ``[project] name`` of its Flower app.
 
     Examples
     --------
-    >>> project_name(FlowerJob("/x/digits-dirichlet-client-a0.5-n4-s0", "fedavg"))
-    'hetbench-fedavg-digits-dirichlet-client-a0-5-n4-s0'
+    >>> project_name(FlowerJob("/x/digits-n4", "fedavg"))
+    'hetbench-fedavg-digits-n4'
+    >>> name = project_name(FlowerJob("/x/digits-dirichlet-client-a0.5-n4-s0", "fedavg"))
+    >>> name.startswith('hetbench-fedavg-digits-'), len(name) <= 32
+    (True, True)
     """
-    return re.sub(r"[^a-z0-9]+", "-", f"hetbench-{job.algo}-{Path(job.split).name}".lower()).strip("-")
+    import hashlib
+
+    name = re.sub(r"[^a-z0-9]+", "-", f"hetbench-{job.algo}-{Path(job.split).name}".lower()).strip("-")
+    if len(name) <= MAX_NAME:
+        return name
+    digest = hashlib.sha256(name.encode()).hexdigest()[:8]
+    return f"{name[: MAX_NAME - 9].rstrip('-')}-{digest}"
 
 
-def pyproject_text(job: FlowerJob, wait_s: float | None = None) -> str:
-    """The project's ``pyproject.toml``."""
+def pyproject_text(job: FlowerJob, wait_s: float | None = None, extra: dict | None = None) -> str:
+    """The project's ``pyproject.toml`` (``extra``: more ``[tool.flwr.app.config]`` entries, such as those
+    :func:`hetbench.flower.simulation.run_flower_simulation` hands its ServerApp)."""
     from hetbench.version import __version__
 
-    config = job.to_config()
+    config = {**job.to_config(), **(extra or {})}
     if wait_s is not None:
         config["node-wait-s"] = float(wait_s)
     lines = [

@@ -1,18 +1,19 @@
 """The ServerApp: a hetbench run driven through Flower's Message API.
 
-``main`` (``@app.main()``) reads the job (the simulation hands it over in this process; a deployed app
-reads it from the run config, ``[tool.flwr.app.config]``) and runs hetbench's round loop
-(``hetbench.train.simulation.run_training``, the code of ``--engine local``) with Flower as its client
-backend: it asks every node which hetbench clients it serves (:func:`hetbench.flower.backend.connect`) and
-sends each round's client work as messages. The results document is ``--engine local``'s plus
-``engine: flower``.
-A deployed ServerApp writes it to the job's ``results`` path (atomically); in simulation the sweep does.
+``main`` (``@app.main()``) reads the job from the run config (``[tool.flwr.app.config]``) and runs
+hetbench's round loop (``hetbench.train.simulation.run_training``, the code of ``--engine local``) with
+Flower as its client backend: it asks every node which hetbench clients it serves
+(:func:`hetbench.flower.backend.connect`) and sends each round's client work as messages. The results
+document is ``--engine local``'s plus ``engine: flower``.
+
+Deployed (``hetbench flower-app``), the ServerApp writes it to the job's ``results`` path (atomically). Run by
+``hetbench train --engine flower`` (:func:`hetbench.flower.simulation.run_flower_simulation`), the run config
+also names an event folder (``events``): every round's summary, then the results document or the error,
+go there (:class:`hetbench.flower.events.EventWriter`) for the parent to show and write.
 """
 
 from __future__ import annotations
 
-import threading
-import time
 from typing import Any
 
 from flwr.app import ConfigRecord, Context
@@ -23,57 +24,9 @@ from hetbench.flower.job import FlowerJob
 from hetbench.flower.backend import connect_clients
 
 app = ServerApp()
-#: the in-process hand-over of :func:`hetbench.flower.simulation.run_flower_simulation` (empty when deployed)
-LOCAL: dict[str, Any] = {}
 NODE_WAIT_S = 300.0  # how long the ServerApp waits for SuperNodes serving every client
-
-
-def stoppable(grid: Grid, stop: threading.Event) -> Grid:
-    """``grid`` whose ``send_and_receive`` stops waiting for replies (HetbenchError) once ``stop`` is set.
-
-    The simulation runs the ServerApp in a thread of its own; when the caller's thread is interrupted
-    (Ctrl-C, SIGTERM) the ClientApps are gone, and Flower's in-memory grid would wait for their replies
-    until the round's timeout (an hour) while the process could not exit.
-
-    Parameters
-    ----------
-    grid : Grid
-        Flower's grid (its ``push_messages``, ``pull_messages`` and ``pull_interval`` are used).
-    stop : threading.Event
-        Set by the caller when the run is to end.
-
-    Returns
-    -------
-    Grid
-        The same object, its ``send_and_receive`` replaced.
-
-    Examples
-    --------
-    >>> import threading
-    >>> from types import SimpleNamespace
-    >>> stop = threading.Event(); stop.set()
-    >>> grid = SimpleNamespace(push_messages=lambda ms: ["m1"], pull_messages=lambda ids: [], pull_interval=0.01)
-    >>> stoppable(grid, stop).send_and_receive([object()], timeout=60)
-    Traceback (most recent call last):
-    hetbench.errors.HetbenchError: the Flower simulation was stopped
-    """
-
-    def send_and_receive(messages, *, timeout: float | None = None):
-        waiting = set(grid.push_messages(messages))
-        end = None if timeout is None else time.time() + timeout
-        replies = []
-        while waiting and (end is None or time.time() < end):
-            if stop.is_set():
-                raise HetbenchError("the Flower simulation was stopped")
-            got = list(grid.pull_messages(waiting))
-            replies.extend(got)
-            waiting.difference_update(m.metadata.reply_to_message_id for m in got)
-            if waiting:
-                time.sleep(getattr(grid, "pull_interval", 0.1))
-        return replies
-
-    grid.send_and_receive = send_and_receive  # type: ignore[method-assign]
-    return grid
+#: run-config keys that are not the job's: how the ServerApp runs (popped before the job is read)
+RUNTIME_KEYS = ("node-wait-s", "workers", "central-accuracy", "events")
 
 
 def serve(grid: Grid, flat: dict[str, Any], data: Any = None, workers: int | None = None,
@@ -96,26 +49,30 @@ def serve(grid: Grid, flat: dict[str, Any], data: Any = None, workers: int | Non
 
 @app.main()
 def main(grid: Grid, context: Context) -> None:
-    """The ServerApp's entry point (simulation: the hand-over in :data:`LOCAL`; deployment: the run config)."""
-    if LOCAL.get("job") is not None:
-        try:
-            if LOCAL.get("stop") is not None:
-                grid = stoppable(grid, LOCAL["stop"])
-            LOCAL["result"] = serve(grid, LOCAL["job"], LOCAL.get("data"), LOCAL.get("workers"),
-                                    LOCAL.get("central_accuracy"), LOCAL.get("on_round"),
-                                    LOCAL.get("wait_s", NODE_WAIT_S))
-        except BaseException as exc:  # handed back to the caller, who raises it: Flower would only log it
-            LOCAL["error"] = exc
-        return
+    """The ServerApp's entry point: the job and its runtime options from the run config."""
     from pathlib import Path
 
+    flat = dict(context.run_config)
+    runtime = {key: flat.pop(key) for key in RUNTIME_KEYS if key in flat}
+    wait_s = float(runtime.get("node-wait-s", NODE_WAIT_S))
+    workers = int(runtime["workers"]) if runtime.get("workers") else None
+    central = float(runtime["central-accuracy"]) if runtime.get("central-accuracy", "") != "" else None
+    if runtime.get("events"):  # hetbench train --engine flower: everything goes back to the parent
+        from hetbench.flower.events import EventWriter
+
+        events = EventWriter(runtime["events"])
+        try:
+            doc = serve(grid, flat, workers=workers, central_accuracy=central, wait_s=wait_s,
+                        on_round=lambda r, summary: events.write("round", (r, summary)))
+        except BaseException as exc:  # the parent raises it: Flower would only log it
+            events.error(exc)
+            return
+        events.write("result", doc)
+        return
     from hetbench.train.results import write_result
 
-    flat = dict(context.run_config)
-    wait_s = float(flat.pop("node-wait-s", NODE_WAIT_S))
-    workers = flat.pop("workers", None)
     job = FlowerJob.from_config(flat)
     if not job.results:
         raise HetbenchError("the Flower run config has no 'results' path for the results JSON")
-    doc = serve(grid, flat, workers=workers, wait_s=wait_s)
+    doc = serve(grid, flat, workers=workers, central_accuracy=central, wait_s=wait_s)
     write_result(doc, Path(job.results))

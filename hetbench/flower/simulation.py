@@ -1,36 +1,32 @@
-"""``hetbench train --engine flower``: one run through Flower's Simulation Runtime (``run_simulation``, Ray
-backend) on this machine.
+"""``hetbench train --engine flower``: one run through Flower's Simulation Runtime (Ray backend) on this
+machine, started the way Flower supports: ``flwr run`` against a SuperLink in simulation mode.
 
-One virtual SuperNode per hetbench client (node K gets ``partition-id = K``); the ClientApps run in
-``actors`` Ray actors of ``cpus_per_actor`` CPUs each; the ServerApp runs in this process and gets the job,
-and the data view already loaded, through :data:`hetbench.flower.server_app.LOCAL`. The Ray instance the
-simulation starts listens on 127.0.0.1 only (:func:`hetbench.engines.ray_engine.loopback_ray`).
+The run's Flower app project (:func:`hetbench.flower.project.pyproject_text`, what ``hetbench flower-app``
+writes) goes to a temporary folder; a SuperLink in simulation mode that this process owns
+(:class:`hetbench.flower.superlink.LocalSuperLink`: 127.0.0.1 on an ephemeral port, a temporary
+``FLWR_HOME``, no network, every process it starts stopped by pid at the end) runs it with ``flwr run``:
+``flwr-simulation`` starts one virtual SuperNode per hetbench client (node K gets ``partition-id = K``),
+the ClientApps in ``actors`` Ray actors of ``cpus_per_actor`` CPUs each (a Ray instance of its own on
+127.0.0.1), and the ServerApp, which sends every round's summary, then the results document or the error,
+back through an event folder (:mod:`hetbench.flower.events`): the progress bar and the ``--log`` sinks get
+what ``--engine local`` gives them, the results document is the same bit for bit.
+
+Flower 1.42 deprecates ``flwr.simulation.run_simulation``, which earlier versions of hetbench called here.
 """
 
 from __future__ import annotations
 
-import logging
-import os
-import signal
-import threading
-import warnings
-from contextlib import contextmanager
-from typing import Any, Callable, Iterator
+import time
+from typing import Any, Callable
 
 from hetbench.cores import available_cores
-from hetbench.engines.ray_engine import loopback_ray
-from hetbench.errors import Terminated
+from hetbench.errors import HetbenchError
 from hetbench.flower.job import FlowerJob, require_flower
 
-
-def quiet_flower(verbose: bool) -> None:
-    """Flower logs every round at INFO, a traceback for every failed ClientApp at ERROR and warns that
-    ``run_simulation`` is deprecated: nothing below CRITICAL unless ``verbose`` (hetbench reports failed
-    clients itself, one line each round)."""
-    logging.getLogger("flwr").setLevel(logging.DEBUG if verbose else logging.CRITICAL)
-    if not verbose:
-        warnings.filterwarnings("ignore", module="flwr")
-        warnings.filterwarnings("ignore", module="ray")
+#: seconds to wait, once the ServerApp is done, for ``flwr run`` to see the run end (Ray shut down)
+END_WAIT_S = 60.0
+#: seconds between looks at the event folder
+POLL_S = 0.1
 
 
 def default_actors(clients_per_round: int) -> int:
@@ -44,36 +40,71 @@ def default_actors(clients_per_round: int) -> int:
     return max(1, min(available_cores(), int(clients_per_round)))
 
 
+def federation_config(num_clients: int, actors: int, cpus_per_actor: int, verbose: bool = False) -> list[str]:
+    """The ``flwr run --federation-config`` settings of a run: one virtual SuperNode per client, ClientApp
+    actors of ``cpus_per_actor`` CPUs in a Ray instance of ``actors * cpus_per_actor`` CPUs, no GPU.
+
+    Parameters
+    ----------
+    num_clients : int
+        Virtual SuperNodes.
+    actors : int
+        Ray actors running ClientApps.
+    cpus_per_actor : int
+        CPUs of each (Flower 1.42 takes whole CPUs here).
+    verbose : bool
+        Ray's logs at INFO, on the driver.
+
+    Returns
+    -------
+    list of str
+        ``key=value`` items.
+
+    Examples
+    --------
+    >>> federation_config(10, 2, 1)
+    ['num-supernodes=10', 'backend="ray"', 'client-resources-num-cpus=1', 'client-resources-num-gpus=0.0', \
+'init-args-num-cpus=2', 'init-args-num-gpus=0', 'init-args-logging-level="ERROR"', 'init-args-log-to-driver=false', \
+'verbose=false']
+    """
+    flag = "true" if verbose else "false"
+    return [f"num-supernodes={int(num_clients)}", 'backend="ray"', f"client-resources-num-cpus={int(cpus_per_actor)}",
+            "client-resources-num-gpus=0.0", f"init-args-num-cpus={int(actors) * int(cpus_per_actor)}",
+            "init-args-num-gpus=0", f'init-args-logging-level="{"INFO" if verbose else "ERROR"}"',
+            f"init-args-log-to-driver={flag}", f"verbose={flag}"]
+
+
 def run_flower_simulation(
     job: FlowerJob,
     data: Any = None,
     actors: int | None = None,
-    cpus_per_actor: float = 1.0,
+    cpus_per_actor: int = 1,
     central_accuracy: float | None = None,
     on_round: Callable[[int, dict], None] | None = None,
     workers: int | None = None,
     verbose: bool = False,
 ) -> dict[str, Any]:
-    """Run ``job`` in Flower's Simulation Runtime and return its results document (``engine: flower``).
+    """Run ``job`` in Flower's Simulation Runtime (``flwr run`` on a SuperLink of its own) and return its
+    results document (``engine: flower``).
 
     Parameters
     ----------
     job : FlowerJob
         The split, algorithm and options (:meth:`FlowerJob.make`).
     data : FederatedData, optional
-        The job's data view, already loaded (the ServerApp loads it otherwise).
+        The job's data view, already loaded (for its number of clients; the ServerApp loads its own).
     actors : int, optional
         Ray actors running ClientApps (default :func:`default_actors`).
-    cpus_per_actor : float
-        Ray ``num_cpus`` of each actor.
+    cpus_per_actor : int
+        CPUs of each actor (a whole number, as Flower's federation config takes it).
     central_accuracy : float, optional
         The centralised run's final accuracy (``relative_accuracy``).
     on_round : callable, optional
-        ``on_round(round, summary)`` after every round.
+        ``on_round(round, summary)`` after every round (the summaries ``--engine local`` gives).
     workers : int, optional
         Threads of the ServerApp's central evaluation (``--workers``).
     verbose : bool
-        Show Flower's and Ray's logs.
+        Show the logs of Flower's processes and of Ray.
 
     Returns
     -------
@@ -84,63 +115,60 @@ def run_flower_simulation(
     ------
     HetbenchError
         Flower missing (exit 2), bad options, every client of a round failing (exit 3), ...
+
+    Examples
+    --------
+    >>> job = FlowerJob("hetbench_splits/digits-dirichlet-client-a0.5-n10-s0", "fedavg", {"rounds": 2})
+    >>> doc = run_flower_simulation(job, actors=2)  # doctest: +SKIP
+    >>> doc["engine"], len(doc["curves"]["rounds"])  # doctest: +SKIP
+    ('flower', 2)
     """
     require_flower(simulation=True)
-    from hetbench.flower import server_app
-    from hetbench.flower.client_app import app as client_app
+    from hetbench.flower.events import EventReader
+    from hetbench.flower.project import pyproject_text
+    from hetbench.flower.superlink import LocalSuperLink
 
-    os.environ.setdefault("RAY_DEDUP_LOGS", "0")
-    os.environ.setdefault("RAY_ACCEL_ENV_VAR_OVERRIDE_ON_ZERO", "0")
-    from flwr.simulation import run_simulation
-
-    job.algorithm()  # central and bad hyper-parameters are refused before Ray starts
+    job.algorithm()  # central and bad hyper-parameters are refused before anything starts
+    if float(cpus_per_actor) != int(cpus_per_actor) or int(cpus_per_actor) < 1:
+        raise HetbenchError(f"Flower's simulation takes whole CPUs per ClientApp actor (got {cpus_per_actor})")
+    given = data is not None
     if data is None:
         data = job.data()
     per_round = int(job.options.get("clients_per_round", 10))
     actors = int(actors) if actors else default_actors(per_round)
-    quiet_flower(verbose)
-    backend_config = {
-        "client_resources": {"num_cpus": float(cpus_per_actor), "num_gpus": 0.0},
-        # address "local": Ray instance of its own, never a cluster this machine happens to run (ray start)
-        "init_args": {"address": "local", "num_cpus": max(1, int(round(actors * float(cpus_per_actor)))),
-                      "logging_level": logging.INFO if verbose else logging.ERROR,
-                      "log_to_driver": bool(verbose)},
-    }
-    local = server_app.LOCAL
-    local.clear()
-    stop = threading.Event()  # set when this thread is interrupted: the ServerApp's thread then ends at once
-    local.update(job=job.to_config(), data=data, workers=workers, central_accuracy=central_accuracy,
-                 on_round=on_round, result=None, error=None, stop=stop)
-    try:
-        with loopback_ray(), _sigterm_kept():  # never reachable from other hosts (Ray has no authentication)
-            run_simulation(server_app=server_app.app, client_app=client_app, num_supernodes=data.num_clients,
-                           backend_name="ray", backend_config=backend_config, verbose_logging=verbose)
-        if local["error"] is not None:
-            raise local["error"]
-        if local["result"] is None:
-            raise RuntimeError("the Flower simulation ended without a result (run with --verbose to see its logs)")
-        return local["result"]
-    except BaseException:
-        stop.set()
-        raise
-    finally:
-        local.clear()
-
-
-@contextmanager
-def _sigterm_kept() -> Iterator[None]:
-    """Inside, SIGTERM ends the run as hetbench's own handler does (:class:`~hetbench.errors.Terminated`,
-    every cleanup runs, one line): ``ray.init`` replaces the handler by one calling ``sys.exit(15)``, which
-    skipped hetbench's message and left Flower's ServerApp thread running; the handler is put back on exit.
-    """
-    main = threading.current_thread() is threading.main_thread()
-    saved = signal.getsignal(signal.SIGTERM) if main else None
-    try:
-        yield
-    except SystemExit as exc:
-        if exc.code != signal.SIGTERM:
-            raise
-        raise Terminated() from None
-    finally:
-        if main and saved is not None:
-            signal.signal(signal.SIGTERM, saved)
+    with LocalSuperLink(verbose) as link:
+        events = link.root / "events"
+        events.mkdir()
+        app = link.root / "app"
+        app.mkdir()
+        extra = {"events": str(events), "workers": int(workers or 0),
+                 "central-accuracy": "" if central_accuracy is None else float(central_accuracy)}
+        (app / "pyproject.toml").write_text(pyproject_text(job, extra=extra))
+        run = link.run(app, federation_config(data.num_clients, actors, int(cpus_per_actor), verbose))
+        reader, outcome = EventReader(events), None
+        while outcome is None:
+            ended = run.poll() is not None  # before reading: an event written before the end is seen
+            for kind, payload in reader.new():
+                if kind == "round":
+                    if on_round is not None:
+                        on_round(*payload)
+                else:
+                    outcome = (kind, payload)
+            if outcome is None and ended:
+                raise RuntimeError("the Flower simulation ended without a result"
+                                   f"{': ' + link.log_tail('run') if link.log_tail('run') else ''} "
+                                   "(run with --verbose to see its logs)")
+            link.scan()
+            time.sleep(POLL_S if outcome is None else 0)
+        deadline = time.monotonic() + END_WAIT_S
+        while run.poll() is None and time.monotonic() < deadline:  # flwr-simulation shuts its Ray down
+            link.scan()
+            time.sleep(POLL_S)
+    kind, payload = outcome
+    if kind == "error":
+        raise payload
+    if given and isinstance(payload.get("split"), dict) and "path" in payload["split"]:
+        # the ServerApp read the split by the job's (absolute) path; the document names it as the caller's
+        # view does, as --engine local writes it
+        payload["split"]["path"] = data.path
+    return payload
