@@ -1,10 +1,8 @@
-"""``hetbench train --engine flower``: hetbench's algorithms through Flower's Simulation Runtime (Ray backend)
-give the model ``--engine local`` gives; the leaderboard mixes both; a round whose clients all fail stops
-with exit 3.
-
-The first test's runs start and stop Ray and their ClientApp actors themselves, as a user's runs do; the other 14
-share one Ray instance and its actors (``shared_ray`` in tests/flower/conftest.py), which saves about
-10 s of start-up and shutdown on each."""
+"""``hetbench train --engine flower``: hetbench's algorithms through Flower's Simulation Runtime (``flwr run``
+on a SuperLink in simulation mode that the run starts and stops itself, Ray backend) give the model
+``--engine local`` gives; the leaderboard mixes both; a round whose clients all fail stops with exit 3; no
+process a run starts outlives it (``owned_processes`` in tests/flower/conftest.py) and the user's
+``~/.flwr`` is not touched."""
 
 from __future__ import annotations
 
@@ -43,13 +41,16 @@ def _strip(doc: dict) -> dict:
 
 
 @pytest.mark.slow
-def test_flower_simulation_gives_the_local_engine_results(ray_of_its_own, split4, tmp_path, run_cli):
+def test_flower_simulation_gives_the_local_engine_results(owned_processes, split4, tmp_path, run_cli, monkeypatch):
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))  # Flower's default FLWR_HOME is ~/.flwr
+    monkeypatch.delenv("FLWR_HOME", raising=False)
     flower, local = tmp_path / "flower", tmp_path / "local"
     code, _, err = run_cli("train", "--split", split4, "--algo", "fedavg,scaffold", *TRAIN, "--engine", "flower",
                            "--flower-actors", "2", "--out", flower)
     assert code == 0, err
     code, _, err = run_cli("train", "--split", split4, "--algo", "fedavg,scaffold", *TRAIN, "--out", local)
     assert code == 0, err
+    assert not (tmp_path / "home").exists()  # the SuperLink's FLWR_HOME was a temporary folder
     got, want = _results(flower), _results(local)
     assert sorted(got) == sorted(want) == ["fedavg-s0", "scaffold-s0"]
     for name in got:
@@ -68,7 +69,7 @@ def test_flower_simulation_gives_the_local_engine_results(ray_of_its_own, split4
 
 
 @pytest.mark.slow
-def test_a_round_whose_clients_all_fail_stops_with_exit_3(shared_ray, split4, tmp_path, run_cli):
+def test_a_round_whose_clients_all_fail_stops_with_exit_3(owned_processes, split4, tmp_path, run_cli):
     # a learning rate this large makes every client's loss infinite in its first steps: each ClientApp fails
     code, _, err = run_cli("train", "--split", split4, "--algo", "fedavg", *TRAIN, "--lr", "1e30", "--engine", "flower",
                            "--flower-actors", "2", "--out", tmp_path / "out")
@@ -107,7 +108,7 @@ def test_flower_missing_exits_2_with_the_install_command(split4, tmp_path, run_c
 
 
 @pytest.mark.slow
-def test_every_federated_algorithm_runs_on_flower_as_it_runs_locally(shared_ray, split4, tmp_path, run_cli):
+def test_every_federated_algorithm_runs_on_flower_as_it_runs_locally(owned_processes, split4, tmp_path, run_cli):
     """Every registered algorithm, from the same code on both engines, gives the same results bit for bit:
     the one round loop, with the client work in this process or sent to Flower ClientApps. Algorithms that
     keep normalisation layers per client (FedBN) run on a model that has them."""
