@@ -1,7 +1,7 @@
 """The ClientApp: a Flower node that trains hetbench clients with hetbench's own client update.
 
 A node serves the hetbench clients named by its node config: ``partition-id=K`` (one client, what
-``run_simulation`` gives node K and what ``flower-supernode --node-config "partition-id=K num-partitions=N"``
+Flower's simulation gives node K and what ``flower-supernode --node-config "partition-id=K num-partitions=N"``
 gives a SuperNode) or ``partition-ids="0,3,7"`` (several). Two message types:
 
 * ``query``: the ServerApp asks which clients this node serves; the node checks them against the split

@@ -155,14 +155,13 @@ def run_flower_simulation(
                 else:
                     outcome = (kind, payload)
             if outcome is None and ended:
-                raise RuntimeError("the Flower simulation ended without a result"
-                                   f"{': ' + link.log_tail('run') if link.log_tail('run') else ''} "
-                                   "(run with --verbose to see its logs)")
-            link.scan()
+                said = link.log_tail("run")  # the last error line of flwr run's output (the run's logs)
+                raise RuntimeError("the Flower simulation ended without a result" + (f": {said}" if said else ""))
+            link.scan(force=False)
             time.sleep(POLL_S if outcome is None else 0)
         deadline = time.monotonic() + END_WAIT_S
         while run.poll() is None and time.monotonic() < deadline:  # flwr-simulation shuts its Ray down
-            link.scan()
+            link.scan(force=False)
             time.sleep(POLL_S)
     kind, payload = outcome
     if kind == "error":

@@ -44,7 +44,11 @@ from hetbench.errors import HetbenchError
 START_TIMEOUT_S = 60.0
 #: seconds between SIGTERM and SIGKILL when stopping
 STOP_GRACE_S = 5.0
-_PR_SET_CHILD_SUBREAPER, _PR_GET_CHILD_SUBREAPER = 36, 37
+#: the name of its temporary folders (in the system's temporary folder)
+PREFIX = "hetbench-flower-"
+#: seconds between two looks at the process tree while a run goes on
+SCAN_S = 1.0
+_PR_SET_PDEATHSIG, _PR_SET_CHILD_SUBREAPER, _PR_GET_CHILD_SUBREAPER = 1, 36, 37
 
 
 def flower_env(flwr_home: str | os.PathLike, verbose: bool = False) -> dict[str, str]:
@@ -138,6 +142,15 @@ def _subreaper(on: bool | None = None) -> bool:
         return False
 
 
+def _die_with_parent() -> None:
+    """In a child before it runs (Linux): SIGTERM it when this process dies, even by SIGKILL, so a SuperLink
+    never outlives hetbench (its SuperExec and ``flwr-simulation`` follow their parents: ``--parent-pid``)."""
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, int(signal.SIGTERM), 0, 0, 0)
+    except (OSError, AttributeError):
+        pass
+
+
 class LocalSuperLink:
     """A SuperLink in simulation mode, child of this process, and everything it starts (module notes).
 
@@ -153,8 +166,12 @@ class LocalSuperLink:
     """
 
     def __init__(self, verbose: bool = False) -> None:
+        from hetbench.tempdirs import mark, remove_stale
+
         self.verbose = verbose
-        self.root = Path(tempfile.mkdtemp(prefix="hetbench-flower-"))  # mode 0700
+        remove_stale(tempfile.gettempdir(), PREFIX)  # those of runs that were killed (SIGKILL)
+        self.root = Path(tempfile.mkdtemp(prefix=PREFIX))  # mode 0700
+        mark(self.root)
         self.home = self.root / "flwr-home"
         self.home.mkdir()
         self.env = flower_env(self.home, verbose)
@@ -164,13 +181,15 @@ class LocalSuperLink:
         self.before = descendants(os.getpid())
         self.was_subreaper = False
         self.port = 0
+        self.scanned = 0.0
 
     def _start(self, name: str, args: list[str], log: IO | None = None) -> subprocess.Popen:
         """Start ``bin/<args[0]>`` as a child, its output to ``log`` (or to stderr when verbose)."""
         out = None if self.verbose else (log or open(self.root / f"{name}.log", "ab"))
         try:
             proc = subprocess.Popen([str(self.bin / args[0]), *args[1:]], env=self.env, stdin=subprocess.DEVNULL,
-                                    stdout=out, stderr=subprocess.STDOUT if out is not None else None)
+                                    stdout=out, stderr=subprocess.STDOUT if out is not None else None,
+                                    preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None)
         finally:
             if out is not None and log is None:
                 out.close()
@@ -178,8 +197,13 @@ class LocalSuperLink:
         self.scan()
         return proc
 
-    def scan(self) -> None:
-        """Record the processes below this one started since the SuperLink (called while waiting)."""
+    def scan(self, force: bool = True) -> None:
+        """Record the processes below this one started since the SuperLink (called while waiting; without
+        ``force``, at most every :data:`SCAN_S` seconds: reading /proc costs a few milliseconds)."""
+        now = time.monotonic()
+        if not force and now - self.scanned < SCAN_S:
+            return
+        self.scanned = now
         for pid, start in descendants(os.getpid()).items():
             if self.before.get(pid) != start:
                 self.seen[pid] = start
