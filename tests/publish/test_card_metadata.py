@@ -159,13 +159,15 @@ def test_the_iso_isp_card_credits_the_photographs_as_scikit_learn_does(folders):
 
 
 def test_the_card_shows_how_to_load_a_client(folders):
+    """The snippets read a client of the split (the first with rows), with Flower Datasets' own partitioner where
+    every client has rows; tests/publish/test_card_snippets.py runs them."""
     iso = (folders["iso-isp"] / "README.md").read_text()  # global test policy: a shared test split
-    assert 'partitioners={"train": HetbenchPartitioner()}' in iso
+    assert '"train": NaturalIdPartitioner(partition_by="client_id"),' in iso
     assert 'fds.load_split("test")       # the shared test rows (client_id = -1)' in iso
-    assert "clients.load_partition(7)      # client_id 7" in iso
+    assert "client_0 = clients.load_partition(0)      # a datasets.Dataset" in iso
     digits = (folders["dirichlet"] / "README.md").read_text()  # client policy: test rows have clients
-    assert 'fds.load_partition(3, "test")' in digits
-    assert 'filters=[("client_id", "==", 7)]' in digits
+    assert 'client_0_test = fds.load_partition(0, "test")' in digits
+    assert 'filters=[("client_id", "==", 0)]' in digits
 
 
 def test_the_folders_still_load_with_datasets(folders):

@@ -42,8 +42,9 @@ def test_tiny_run_measures_the_paired_difference_at_the_steps_chosen_on_the_tuni
     assert facts["tune_seeds"] == [9] and "95% t interval" in facts["uncertainty"] and "last 1" in facts["metric"]
     # the runs: every grid step on the tuning split (seed 9 only), the chosen steps only on the evaluation split
     folders = {p.name: sorted(q.name for q in p.glob("*.json")) for p in (tmp_path / "runs").iterdir()}
-    tune = next(v for k, v in folders.items() if k.endswith("-s5"))
-    evaluation = next(v for k, v in folders.items() if k.endswith("-s0"))
+    # results folders are <split name>-<fingerprint[:12]>; the split names end with their split seed
+    tune = next(v for k, v in folders.items() if k.rsplit("-", 1)[0].endswith("-s5"))
+    evaluation = next(v for k, v in folders.items() if k.rsplit("-", 1)[0].endswith("-s0"))
     assert len(tune) == 4 and all(name.endswith("-s9.json") for name in tune)
     assert len(evaluation) == 4 and {n[-8:] for n in evaluation} == {"-s0.json", "-s1.json"}
     docs = [json.loads(p.read_text()) for p in (tmp_path / "runs").rglob("*.json")]
