@@ -135,13 +135,39 @@ def _panel(ax, m: Measurement, axes: Axes, criterion: dict[str, Any], result: Ch
     ax.set_xlabel(axes.xlabel)
     ax.set_ylabel(textwrap.fill(axes.ylabel, 42))  # a long label wraps instead of leaving the figure
     ax.grid(True, which="major", alpha=0.3)
-    if len(means) == 1:  # the legend in the half of the panel away from the point and its label
-        low, high = ax.get_ylim()
-        upper = (float(means[0]) - low) / ((high - low) or 1.0) > 0.5
-        ax.legend(fontsize=8, loc="lower right" if upper else "upper right")
+    if len(means) == 1:  # the legend right of the point, in the band that hides fewest threshold and margin lines
+        ax.legend(fontsize=8, loc=_clear_band(ax, float(means[0])))
     else:
         ax.legend(fontsize=8, loc="best")
     ax.set_title(title, fontsize=10, color=VERDICT_COLOURS.get(result.verdict, "#222222"))
+
+
+def _clear_band(ax, point: float) -> str:
+    """Where a one-point panel's legend goes: the right-hand band (upper, center or lower) that crosses the fewest
+    horizontal lines (thresholds, margins), then the one farthest from the point, so the legend never hides the
+    line a reader checks the interval against.
+
+    Examples
+    --------
+    >>> from hetbench.plotting import pyplot
+    >>> fig, ax = pyplot().subplots()
+    >>> _ = ax.set_ylim(-14, 3); _ = ax.axhline(0); _ = ax.axhline(1)
+    >>> _clear_band(ax, -8.0)
+    'lower right'
+    >>> pyplot().close(fig)
+    """
+    low, high = ax.get_ylim()
+    span = (high - low) or 1.0
+    rows = [(y - low) / span for line in ax.get_lines()
+            for y in [line.get_ydata()] if len(y) == 2 and y[0] == y[1] for y in [float(y[0])]]
+    where = (point - low) / span
+    bands = {"upper right": (0.55, 1.0), "center right": (0.28, 0.72), "lower right": (0.0, 0.45)}
+
+    def cost(item):
+        lo, hi = item[1]
+        return sum(lo <= r <= hi for r in rows), -abs((lo + hi) / 2 - where)
+
+    return min(bands.items(), key=cost)[0]
 
 
 def plot_claim(claim_id: str, verdict: str, panels: Sequence[tuple[str, Measurement, Axes, dict, CheckResult]],
