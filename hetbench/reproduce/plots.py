@@ -152,8 +152,8 @@ def _clear_band(ax, point: float) -> str:
     >>> from hetbench.plotting import pyplot
     >>> fig, ax = pyplot().subplots()
     >>> _ = ax.set_ylim(-14, 3); _ = ax.axhline(0); _ = ax.axhline(1)
-    >>> _clear_band(ax, -8.0)
-    'lower right'
+    >>> _clear_band(ax, -8.0)  # the threshold (0) and margin (1) lines lie in the upper band
+    'center right'
     >>> pyplot().close(fig)
     """
     low, high = ax.get_ylim()
