@@ -11,38 +11,14 @@ from __future__ import annotations
 import os
 import signal
 import time
-from pathlib import Path
 
 import pytest
 
+from proc_sockets import process_tree, same_live
+
 def _tree(root: int) -> dict[int, int]:
-    """pid -> start time of ``root``'s live descendants (from /proc; not ``root`` itself)."""
-    stats: dict[int, tuple[str, int, int]] = {}
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                fields = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()
-            except (OSError, IndexError):
-                continue
-            stats[int(entry)] = (fields[0], int(fields[1]), int(fields[19]))
-    children: dict[int, list[int]] = {}
-    for pid, (_, ppid, _) in stats.items():
-        children.setdefault(ppid, []).append(pid)
-    found, todo = {}, list(children.get(root, []))
-    while todo:
-        pid = todo.pop()
-        if pid not in found and stats[pid][0] != "Z":
-            found[pid] = stats[pid][2]
-            todo.extend(children.get(pid, []))
-    return found
-
-
-def _alive(pid: int, start: int) -> bool:
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except (OSError, IndexError):
-        return False
-    return fields[0] != "Z" and int(fields[19]) == start
+    """pid -> start time of ``root``'s live descendants (not ``root`` itself)."""
+    return {pid: start for pid, start in process_tree(root).items() if pid != root}
 
 
 def stop_new_processes(before: dict[int, int]) -> list[int]:
@@ -51,20 +27,20 @@ def stop_new_processes(before: dict[int, int]) -> list[int]:
     new = {pid: start for pid, start in _tree(os.getpid()).items() if before.get(pid) != start}
     for sig, wait_s in ((signal.SIGTERM, 10.0), (signal.SIGKILL, 5.0)):
         for pid, start in new.items():
-            if _alive(pid, start):
+            if same_live(pid, start):
                 try:
                     os.kill(pid, sig)
                 except ProcessLookupError:
                     pass
         deadline = time.monotonic() + wait_s
-        while time.monotonic() < deadline and any(_alive(p, s) for p, s in new.items()):
+        while time.monotonic() < deadline and any(same_live(p, s) for p, s in new.items()):
             time.sleep(0.1)
         for pid in new:  # reap the ones this process started itself
             try:
                 os.waitpid(pid, os.WNOHANG)
             except (ChildProcessError, OSError):
                 pass
-    return [pid for pid, start in new.items() if _alive(pid, start)]
+    return [pid for pid, start in new.items() if same_live(pid, start)]
 
 
 @pytest.fixture

@@ -4,34 +4,13 @@ happens (the run ends, fails, or its caller is interrupted mid-round)."""
 
 from __future__ import annotations
 
-import os
-import socket
 from pathlib import Path
 
 import pytest
 
 pytest.importorskip("flwr")
 
-
-def _listening_ports(pid: int) -> set[tuple[str, int]]:
-    """(address, port) of the TCP sockets ``pid`` listens on (Linux /proc)."""
-    inodes = set()
-    for fd in Path(f"/proc/{pid}/fd").iterdir():
-        try:
-            target = os.readlink(fd)
-        except OSError:
-            continue
-        if target.startswith("socket:["):
-            inodes.add(target[8:-1])
-    found = set()
-    for table in ("tcp", "tcp6"):
-        for line in Path(f"/proc/{pid}/net/{table}").read_text().splitlines()[1:]:
-            fields = line.split()
-            if fields[3] == "0A" and fields[9] in inodes:  # LISTEN
-                host, port = fields[1].split(":")
-                addr = socket.inet_ntoa(bytes.fromhex(host)[::-1]) if len(host) == 8 else host
-                found.add((addr, int(port, 16)))
-    return found
+from proc_sockets import listening_addresses_of  # noqa: E402
 
 
 @pytest.mark.skipif(not Path("/proc/self/net/tcp").exists(), reason="needs Linux /proc")
@@ -43,7 +22,7 @@ def test_the_superlink_is_a_loopback_child_with_its_own_flwr_home(owned_processe
     with LocalSuperLink() as link:
         root, (proc,) = link.root, link.procs
         assert proc.poll() is None
-        assert _listening_ports(proc.pid) == {("127.0.0.1", link.port)}
+        assert set(listening_addresses_of([proc.pid])) == {f"127.0.0.1:{link.port}"}
         assert link.env["FLWR_HOME"] == str(root / "flwr-home") and root.stat().st_mode & 0o077 == 0
         assert f'address = "127.0.0.1:{link.port}"' in (root / "flwr-home" / "config.toml").read_text()
         assert link.env["RAY_ADDRESS"] == "local" and link.env["FLWR_DISABLE_UPDATE_CHECK"] == "1"

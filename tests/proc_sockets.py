@@ -123,7 +123,7 @@ class Watched:
     left: list[int] = field(default_factory=list)  # processes still running after the stop (should be none)
 
 
-def _same_live(pid: int, start: int) -> bool:
+def same_live(pid: int, start: int) -> bool:
     """Whether ``pid`` is still the process that started at ``start`` and not a zombie."""
     st = _stat(pid)
     return st is not None and st[3] == start and st[0] != "Z"
@@ -132,14 +132,14 @@ def _same_live(pid: int, start: int) -> bool:
 def _stop(seen: dict[int, int]) -> None:
     """SIGTERM, then SIGKILL, every process seen that is still the same process (same start time)."""
     for sig in (signal.SIGTERM, signal.SIGKILL):
-        alive = [pid for pid, start in seen.items() if _same_live(pid, start)]
+        alive = [pid for pid, start in seen.items() if same_live(pid, start)]
         for pid in alive:
             try:
                 os.kill(pid, sig)
             except ProcessLookupError:
                 pass
         deadline = time.monotonic() + 10.0
-        while time.monotonic() < deadline and any(_same_live(pid, seen[pid]) for pid in alive):
+        while time.monotonic() < deadline and any(same_live(pid, seen[pid]) for pid in alive):
             time.sleep(0.1)
 
 
@@ -173,7 +173,7 @@ def run_watched(cmd: list[str], env: dict[str, str], timeout_s: float, poll_s: f
                 pass
             log.seek(0)
             watched.output = log.read()
-    watched.left = [pid for pid, start in seen.items() if _same_live(pid, start)]
+    watched.left = [pid for pid, start in seen.items() if same_live(pid, start)]
     return watched
 
 
