@@ -60,17 +60,11 @@ def build_lineage(dataset: str) -> dict[str, Any]:
 
 def _card_licence(card: Path) -> str | None:
     """The ``license`` of a card's YAML front matter (``license_name`` for an ``other`` licence), if any."""
-    import yaml
+    from huggingface_hub import metadata_load
 
     try:
-        text = card.read_text(encoding="utf-8")
-    except OSError:
-        return None
-    if not text.startswith("---\n") or "\n---" not in text[4:]:
-        return None
-    try:
-        data = yaml.safe_load(text[4:text.index("\n---", 4)]) or {}
-    except yaml.YAMLError:
+        data = metadata_load(card) or {}
+    except Exception:  # noqa: BLE001 - no card, or front matter that is not YAML: nothing to inherit
         return None
     licence = data.get("license")
     if licence == "other" and isinstance(data.get("license_name"), str):
