@@ -103,6 +103,20 @@ def _stat(pid: int) -> tuple[str, int, int] | None:
     return fields[0], int(fields[1]), int(fields[19])
 
 
+def _running(pid: int, start: int) -> bool:
+    """Whether ``pid``, started at ``start``, still runs: a zombie thread-group leader whose other threads are
+    still exiting (the SuperLink after SIGTERM: its gRPC threads) still runs."""
+    st = _stat(pid)
+    if st is None or st[2] != start:
+        return False
+    if st[0] != "Z":
+        return True
+    try:
+        return len(os.listdir(f"/proc/{pid}/task")) > 1
+    except OSError:
+        return False
+
+
 def descendants(root: int) -> dict[int, int]:
     """pid -> start time of every live process below ``root`` (from /proc; empty where there is none).
 
@@ -282,19 +296,16 @@ class LocalSuperLink:
             for proc in self.procs:
                 self.seen.setdefault(proc.pid, (_stat(proc.pid) or ("", 0, -1))[2])
             for sig, grace in ((signal.SIGTERM, STOP_GRACE_S), (signal.SIGKILL, STOP_GRACE_S)):
-                for pid, start in self.seen.items():
-                    if (st := _stat(pid)) is not None and st[2] == start and st[0] != "Z":
-                        try:
-                            os.kill(pid, sig)
-                        except (ProcessLookupError, PermissionError):
-                            pass
+                for pid in self.alive():
+                    try:
+                        os.kill(pid, sig)
+                    except (ProcessLookupError, PermissionError):
+                        pass
                 deadline = time.monotonic() + grace
-                while time.monotonic() < deadline and self.alive():
-                    self._reap()
+                while not (done := self._reap() and not self.alive()) and time.monotonic() < deadline:
                     time.sleep(0.05)
-                if not self.alive():
+                if done:
                     break
-            self._reap()
             return self.alive()
         finally:
             if not self.was_subreaper:
@@ -303,18 +314,21 @@ class LocalSuperLink:
 
     def alive(self) -> list[int]:
         """The processes started here that still run."""
-        return [pid for pid, start in self.seen.items()
-                if (st := _stat(pid)) is not None and st[2] == start and st[0] != "Z"]
+        return [pid for pid, start in self.seen.items() if _running(pid, start)]
 
-    def _reap(self) -> None:
-        """Collect the exit status of this process's children among them (no zombie left)."""
-        for proc in self.procs:
-            proc.poll()
+    def _reap(self) -> bool:
+        """Collect the exit status of this process's children among them; True once none is left to collect.
+
+        A multi-threaded process (the SuperLink's gRPC threads) shows its leader as a zombie while its other
+        threads still exit, and cannot be collected before they have: "zombie" is not "gone" until reaped.
+        """
+        reaped = all([proc.poll() is not None for proc in self.procs])
         me = os.getpid()
         for pid, start in self.seen.items():
             st = _stat(pid)
             if st is not None and st[0] == "Z" and st[1] == me and st[2] == start:  # re-parented here, ended
                 try:
-                    os.waitpid(pid, os.WNOHANG)
+                    reaped &= os.waitpid(pid, os.WNOHANG)[0] == pid
                 except (ChildProcessError, OSError):
                     pass
+        return reaped
