@@ -20,6 +20,28 @@ from hetbench.leaderboard.metrics import CURVES
 from hetbench.plotting import pyplot
 
 PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf")
+#: past the palette's 10 colours, the colours again with another dash: (matplotlib style, SVG dash array)
+DASHES = (("-", ""), ("--", "7 3"), (":", "2 2"), ("-.", "8 3 2 3"))
+
+
+def row_style(i: int) -> tuple[str, str, str]:
+    """Row ``i``'s colour, matplotlib line style and SVG ``stroke-dasharray``: 40 rows tell apart.
+
+    Examples
+    --------
+    >>> row_style(0), row_style(10)
+    (('#1f77b4', '-', ''), ('#1f77b4', '--', '7 3'))
+    >>> len({row_style(i) for i in range(40)})
+    40
+    """
+    style, dash = DASHES[(i // len(PALETTE)) % len(DASHES)]
+    return PALETTE[i % len(PALETTE)], style, dash
+
+
+def _dash_attr(i: int) -> str:
+    """Row ``i``'s SVG dash attribute ('' for a solid line)."""
+    dash = row_style(i)[2]
+    return f' stroke-dasharray="{dash}"' if dash else ""
 
 
 def nice_ticks(lo: float, hi: float, n: int = 5, integer: bool = False) -> list[float]:
@@ -221,7 +243,7 @@ def curves_svg(table: SplitTable, key: str, title: str, width: int = 640, height
     for i, r in series:
         color = PALETTE[i % len(PALETTE)]
         xs, ys = r.curves[key]
-        out.append(f'<g class="series" data-series="{e(r.label)}" stroke="{color}" fill="{color}">')
+        out.append(f'<g class="series" data-series="{e(r.label)}" stroke="{color}" fill="{color}"{_dash_attr(i)}>')
         for seg in _segments(xs, ys):
             if len(seg) == 1:
                 out.append(f'<circle cx="{px(seg[0][0]):.1f}" cy="{py(seg[0][1]):.1f}" r="2.5"/>')
@@ -234,7 +256,7 @@ def curves_svg(table: SplitTable, key: str, title: str, width: int = 640, height
         color = PALETTE[i % len(PALETTE)]
         y = mt + 8 + 17 * j
         text = r.label if len(r.label) <= 26 else r.label[:25] + "…"
-        out.append(f'<g class="legend-item"><line x1="{lx}" y1="{y}" x2="{lx + 18}" y2="{y}" stroke="{color}" stroke-width="2.5"/>'
+        out.append(f'<g class="legend-item"><line x1="{lx}" y1="{y}" x2="{lx + 18}" y2="{y}" stroke="{color}" stroke-width="2.5"{_dash_attr(i)}/>'
                    f'<text x="{lx + 24}" y="{y + 4}" font-size="11"><title>{e(r.label)}</title>{e(text)}</text></g>')
     out.append("</svg>")
     return "\n".join(out)
@@ -245,13 +267,13 @@ DIAGNOSTICS_PER_ROW, DIAGNOSTIC_HEIGHT, CURVES_HEIGHT = 3, 2.7, 4.2
 
 
 def _draw(ax, drawn: list, key: str, alpha: float, handles: dict) -> None:
-    """Each row's mean line of curve ``key`` and its seeds' band, in the row's colour."""
+    """Each row's mean line of curve ``key`` and its seeds' band, in the row's colour and dash."""
     for i, r in drawn:
         if key not in r.curves:
             continue
-        color = PALETTE[i % len(PALETTE)]
+        color, style, _ = row_style(i)
         xs, ys = r.curves[key]
-        (line,) = ax.plot(xs, [math.nan if y is None else y for y in ys], color=color,
+        (line,) = ax.plot(xs, [math.nan if y is None else y for y in ys], color=color, linestyle=style,
                           marker="o" if len(xs) < 2 else None, markersize=3, linewidth=1.6, label=r.label)
         handles.setdefault(i, line)
         for seg in _band_segments(*r.bands[key]) if key in r.bands else []:

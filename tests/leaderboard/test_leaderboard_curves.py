@@ -86,3 +86,26 @@ def test_the_svg_draws_the_band_under_the_lines():
     assert "band: min–max over seeds" in svg
     polygon = svg.split('<polygon class="band" points="')[1].split('"')[0].split()
     assert len(polygon) == 6  # 3 rounds along the top, 3 back along the bottom
+
+
+def test_twelve_rows_each_have_their_own_colour_and_dash_in_the_png_and_the_svg():
+    """A leave-one-group-out sweep of 3 algorithms on 4 groups gives 12 rows: past the palette's 10 colours, a
+    colour comes back with a dash, so no two lines (nor their legend entries) look alike."""
+    t = table_of(*[result(algorithm=f"algo{i}", curves={"round": [1, 2], "accuracy": [10.0 + i, 20.0 + i]})
+                   for i in range(12)])
+    plt = pyplot()
+    fig = curves.curves_figure(t)
+    try:
+        looks = [(line.get_color(), line.get_linestyle()) for line in fig.axes[0].get_lines()]
+        assert len(looks) == 12 and len(set(looks)) == 12
+        legend = [(h.get_color(), h.get_linestyle()) for h in fig.legends[0].legend_handles]
+        assert sorted(legend) == sorted(looks)
+    finally:
+        plt.close(fig)
+    svg = curves.curves_svg(t, "accuracy", "test accuracy (%)")
+    import re
+
+    series = re.findall(r'<g class="series" data-series="[^"]*" stroke="([^"]+)" fill="[^"]+"'
+                        r'( stroke-dasharray="[^"]+")?>', svg)
+    legend = re.findall(r'<line [^>]*stroke="([^"]+)" stroke-width="2.5"( stroke-dasharray="[^"]+")?/>', svg)
+    assert len(series) == 12 and len(set(series)) == 12 and sorted(legend) == sorted(series)
