@@ -229,7 +229,7 @@ def curves_svg(table: SplitTable, key: str, title: str, width: int = 640, height
             out.append(f'<text class="band-note" x="{ml + pw + 14}" y="{height - 20 + 13 * j}" font-size="10" '
                        f'fill="#555">{e(part)}</text>')
     for i, r in series:
-        color = PALETTE[i % len(PALETTE)]
+        color = row_style(i)[0]
         for seg in _band_segments(*r.bands[key]) if key in r.bands else []:
             if len(seg) == 1:  # one round: a whisker
                 x, a, b = seg[0]
@@ -241,7 +241,7 @@ def curves_svg(table: SplitTable, key: str, title: str, width: int = 640, height
             out.append(f'<polygon class="band" points="{" ".join(upper + lower)}" fill="{color}" '
                        f'fill-opacity="0.18" stroke="none"/>')
     for i, r in series:
-        color = PALETTE[i % len(PALETTE)]
+        color = row_style(i)[0]
         xs, ys = r.curves[key]
         out.append(f'<g class="series" data-series="{e(r.label)}" stroke="{color}" fill="{color}"{_dash_attr(i)}>')
         for seg in _segments(xs, ys):
@@ -253,7 +253,7 @@ def curves_svg(table: SplitTable, key: str, title: str, width: int = 640, height
         out.append("</g>")
     lx = ml + pw + 14
     for j, (i, r) in enumerate(series):
-        color = PALETTE[i % len(PALETTE)]
+        color = row_style(i)[0]
         y = mt + 8 + 17 * j
         text = r.label if len(r.label) <= 26 else r.label[:25] + "…"
         out.append(f'<g class="legend-item"><line x1="{lx}" y1="{y}" x2="{lx + 18}" y2="{y}" stroke="{color}" stroke-width="2.5"{_dash_attr(i)}/>'
