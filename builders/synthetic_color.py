@@ -59,25 +59,75 @@ def _grey(x: np.ndarray) -> np.ndarray:
     return x[..., 0] * np.float32(0.299) + x[..., 1] * np.float32(0.587) + x[..., 2] * np.float32(0.114)
 
 
+def rotate_hue(x: np.ndarray, turns: float) -> np.ndarray:
+    """Rotate the HSV hue of float32 RGB ``x`` (..., 3) in [0, 1] by ``turns`` of the colour wheel.
+
+    Value and saturation are kept; the hexcone model of Smith (1978), as torchvision's ``adjust_hue``
+    uses. Written in element-wise float32 numpy (``+ - * /``, ``floor``, comparisons), each operation
+    correctly rounded, so the result has the same bits on every CPU and with every library release
+    (OpenCV's float ``cvtColor`` to HSV changed its bits in 5.1).
+
+    Parameters
+    ----------
+    x : numpy.ndarray
+        float32 RGB, last axis of 3, values in [0, 1].
+    turns : float
+        The hue shift, in turns (0.5 = 180 degrees).
+
+    Returns
+    -------
+    numpy.ndarray
+        float32, the shape of ``x``.
+
+    References
+    ----------
+    A. R. Smith, "Color Gamut Transform Pairs", SIGGRAPH 1978.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from hetbench.builders.synthetic_color import rotate_hue
+    >>> rotate_hue(np.array([[1.0, 0.0, 0.0], [0.5, 0.5, 0.5]], np.float32), 1 / 3).tolist()
+    [[0.0, 1.0, 0.0], [0.5, 0.5, 0.5]]
+    """
+    f32 = np.float32
+    r, g, b = (np.asarray(x[..., c], f32) for c in range(3))
+    v = np.maximum(np.maximum(r, g), b)
+    delta = v - np.minimum(np.minimum(r, g), b)
+    grey = delta == 0
+    safe = np.where(grey, f32(1), delta)
+    # hue in sixths of a turn, in [-1, 5): the sector of the largest channel plus the offset in it
+    h = np.where(v == r, (g - b) / safe, np.where(v == g, f32(2) + (b - r) / safe, f32(4) + (r - g) / safe))
+    h = h + f32(6) * f32(turns)
+    h = h - f32(6) * np.floor(h / f32(6))  # [0, 6)
+    h = np.where(h >= f32(6), f32(0), h)
+    sector = np.floor(h)
+    frac = h - sector
+    sat = np.where(grey, f32(0), delta / np.where(v == 0, f32(1), v))
+    p = v * (f32(1) - sat)
+    q = v * (f32(1) - sat * frac)
+    t = v * (f32(1) - sat * (f32(1) - frac))
+    k = sector.astype(np.int8)
+    out_r = np.choose(k, [v, q, p, p, t, v])
+    out_g = np.choose(k, [t, v, v, q, p, p])
+    out_b = np.choose(k, [p, p, t, v, v, q])
+    return np.stack([out_r, out_g, out_b], axis=-1).astype(f32)
+
+
 def jitter(rgb: np.ndarray, setting: dict[str, float]) -> np.ndarray:
     """Apply one device's brightness, contrast, saturation and hue to uint8 RGB images (..., H, W, 3).
 
     Brightness scales the image; contrast blends with the image's mean grey; saturation blends with
-    the pixel's grey; hue rotates the HSV hue (torchvision ColorJitter's definitions).
+    the pixel's grey; hue rotates the HSV hue (torchvision ColorJitter's definitions; :func:`rotate_hue`).
     """
-    import cv2
-
     x = rgb.astype(np.float32) / 255.0
     x = np.clip(x * setting["brightness"], 0, 1)
     grey = _grey(x)
     mean = grey.reshape(grey.shape[:-2] + (-1,)).mean(axis=-1)[..., None, None, None]
     x = np.clip((x - mean) * setting["contrast"] + mean, 0, 1)
     grey = _grey(x)[..., None]
-    x = np.clip(grey + (x - grey) * setting["saturation"], 0, 1)
-    flat = (x.reshape(-1, x.shape[-3] * x.shape[-2], 3) if x.ndim == 4 else x.reshape(1, -1, 3))
-    hsv = cv2.cvtColor(flat.astype(np.float32), cv2.COLOR_RGB2HSV)  # H in degrees [0, 360)
-    hsv[..., 0] = np.mod(hsv[..., 0] + setting["hue"] * 360.0, 360.0)
-    out = cv2.cvtColor(hsv, cv2.COLOR_HSV2RGB).reshape(x.shape)
+    x = np.clip(grey + (x - grey) * setting["saturation"], 0, 1).astype(np.float32)
+    out = rotate_hue(x, float(setting["hue"]))
     return np.clip(np.rint(out * 255.0), 0, 255).astype(np.uint8)
 
 

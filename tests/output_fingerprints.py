@@ -14,7 +14,7 @@ whose last bits differ between CPUs, and the split follows its embeddings) are f
 does not depend on those bits: their file list (the split fingerprint in shard names masked), the
 manifest's recipe, names and keys, and the report's keys. Everything else must be byte-identical on
 every CPU: ``tests/test_cpu_independence.py`` rebuilds it all with the CPU-specific kernels of
-numpy, OpenBLAS, OpenCV, MKL and ATen forced to other instruction sets (:data:`OTHER_CPU`) and
+numpy, OpenBLAS, OpenCV, MKL and ATen forced to other instruction sets (:data:`OTHER_CPUS`) and
 compares with the same record.
 
 Record (only on purpose, when an output is meant to change)::
@@ -65,13 +65,42 @@ FLOAT_TRAINED = {
 }
 #: kernels of another CPU: numpy's dispatch to its SSE4.2 baseline, OpenBLAS's Sandy Bridge (AVX) kernels,
 #: OpenCV and MKL without AVX, ATen's default (no vector) kernels
-OTHER_CPU = {
-    "NPY_DISABLE_CPU_FEATURES": "X86_V3 X86_V4 AVX512_ICL",
-    "OPENBLAS_CORETYPE": "Sandybridge",
-    "OPENCV_CPU_DISABLE": "AVX512-SKX,AVX2,FP16,AVX",
-    "MKL_ENABLE_INSTRUCTIONS": "SSE4_2",
-    "ATEN_CPU_CAPABILITY": "default",
+#: other CPUs, imitated by forcing each library's CPU-specific kernels down, spelled as each library
+#: spells them (OpenCV: ``AVX512-SKX``; numpy: ``X86_V4``); :data:`TOOK_EFFECT` checks each one works
+OTHER_CPUS: dict[str, dict[str, str]] = {
+    # an AVX2 machine without AVX-512 (a Zen 2/3 EPYC, a Haswell...): numpy's X86_V3 path
+    "avx2": {
+        "NPY_DISABLE_CPU_FEATURES": "X86_V4 AVX512_ICL AVX512_SPR",
+        "OPENBLAS_CORETYPE": "Haswell",
+        "OPENCV_CPU_DISABLE": "AVX512-SKX,AVX512-CLX,AVX512-ICL,AVX_VNNI",
+        "MKL_ENABLE_INSTRUCTIONS": "AVX2",
+        "ATEN_CPU_CAPABILITY": "avx2",
+    },
+    # the x86-64 baseline (SSE): numpy's baseline path
+    "baseline": {
+        "NPY_DISABLE_CPU_FEATURES": "X86_V3 X86_V4 AVX512_ICL AVX512_SPR",
+        "OPENBLAS_CORETYPE": "Nehalem",
+        "OPENCV_CPU_DISABLE": "AVX512-SKX,AVX512-CLX,AVX512-ICL,AVX_VNNI,AVX2,FP16,AVX,SSE4.2,SSE4.1",
+        "MKL_ENABLE_INSTRUCTIONS": "SSE4_2",
+        "ATEN_CPU_CAPABILITY": "default",
+    },
 }
+#: the variables any imitation sets (removed from the environment of a native run)
+OTHER_CPU_VARIABLES = sorted({k for env in OTHER_CPUS.values() for k in env})
+#: prints what each library runs with, to check that an imitation took effect
+TOOK_EFFECT = """
+import json, cv2, numpy, torch
+from numpy._core._multiarray_umath import __cpu_features__
+from threadpoolctl import threadpool_info
+print(json.dumps({
+    "numpy_disabled": sorted(k for k in ("X86_V3", "X86_V4", "AVX512_ICL", "AVX512_SPR") if not __cpu_features__.get(k)),
+    "opencv": cv2.getCPUFeaturesLine(),
+    "openblas": sorted({str(i.get("architecture")) for i in threadpool_info() if i.get("internal_api") == "openblas"}),
+    "aten": torch.backends.cpu.get_cpu_capability(),
+}))
+"""
+
+
 # the trainer and leaderboard on one of the builds above
 TRAIN_ON = "partition-dirichlet-client"
 TRAIN = ["train", "--algo", "fedavg,fedprox", "--rounds", "2", "--clients-per-round", "4", "--batch-size", "16", "--seed", "0"]

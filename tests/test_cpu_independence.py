@@ -2,7 +2,8 @@
 never calls that drift tampering (docs/output-contract.md, "What verify promises").
 
 Another CPU is imitated by forcing the CPU-specific kernels of numpy, OpenBLAS, OpenCV, MKL and ATen
-to other instruction sets (``OTHER_CPU`` in tests/output_fingerprints.py): before this, OpenBLAS's
+to other instruction sets (``OTHER_CPUS`` in tests/output_fingerprints.py: an AVX2 machine and the SSE
+baseline): before this, OpenBLAS's
 AVX-512 and AVX2 matrix kernels gave other synthetic-colour images, OpenCV's FMA path other ISP
 renders, and ATen's kernels other task embeddings, hence other splits.
 """
@@ -21,7 +22,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from hetbench.exact_kmeans import GridPCA, assign, exact_kmeans, grid_bound, grid_scale, to_grid
-from output_fingerprints import OTHER_CPU, RECORD, compare, versions
+from output_fingerprints import OTHER_CPU_VARIABLES, OTHER_CPUS, RECORD, TOOK_EFFECT, compare, versions
 
 TESTS = Path(__file__).parent
 
@@ -32,22 +33,51 @@ def _hetbench(*args: str, env: dict[str, str], cwd: Path) -> subprocess.Complete
 
 
 def _env(**extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k not in OTHER_CPU}
+    env = {k: v for k, v in os.environ.items() if k not in OTHER_CPU_VARIABLES}
     env.update(HF_DATASETS_OFFLINE="1", HF_HUB_OFFLINE="1", MPLBACKEND="Agg", **extra)
     return env
 
 
+def _cpu_features(text: str) -> set[str]:
+    return {f.strip("*?") for f in text.split() if f.startswith("*") and not f.endswith("?")}
+
+
+@pytest.mark.parametrize("cpu", sorted(OTHER_CPUS))
+def test_each_imitated_cpu_takes_effect_in_every_library(cpu):
+    """Every variable is spelled as its library spells it: a misspelt one is ignored and the imitation
+    would test this CPU again (OpenCV ignores an unknown name with a warning)."""
+    done = subprocess.run([sys.executable, "-c", TOOK_EFFECT], env=_env(**OTHER_CPUS[cpu]), capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "unknown CPU feature" not in done.stderr, done.stderr
+    seen = json.loads(done.stdout)
+    native = json.loads(subprocess.run([sys.executable, "-c", TOOK_EFFECT], env=_env(), capture_output=True,
+                                       text=True, timeout=120, check=True).stdout)
+    asked = OTHER_CPUS[cpu]
+    assert set(asked["NPY_DISABLE_CPU_FEATURES"].split()) & {"X86_V4"} <= set(seen["numpy_disabled"])
+    if cpu == "baseline":
+        assert "X86_V3" in seen["numpy_disabled"]
+    disabled = {f.strip() for f in asked["OPENCV_CPU_DISABLE"].split(",")}
+    assert not (_cpu_features(seen["opencv"]) & disabled), seen["opencv"]
+    assert _cpu_features(seen["opencv"]) <= _cpu_features(native["opencv"])
+    if native["openblas"]:
+        assert seen["openblas"] == [asked["OPENBLAS_CORETYPE"]], seen["openblas"]
+    expected_aten = {"avx2": "AVX2", "default": "DEFAULT"}[asked["ATEN_CPU_CAPABILITY"]]
+    assert seen["aten"] == expected_aten or native["aten"] == "DEFAULT", seen["aten"]
+
+
 @pytest.mark.slow
-def test_every_output_is_the_recorded_one_under_another_cpus_kernels(tmp_path):
+@pytest.mark.parametrize("cpu", sorted(OTHER_CPUS))
+def test_every_output_is_the_recorded_one_under_another_cpus_kernels(tmp_path, cpu):
     out = tmp_path / "digests.json"
     done = subprocess.run([sys.executable, str(TESTS / "output_fingerprints.py"), "--digest", str(out)],
-                          env=_env(**OTHER_CPU), capture_output=True, text=True, timeout=900)
+                          env=_env(**OTHER_CPUS[cpu]), capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, done.stderr[-2000:]
     now = json.loads(out.read_text())["outputs"]
     recorded = json.loads(RECORD.read_text())
     same = {lib: versions()[lib] == recorded["versions"][lib] for lib in ("pyarrow", "matplotlib")}
     problems = compare(recorded, now, same)
-    assert not problems, "outputs differ under another CPU's kernels:\n" + "\n".join(problems)
+    assert not problems, f"outputs differ under the {cpu} CPU's kernels:\n" + "\n".join(problems)
 
 
 RAW_DIR = TESTS.parents[1] / "shared" / "data" / "raw"
@@ -77,10 +107,11 @@ def test_real_raws_read_and_render_to_the_same_bits_under_another_cpus_kernels()
     if not RAW_DIR.is_dir():
         pytest.skip(f"the shared RAW captures are not present ({RAW_DIR})")
     runs = [subprocess.run([sys.executable, "-c", RAW_DIGEST, str(RAW_DIR)], env=env, capture_output=True, text=True,
-                           timeout=600) for env in (_env(), _env(**OTHER_CPU))]
-    assert all(r.returncode == 0 for r in runs), runs[0].stderr[-2000:] + runs[1].stderr[-2000:]
-    here, other = (json.loads(r.stdout) for r in runs)
-    assert len(here) >= 4 and here == other, {k: (here[k], other.get(k)) for k in here if here[k] != other.get(k)}
+                           timeout=600) for env in (_env(), _env(**OTHER_CPUS["baseline"]), _env(**OTHER_CPUS["avx2"]))]
+    assert all(r.returncode == 0 for r in runs), "".join(r.stderr[-1500:] for r in runs)
+    here, *others = (json.loads(r.stdout) for r in runs)
+    for other in others:
+        assert len(here) >= 4 and here == other, {k: (here[k], other.get(k)) for k in here if here[k] != other.get(k)}
 
 
 def _avx2() -> bool:

@@ -2,7 +2,7 @@
 
 Input: float32 (H, W, 3) linear RGB (output of the gamut stage). Output: uint8 (H, W, 3)
 display-referred RGB. Values are clipped to [0, 1] first (+inf -> 255, -inf -> 0; NaN is not
-meaningful input, and OpenCV's SIMD clip currently turns it into 1).
+meaningful input and gives 0).
 
 Variants:
 
@@ -17,7 +17,8 @@ The tone stage ignores the gamut stage: HeteroSwitch applies "srgb gamma correct
 configuration, so ProPhoto or camera-RGB data are encoded with the sRGB curve as well.
 
 Speed: the transfer function is never evaluated per pixel. The clipped image is quantised to a
-16-bit index in one saturating, rounding OpenCV pass, then mapped through a 65536-entry uint8
+16-bit index by :func:`hetbench.isp.quantise.quantise` (the exact product, rounded half to even and
+saturated: the same bits on every CPU and OpenCV release), then mapped through a 65536-entry uint8
 LUT: ``cv2.LUT`` where OpenCV supports 16-bit sources (5.x), else ``numpy.take``. The 16-bit
 index changes the result by at most 12.92 * 255 / 65535 / 2 ~= 0.025 LSB, so it agrees with the
 exact curve except within 0.025 LSB of a rounding tie.
@@ -36,6 +37,7 @@ from __future__ import annotations
 import cv2
 import numpy as np
 
+from hetbench.isp.quantise import quantise
 from hetbench.isp.srgb_tables import encode_lut
 
 from .base import StageContext, StageVariant, as_rgb_float32, stage_variants
@@ -60,24 +62,6 @@ def _cv2_has_lut16() -> bool:
 
 
 _HAS_LUT16 = _cv2_has_lut16()
-
-
-#: OpenCV rounds float -> int32 before saturating to 8/16 bits, and 65535 * v overflows int32
-#: (and wraps to 0) for v >= 32768; below this bound the saturating conversion clips correctly.
-_SATURATION_SAFE = 32767.0
-
-
-def _quantise(img: np.ndarray, scale: float, depth: int) -> np.ndarray:
-    """saturate(round(scale * clip(img, 0, 1))) as ``depth`` (cv2.CV_8U or cv2.CV_16U).
-
-    One saturating, rounding OpenCV pass does the scaling, the clipping and the conversion:
-    negative values (and -inf) saturate to 0, values above 1 to the maximum. Only when the image
-    holds huge values (>= 32767, +inf or NaN; a cheap max tells) is it first truncated at 1 with
-    ``THRESH_TRUNC``, to avoid the int32 overflow.
-    """
-    if not float(img.max()) < _SATURATION_SAFE:
-        img = cv2.threshold(img, 1.0, 1.0, cv2.THRESH_TRUNC)[1]
-    return cv2.multiply(img, (scale, scale, scale, scale), dtype=depth)
 
 
 def apply_lut16(index: np.ndarray, lut: np.ndarray) -> np.ndarray:
@@ -139,7 +123,7 @@ def srgb_gamma(image: np.ndarray) -> np.ndarray:
     img = _tone_input(image)
     if img.size == 0:
         return np.zeros(img.shape, dtype=np.uint8)
-    return apply_lut16(_quantise(img, float(_LUT_SIZE - 1), cv2.CV_16U), _SRGB_LUT)
+    return apply_lut16(quantise(img, _LUT_SIZE - 1, np.uint16), _SRGB_LUT)
 
 
 def linear(image: np.ndarray) -> np.ndarray:
@@ -165,7 +149,7 @@ def linear(image: np.ndarray) -> np.ndarray:
     img = _tone_input(image)
     if img.size == 0:
         return np.zeros(img.shape, dtype=np.uint8)
-    return _quantise(img, 255.0, cv2.CV_8U)
+    return quantise(img, 255, np.uint8)
 
 
 def equalize(

@@ -16,6 +16,8 @@ from __future__ import annotations
 import cv2
 import numpy as np
 
+from hetbench.order_stats import percentile as order_percentile
+
 from .base import as_rgb_float32
 
 #: a pixel with any channel at or above this fraction of the white level counts as clipped.
@@ -157,7 +159,8 @@ def white_patch_gains(
     [2.0, 1.0, 4.0]
     """
     planes, valid = _valid_planes(image, clip, step)
-    ref = np.array([np.percentile(p[valid], percentile) for p in planes])
+    # exact order statistics: numpy.percentile's float32 interpolation changed bits between numpy releases
+    ref = np.array([order_percentile(p[valid], percentile) for p in planes])
     return _gains_from_reference(ref)
 
 

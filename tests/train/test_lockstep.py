@@ -90,31 +90,46 @@ def assert_same_updates(seq: list, lock: list, tol: float = REL) -> None:
                 assert va == vb, (a.client, key)
 
 
-def rounding_sensitivity(data, reference: TrainingSession, state: dict) -> float:
+def rounding_sensitivity(data, name: str, start: tuple, r: int = 2) -> float:
     """How far round 2's sequential client models move when the global model is changed by float rounding
     (each entry times 1 +- 2^-23, one unit in the last place): the largest relative difference over the
     round's clients. A training step whose result moves more than 1e-5 under such a change cannot be
     compared to 1e-5 between two correct executions; the tolerance then follows this sensitivity."""
-    name = reference.algorithm.name
+    params, buffers, state = start
     twin = TrainingSession.start(data, make_algorithm(name), config_for(name, "sequential"))
     try:
         gen = torch.Generator().manual_seed(0)
-        sign = torch.randint(0, 2, reference.run.global_params.shape, generator=gen).float().mul_(2).sub_(1)
-        twin.run.global_params = reference.run.global_params * (1 + sign * 2.0**-23)
-        twin.run.global_buffers = reference.run.global_buffers.clone()
+        sign = torch.randint(0, 2, params.shape, generator=gen).float().mul_(2).sub_(1)
+        twin.run.global_params = params * (1 + sign * 2.0**-23)
+        twin.run.global_buffers = buffers.clone()
         twin.algorithm.load_state_dict(copy.deepcopy(state))
-        nudged = one_round(twin, 2)
+        nudged = one_round(twin, r)
     finally:
         twin.close()
     probe = TrainingSession.start(data, make_algorithm(name), config_for(name, "sequential"))
     try:
-        probe.run.global_params = reference.run.global_params.clone()
-        probe.run.global_buffers = reference.run.global_buffers.clone()
+        probe.run.global_params = params.clone()
+        probe.run.global_buffers = buffers.clone()
         probe.algorithm.load_state_dict(copy.deepcopy(state))
-        exact = one_round(probe, 2)
+        exact = one_round(probe, r)
     finally:
         probe.close()
     return max(rel(a.params, b.params) for a, b in zip(exact, nudged))
+
+
+def tolerance(data, name: str, start: tuple, r: int, seq: list, lock: list) -> float:
+    """The tolerance of round ``r``, from the arithmetic: 1e-5 relative, or ten times the round's own
+    rounding sensitivity (:func:`rounding_sensitivity`: how far its client models move when the global
+    model moves by one unit in the last place) where that is larger. Lockstep and sequential differ
+    only in the order of float sums, a perturbation of that size; an algorithm whose steps amplify it
+    (FedVC's resampled batches, FedBN's BatchNorm on 8 px digits: measured 4.5e-5 apart on an AVX2
+    CPU) gets the bound its own amplification gives, on every CPU, instead of a constant that holds on
+    one CPU's kernels and not on another's. Only measured where 1e-5 does not already hold. ``start``
+    is (global params, global buffers, algorithm state) before the round."""
+    apart = max(max(rel(a.params, b.params), rel(a.buffers, b.buffers)) for a, b in zip(seq, lock))
+    if apart <= REL:
+        return REL
+    return max(REL, 10 * rounding_sensitivity(data, name, start, r))
 
 
 @pytest.mark.parametrize("name", GRADIENT_ALGORITHMS)
@@ -124,8 +139,10 @@ def test_a_round_in_lockstep_equals_the_sequential_round(data, name):
     try:
         assert sessions["lockstep"].pool.client_exec == "lockstep"
         assert sessions["sequential"].pool.client_exec == "sequential"
+        s0 = sessions["sequential"]
+        start = (s0.run.global_params.clone(), s0.run.global_buffers.clone(), copy.deepcopy(s0.algorithm.state_dict()))
         seq, lock = one_round(sessions["sequential"], 1), one_round(sessions["lockstep"], 1)
-        assert_same_updates(seq, lock)
+        assert_same_updates(seq, lock, tolerance(data, name, start, 1, seq, lock))
         # round 2 from the same server state: what the algorithm carries between rounds (SCAFFOLD's c and
         # c_i, FedBN's per-client norm entries, HeteroSwitch's L_EMA, FedOpt's moments) is used alike
         s, k = sessions["sequential"], sessions["lockstep"]
@@ -136,11 +153,9 @@ def test_a_round_in_lockstep_equals_the_sequential_round(data, name):
             state["l_ema"] = 1e9
         for sess in (s, k):
             sess.algorithm.load_state_dict(copy.deepcopy(state))
-        tol = REL
-        if name == "fedbn":
-            tol = max(REL, 10 * rounding_sensitivity(data, s, state))
+        start = (s.run.global_params.clone(), s.run.global_buffers.clone(), copy.deepcopy(state))
         seq2, lock2 = one_round(s, 2), one_round(k, 2)
-        assert_same_updates(seq2, lock2, tol)
+        assert_same_updates(seq2, lock2, tolerance(data, name, start, 2, seq2, lock2))
         if name == "heteroswitch":
             assert all(u.extra["switch1"] for u in lock2)
         if name in ("scaffold", "fedbn"):
