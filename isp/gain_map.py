@@ -107,6 +107,12 @@ def _gain_map(body: bytes) -> GainMap:
             and map_planes > 0) or len(body) != 76 + 4 * n:
         raise ValueError(f"GainMap opcode is malformed ({points_v} x {points_h} x {map_planes} gains in "
                          f"{len(body) - 76} bytes, area {top}-{bottom} x {left}-{right})")
+    for name, value, points in (("MapSpacingV", spacing_v, points_v), ("MapSpacingH", spacing_h, points_h),
+                                ("MapOriginV", origin_v, None), ("MapOriginH", origin_h, None)):
+        # the DNG specification's map is a grid at finite, positive spacings from a finite origin; a NaN
+        # origin indexed the map at garbage positions, a NaN or non-positive spacing collapsed it silently
+        if not np.isfinite(value) or (points is not None and points > 1 and not value > 0):
+            raise ValueError(f"GainMap opcode is malformed ({name} is {value!r})")
     gains = np.frombuffer(body, ">f4", count=n, offset=76).astype(np.float32).reshape(points_v, points_h, map_planes)
     if not np.all(np.isfinite(gains)) or np.any(gains <= 0):
         raise ValueError("GainMap has a gain that is not positive and finite")

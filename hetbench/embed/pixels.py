@@ -26,6 +26,39 @@ def pixel_features(batch: list[np.ndarray], side: int = DEFAULT_SIDE) -> np.ndar
     return np.stack([resize(im, side).reshape(-1) for im in batch]).astype(np.float32) / 255.0
 
 
+def pixel_side(arg: str, *, given: bool = False) -> int:
+    """The side S of ``pixels:S``: an integer from 2 to 256; ``arg`` empty means the default 16 unless
+    ``given`` (the spec had a colon: ``pixels:`` names no side and is refused).
+
+    Parameters
+    ----------
+    arg : str
+        What follows ``pixels:``.
+    given : bool
+        Whether the spec had the colon.
+
+    Returns
+    -------
+    int
+
+    Examples
+    --------
+    >>> from hetbench.embed.pixels import pixel_side
+    >>> pixel_side(""), pixel_side("8")
+    (16, 8)
+    >>> pixel_side("8.5")
+    Traceback (most recent call last):
+    ...
+    hetbench.errors.HetbenchError: pixels:S needs a whole number S from 2 to 256 (got '8.5')
+    """
+    text = str(arg).strip()
+    if not text and not given:
+        return DEFAULT_SIDE
+    if not text.isdigit() or not 2 <= int(text) <= 256:
+        raise HetbenchError(f"pixels:S needs a whole number S from 2 to 256 (got {text!r})")
+    return int(text)
+
+
 def embed_pixels(table, split: str, arg: str = "", quiet: bool = True, engine=None) -> np.ndarray:
     """``pixels[:S]``: the (n, 3 S^2) raw-pixel embedding of ``split`` (S = 16 by default).
 
@@ -51,7 +84,5 @@ def embed_pixels(table, split: str, arg: str = "", quiet: bool = True, engine=No
     >>> embed_table(t, "train", "pixels:4").shape
     (6, 48)
     """
-    side = int(arg) if arg else DEFAULT_SIDE
-    if not 2 <= side <= 256:
-        raise HetbenchError(f"pixels:S needs 2 <= S <= 256 (got {side})")
+    side = pixel_side(arg)
     return embed_images(table.splits[split], functools.partial(pixel_features, side=side), "pixels", quiet, engine)

@@ -92,9 +92,16 @@ def check_embedder_spec(spec: str | None) -> None:
         return
     from hetbench.embed import _USAGE, EMBEDDERS
 
-    name = str(spec).split(":")[0]
+    name, colon, arg = str(spec).partition(":")
     if name not in EMBEDDERS.names():
         raise HetbenchError(f"--feature-embedder {spec}: unknown embedder '{name}'; choose auto, none, {_USAGE}")
+    if name == "pixels":
+        from hetbench.embed.pixels import pixel_side
+
+        try:
+            pixel_side(arg, given=bool(colon))
+        except HetbenchError as exc:
+            raise HetbenchError(f"--feature-embedder {spec}: {exc}") from None
 
 
 def principal_features(embedding: np.ndarray, components: int = COMPONENTS, *, fit_rows: int = FIT_ROWS,
@@ -211,6 +218,7 @@ def embed_rows(table, split: str, rows: np.ndarray, spec: str, quiet: bool = Tru
     ((3, 48), [])
     """
     from hetbench.embed import embed_table
+    from hetbench.embed.pixels import pixel_side
     from hetbench.report.thumbnails import pixel_thumbnails
 
     in_order = np.argsort(rows, kind="stable")  # read the images in stored order (a local gather), then put back
@@ -218,9 +226,7 @@ def embed_rows(table, split: str, rows: np.ndarray, spec: str, quiet: bool = Tru
     kind, _, arg = spec.partition(":")
     try:
         if kind == "pixels":  # the default: decoded on every core, an unreadable image left out and counted
-            side = int(arg) if arg.isdigit() else 16
-            if not 2 <= side <= 256:
-                raise HetbenchError(f"pixels:S needs 2 <= S <= 256 (got {arg})")
+            side = pixel_side(arg, given=":" in spec)
             stored, bad = pixel_thumbnails(ds, side, quiet=quiet)
         else:
             stored, bad = embed_table(dataclasses.replace(table, splits={split: ds}, _cache={}), split, spec, quiet=quiet), []

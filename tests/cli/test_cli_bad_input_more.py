@@ -354,3 +354,13 @@ def test_many_distinct_labels_get_one_warning_line(tmp_path, run_cli):
                         "card and report list every class, so they will be large (MBs); check the label column"], err
     code, _, err = run_cli("partition", "iid", "--clients", "4", "-q", "--out", tmp_path / "few")
     assert code == 0 and "warning" not in err, err
+
+
+@pytest.mark.parametrize("spec", ["pixels:abc", "pixels:-1", "pixels:8.5", "pixels:", "pixels:1", "pixels:300"])
+def test_a_pixels_feature_embedder_without_a_whole_side_is_refused_before_anything_is_written(tmp_path, run_cli, spec):
+    out = tmp_path / "split"
+    code, stdout, err = run_cli("partition", "iid", "--clients", "4", "--feature-embedder", spec, "--out", out, "-q")
+    assert code == 2 and "Traceback" not in err
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert len(lines) == 1 and spec in lines[0] and "whole number S from 2 to 256" in lines[0], err
+    assert not out.exists()

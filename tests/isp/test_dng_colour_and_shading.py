@@ -123,3 +123,54 @@ def test_a_gain_map_that_does_not_fit_the_image_is_refused_in_one_line(tmp_path)
                                                                       right=32)[:-3])
     with pytest.raises(UnsupportedRaw, match="GainMap opcode is malformed|says .* bytes"):
         read_raw(tmp_path / "short.dng")
+
+
+def _gain_map_with(field_offset: int, value: float) -> bytes:
+    """A whole-image 2 x 2 GainMap whose double at ``field_offset`` (40 MapSpacingV, 48 MapSpacingH,
+    56 MapOriginV, 64 MapOriginH, from the parameters' start) is ``value``."""
+    import struct
+
+    from hetbench.isp.gain_map import gain_map_opcode
+
+    blob = bytearray(gain_map_opcode(np.ones((2, 2)), top=0, left=0, bottom=32, right=32))
+    struct.pack_into(">d", blob, 20 + field_offset, value)
+    return bytes(blob)
+
+
+@pytest.mark.parametrize(("offset", "name", "value"), [(56, "MapOriginV", float("nan")), (40, "MapSpacingV", float("nan")),
+                                                       (64, "MapOriginH", float("inf")), (48, "MapSpacingH", -1.0)])
+def test_a_gain_map_with_a_nan_origin_or_spacing_is_refused_in_one_line(tmp_path, offset, name, value):
+    from hetbench.isp.capture import RawCapture
+    from hetbench.isp.dng import write_dng
+    from hetbench.isp.raw import UnsupportedRaw, read_raw
+
+    cap = RawCapture(np.full((32, 32), 500, np.uint16), "RGGB", 64, 4095, CM_D65, (0.6, 1.0, 0.45))
+    write_dng(cap, tmp_path / "bad.dng", opcode_list2=_gain_map_with(offset, value))
+    with pytest.raises(UnsupportedRaw, match=rf"unusable lens-shading opcodes \(OpcodeList2\): GainMap opcode is "
+                                             rf"malformed \({name} is"):
+        read_raw(tmp_path / "bad.dng")
+
+
+@pytest.mark.parametrize("workers", ["1", "2"])
+def test_a_raw_build_skips_and_lists_a_dng_whose_gain_map_origin_is_nan(tmp_path, run_cli, workers):
+    import json
+
+    from hetbench.isp.capture import RawCapture
+    from hetbench.isp.dng import write_dng
+
+    raws = tmp_path / "raws"
+    raws.mkdir()
+    for i in range(4):
+        write_dng(RawCapture(np.full((32, 32), 600 + 150 * i, np.uint16), "RGGB", 64, 4095, CM_D65, (0.6, 1.0, 0.45)),
+                  raws / f"flat{i}.dng")
+    write_dng(RawCapture(np.full((32, 32), 700, np.uint16), "RGGB", 64, 4095, CM_D65, (0.6, 1.0, 0.45)),
+              raws / "nan-origin.dng", opcode_list2=_gain_map_with(56, float("nan")))
+    labels = tmp_path / "labels.csv"
+    labels.write_text("file,label\n" + "".join(f"flat{i}.dng,{'ab'[i % 2]}\n" for i in range(4)) + "nan-origin.dng,a\n")
+    out = tmp_path / "out"
+    code, _, err = run_cli("build", "iso-isp", "--stages", "tone", "--raw-dir", raws, "--labels", labels, "--size", "32",
+                           "--test-fraction", "0.5", "--num-proc", workers, "--out", out, "-q")
+    assert code == 0, err
+    skipped = json.loads((out / "report.json").read_text())["skipped"]
+    assert [s["file"].rsplit("/", 1)[-1] for s in skipped] == ["nan-origin.dng"]
+    assert "MapOriginV is nan" in skipped[0]["reason"]
