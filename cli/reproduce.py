@@ -63,12 +63,14 @@ def reproduce(claims: str, quick: bool, seeds: str | None, out: str, metadata: s
     """
     mode = "quick" if quick else "full"
     if dry_run:
-        resolved, costs = estimate_claims(claims, mode, seeds, device)
-        width = max(len(c.id) for c in costs)
-        click.echo(f"{mode} mode on {resolved}: estimated training time (the trainer timed here on each "
-                   "claim's model, batch and clients per round; building splits and loading data not included)")
-        for cost in costs:
-            click.echo(cost.line(width))
+        width = max(len(i) for i in claim_ids())
+
+        def header(resolved: str, ids: list[str]) -> None:
+            click.echo(f"{mode} mode on {resolved}: estimated training time (the trainer timed here on each "
+                       "claim's model, batch and clients per round; building splits and loading data not included)")
+
+        _, costs = estimate_claims(claims, mode, seeds, device, on_start=header,
+                                   on_claim=lambda cost: click.echo(cost.line(width)))
         from hetbench.reproduce.cost import format_duration
 
         click.echo(f"{'total':<{width}}  {format_duration(sum(c.seconds for c in costs)):>9}")

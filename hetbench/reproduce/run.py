@@ -23,7 +23,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 from hetbench.errors import HetbenchError
 from hetbench.reproduce.claims import MODES, Claim, check_seed_count, load_claim, select_claims
@@ -70,7 +70,8 @@ class ClaimCost:
                 f"{self.examples / 1e6:.3g}M training examples")
 
 
-def estimate_claims(loaded: Sequence[Claim], mode: str, seeds: list[int] | None, device: str) -> list[ClaimCost]:
+def estimate_claims(loaded: Sequence[Claim], mode: str, seeds: list[int] | None, device: str,
+                    on_claim: Callable[[ClaimCost], None] | None = None) -> list[ClaimCost]:
     """Each claim's training cost in ``mode`` on ``device`` (this machine), from its runner's workloads
     timed here (:func:`hetbench.reproduce.cost.estimate`: a floor, training and evaluation arithmetic
     only).
@@ -85,6 +86,9 @@ def estimate_claims(loaded: Sequence[Claim], mode: str, seeds: list[int] | None,
         ``--seeds``; None: the mode's default.
     device : str
         A resolved torch device (``cpu``, ``cuda``, ...).
+    on_claim : callable, optional
+        Called with each claim's cost as soon as it is estimated (timing a full-mode workload takes
+        minutes on a loaded machine: the CLI prints each line then, not all at the end).
 
     Examples
     --------
@@ -101,13 +105,18 @@ def estimate_claims(loaded: Sequence[Claim], mode: str, seeds: list[int] | None,
         work = RUNNERS[claim.runner].workloads(claim.settings[mode], claim_seeds)
         costs.append(ClaimCost(claim.id, estimate(work, device, timings=timings) if work else 0.0,
                                sum(w.runs for w in work), sum(w.runs * w.train_examples for w in work)))
+        if on_claim is not None:
+            on_claim(costs[-1])
     return costs
 
 
 def dry_run(claims: str | None = "all", mode: str = "quick", seeds: str | Sequence[int] | None = None,
-            device: str = "auto") -> tuple[str, list[ClaimCost]]:
+            device: str = "auto", on_start: Callable[[str, list[str]], None] | None = None,
+            on_claim: Callable[[ClaimCost], None] | None = None) -> tuple[str, list[ClaimCost]]:
     """``hetbench reproduce --dry-run``: check the claims, seeds and device as :func:`reproduce` does,
-    run nothing, and estimate each claim's training cost here (:func:`estimate_claims`).
+    run nothing, and estimate each claim's training cost here (:func:`estimate_claims`). ``on_start``
+    gets the resolved device and the claim ids before the first estimate, ``on_claim`` each cost as it
+    is made.
 
     Returns
     -------
@@ -124,7 +133,9 @@ def dry_run(claims: str | None = "all", mode: str = "quick", seeds: str | Sequen
 
     ids, seed_list, loaded = _checked_claims(claims, mode, seeds)
     resolved = str(resolve_device(device))
-    return resolved, estimate_claims(loaded, mode, seed_list, resolved)
+    if on_start is not None:
+        on_start(resolved, ids)
+    return resolved, estimate_claims(loaded, mode, seed_list, resolved, on_claim)
 
 
 def _checked_claims(claims: str | None, mode: str, seeds: str | Sequence[int] | None

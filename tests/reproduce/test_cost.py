@@ -115,3 +115,16 @@ def test_full_mode_on_a_cpu_is_refused_with_the_estimate_unless_allowed(run_cli,
     code, _, err = run_cli("reproduce", "--full", "--allow-cpu", "--device", "cpu", "--claims", "hsu-label-skew",
                            "--out", tmp_path / "o")
     assert code == 2 and "--full trains" not in err and "exists" in err, err
+
+
+def test_a_dry_run_reports_each_claims_estimate_as_soon_as_it_is_made():
+    """``reproduce --full --dry-run`` printed nothing for 15 minutes on a loaded machine: the header
+    comes before the first estimate, and each claim's line when it is made, in order."""
+    from hetbench.reproduce import dry_run
+
+    events = []
+    device, costs = dry_run("dapperfl-footprint,hsu-geo-clients", "full",
+                            on_start=lambda dev, ids: events.append(("start", dev, tuple(ids))),
+                            on_claim=lambda cost: events.append(("claim", cost.id, len(events))))
+    assert events[0] == ("start", device, ("dapperfl-footprint", "hsu-geo-clients"))
+    assert [e[1] for e in events[1:]] == [c.id for c in costs] == ["dapperfl-footprint", "hsu-geo-clients"]
