@@ -15,7 +15,8 @@ ROOT = Path(__file__).resolve().parents[1]
 #: source folder -> the package it is installed as (pyproject's package-dir)
 FOLDERS = {"hetbench": "hetbench", "isp": "hetbench.isp", "builders": "hetbench.builders", "cli": "hetbench.cli"}
 #: what the ISP pipeline may use of hetbench besides itself: infrastructure with no dependencies
-ISP_ALLOWED = {"hetbench.cores", "hetbench.errors", "hetbench.progress", "hetbench.registry", "hetbench.seeding"}
+ISP_ALLOWED = {"hetbench.cores", "hetbench.errors", "hetbench.progress", "hetbench.registry", "hetbench.seeding",
+               "hetbench.order_stats"}  # infrastructure: exact percentiles, pure numpy
 CONSUMERS = ("hetbench.train", "hetbench.leaderboard", "hetbench.flower", "hetbench.sweep", "hetbench.reproduce")
 
 

@@ -179,7 +179,7 @@ def test_an_unreadable_image_is_left_out_and_listed_or_refused_by_a_strict_embed
     assert not strict.exists() and "Traceback" not in err
 
 
-@pytest.mark.parametrize("spec, message", [("sift", "unknown embedder 'sift'"), ("pixels:1", "2 <= S <= 256")])
+@pytest.mark.parametrize("spec, message", [("sift", "unknown embedder 'sift'"), ("pixels:1", "whole number S from 2 to 256")])
 def test_a_bad_feature_embedder_is_one_line_and_exit_2(tmp_path, run_cli, spec, message):
     out = tmp_path / "o"
     code, _, err = run_cli("partition", "dirichlet", "--feature-embedder", spec, "--out", out, "-q")
