@@ -13,7 +13,10 @@ recipe (``manifests/recipes/fed-isic2019.yaml``, ``import.reader: hub-parquet``)
   centre's own test images;
 * ``published``: FLamby's counts, which the card shows beside the build's.
 
-The images are published as their stored bytes (never decoded); clients are one per centre by default,
+The images are published as their stored bytes, each checked to decode first (within hetbench's pixel
+bound, :func:`hetbench.sources.image_cells.decode_problem`): a corrupt, truncated or oversized image drops
+its row, counted and listed in the report's ``skipped`` with the cells that name files outside the copy
+(:mod:`hetbench.sources.image_cells`); clients are one per centre by default,
 ``--clients N`` allocates N by the centres' training images, ``--clients-per-device K`` K each, and
 ``--purity`` mixes them (:mod:`hetbench.partitioners.purity`).
 """
@@ -51,7 +54,7 @@ def _device_names(ds, column: str, names: list[str]) -> list[str]:
 def prepare_parquet_corpus(spec: dict[str, Any], settings: dict[str, Any], recipe: str, dataset: str,
                            clients: int | None, clients_per_device: int | None, seed: int, quiet: bool,
                            on_checked: Callable[[], None] | None, purity: float,
-                           client_allocation: Callable) -> PreparedSplit:
+                           client_allocation: Callable, num_proc: int | None = None) -> PreparedSplit:
     """The split of a Hub-Parquet corpus (module notes); ``client_allocation`` is the real-device builder's.
 
     Parameters
@@ -72,7 +75,10 @@ def prepare_parquet_corpus(spec: dict[str, Any], settings: dict[str, Any], recip
     from hetbench.sources import load_table
 
     column, names = settings["device_column"], [str(n) for n in settings["device_names"]]
-    table = load_table(dataset, settings.get("label_column", "label"))
+    from hetbench.progress import show_progress
+
+    with show_progress(not quiet):  # every image is decode-checked as it is read (a bar with an ETA)
+        table = load_table(dataset, settings.get("label_column", "label"))
     if set(table.splits) != {"train", "test"}:
         raise HetbenchError(f"the {recipe} recipe reads the corpus's own train and test splits; '{dataset}' has "
                             f"{', '.join(sorted(table.splits)) or 'none'}")
@@ -81,6 +87,10 @@ def prepare_parquet_corpus(spec: dict[str, Any], settings: dict[str, Any], recip
             raise HetbenchError(f"'{dataset}' split '{split}' has no '{column}' column (columns: {', '.join(ds.column_names)})")
         if not any(type(f).__name__ == "Image" for f in ds.features.values()):
             raise HetbenchError(f"'{dataset}' split '{split}' has no image column")
+    skipped = table.skipped  # cells naming files outside the copy, corrupt, truncated or oversized images
+    if not table.num_rows("train"):
+        raise HetbenchError(f"no training image of '{dataset}' could be read ({len(skipped)} skipped"
+                            + (f": {skipped[0]['reason']})" if skipped else ")"))
     devices_of = {s: _device_names(ds, column, names) for s, ds in table.splits.items()}
     present = set(devices_of["train"])
     devices = [d for d in names if d in present] + sorted(present - set(names))
@@ -106,13 +116,14 @@ def prepare_parquet_corpus(spec: dict[str, Any], settings: dict[str, Any], recip
     partitioner = DevicePartitioner(clients, weights, "device", "deal", build={"method": "real-devices", "params": params},
                                     purity=purity)
     test_counts = {d: int(devices_of["test"].count(d)) for d in devices}
-    return PreparedSplit(table, partitioner, seed, "global", extras=_extras(spec, devices, weights, counts, test_counts))
+    return PreparedSplit(table, partitioner, seed, "global", extras=_extras(spec, devices, weights, counts, test_counts, skipped))
 
 
 def _extras(spec: dict[str, Any], devices: list[str], weights: dict[str, float], train: dict[str, int],
-            test: dict[str, int]):
+            test: dict[str, int], skipped: list[dict[str, Any]]):
     """Per centre its clients, weight and images; the corpus's published counts beside the build's."""
     from hetbench.builders.device_split import clients_per_device
+    from hetbench.pipeline import skipped_entries
 
     def extras(split):
         per_device = clients_per_device(split, devices)
@@ -125,7 +136,7 @@ def _extras(spec: dict[str, Any], devices: list[str], weights: dict[str, float],
         report = {"devices": entries, "captures": {"train": sum(train.values()), "test": sum(test.values())},
                   "corpus": {"recipe": spec["name"], **{k: v for k, v in ours.items() if k in ("images", "classes", "devices")},
                              "counts": ours, "published": spec.get("published", {})},
-                  "skipped": [], "num_skipped": 0}
+                  **skipped_entries(skipped)}
         return report, None
 
     return extras

@@ -98,18 +98,39 @@ def make_split(
     else:
         from hetbench.sources import load_table
 
-        table = load_table(source, label_col, id_col)  # the input first: a bad input is reported as such
+        from hetbench.progress import show_progress
+
+        with show_progress(not quiet):  # a large image source's decode check shows its bar
+            table = load_table(source, label_col, id_col)  # the input first: a bad input is reported as such
     out = check_out_dir(out, overwrite, inputs={"--dataset": None if isinstance(source, SampleTable) else source})
     from hetbench.progress import show_progress
 
     with show_progress(not quiet):  # a partitioner's long steps (embedding, K-means) show their bars
         split = build_split(table, partitioner, seed, test_split, test_fraction, allow_empty=allow_empty)
     extra_report, extra_plots = extras(split) if extras is not None else (None, None)
+    if table.skipped and "skipped" not in (extra_report or {}):  # rows the source's image cells dropped
+        extra_report = {**(extra_report or {}), **skipped_entries(table.skipped)}
     report = publish_split(
         split, out, name=name or out.name, overwrite=overwrite, quiet=quiet,
         extra_report=extra_report, extra_plots=extra_plots, feature_embedder=feature_embedder,
     )
     return split, report
+
+
+#: the most skipped rows a report lists (all are counted in ``num_skipped``)
+MAX_LISTED_SKIPS = 1000
+
+
+def skipped_entries(skipped: list[dict[str, Any]]) -> dict[str, Any]:
+    """The report's ``skipped`` (the first :data:`MAX_LISTED_SKIPS`) and ``num_skipped`` (all) of ``skipped``.
+
+    Examples
+    --------
+    >>> from hetbench.pipeline import skipped_entries
+    >>> skipped_entries([{"split": "train", "row": 3, "file": "a.png", "reason": "r"}])["num_skipped"]
+    1
+    """
+    return {"skipped": list(skipped[:MAX_LISTED_SKIPS]), "num_skipped": len(skipped)}
 
 
 @dataclass

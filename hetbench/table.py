@@ -52,6 +52,9 @@ class SampleTable:
             manifest stores it so ``hetbench verify`` can rebuild the split.
         description: one line for the dataset card.
         license: licence of the source data, for the dataset card.
+        skipped: rows dropped while reading the source, one ``{"split", "row", "file", "reason"}`` each (an
+            image cell naming a file outside the source's folder, or one that cannot be read:
+            :mod:`hetbench.sources.image_cells`); the report lists them.
     """
 
     splits: dict[str, "datasets.Dataset"]
@@ -62,6 +65,7 @@ class SampleTable:
     source: dict[str, Any] = field(default_factory=dict)
     description: str = ""
     license: str = "other"
+    skipped: list[dict[str, Any]] = field(default_factory=list)
     _cache: dict = field(default_factory=dict, repr=False)
 
     def __repr__(self) -> str:

@@ -95,16 +95,23 @@ def load_table(
     from hetbench.sources.lineage import build_lineage
 
     with datasets_bars_off():
-        splits = _read_reference(dataset)
-    return to_table(splits, dataset, label_col, id_col, build_lineage(dataset))  # a build's origin and licence
+        splits, skipped = _read_reference(dataset)
+    table = to_table(splits, dataset, label_col, id_col, build_lineage(dataset))  # a build's origin and licence
+    table.skipped = skipped
+    return table
 
 
-def _read_reference(dataset: str) -> dict:
-    """The splits of a local file or folder, else of a hub id."""
-    if Path(dataset).expanduser().exists():
-        return read_path(dataset)
+def _read_reference(dataset: str) -> tuple[dict, list[dict]]:
+    """The splits of a local file or folder, else of a hub id, their image cells that name files resolved
+    inside the source's folder (:func:`hetbench.sources.image_cells.resolve_image_cells`); and the rows
+    dropped for it."""
+    from hetbench.sources.image_cells import resolve_image_cells
+
+    path = Path(dataset).expanduser()
+    if path.exists():
+        return resolve_image_cells(read_path(dataset), path if path.is_dir() else path.parent)
     if looks_like_hub_id(dataset):
-        return read_hub(dataset)
+        return resolve_image_cells(read_hub(dataset), None)
     raise HetbenchError(f"dataset '{dataset}' not found (no such file or folder, and not a built-in)")
 
 
@@ -117,12 +124,15 @@ def _load_per_split(dataset: str, label_col: str | None, id_col: str | None) -> 
             raise HetbenchError(f"--dataset '{dataset}': write one SPLIT=PATH per split, comma-separated")
         parts.append((name.strip(), path.strip()))
     check_split_paths(parts, dataset)
-    splits = {}
+    splits, skipped = {}, []
     for name, path in parts:
         with datasets_bars_off():
-            loaded = _read_reference(path)
-        splits[name] = next(iter(loaded.values()))
+            loaded, dropped = _read_reference(path)
+        first = next(iter(loaded))
+        splits[name] = loaded[first]
+        skipped += [{**d, "split": name} for d in dropped if d["split"] == first]
     table = to_table(splits, dataset, label_col, id_col, {})
+    table.skipped = skipped
     _check_disjoint_ids(table, dataset)
     return table
 
