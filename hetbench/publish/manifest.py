@@ -276,6 +276,7 @@ def build_manifest(fs: FederatedSplit, written: dict[str, Any], name: str, sampl
     (:func:`write_sample_ids`) and, for an embedding split, its embeddings as ``embeddings``
     (:func:`hetbench.publish.embeddings.write_embeddings`)."""
     from hetbench.publish.digest import DIGEST_VERSION, split_digest
+    from hetbench.publish.libraries import library_versions
     from hetbench.version import __version__
 
     entry = {k: v for k, v in sample_ids.items() if k != "digest"}
@@ -305,6 +306,8 @@ def build_manifest(fs: FederatedSplit, written: dict[str, Any], name: str, sampl
         "dropped": fs.dropped,
         "sample_ids": entry,
     }
+    # a record, not identity: verify names the ones that differ here when a file does (hetbench.publish.libraries)
+    manifest["built_with"] = {"libraries": library_versions()}
     if embeddings:
         manifest["embeddings"] = embeddings
     if fs.class_map is not None:  # classes no output row has were left out of the ClassLabel

@@ -361,6 +361,7 @@ def verify_folder(folder: str | Path, dataset: str | None = None, rebuilders: Re
     from hetbench.publish.published_files import check_card, check_files, check_report
 
     folder = Path(folder)
+    manifest: dict = {}
     try:
         manifest = read_manifest(folder)
         data = check_folder(folder, manifest)
@@ -377,7 +378,9 @@ def verify_folder(folder: str | Path, dataset: str | None = None, rebuilders: Re
         check_report(folder, fs, manifest)
         embedded = _re_embed(fs, local, stored, trust_embedder, re_embed or trust_embedder)
     except Mismatch as exc:
-        return Verdict(False, f"FAILED: {exc}", 1)
+        from hetbench.publish.libraries import version_note
+
+        return Verdict(False, f"FAILED: {exc}{version_note(manifest)}", 1)
     except HetbenchError as exc:
         return Verdict(False, f"CANNOT CHECK: {exc}", 2)
     except OSError as exc:

@@ -280,3 +280,25 @@ def test_a_split_built_with_allow_empty_verifies(tmp_path, run_cli):
     assert run_cli(*args, "--allow-empty")[0] == 0
     code, stdout, _ = run_cli("verify", out)
     assert code == 0 and stdout.startswith("OK"), stdout
+
+
+def test_a_failure_names_the_file_and_the_library_versions_that_differ_here(build, run_cli):
+    """The manifest records the libraries that decide bytes; verify never fails on them alone, and a failure
+    names the file and every recorded version this machine does not have (issue 43, item 3)."""
+    from hetbench.publish.libraries import BYTE_DECIDING, library_versions
+
+    m = _manifest(build)
+    assert sorted(m["built_with"]["libraries"]) == sorted(BYTE_DECIDING)  # written with sorted keys
+    assert m["built_with"]["libraries"] == library_versions()
+    code, text = _verify(run_cli, build)
+    assert code == 0 and "version" not in text
+    m["built_with"]["libraries"]["opencv-python-headless"] = "5.0.0.93"  # as if built on another machine
+    (build / "hetbench.json").write_text(json.dumps(m, indent=1, sort_keys=True) + "\n")
+    code, text = _verify(run_cli, build)
+    assert code == 0, text  # a record of the machine, not of the split
+    _rewrite(_shard(build), "label", _bump_label)
+    code, text = _verify(run_cli, build)
+    here = library_versions()["opencv-python-headless"]
+    assert code == 1 and _shard(build).name in text and "column 'label' changed" in text
+    assert text.endswith(f"built with other library versions than this machine has (opencv-python-headless "
+                         f"5.0.0.93 -> {here})")
