@@ -12,7 +12,8 @@ gives a SuperNode) or ``partition-ids="0,3,7"`` (several). Two message types:
   :class:`~hetbench.train.client_pool.ClientPool`, the code path (threads, generator seeding, finiteness
   checks) of ``--engine local``, and replies with the update (:func:`hetbench.flower.backend.update_record`).
   The per-client state the algorithm declares (``Algorithm.client_state``, SCAFFOLD's ``c_i``) is read
-  from and written back to the node's ``context.state``: it never leaves the client.
+  from and written back to the node's ``context.state`` under keys of the job (:func:`state_prefix`; an earlier
+  job's are removed): it never leaves the client.
 
 Each process keeps the loaded split, the model and the set-up algorithm of a job between messages (a Ray
 actor in simulation, the SuperNode's ClientApp process in deployment).
@@ -54,6 +55,22 @@ def _prepared(job: ConfigRecord) -> _Client:
         _PREPARED.clear()  # one job at a time per process: a new run frees the last one's data
         _PREPARED[key] = _Client(flat)
     return _PREPARED[key]
+
+
+def state_prefix(job: ConfigRecord) -> str:
+    """The prefix of the ``context.state`` keys of ``job``'s per-client state: ``hetbench.<digest of the job>.``,
+    so that a session's next job (another record, its ``session-run`` at least) never reads this one's.
+
+    Examples
+    --------
+    >>> from flwr.app import ConfigRecord
+    >>> a = state_prefix(ConfigRecord({"algo": "scaffold", "session-run": 1}))
+    >>> a.startswith("hetbench.") and a != state_prefix(ConfigRecord({"algo": "scaffold", "session-run": 2}))
+    True
+    """
+    import hashlib
+
+    return f"hetbench.{hashlib.sha256(json.dumps(dict(job), sort_keys=True).encode()).hexdigest()[:12]}."
 
 
 def served_clients(node_config: dict[str, Any], num_clients: int) -> list[int]:
@@ -125,13 +142,16 @@ def train(msg: Message, context: Context) -> Message:
     for attr, value in unpack(msg.content["server-arrays"], msg.content["server-config"]).items():
         if attr in algorithm.server_to_client:
             setattr(algorithm, attr, value)
+    prefix = state_prefix(msg.content["job"])
+    for key in [key for key in context.state if key.startswith("hetbench.") and not key.startswith(prefix)]:
+        del context.state[key]  # an earlier job's state (a session runs jobs one after the other): never read
     for attr in algorithm.client_state:  # this client's entry only: other clients' state is not here
-        key = f"hetbench.{attr}.{k}"
+        key = f"{prefix}{attr}.{k}"
         setattr(algorithm, attr, {k: unpack(context.state[key], context.state[key + ".config"])["value"]}
                 if key in context.state else {})
     (update,) = list(client.pool.updates(r, np.array([k])))
     for attr in algorithm.client_state:
         if k in getattr(algorithm, attr):  # a tensor, an array, a number, a string, a boolean or None
-            key = f"hetbench.{attr}.{k}"
+            key = f"{prefix}{attr}.{k}"
             context.state[key], context.state[key + ".config"] = pack({"value": getattr(algorithm, attr).pop(k)})
     return Message(update_record(update), reply_to=msg)

@@ -9,12 +9,17 @@ into place: a reader never sees half a file), numbered in order: ``000001.round`
 progress bar and the ``--log`` sinks with exactly the round summaries ``--engine local`` gives them (pickle
 keeps numpy scalars and tuples as they are), then takes the results document or raises the error. The
 folder is created by the parent (``mkdtemp``, mode 0700) and read by it alone.
+
+A session (:class:`hetbench.flower.simulation.FlowerSession`) also sends jobs the other way, the same way: the
+parent writes ``000001.job``, ``000002.job``, ... (:func:`write_job`) into a second private folder, ending with
+one ``.stop``; the ServerApp takes them in order (:func:`next_job`).
 """
 
 from __future__ import annotations
 
 import os
 import pickle
+import time
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -84,3 +89,40 @@ class EventReader:
                 return
             self.next += 1
             yield found[0].suffix[1:], pickle.loads(found[0].read_bytes())
+
+
+#: how long a session's ServerApp waits for the parent's next job before it ends the run (the parent writes
+#: the next one as soon as it has written the last one's results)
+JOB_WAIT_S = 3600.0
+
+
+def write_job(folder: str | os.PathLike, index: int, payload: Any) -> None:
+    """Write job ``index`` (1, 2, ...) of a session atomically; ``payload`` None is the stop file.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> folder = tempfile.mkdtemp()
+    >>> write_job(folder, 1, {"algo": "fedavg"}); write_job(folder, 2, None)
+    >>> next_job(folder, 1), next_job(folder, 2)
+    ({'algo': 'fedavg'}, None)
+    """
+    path = Path(folder) / f"{index:06d}.{'job' if payload is not None else 'stop'}"
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_bytes(pickle.dumps(payload, protocol=pickle.HIGHEST_PROTOCOL))
+    os.replace(tmp, path)
+
+
+def next_job(folder: str | os.PathLike, index: int, wait_s: float = JOB_WAIT_S, poll_s: float = 0.05) -> Any:
+    """Job ``index`` of a session once the parent has written it; None for the stop file, or when none comes
+    within ``wait_s`` seconds (the parent is gone: the run ends)."""
+    folder = Path(folder)
+    deadline = time.monotonic() + wait_s
+    while time.monotonic() < deadline:
+        job, stop = folder / f"{index:06d}.job", folder / f"{index:06d}.stop"
+        if job.exists():
+            return pickle.loads(job.read_bytes())
+        if stop.exists():
+            return None
+        time.sleep(poll_s)
+    return None

@@ -112,7 +112,7 @@ class FlowerJob:
         hyper: dict[str, Any] = {}
         for key, value in flat.items():
             name = key.replace("-", "_")
-            if key in ("split", "algo", "results"):
+            if key in ("split", "algo", "results", "session-run"):  # session-run: a job's place in a FlowerSession
                 continue
             if name.startswith("hyper_"):
                 name = name[len("hyper_"):]

@@ -26,7 +26,7 @@ from hetbench.flower.backend import connect_clients
 app = ServerApp()
 NODE_WAIT_S = 300.0  # how long the ServerApp waits for SuperNodes serving every client
 #: run-config keys that are not the job's: how the ServerApp runs (popped before the job is read)
-RUNTIME_KEYS = ("node-wait-s", "workers", "central-accuracy", "events")
+RUNTIME_KEYS = ("node-wait-s", "workers", "central-accuracy", "events", "jobs")
 
 
 def serve(grid: Grid, flat: dict[str, Any], data: Any = None, workers: int | None = None,
@@ -57,7 +57,10 @@ def main(grid: Grid, context: Context) -> None:
     wait_s = float(runtime.get("node-wait-s", NODE_WAIT_S))
     workers = int(runtime["workers"]) if runtime.get("workers") else None
     central = float(runtime["central-accuracy"]) if runtime.get("central-accuracy", "") != "" else None
-    if runtime.get("events"):  # hetbench train --engine flower: everything goes back to the parent
+    if runtime.get("jobs"):  # a session (hetbench train --engine flower): the parent's jobs, one after the other
+        _serve_session(grid, runtime["jobs"], runtime["events"], wait_s)
+        return
+    if runtime.get("events"):  # one job from the parent: everything goes back to it
         from hetbench.flower.events import EventWriter
 
         events = EventWriter(runtime["events"])
@@ -76,3 +79,23 @@ def main(grid: Grid, context: Context) -> None:
         raise HetbenchError("the Flower run config has no 'results' path for the results JSON")
     doc = serve(grid, flat, workers=workers, central_accuracy=central, wait_s=wait_s)
     write_result(doc, Path(job.results))
+
+
+def _serve_session(grid: Grid, jobs: str, events_folder: str, wait_s: float) -> None:
+    """Run the jobs the parent writes to ``jobs`` in order (:func:`hetbench.flower.events.next_job`) until its
+    stop file; each job's rounds and results, or its error, go to the event folder. Each job's record carries
+    ``session-run`` (its place in the session), which keys the ClientApps' state."""
+    from hetbench.flower.events import EventWriter, next_job
+
+    events = EventWriter(events_folder)
+    index = 1
+    while (item := next_job(jobs, index)) is not None:
+        flat, central, workers = item
+        try:
+            doc = serve(grid, {**flat, "session-run": index}, workers=workers or None, central_accuracy=central,
+                        wait_s=wait_s, on_round=lambda r, summary: events.write("round", (r, summary)))
+        except BaseException as exc:  # the parent raises it; the session goes on to its next job
+            events.error(exc)
+        else:
+            events.write("result", doc)
+        index += 1

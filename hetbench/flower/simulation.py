@@ -11,6 +11,10 @@ the ClientApps in ``actors`` Ray actors of ``cpus_per_actor`` CPUs each (a Ray i
 back through an event folder (:mod:`hetbench.flower.events`): the progress bar and the ``--log`` sinks get
 what ``--engine local`` gives them, the results document is the same bit for bit.
 
+A sweep (``--algo fedavg,scaffold --seed 0,1``) pays that start-up once: :class:`FlowerSession` keeps the
+SuperLink, the run, its Ray instance and ClientApp actors, and hands the ServerApp one job after another
+(:func:`hetbench.flower.events.write_job`); :func:`run_flower_simulation` is a session of one job.
+
 Flower 1.42 deprecates ``flwr.simulation.run_simulation``, which earlier versions of hetbench called here.
 """
 
@@ -74,6 +78,113 @@ def federation_config(num_clients: int, actors: int, cpus_per_actor: int, verbos
             f"init-args-log-to-driver={flag}", f"verbose={flag}"]
 
 
+class FlowerSession:
+    """One Flower simulation that runs many jobs of one split, one after the other: one SuperLink, one ``flwr run``,
+    one Ray instance and its ClientApp actors for a whole ``hetbench train --engine flower`` sweep, instead of
+    one of each per (algorithm, seed).
+
+    The ServerApp (:func:`hetbench.flower.server_app.main`, run config ``jobs``) waits for job files in a
+    private folder (:func:`write_job`: the job, its central accuracy and workers), runs each with the one round
+    loop and sends its round summaries and results (or its error) through the event folder; a ``stop`` file
+    ends it. Each job is tagged with its place in the session (``session-run``), so a ClientApp keeps no state of
+    one job into the next (SCAFFOLD's ``c_i``: :mod:`hetbench.flower.client_app`).
+
+    Parameters
+    ----------
+    first : FlowerJob
+        A job of the session (names the app project; every job must have the same number of clients).
+    num_clients : int
+        Virtual SuperNodes: one per client of the split's view.
+    actors, cpus_per_actor, verbose
+        As for :func:`run_flower_simulation`.
+
+    Examples
+    --------
+    >>> with FlowerSession(job, data.num_clients, actors=2) as session:  # doctest: +SKIP
+    ...     docs = [session.train(j, data) for j in jobs]
+    """
+
+    def __init__(self, first: FlowerJob, num_clients: int, actors: int, cpus_per_actor: int = 1,
+                 verbose: bool = False) -> None:
+        require_flower(simulation=True)
+        if float(cpus_per_actor) != int(cpus_per_actor) or int(cpus_per_actor) < 1:
+            raise HetbenchError(f"Flower's simulation takes whole CPUs per ClientApp actor (got {cpus_per_actor})")
+        self.first, self.num_clients, self.actors = first, int(num_clients), int(actors)
+        self.cpus, self.verbose = int(cpus_per_actor), verbose
+        self.link: Any = None
+        self.run: Any = None
+        self.jobs = 0
+
+    def __enter__(self) -> "FlowerSession":
+        from hetbench.flower.events import EventReader
+        from hetbench.flower.project import pyproject_text
+        from hetbench.flower.superlink import LocalSuperLink
+
+        self.link = LocalSuperLink(self.verbose).__enter__()
+        try:
+            root = self.link.root
+            for name in ("events", "jobs", "app"):
+                (root / name).mkdir()
+            extra = {"events": str(root / "events"), "jobs": str(root / "jobs")}
+            (root / "app" / "pyproject.toml").write_text(pyproject_text(self.first, extra=extra))
+            self.reader = EventReader(root / "events")
+            self.run = self.link.run(root / "app", federation_config(self.num_clients, self.actors, self.cpus,
+                                                                       self.verbose))
+        except BaseException:
+            self.link.__exit__(None, None, None)
+            raise
+        return self
+
+    def train(self, job: FlowerJob, data: Any = None, central_accuracy: float | None = None,
+              on_round: Callable[[int, dict], None] | None = None, workers: int | None = None) -> dict[str, Any]:
+        """Run ``job`` in this session and return its results document (``engine: flower``); its errors are
+        raised here, as :func:`run_flower_simulation` raises them, and the session stays usable."""
+        from hetbench.flower.events import write_job
+
+        job.algorithm()  # central and bad hyper-parameters are refused before anything is sent
+        if data is not None and data.num_clients != self.num_clients:
+            raise HetbenchError(f"this Flower session serves {self.num_clients} clients; the job's split has "
+                                f"{data.num_clients}")
+        self.jobs += 1
+        write_job(self.link.root / "jobs", self.jobs, (job.to_config(), central_accuracy, int(workers or 0)))
+        outcome = None
+        while outcome is None:
+            ended = self.run.poll() is not None  # before reading: an event written before the end is seen
+            for kind, payload in self.reader.new():
+                if kind == "round":
+                    if on_round is not None:
+                        on_round(*payload)
+                else:
+                    outcome = (kind, payload)
+                    break
+            if outcome is None and ended:
+                said = self.link.log_tail("run")  # the last error line of flwr run's output (the run's logs)
+                raise RuntimeError("the Flower simulation ended without a result" + (f": {said}" if said else ""))
+            self.link.scan(force=False)
+            time.sleep(POLL_S if outcome is None else 0)
+        kind, payload = outcome
+        if kind == "error":
+            raise payload
+        if data is not None and isinstance(payload.get("split"), dict) and "path" in payload["split"]:
+            # the ServerApp read the split by the job's (absolute) path; the document names it as the caller's
+            # view does, as --engine local writes it
+            payload["split"]["path"] = data.path
+        return payload
+
+    def __exit__(self, *exc: Any) -> None:
+        from hetbench.flower.events import write_job
+
+        try:
+            if self.run is not None and self.run.poll() is None:
+                write_job(self.link.root / "jobs", self.jobs + 1, None)  # the stop file: the ServerApp returns
+                deadline = time.monotonic() + END_WAIT_S
+                while self.run.poll() is None and time.monotonic() < deadline:  # flwr-simulation shuts Ray down
+                    self.link.scan(force=False)
+                    time.sleep(POLL_S)
+        finally:
+            self.link.__exit__(*exc)
+
+
 def run_flower_simulation(
     job: FlowerJob,
     data: Any = None,
@@ -84,8 +195,8 @@ def run_flower_simulation(
     workers: int | None = None,
     verbose: bool = False,
 ) -> dict[str, Any]:
-    """Run ``job`` in Flower's Simulation Runtime (``flwr run`` on a SuperLink of its own) and return its
-    results document (``engine: flower``).
+    """Run ``job`` in Flower's Simulation Runtime (``flwr run`` on a SuperLink of its own: a
+    :class:`FlowerSession` of one job) and return its results document (``engine: flower``).
 
     Parameters
     ----------
@@ -124,50 +235,8 @@ def run_flower_simulation(
     ('flower', 2)
     """
     require_flower(simulation=True)
-    from hetbench.flower.events import EventReader
-    from hetbench.flower.project import pyproject_text
-    from hetbench.flower.superlink import LocalSuperLink
-
     job.algorithm()  # central and bad hyper-parameters are refused before anything starts
-    if float(cpus_per_actor) != int(cpus_per_actor) or int(cpus_per_actor) < 1:
-        raise HetbenchError(f"Flower's simulation takes whole CPUs per ClientApp actor (got {cpus_per_actor})")
-    given = data is not None
-    if data is None:
-        data = job.data()
-    per_round = int(job.options.get("clients_per_round", 10))
-    actors = int(actors) if actors else default_actors(per_round)
-    with LocalSuperLink(verbose) as link:
-        events = link.root / "events"
-        events.mkdir()
-        app = link.root / "app"
-        app.mkdir()
-        extra = {"events": str(events), "workers": int(workers or 0),
-                 "central-accuracy": "" if central_accuracy is None else float(central_accuracy)}
-        (app / "pyproject.toml").write_text(pyproject_text(job, extra=extra))
-        run = link.run(app, federation_config(data.num_clients, actors, int(cpus_per_actor), verbose))
-        reader, outcome = EventReader(events), None
-        while outcome is None:
-            ended = run.poll() is not None  # before reading: an event written before the end is seen
-            for kind, payload in reader.new():
-                if kind == "round":
-                    if on_round is not None:
-                        on_round(*payload)
-                else:
-                    outcome = (kind, payload)
-            if outcome is None and ended:
-                said = link.log_tail("run")  # the last error line of flwr run's output (the run's logs)
-                raise RuntimeError("the Flower simulation ended without a result" + (f": {said}" if said else ""))
-            link.scan(force=False)
-            time.sleep(POLL_S if outcome is None else 0)
-        deadline = time.monotonic() + END_WAIT_S
-        while run.poll() is None and time.monotonic() < deadline:  # flwr-simulation shuts its Ray down
-            link.scan(force=False)
-            time.sleep(POLL_S)
-    kind, payload = outcome
-    if kind == "error":
-        raise payload
-    if given and isinstance(payload.get("split"), dict) and "path" in payload["split"]:
-        # the ServerApp read the split by the job's (absolute) path; the document names it as the caller's
-        # view does, as --engine local writes it
-        payload["split"]["path"] = data.path
-    return payload
+    view = data if data is not None else job.data()
+    actors = int(actors) if actors else default_actors(int(job.options.get("clients_per_round", 10)))
+    with FlowerSession(job, view.num_clients, actors, cpus_per_actor, verbose) as session:
+        return session.train(job, data, central_accuracy, on_round, workers)

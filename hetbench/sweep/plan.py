@@ -169,37 +169,62 @@ class Plan:
         return doc
 
     def run(self) -> list[RunResult]:
+        from contextlib import ExitStack
+
+        self._announce()
+        runs = []
+        central: dict[tuple, float] = {}
+        with ExitStack() as self._sessions:  # --engine flower: one Flower session serves the jobs (_flower_session)
+            self._session: tuple[tuple, Any] | None = None
+            for job in self.jobs:
+                runs.append(self._run_job(job, central))
+        return runs
+
+    def _run_job(self, job: Job, central: dict[tuple, float]) -> RunResult:
+        """Train ``job`` (or take its kept result) and write its results; ``central`` collects the centralised
+        runs' accuracies by (seed, groups) for the federated runs' relative accuracy."""
         from hetbench.train.algorithms import make_algorithm, options_for
         from hetbench.train.checkpoint import remove_checkpoint
         from hetbench.train.reference import reference_failure
         from hetbench.train.results import write_result
 
-        self._announce()
-        runs = []
-        central: dict[tuple, float] = {}
-        for job in self.jobs:
-            key = (job.seed, job.groups)
-            if job.kept is not None:
-                doc = job.kept
-            else:
-                algorithm = make_algorithm(job.algorithm, **options_for(job.algorithm, self.hyper))  # fresh state per run
-                doc = self._train(job, algorithm, central.get(key))
-                if job.algorithm == "central":
-                    failure = reference_failure(doc)
-                    if failure is not None:
-                        doc["final"]["reference_failure"] = failure
-                write_result(doc, job.path)
-                remove_checkpoint(job.checkpoint)  # the result is safe: the checkpoint has done its job
+        key = (job.seed, job.groups)
+        if job.kept is not None:
+            doc = job.kept
+        else:
+            algorithm = make_algorithm(job.algorithm, **options_for(job.algorithm, self.hyper))  # fresh state per run
+            doc = self._train(job, algorithm, central.get(key))
             if job.algorithm == "central":
-                failure = doc["final"].get("reference_failure") or reference_failure(doc)
-                if failure is None:
-                    central[key] = doc["final"]["accuracy"]
-                else:  # a diverged reference: no relative accuracy, no default target against it
-                    print(f"hetbench: warning: the centralised run ({job.path.name}) is no reference: {failure}; "
-                          "relative accuracy and the default target are not computed against it", file=sys.stderr)
-            runs.append(RunResult(job.algorithm, job.seed, job.path, doc, job.groups.tag, job.kept is not None,
-                                  job.resume, job.afresh))
-        return runs
+                failure = reference_failure(doc)
+                if failure is not None:
+                    doc["final"]["reference_failure"] = failure
+            write_result(doc, job.path)
+            remove_checkpoint(job.checkpoint)  # the result is safe: the checkpoint has done its job
+        if job.algorithm == "central":
+            failure = doc["final"].get("reference_failure") or reference_failure(doc)
+            if failure is None:
+                central[key] = doc["final"]["accuracy"]
+            else:  # a diverged reference: no relative accuracy, no default target against it
+                print(f"hetbench: warning: the centralised run ({job.path.name}) is no reference: {failure}; "
+                      "relative accuracy and the default target are not computed against it", file=sys.stderr)
+        return RunResult(job.algorithm, job.seed, job.path, doc, job.groups.tag, job.kept is not None,
+                         job.resume, job.afresh)
+
+    def _flower_session(self, first: Any, data: Any, per_round: int) -> Any:
+        """The open Flower session for a job of ``data``'s clients: the last one when it serves as many clients
+        with as many actors, else a new one (the last one closed first: one Ray instance at a time)."""
+        from hetbench.flower.simulation import FlowerSession, default_actors
+
+        actors = int(self.flower_actors) if self.flower_actors else default_actors(per_round)
+        key = (data.num_clients, actors)
+        if self._session is None or self._session[0] != key:
+            if self._session is not None:
+                self._session[1].__exit__(None, None, None)
+                self._session = None
+            session = FlowerSession(first, data.num_clients, actors)
+            self._sessions.enter_context(session)
+            self._session = (key, session)
+        return self._session[1]
 
     def _announce(self) -> None:
         if self.quiet:
@@ -235,15 +260,15 @@ class Plan:
                          {"algorithm": job.algorithm, **job.config.result_options(), **algorithm.params}) as rounds:
             if self.engine == "flower":
                 from hetbench.flower.job import FlowerJob
-                from hetbench.flower.simulation import run_flower_simulation
-
                 from hetbench.train.algorithms import options_for
 
                 flower_job = FlowerJob.make(self.split_path, job.algorithm, job.config,
                                             options_for(job.algorithm, self.hyper))
-                return run_flower_simulation(flower_job, self.view(job.groups), actors=self.flower_actors,
-                                             central_accuracy=central_acc, on_round=advance,
-                                             workers=job.config.workers)
+                flower_job.algorithm()  # central and bad hyper-parameters: refused before a session starts
+                view = self.view(job.groups)
+                session = self._flower_session(flower_job, view, job.config.clients_per_round)
+                return session.train(flower_job, view, central_accuracy=central_acc, on_round=advance,
+                                     workers=job.config.workers)
             checkpoint = job.checkpoint if (job.config.checkpoint_every or job.resume) else None
             return run_training(self.view(job.groups), algorithm, job.config, central_accuracy=central_acc,
                                 on_round=advance, checkpoint=checkpoint, resume=job.resume)

@@ -45,14 +45,17 @@ def test_flower_simulation_gives_the_local_engine_results(owned_processes, split
     monkeypatch.setenv("HOME", str(tmp_path / "home"))  # Flower's default FLWR_HOME is ~/.flwr
     monkeypatch.delenv("FLWR_HOME", raising=False)
     flower, local = tmp_path / "flower", tmp_path / "local"
-    code, _, err = run_cli("train", "--split", split4, "--algo", "fedavg,scaffold", *TRAIN, "--engine", "flower",
+    # two SCAFFOLD runs in one Flower session: the second must not read the control variates c_i the first left
+    # in the ClientApps' state (they are keyed by job), so each equals its local run bit for bit
+    both = (*TRAIN[:-3], "--seed", "0,1", "-q")
+    code, _, err = run_cli("train", "--split", split4, "--algo", "fedavg,scaffold", *both, "--engine", "flower",
                            "--flower-actors", "2", "--out", flower)
     assert code == 0, err
-    code, _, err = run_cli("train", "--split", split4, "--algo", "fedavg,scaffold", *TRAIN, "--out", local)
+    code, _, err = run_cli("train", "--split", split4, "--algo", "fedavg,scaffold", *both, "--out", local)
     assert code == 0, err
     assert not (tmp_path / "home").exists()  # the SuperLink's FLWR_HOME was a temporary folder
     got, want = _results(flower), _results(local)
-    assert sorted(got) == sorted(want) == ["fedavg-s0", "scaffold-s0"]
+    assert sorted(got) == sorted(want) == ["fedavg-s0", "fedavg-s1", "scaffold-s0", "scaffold-s1"]
     for name in got:
         assert got[name]["engine"] == got[name]["config"]["engine"] == "flower"
         assert "engine" not in want[name]  # the local engine's results are unchanged (no key: local)
@@ -63,7 +66,7 @@ def test_flower_simulation_gives_the_local_engine_results(owned_processes, split
     board_dir = tmp_path.with_name(tmp_path.name + "-board")  # outside the results folder it reads
     code, out, err = run_cli("leaderboard", tmp_path, "--out", board_dir)
     assert code == 0, err
-    assert "4 configuration(s) from 4 result(s)" in out + err
+    assert "4 configuration(s) from 8 result(s)" in out + err
     board = (board_dir / "leaderboard.md").read_text()
     assert "scaffold (engine=flower)" in board and "fedavg (engine=flower)" in board
 
