@@ -98,7 +98,9 @@ def federated_workload(what: str, train: dict[str, Any], runs: int, client_rows:
     size = cfg.image_size or native_size
     if size is None:
         raise ValueError(f"{what}: no image_size in the train options and no native size given")
-    evaluations = cfg.rounds // cfg.eval_every + (cfg.rounds % cfg.eval_every != 0)
+    from hetbench.train.simulation import evaluated
+
+    evaluations = sum(evaluated(r, cfg) for r in range(1, cfg.rounds + 1))  # the trainer's own schedule
     return Workload(what, cfg.model, int(size), in_channels, num_classes, cfg.batch_size, runs,
                     train_examples=round(cfg.rounds * cfg.clients_per_round * cfg.local_epochs * client_rows),
                     eval_examples=evaluations * test_rows, clients_per_round=cfg.clients_per_round,

@@ -24,6 +24,7 @@ Statistics
 Criteria (:data:`CRITERIA`):
 
 - ``greater_than`` / ``less_than``: one value; the margin is ``threshold ± min_effect``.
+- ``every_greater_than``: ``greater_than`` at every point (every algorithm above a floor).
 - ``monotone_decreasing`` / ``monotone_increasing``: a metric over an ordered grid, tested three ways:
   every step's paired change (a step may go the wrong way by at most ``tolerance``), the first-to-last
   change (at least ``min_effect``), and the trend over the whole curve (each seed's Spearman rank
@@ -203,6 +204,45 @@ def less_than(m: Measurement, p: Mapping[str, Any]) -> CheckResult:
     return _beyond(m, p, -1)
 
 
+def every_greater_than(m: Measurement, p: Mapping[str, Any]) -> CheckResult:
+    """Every point above ``threshold + min_effect``: :func:`greater_than` at each point of the measurement (an
+    algorithm, a condition). ``reproduced`` when every point's whole interval is above the margin; ``not
+    reproduced`` when some point's whole interval is at or below it; else ``inconclusive``. The numbers list
+    each point's interval and verdict.
+
+    Examples
+    --------
+    >>> from hetbench.reproduce.criteria import Measurement, every_greater_than
+    >>> p = {"threshold": 10.0, "min_effect": 20.0}
+    >>> every_greater_than(Measurement([[60, 62, 61], [45, 47, 46]], labels=["a", "b"]), p).verdict
+    'reproduced'
+    >>> r = every_greater_than(Measurement([[60, 62, 61], [12, 14, 13]], labels=["a", "b"]), p)
+    >>> r.verdict, r.reason[-36:]
+    ('not reproduced', 'lies entirely at or below it: b 13.0')
+    """
+    points = []
+    for label, values in zip(m.point_labels(), m.samples):
+        r = _beyond(Measurement([values]), p, +1)
+        points.append({"point": label, "value": r.numbers["value"], "verdict": r.verdict})
+    threshold, min_effect = float(p["threshold"]), float(p.get("min_effect", 0.0))
+    margin = threshold + min_effect
+    numbers = {"threshold": _num(threshold), "min_effect": _num(min_effect), "margin": _num(margin),
+               "level": criterion_level(p), "points": points}
+    below = [q for q in points if q["verdict"] == NOT_REPRODUCED]
+    open_ = [q for q in points if q["verdict"] == INCONCLUSIVE]
+    lowest = min(points, key=lambda q: q["value"]["mean"]) if points else None
+    said = f"{len(points)} points against the margin {margin:g}"
+    if below:
+        names = ", ".join(f"{q['point']} {q['value']['mean']:.1f}" for q in below)
+        return CheckResult(NOT_REPRODUCED, f"{said}: {len(below)} interval(s) lies entirely at or below it: {names}",
+                           numbers)
+    if open_:
+        names = ", ".join(f"{q['point']} {q['value']['mean']:.1f}" for q in open_)
+        return CheckResult(INCONCLUSIVE, f"{said}: {len(open_)} interval(s) straddle it: {names}", numbers)
+    return CheckResult(REPRODUCED, f"{said}: every interval lies above it (lowest {lowest['point']} "
+                                   f"{lowest['value']['mean']:.1f})", numbers)
+
+
 def within_relative(m: Measurement, p: Mapping[str, Any]) -> CheckResult:
     """Every mean within ``tolerance`` (a fraction: 0.02 is 2%; 0 is exact) of its published value:
     ``reproduced``; any outside: ``not reproduced`` (the numbers list each point). Meant for deterministic
@@ -288,6 +328,7 @@ CRITERIA: Registry[Criterion] = Registry(
         "monotone_decreasing": Criterion(monotone_decreasing, ("tolerance", "min_effect"), ("level",)),
         "monotone_increasing": Criterion(monotone_increasing, ("tolerance", "min_effect"), ("level",)),
         "greater_than": Criterion(greater_than, ("threshold",), ("min_effect", "level")),
+        "every_greater_than": Criterion(every_greater_than, ("threshold",), ("min_effect", "level")),
         "less_than": Criterion(less_than, ("threshold",), ("min_effect", "level")),
         "within_relative": Criterion(within_relative, ("tolerance",)),
         "ratio_scaling": Criterion(ratio_scaling, ("slope_min", "slope_max"), ("level",)),

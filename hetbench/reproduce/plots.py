@@ -109,7 +109,18 @@ def _panel(ax, m: Measurement, axes: Axes, criterion: dict[str, Any], result: Ch
                         label="each seed" if i == 0 else None)
         n = max(len(r) for r in m.samples)
         label = f"mean and {pct} t interval ({n} seeds)" if n > 1 else "measured"
-        ax.errorbar(x, means, yerr=bars if n > 1 else None, fmt="o-", color="#1f5fa8", capsize=4, label=label)
+        categories = name == "every_greater_than"  # points that are no grid (algorithms): no line between them
+        ax.errorbar(x, means, yerr=bars if n > 1 else None, fmt="o" if categories else "o-", color="#1f5fa8",
+                    capsize=4, label=label)
+        if categories:
+            t = criterion["threshold"] / s
+            edge = t + criterion.get("min_effect", 0.0) / s
+            ax.axhline(t, color="#444444", lw=1, label=f"threshold {t:g}")
+            if edge != t:
+                ax.axhline(edge, color="#c62828", ls="--", lw=1, label=f"every interval must be above {edge:g}")
+            ax.set_xticks(x, m.point_labels(), rotation=45 if len(means) > 5 else 0,
+                          ha="right" if len(means) > 5 else "center")
+            ax.set_ylim(min(t, float(np.min(means - bars[0]))) - 5 / s, None)
         if len(means) <= 8:  # the numbers beside their points
             for k, (xi, mi) in enumerate(zip(x, means)):  # alternately above and below: neighbours stay apart
                 ax.annotate(_short(mi) if n == 1 else f"{mi:.3g}", (xi, mi), textcoords="offset points",

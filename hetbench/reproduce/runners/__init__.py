@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from hetbench.registry import Registry
 from hetbench.reproduce.runners.base import Axes, Context, Runner, RunOutput
+from hetbench.reproduce.runners.defaults_learn import DefaultsLearnRunner
 from hetbench.reproduce.runners.device_fairness import DeviceFairnessRunner
 from hetbench.reproduce.runners.domains import DomainsRunner
 from hetbench.reproduce.runners.embedding_zeta import EmbeddingZetaRunner
@@ -19,6 +20,7 @@ RUNNERS: Registry[Runner] = Registry(
     {
         "dapperfl_domains": DomainsRunner(),
         "dapperfl_footprint": FootprintRunner(),
+        "defaults_learn": DefaultsLearnRunner(),
         "device_fairness": DeviceFairnessRunner(),
         "embedding_zeta": EmbeddingZetaRunner(),
         "geo_clients": GeoClientsRunner(),

@@ -26,7 +26,7 @@ from hetbench.reproduce.runners.base import Axes, Context, Runner, RunOutput, la
 
 #: TrainConfig fields a claim may set (the rest are runtime options or set by the runner)
 TRAIN_KEYS = ("rounds", "clients_per_round", "local_epochs", "batch_size", "lr", "momentum", "weight_decay", "model",
-              "norm", "eval_every", "image_size", "last_k")
+              "norm", "eval_every", "eval_from", "image_size", "last_k")
 
 
 def train_config(options: dict[str, Any], where: str):
@@ -39,7 +39,7 @@ def train_config(options: dict[str, Any], where: str):
     3
     >>> train_config({"device": "cpu"}, "x.yaml: settings.quick.train")
     Traceback (most recent call last):
-    hetbench.errors.HetbenchError: x.yaml: settings.quick.train: unknown option 'device' (options: rounds, clients_per_round, local_epochs, batch_size, lr, momentum, weight_decay, model, norm, eval_every, image_size, last_k)
+    hetbench.errors.HetbenchError: x.yaml: settings.quick.train: unknown option 'device' (options: rounds, clients_per_round, local_epochs, batch_size, lr, momentum, weight_decay, model, norm, eval_every, eval_from, image_size, last_k)
     """
     from hetbench.train.algorithms import TrainConfig
 
