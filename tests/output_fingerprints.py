@@ -7,7 +7,9 @@ and that digest is the one compared when the installed pyarrow differs from the 
 the fingerprints (pyarrow writes its version into every file; the manifest records each shard's
 sha256, so it is compared without those then). PNG files are compared only under
 the matplotlib version that recorded them, since another version draws other pixels. Training
-results and the leaderboard CSV are compared without their wall-clock seconds.
+results and the leaderboard CSV are compared without their wall-clock seconds and without the values of
+their floats (trained numbers may differ in their last bits between CPUs): their keys, names, counts and
+the place of every number.
 
 Builds whose bits come from float training (:data:`FLOAT_TRAINED`: the task embedder trains a CNN,
 whose last bits differ between CPUs, and the split follows its embeddings) are fingerprinted by what
@@ -122,12 +124,14 @@ def _parquet_content(path: Path) -> str:
 
 
 def _without_timing(obj: Any) -> Any:
-    """A results document less its wall-clock seconds (keys ``timing`` and ``*_s``)."""
+    """A results document less its wall-clock seconds (keys ``timing`` and ``*_s``) and with every float a
+    placeholder: float training may differ in its last bits between CPUs (the brief: no test depends on them
+    across machines), so a trained number is fingerprinted by where it is, never by its value."""
     if isinstance(obj, dict):
         return {k: _without_timing(v) for k, v in obj.items() if k != "timing" and not k.endswith("_s")}
     if isinstance(obj, list):
         return [_without_timing(v) for v in obj]
-    return obj
+    return "<float>" if isinstance(obj, float) else obj
 
 
 def _result_content(path: Path) -> str:
@@ -135,18 +139,25 @@ def _result_content(path: Path) -> str:
 
 
 def _leaderboard_content(path: Path) -> str:
-    """The leaderboard CSV less its wall-time columns."""
+    """The leaderboard CSV less its wall-time columns, every cell that reads as a decimal number a placeholder
+    (trained numbers: :func:`_without_timing`)."""
     import csv
     import io
+    import re
 
     rows = list(csv.reader(io.StringIO(path.read_text())))
     keep = [i for i, col in enumerate(rows[0]) if "wall_time" not in col]
-    return _sha(json.dumps([[r[i] for i in keep] for r in rows]).encode())
+    decimal = re.compile(r"[-+]?(\d+\.\d*|\.\d+|\d+)([eE][-+]?\d+)?|nan|inf")
+    cells = [[("<number>" if k and decimal.fullmatch(r[i]) and "." in r[i] else r[i]) for i in keep]
+             for k, r in enumerate(rows)]
+    return _sha(json.dumps(cells).encode())
 
 
 def _manifest_content(path: Path) -> str:
-    """The manifest less its per-shard file hashes, which depend on the pyarrow version."""
+    """The manifest less its per-shard file hashes, which depend on the pyarrow version, and less its record of
+    the library versions it was built with (``built_with``: a record of the machine, not of the split)."""
     doc = json.loads(path.read_text())
+    doc.pop("built_with", None)
     for info in doc.get("splits", {}).values():
         info.pop("file_sha256", None)
     return _sha(json.dumps(doc, sort_keys=True).encode())
@@ -177,7 +188,7 @@ def digest_float_folder(folder: Path) -> dict[str, dict[str, str]]:
     for path in sorted(p for p in folder.rglob("*") if p.is_file()):
         out[re.sub(mask, "<fingerprint>", path.relative_to(folder).as_posix())] = {"present": "yes"}
     kept = {k: manifest[k] for k in ("recipe", "num_clients", "client_names", "class_names", "source", "format")}
-    kept["keys"] = sorted(manifest)
+    kept["keys"] = sorted(k for k in manifest if k != "built_with")  # a record of the machine, not of the split
     out["hetbench.json"] = {"content": _sha(json.dumps(kept, sort_keys=True).encode())}
     out["report.json"] = {"content": _sha(json.dumps(sorted(json.loads((folder / "report.json").read_text()))).encode())}
     return out
@@ -237,7 +248,8 @@ def compare(recorded: dict[str, Any], now: dict[str, Any], same: dict[str, bool]
                 problems.append(f"{name}/{rel}: new file")
             elif rel.endswith(".png") and not same["matplotlib"]:
                 continue
-            elif rel.endswith((".parquet", "hetbench.json")) and not same["pyarrow"]:
+            elif rel.endswith("hetbench.json") or (rel.endswith(".parquet") and not same["pyarrow"]):
+                # the manifest by content: its built_with records this machine's libraries
                 if files[rel]["content"] != want[rel]["content"]:
                     problems.append(f"{name}/{rel}: content differs")
             elif files[rel] != want[rel]:
