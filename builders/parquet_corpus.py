@@ -78,7 +78,7 @@ def prepare_parquet_corpus(spec: dict[str, Any], settings: dict[str, Any], recip
     from hetbench.progress import show_progress
 
     with show_progress(not quiet):  # every image is decode-checked as it is read (a bar with an ETA)
-        table = load_table(dataset, settings.get("label_column", "label"))
+        table = load_table(dataset, settings.get("label_column", "label"), check_images=True)
     if set(table.splits) != {"train", "test"}:
         raise HetbenchError(f"the {recipe} recipe reads the corpus's own train and test splits; '{dataset}' has "
                             f"{', '.join(sorted(table.splits)) or 'none'}")

@@ -174,15 +174,20 @@ class FlowerSession:
     def __exit__(self, *exc: Any) -> None:
         from hetbench.flower.events import write_job
 
+        if self.link is None:  # closed already (a sweep closes a session before its ExitStack does)
+            return
         try:
-            if self.run is not None and self.run.poll() is None:
+            # ended normally: the stop file, and the run shuts its Ray down; an error or a signal: no waiting for a
+            # ServerApp in the middle of a job, every process is stopped by pid at once (LocalSuperLink.stop)
+            if exc[0] is None and self.run is not None and self.run.poll() is None:
                 write_job(self.link.root / "jobs", self.jobs + 1, None)  # the stop file: the ServerApp returns
                 deadline = time.monotonic() + END_WAIT_S
                 while self.run.poll() is None and time.monotonic() < deadline:  # flwr-simulation shuts Ray down
                     self.link.scan(force=False)
                     time.sleep(POLL_S)
         finally:
-            self.link.__exit__(*exc)
+            link, self.link = self.link, None
+            link.__exit__(*exc)
 
 
 def run_flower_simulation(

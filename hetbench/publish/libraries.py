@@ -72,12 +72,14 @@ def version_note(manifest: Mapping) -> str:
     '; built with other library versions than this machine'
     >>> version_note({"built_with": {"libraries": library_versions()}})
     '; the libraries that decide bytes have the versions it was built with'
-    >>> version_note({})
-    ''
+    >>> version_note({}), version_note({"built_with": ["x"]}), version_note({"built_with": {"libraries": 3}})
+    ('', '', '')
     """
-    recorded = (manifest.get("built_with") or {}).get("libraries")
-    if not recorded:
-        return ""
+    built = manifest.get("built_with")
+    recorded = built.get("libraries") if isinstance(built, Mapping) else None
+    if not isinstance(recorded, Mapping) or not recorded:
+        return ""  # none recorded (an older folder) or not a record at all: nothing to say about versions
+    recorded = {str(k): str(v) for k, v in recorded.items()}
     differ = differing_versions(recorded)
     if not differ:
         return "; the libraries that decide bytes have the versions it was built with"

@@ -101,8 +101,8 @@ def claim_ids() -> list[str]:
     --------
     >>> from hetbench.reproduce.claims import claim_ids
     >>> claim_ids()
-    ['borazjani-zeta', 'dapperfl-domains', 'dapperfl-footprint', 'heteroswitch-stage-drop', 'heteroswitch-table4',
-     'hsu-fedavgm', 'hsu-fedvc-fedir', 'hsu-geo-clients', 'hsu-label-skew']
+    ['borazjani-zeta', 'dapperfl-domains', 'dapperfl-footprint', 'defaults-learn', 'heteroswitch-stage-drop',
+     'heteroswitch-table4', 'hsu-fedavgm', 'hsu-fedvc-fedir', 'hsu-geo-clients', 'hsu-label-skew']
     """
     return sorted(p.name[:-5] for p in _folder().iterdir() if p.name.endswith(".yaml"))
 

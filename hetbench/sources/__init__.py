@@ -44,6 +44,7 @@ def load_table(
     dataset: "str | datasets.Dataset | datasets.DatasetDict" = DEFAULT_DATASET,
     label_col: str | None = None,
     id_col: str | None = None,
+    check_images: bool = False,
 ) -> SampleTable:
     """Read ``dataset`` as a SampleTable.
 
@@ -58,6 +59,10 @@ def load_table(
     id_col : str, optional
         The sample-id column recorded in the manifest; default the source's own (``sample_id`` of
         the built-ins) or none.
+    check_images : bool
+        Decode-check every image a local or hub source holds and leave out (listing them in
+        ``SampleTable.skipped``) those that do not decode; image cells that name a file are always
+        read under the roots rule (:mod:`hetbench.sources.image_cells`).
 
     Returns
     -------
@@ -95,13 +100,13 @@ def load_table(
     from hetbench.sources.lineage import build_lineage
 
     with datasets_bars_off():
-        splits, skipped = _read_reference(dataset)
+        splits, skipped = _read_reference(dataset, check_images)
     table = to_table(splits, dataset, label_col, id_col, build_lineage(dataset))  # a build's origin and licence
     table.skipped = skipped
     return table
 
 
-def _read_reference(dataset: str) -> tuple[dict, list[dict]]:
+def _read_reference(dataset: str, check_images: bool = False) -> tuple[dict, list[dict]]:
     """The splits of a local file or folder, else of a hub id, their image cells that name files resolved
     inside the source's folder (:func:`hetbench.sources.image_cells.resolve_image_cells`); and the rows
     dropped for it."""
@@ -109,9 +114,9 @@ def _read_reference(dataset: str) -> tuple[dict, list[dict]]:
 
     path = Path(dataset).expanduser()
     if path.exists():
-        return resolve_image_cells(read_path(dataset), path if path.is_dir() else path.parent)
+        return resolve_image_cells(read_path(dataset), path if path.is_dir() else path.parent, check_all=check_images)
     if looks_like_hub_id(dataset):
-        return resolve_image_cells(read_hub(dataset), None)
+        return resolve_image_cells(read_hub(dataset), None, check_all=check_images)
     raise HetbenchError(f"dataset '{dataset}' not found (no such file or folder, and not a built-in)")
 
 

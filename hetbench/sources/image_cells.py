@@ -15,11 +15,13 @@ roots rule of ``docs/output-contract.md``:
   (which has no folder of its own) drops its row: the row is counted and listed in the report's
   ``skipped`` entries (split, row, the file's base name and the reason) and the command goes on.
 
-:func:`decode_problem` is the decode check every image of a local or hub source passes when it is read
-(header within :data:`hetbench.image_limits.MAX_PIXELS` first, then the whole image decoded: a JPEG at PIL's
-reduced draft scale, which still reads every entropy-coded byte), so that neither ``partition --dataset`` nor
-a corpus that publishes stored bytes (``build real-devices --recipe fed-isic2019``) publishes a corrupt,
-truncated or oversized image: its row is dropped and listed like a cell whose file is not read.
+:func:`decode_problem` is the decode check every file a cell names passes, and, for a build that publishes
+a corpus's stored bytes (``build real-devices --recipe fed-isic2019``: ``check_all``), every image of the
+source (header within :data:`hetbench.image_limits.MAX_PIXELS` first, then the whole image decoded: a JPEG at
+PIL's reduced draft scale, which still reads every entropy-coded byte): a corrupt, truncated or oversized
+image is dropped and listed like a cell whose file is not read. ``partition`` publishes a cell that holds
+bytes as the source holds it (it re-partitions, it does not re-encode; docs/output-contract.md says so): a
+command that reads the pixels stops at one that does not decode, naming its row.
 """
 
 from __future__ import annotations
@@ -131,11 +133,11 @@ def read_cell_file(path: str, root: Path | None) -> tuple[bytes | None, str | No
     return (None, problem) if problem else (data, None)
 
 
-def resolve_image_cells(splits: dict[str, Any], root: str | os.PathLike | None,
-                        num_proc: int | None = None) -> tuple[dict[str, Any], list[dict]]:
-    """``splits`` with every path-only image cell replaced by its file's bytes (module rules) and every other
-    image checked to decode (:func:`undecodable_rows`); the rows whose file is not read, or whose image does not
-    decode, dropped; and those rows, for the report's ``skipped``.
+def resolve_image_cells(splits: dict[str, Any], root: str | os.PathLike | None, num_proc: int | None = None,
+                        check_all: bool = False) -> tuple[dict[str, Any], list[dict]]:
+    """``splits`` with every path-only image cell replaced by its file's bytes (module rules) and, with
+    ``check_all``, every other image checked to decode (:func:`undecodable_rows`); the rows whose file is not
+    read, or whose image does not decode, dropped; and those rows, for the report's ``skipped``.
 
     Parameters
     ----------
@@ -146,6 +148,10 @@ def resolve_image_cells(splits: dict[str, Any], root: str | os.PathLike | None,
     num_proc : int, optional
         Processes that decode (default: the cores this process may use, for sources of over
         :data:`PARALLEL_FROM` images; one below).
+    check_all : bool
+        Decode-check the cells that hold bytes too (a build that publishes stored bytes: fed-isic2019);
+        without it they are published as the source holds them, and a command that reads their pixels
+        stops at one that does not decode, naming its row.
 
     Returns
     -------
@@ -165,7 +171,7 @@ def resolve_image_cells(splits: dict[str, Any], root: str | os.PathLike | None,
     >>> cells = [{"bytes": None, "path": "a.png"}, {"bytes": None, "path": "/etc/hostname"}, {"bytes": b"?", "path": None}]
     >>> ds = datasets.Dataset.from_dict({"image": cells, "label": [0, 1, 2]}, features=datasets.Features(
     ...     {"image": datasets.Image(), "label": datasets.Value("int64")}))
-    >>> out, skipped = resolve_image_cells({"train": ds}, root)
+    >>> out, skipped = resolve_image_cells({"train": ds}, root, check_all=True)
     >>> out["train"]["label"][:], out["train"].with_format("arrow")["image"][0]["path"].as_py()
     ([0], 'a.png')
     >>> [(s["row"], s["file"], s["reason"][:30]) for s in skipped]
@@ -188,8 +194,9 @@ def resolve_image_cells(splits: dict[str, Any], root: str | os.PathLike | None,
         drop: dict[int, dict] = {}
         for column in columns:
             ds, read = _read_named_files(ds, column, base, drop)
-            for row, reason in undecodable_rows(ds, column, num_proc, skip=read | set(drop)):
-                drop.setdefault(row, {"row": row, "file": None, "reason": reason})
+            if check_all:
+                for row, reason in undecodable_rows(ds, column, num_proc, skip=read | set(drop)):
+                    drop.setdefault(row, {"row": row, "file": None, "reason": reason})
         if drop:
             keep = np.ones(ds.num_rows, dtype=bool)
             keep[list(drop)] = False
