@@ -11,6 +11,10 @@
 (c) ``--num-proc 2`` vs 1 rendering 20 captures (2-MP crops x the wb,tone variants), the builders'
     job runner including its worker start-up. Target: >= 1.7x.
 
+Both sides run in one process whose glibc ``malloc`` keeps freed memory, as the builders' render workers do
+(:func:`hetbench.isp.memory.keep_freed_memory`): LibRaw's buffers and every stage's image then reuse pages instead of
+faulting fresh ones in (``--fresh-pages`` leaves glibc's default, which slows both sides, LibRaw most).
+
 The capture is synthetic (unprocessed from a photograph shipped in scikit-image, upscaled), because
 no 12-MP RAW can ship with the project; it takes the same LibRaw path as a real DNG.
 
@@ -76,11 +80,18 @@ def main(argv=None) -> None:
     ap.add_argument("--parts", default="abc", help="which parts to run (default abc)")
     ap.add_argument("--raw", default=None,
                     help="also time (a) on this real RAW file (read_raw, GainMap and all), against rawpy on the file")
+    ap.add_argument("--fresh-pages", action="store_true",
+                    help="leave glibc's malloc as it is (every large buffer mapped and faulted in afresh)")
     args = ap.parse_args(argv)
 
     import cv2
     import rawpy
 
+    from hetbench.isp.memory import keep_freed_memory
+
+    # as in the builders' workers (hetbench.isp.jobs.init_worker): both sides, LibRaw's buffers included, reuse
+    # freed memory instead of faulting fresh pages in (--fresh-pages measures glibc's default)
+    tuned = False if args.fresh_pages else keep_freed_memory()
     from hetbench.isp.jobs import CaptureJob, PhotoSource, Render, run_jobs
     from hetbench.isp.pipeline import Pipeline, Renderer, parse_stage_list, table3_variants
     from hetbench.isp.dng import dng_bytes
@@ -88,7 +99,8 @@ def main(argv=None) -> None:
 
     w, h = (2000, 1500) if args.quick else (4000, 3000)
     print(f"hetbench ISP benchmark: rawpy {rawpy.__version__} (LibRaw {'.'.join(map(str, rawpy.libraw_version))}), "
-          f"{os.cpu_count()} CPUs, OMP_NUM_THREADS={os.environ['OMP_NUM_THREADS']}")
+          f"{os.cpu_count()} CPUs, OMP_NUM_THREADS={os.environ['OMP_NUM_THREADS']}, "
+          f"freed memory {'kept (as in the build workers)' if tuned else 'unmapped (glibc default)'}")
     cap = synthetic_capture(w, h)
     blob = dng_bytes(cap)
     print(f"  capture: {w}x{h} ({w * h / 1e6:.1f} MP), {cap.cfa}, DNG {len(blob) / 1e6:.1f} MB")

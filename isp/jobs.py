@@ -233,8 +233,12 @@ def renderer_native(capture) -> np.ndarray:
 
 
 def init_worker() -> None:
-    """Set up a worker process: one OpenMP / OpenCV thread (jobs run one per core)."""
+    """Set up a worker process: one OpenMP / OpenCV thread (jobs run one per core), and freed image buffers
+    kept for the next render (:func:`hetbench.isp.memory.keep_freed_memory`)."""
+    from hetbench.isp.memory import keep_freed_memory
+
     os.environ["OMP_NUM_THREADS"] = "1"
+    keep_freed_memory()
     try:
         import cv2
 

@@ -2,7 +2,7 @@
 
 Input: float32 (H, W, 3) white-balanced linear camera RGB. Output: float32 linear RGB in the
 output colour space. Every variant is one 3x3 matrix, applied elementwise (:func:`apply_matrix`) in
-float32 (about 0.03 s at 12 MP, against about 0.3 s for a numpy matmul). Nothing is clipped:
+float32 (about 0.04 s at 12 MP, against about 0.3 s for a numpy matmul). Nothing is clipped:
 out-of-gamut colours keep their negative or > 1 components, and the tone stage clips.
 
 Variants:
@@ -120,9 +120,12 @@ _BLOCK = 65_536  # pixels per block of apply_matrix
 def apply_matrix(image: np.ndarray, matrix) -> np.ndarray:
     """out[..., i] = sum_j matrix[i, j] * image[..., j], in float32, the same bits on every CPU.
 
-    Elementwise numpy in blocks of rows, each product and sum rounded on its own in the order
+    Elementwise in blocks of pixels, each product and sum rounded on its own in the order
     ``(m0 x0 + m1 x1) + m2 x2``: ``cv2.transform`` fuses multiply-adds (FMA) in its AVX2 path and
     not in its SSE path, so its last bits, and the rounded 8-bit image after it, depend on the CPU.
+    Each block is split into three contiguous planes (``cv2.split``, a copy of bits), computed there with
+    numpy's contiguous loops, and merged back (``cv2.merge``): 12 MP in 40 ms, against 71 ms on the
+    interleaved channels.
 
     Parameters
     ----------
@@ -143,17 +146,27 @@ def apply_matrix(image: np.ndarray, matrix) -> np.ndarray:
     >>> apply_matrix(np.ones((4, 4, 3)), np.diag([1.0, 2.0, 3.0]))[0, 0].tolist()
     [1.0, 2.0, 3.0]
     """
+    import cv2
+
     img = np.ascontiguousarray(as_rgb_float32(image, "gamut"))
     m = _matrix(matrix).astype(np.float32)
-    flat = img.reshape(-1, 3)
+    flat = img.reshape(-1, 1, 3)  # one column of 3-channel pixels: what cv2.split and cv2.merge take
     out = np.empty_like(flat)
-    for start in range(0, flat.shape[0], _BLOCK):  # blocks that stay in cache: 3x faster than whole planes
+    n = min(_BLOCK, flat.shape[0])
+    planes = [np.empty((n, 1), np.float32) for _ in range(3)]
+    mixed = [np.empty((n, 1), np.float32) for _ in range(3)]
+    term = np.empty((n, 1), np.float32)
+    for start in range(0, flat.shape[0], _BLOCK):
         block, dst = flat[start : start + _BLOCK], out[start : start + _BLOCK]
-        for i in range(3):
-            col = dst[:, i]
-            np.multiply(block[:, 0], m[i, 0], out=col)
-            col += block[:, 1] * m[i, 1]
-            col += block[:, 2] * m[i, 2]
+        k = block.shape[0]
+        src = cv2.split(block, [p[:k] for p in planes])  # the planes given, or new ones where a release allocates
+        for i, col in enumerate(p[:k] for p in mixed):
+            np.multiply(src[0], m[i, 0], out=col)
+            col += np.multiply(src[1], m[i, 1], out=term[:k])
+            col += np.multiply(src[2], m[i, 2], out=term[:k])
+        merged = cv2.merge([p[:k] for p in mixed], dst)
+        if merged is not dst:  # pragma: no cover - OpenCV allocated another array
+            dst[...] = merged
     return out.reshape(img.shape)
 
 
