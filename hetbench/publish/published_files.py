@@ -147,8 +147,8 @@ def _plain(value: Any) -> Any:
 
 
 def check_report(folder: Path, fs, manifest: dict[str, Any]) -> None:
-    """``report.json``'s common entries and ``report/clients.parquet`` equal what the re-run split
-    gives (module notes)."""
+    """``report.json``'s common entries, ``report/clients.parquet`` and, for a split of many classes,
+    ``report/classes.parquet`` equal what the re-run split gives (module notes)."""
     import pyarrow.parquet as pq
 
     from hetbench.report import CLIENTS_FILE, compute_report
@@ -172,6 +172,15 @@ def check_report(folder: Path, fs, manifest: dict[str, Any]) -> None:
         raise Mismatch(f"{CLIENTS_FILE} is not readable parquet ({str(exc).splitlines()[0][:120]})") from exc
     if not table.equals(report.clients.to_arrow()):
         raise Mismatch(f"{CLIENTS_FILE} differs from the per-client statistics the split gives")
+    if report.classes is not None:  # a split of many classes: its per-class lists (hetbench.report.classes)
+        from hetbench.report.classes import CLASSES_FILE
+
+        try:
+            table = pq.ParquetFile(folder / CLASSES_FILE).read()
+        except Exception as exc:  # missing, truncated, not parquet
+            raise Mismatch(f"{CLASSES_FILE} is not readable parquet ({str(exc).splitlines()[0][:120]})") from exc
+        if not table.equals(report.classes.to_arrow()):
+            raise Mismatch(f"{CLASSES_FILE} differs from the per-class statistics the split gives")
 
 
 __all__ = ["INVENTORIED", "file_inventory", "published_paths", "check_files", "check_card", "check_report", "card_task",

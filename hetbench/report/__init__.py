@@ -12,8 +12,10 @@
 The report's keys are listed in ``docs/output-contract.md``.
 """
 
+from hetbench.report.classes import CLASSES_FILE, read_classes
 from hetbench.report.metrics import CLIENTS_FILE, ClientStats, Report, compute_report, read_clients
 from hetbench.report.plots import PLOTS, write_report
 from hetbench.report.refresh import refresh_report
 
-__all__ = ["compute_report", "write_report", "refresh_report", "read_clients", "ClientStats", "Report", "PLOTS", "CLIENTS_FILE"]
+__all__ = ["compute_report", "write_report", "refresh_report", "read_clients", "ClientStats", "Report", "PLOTS", "CLIENTS_FILE",
+           "CLASSES_FILE", "read_classes"]

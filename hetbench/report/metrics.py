@@ -19,6 +19,7 @@ import numpy as np
 
 from hetbench import metrics
 from hetbench.errors import HetbenchError
+from hetbench.report.classes import CLASSES_FILE, MAX_INLINE_CLASSES, ClassStats
 
 CLIENTS_FILE = "report/clients.parquet"
 #: report.json keys of the earlier format that moved to ``report/clients.parquet``.
@@ -185,6 +186,8 @@ class Report(dict):
     """
 
     clients: ClientStats | None = None
+    #: the per-class lists of a split of more than MAX_INLINE_CLASSES classes (``report/classes.parquet``)
+    classes: ClassStats | None = None
 
 
 def compute_report(
@@ -250,11 +253,15 @@ def compute_report(
     size_stats = metrics.size_stats(sizes)
     size_stats.update({k: v for k, v in metrics.quantile_stats(sizes).items() if k.startswith("p")})
     cpc = metrics.size_stats(stats.classes_present)
+    per_class = {"class_names": list(class_names),
+                 "population_distribution": [_round(v) for v in lc.population()],
+                 "class_counts": lc.class_totals().tolist()}
+    many = num_classes > MAX_INLINE_CLASSES  # the lists go to report/classes.parquet (hetbench.report.classes)
     report = Report(
         num_clients=num_clients,
         num_samples=int(sizes.sum()),
         num_classes=num_classes,
-        class_names=list(class_names),
+        **({"classes_file": CLASSES_FILE} if many else per_class),
         size_stats=_rounded(size_stats),
         **weighted,
         emd_stats=_rounded(metrics.quantile_stats(stats.emd[nonempty])),
@@ -263,11 +270,11 @@ def compute_report(
         classes_per_client_stats={k: _round(cpc[k]) for k in ("min", "median", "max", "mean")},
         empty_clients=int(num_clients - np.count_nonzero(nonempty)),
         empty_client_class_cells=int(num_clients * num_classes - lc.counts.size),
-        population_distribution=[_round(v) for v in lc.population()],
-        class_counts=lc.class_totals().tolist(),
         splits=splits,
         dropped={s: dict(d) for s, d in (dropped or {}).items()},
         clients_file=CLIENTS_FILE,
     )
     report.clients = stats
+    if many:
+        report.classes = ClassStats(per_class["class_names"], lc.class_totals(), per_class["population_distribution"])
     return report

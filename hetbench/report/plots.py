@@ -28,6 +28,7 @@ import numpy as np
 from hetbench import metrics
 from hetbench.plotting import pyplot
 from hetbench.report.axes import MAX_HEATMAP_CLASSES, class_ticks, tick_rows
+from hetbench.report.classes import CLASSES_FILE
 from hetbench.report.metrics import CLIENTS_FILE, ClientStats
 
 PLOTS = {
@@ -286,7 +287,8 @@ def plot_emd_hist(report: Mapping[str, Any], clients: ClientStats, path: Path, t
 
 
 def write_report(report: Mapping[str, Any], out_dir: Path, clients: ClientStats | None = None) -> list[str]:
-    """Write ``report.json``, ``report/clients.parquet`` and the plots under ``out_dir``.
+    """Write ``report.json``, ``report/clients.parquet`` (and ``report/classes.parquet`` for a split of many
+    classes: :mod:`hetbench.report.classes`) and the plots under ``out_dir``.
 
     Parameters
     ----------
@@ -326,6 +328,8 @@ def write_report(report: Mapping[str, Any], out_dir: Path, clients: ClientStats 
     plots.mkdir(parents=True, exist_ok=True)
     (out_dir / "report.json").write_text(json.dumps(report, indent=1, sort_keys=True) + "\n")
     clients.write(out_dir / CLIENTS_FILE)
+    if getattr(report, "classes", None) is not None:
+        report.classes.write(out_dir / CLASSES_FILE)
     groups = client_groups(report, clients.names)
     plot_label_heatmap(report, clients, plots / PLOTS["label_heatmap"], groups=groups)
     written = [PLOTS["label_heatmap"]]

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from hetbench.errors import HetbenchError
+from hetbench.report.classes import CLASSES_FILE, PER_CLASS_KEYS
 from hetbench.report.metrics import CLIENTS_FILE, PER_CLIENT_KEYS, Report, compute_report
 from hetbench.report.plots import write_report
 
@@ -132,7 +133,8 @@ def refresh_report(folder: str | os.PathLike) -> Report:
         except (json.JSONDecodeError, UnicodeDecodeError):
             old = {}
         if isinstance(old, dict):
-            report.update({k: v for k, v in old.items() if k not in report and k not in PER_CLIENT_KEYS})
+            computed = (*PER_CLIENT_KEYS, *PER_CLASS_KEYS, "classes_file")  # what compute_report decides
+            report.update({k: v for k, v in old.items() if k not in report and k not in computed})
     clusters = _clusters(folder, report)
     shift = None if "feature_shift" in report else _feature_shift(folder, manifest, cols, report)
     if shift is not None:
@@ -150,6 +152,10 @@ def refresh_report(folder: str | os.PathLike) -> Report:
         for f in (tmp / "plots").iterdir():
             os.replace(f, Path(folder) / "plots" / f.name)
         os.replace(tmp / CLIENTS_FILE, Path(folder) / CLIENTS_FILE)
+        if (tmp / CLASSES_FILE).is_file():
+            os.replace(tmp / CLASSES_FILE, Path(folder) / CLASSES_FILE)
+        else:
+            (Path(folder) / CLASSES_FILE).unlink(missing_ok=True)
         if shift is not None:
             from hetbench.report.feature_entry import FEATURE_FILE
 

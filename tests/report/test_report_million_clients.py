@@ -62,6 +62,11 @@ def test_a_million_clients_report_is_small_and_lean(tmp_path, classes):
     assert report["splits"]["test"]["shared_rows"] == 1000
     meta = pq.read_metadata(tmp_path / "report" / "clients.parquet")
     assert meta.num_rows == 1_000_000
+    if classes > 1000:  # the per-class lists are in report/classes.parquet (hetbench.report.classes)
+        assert report["classes_file"] == "report/classes.parquet" and "class_counts" not in report
+        assert pq.read_metadata(tmp_path / "report" / "classes.parquet").num_rows == classes
+    else:
+        assert len(report["class_counts"]) == classes
     assert {"num_samples", "emd", "label_classes", "label_counts", "rows_train", "rows_test"} <= set(meta.schema.to_arrow_schema().names)
     for png in ("label_distribution_heatmap.png", "emd_histogram.png"):
         assert (tmp_path / "plots" / png).stat().st_size > 1000
