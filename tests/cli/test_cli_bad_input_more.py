@@ -351,7 +351,7 @@ def test_many_distinct_labels_get_one_warning_line(tmp_path, run_cli):
     assert code == 0, err
     warnings = [line for line in err.splitlines() if line.startswith("hetbench: warning:")]
     assert warnings == [f"hetbench: warning: {n:,} distinct labels in column 'label' (more than {MANY_CLASSES:,}): the "
-                        "card and report list every class, so they will be large (MBs); check the label column"], err
+                        "card and the manifest list every class, so they will be large (MBs); check the label column"], err
     code, _, err = run_cli("partition", "iid", "--clients", "4", "-q", "--out", tmp_path / "few")
     assert code == 0 and "warning" not in err, err
 
