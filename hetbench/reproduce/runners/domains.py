@@ -3,8 +3,8 @@
 The split is ``hetbench build digits-domains`` (:func:`hetbench.builders.digits_domains.build_digits_domains`:
 clients spread over the four domains, each client a disjoint ``fraction`` of its domain's training rows,
 one test set per domain). FedAvg and DapperFL (the trainer's ``dapperfl``: model fusion pruning at each
-client's pruning ratio, DAR loss, masked aggregation; pruning ratios by device level, client k at level
-k mod 5) are trained on it with every seed by :func:`hetbench.sweep.sweep`, with the group protocol
+client's pruning ratio, DAR loss, masked aggregation; pruning ratios by device level, each client's level drawn
+per run independently of its domain: :func:`hetbench.train.algorithms.dapperfl.device_levels`) are trained on it with every seed by :func:`hetbench.sweep.sweep`, with the group protocol
 ``group_by="domain"`` so that every result carries each domain's test accuracy
 (``final.last_k.group_accuracy``, the mean of the last k evaluations). Seed by seed:
 

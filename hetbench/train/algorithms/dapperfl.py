@@ -25,8 +25,12 @@ the clients send, so every engine records the same): ``fusion_alpha``, the round
 ``pruned_fraction``, the mean over the round's reporting clients of the fraction of prunable channels their
 masks removed.
 
-Pruning ratios come from device levels: clients are spread over levels 1..5 in turn (client k gets level
-k mod 5), rho in {0, 0.2, 0.4, 0.6, 0.8} (sec. 4.1). Depthwise convolutions are not pruned on their own
+Pruning ratios come from device levels 1..5, rho in {0, 0.2, 0.4, 0.6, 0.8} (sec. 4.1): a device's level is
+its system capability, which has nothing to do with the domain its data comes from (the paper distributes
+clients to domains at random, and the levels are a property of the devices), so each run draws every client's
+level at random, the levels as even as the count allows (:func:`device_levels`: seeded by the run's seed,
+independent of client order). Before, client k got level k mod 5; a domain split numbers its clients in blocks
+by domain, so the ratio followed the domain (MNIST clients pruned 0-20%, USPS 60-80%). Depthwise convolutions are not pruned on their own
 (their channels follow their input). Per client the results give:
 
 - ``parameters`` and ``macs``: the *structural* cost of the pruned model with dead channels removed (a
@@ -148,6 +152,49 @@ def l1_channel_mask(params: torch.Tensor, groups: list[PruneGroup], ratio: float
     return mask, pruned, total
 
 
+#: the stream of the run's seed that draws the device levels (apart from every (round, client) stream)
+_LEVEL_STREAM = 0xDA9
+
+
+def device_levels(num_clients: int, num_levels: int, seed: int) -> np.ndarray:
+    """Each client's device level (0-based): as even as the count allows (every level has ``floor`` or
+    ``ceil`` of ``num_clients / num_levels`` clients), assigned by a random permutation of the clients, so a
+    client's level, and with it its pruning ratio, is independent of where its index sits (a domain split
+    numbers its clients in blocks by domain).
+
+    Parameters
+    ----------
+    num_clients, num_levels : int
+        Clients of the split; device levels (DapperFL sec. 4.1: 5).
+    seed : int
+        The run's seed: the same run always draws the same levels, and another seed others.
+
+    Returns
+    -------
+    numpy.ndarray
+        int64 (num_clients,), values in 0 .. num_levels - 1.
+
+    References
+    ----------
+    Jia et al., DapperFL, NeurIPS 2024, sec. 4.1 ("we categorize these heterogeneous devices into 5 levels
+    according to their system capabilities"; clients are distributed to domains at random).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from hetbench.train.algorithms.dapperfl import device_levels
+    >>> levels = device_levels(10, 5, seed=0)
+    >>> np.bincount(levels).tolist()  # two clients per level
+    [2, 2, 2, 2, 2]
+    >>> bool((device_levels(10, 5, seed=1) != levels).any())  # another run, another draw
+    True
+    """
+    rng = np.random.default_rng([int(seed), _LEVEL_STREAM, int(num_clients)])
+    levels = np.empty(int(num_clients), dtype=np.int64)
+    levels[rng.permutation(int(num_clients))] = np.arange(int(num_clients)) % int(num_levels)
+    return levels
+
+
 class DapperFL(Algorithm):
     """DapperFL: model fusion pruning, domain adaptive regularisation and heterogeneous aggregation.
 
@@ -169,7 +216,8 @@ class DapperFL(Algorithm):
         The DAR term: Eq. 3's squared L2 norm ``||z||_2^2`` of the representation, or the unsquared norm
         ``||z||_2`` the authors' released code adds.
     pruning_ratios : sequence of float, default (0.0, 0.2, 0.4, 0.6, 0.8)
-        Pruning ratio rho per device level, each in [0, 1); client k gets level ``k mod len`` (sec. 4.1).
+        Pruning ratio rho per device level, each in [0, 1) (sec. 4.1); each client's level is drawn at random
+        per run, as evenly as the count allows, independently of its domain (:func:`device_levels`).
 
     References
     ----------
@@ -210,6 +258,7 @@ class DapperFL(Algorithm):
         from hetbench.train.models.profile import profile
 
         self.params["pruning_ratios"] = [float(r) for r in self.params["pruning_ratios"]]
+        self.levels = device_levels(run.data.num_clients, len(self.params["pruning_ratios"]), run.config.seed)
         flat = run.ws.flat
         offsets = {id(p): span for p, span in zip(flat.param_list, flat.offsets)}
         self.groups = prune_groups(run.ws.model, offsets)
@@ -218,8 +267,8 @@ class DapperFL(Algorithm):
         self.footprint = {r: self._measure(run, r) for r in sorted(set(self.params["pruning_ratios"]))}
 
     def ratio_of(self, client: int) -> float:
-        ratios = self.params["pruning_ratios"]
-        return ratios[client % len(ratios)]
+        """The pruning ratio of ``client``'s device level (:func:`device_levels`, drawn in :meth:`setup`)."""
+        return self.params["pruning_ratios"][int(self.levels[client])]
 
     def client_update(self, run: RunState, round_index: int, client: int) -> ClientUpdate:
         cfg = run.config

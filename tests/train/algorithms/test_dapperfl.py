@@ -51,14 +51,15 @@ def test_dapperfl_recovery_and_footprint(tiny_data, train):
     data = tiny_data(sizes=(8, 8, 8, 8, 8))
     algo = make_algorithm("dapperfl")
     doc, run = train(data, algo, rounds=2, clients_per_round=5, model="lenet", local_epochs=2)
-    params = doc["clients"]["parameters"]
-    macs = doc["clients"]["macs"]
+    by_ratio = np.argsort(doc["clients"]["pruning_ratio"], kind="stable")  # the clients from level 1 to 5
+    params = [doc["clients"]["parameters"][k] for k in by_ratio]
+    macs = [doc["clients"]["macs"][k] for k in by_ratio]
     assert params[0] == doc["model"]["parameters"]  # level 1: rho = 0
     assert params == sorted(params, reverse=True) and len(set(params)) == 5
     assert macs == sorted(macs, reverse=True)
-    kept = doc["clients"]["mask_parameters"]
+    kept = [doc["clients"]["mask_parameters"][k] for k in by_ratio]
     assert kept[0] == doc["model"]["parameters"] and kept == sorted(kept, reverse=True)
-    assert doc["clients"]["pruning_ratio"] == [0.0, 0.2, 0.4, 0.6, 0.8]
+    assert sorted(doc["clients"]["pruning_ratio"]) == [0.0, 0.2, 0.4, 0.6, 0.8]  # one client per level
     assert all(p <= k for p, k in zip(params, kept))  # removing dead inputs too can only cut more
     assert doc["curves"]["algorithm"]["achieved_pruning_ratio"]["0.8"] == pytest.approx(0.8, abs=0.01)
 
@@ -78,7 +79,9 @@ def test_dapperfl_flops_dense_equivalent_is_table_5s_linear_count(tiny_data, tra
     """Table 5's FLOPs = (1 - rho) x dense MACs; the structural MACs fall faster, about as (1 - rho)^2."""
     data = tiny_data(sizes=(8, 8, 8, 8, 8))
     doc, _ = train(data, make_algorithm("dapperfl"), rounds=1, clients_per_round=5, model="lenet")
-    clients, dense = doc["clients"], doc["model"]["macs"]
+    order = np.argsort(doc["clients"]["pruning_ratio"], kind="stable")  # level 1 (rho = 0) first
+    clients = {k: [v[i] for i in order] for k, v in doc["clients"].items() if isinstance(v, list)}
+    dense = doc["model"]["macs"]
     assert clients["pruning_ratio"] == [0.0, 0.2, 0.4, 0.6, 0.8]
     assert clients["flops_dense_equivalent"] == [round((1 - rho) * dense) for rho in clients["pruning_ratio"]]
     assert clients["flops_dense_equivalent"][0] == clients["macs"][0] == dense  # rho = 0: nothing pruned
@@ -203,3 +206,31 @@ def test_dapperfl_records_the_fusion_factor_and_the_mean_achieved_ratio_per_roun
     pair = make_algorithm("dapperfl", pruning_ratios=(0.0, 0.8))
     _, two = train(tiny_data(sizes=(8, 8)), pair, rounds=1, clients_per_round=2, model="lenet")
     assert two.log["pruned_fraction"] == [pytest.approx(pair.achieved[0.8] / 2, abs=1e-6)]  # (0 + 0.8) / 2
+
+
+def test_a_clients_pruning_ratio_is_independent_of_its_domain():
+    """Jia et al. sec. 4.1: device levels are the devices' capabilities; clients go to domains at random. A
+    domain split numbers its clients in blocks by domain (here 3, 3, 2 and 2 clients in four domains): with the
+    ratio tied to the client index (k mod 5, as it was) the first domain's clients were always pruned 0-40% and
+    the last domain's 60-80%; drawn per run, every domain's mean ratio over many runs is the overall mean, and
+    every level keeps two clients."""
+    from hetbench.train.algorithms.dapperfl import device_levels
+
+    ratios = np.array([0.0, 0.2, 0.4, 0.6, 0.8])
+    domains = [range(0, 3), range(3, 6), range(6, 8), range(8, 10)]
+    drawn = np.array([ratios[device_levels(10, 5, seed)] for seed in range(400)])  # runs x clients
+    assert all(np.bincount(device_levels(10, 5, seed), minlength=5).tolist() == [2] * 5 for seed in range(400))
+    for members in domains:
+        assert abs(drawn[:, list(members)].mean() - 0.4) < 0.03  # k mod 5 gave 0.2 for the first, 0.7 for the last
+    assert all(len(set(drawn[:, k])) == 5 for k in range(10))  # every client meets every level
+    assert (device_levels(10, 5, 7) == device_levels(10, 5, 7)).all()  # one run, one draw
+
+
+def test_a_run_prunes_its_clients_at_the_levels_its_seed_draws(tiny_data, train):
+    from hetbench.train.algorithms.dapperfl import device_levels
+
+    data = tiny_data(sizes=(8, 8, 8, 8, 8))
+    for seed in (0, 3):
+        doc, _ = train(data, make_algorithm("dapperfl"), rounds=1, clients_per_round=5, model="lenet", seed=seed)
+        want = [[0.0, 0.2, 0.4, 0.6, 0.8][v] for v in device_levels(5, 5, seed)]
+        assert doc["clients"]["pruning_ratio"] == want
