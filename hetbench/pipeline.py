@@ -110,6 +110,9 @@ def make_split(
     extra_report, extra_plots = extras(split) if extras is not None else (None, None)
     if table.skipped and "skipped" not in (extra_report or {}):  # rows the source's image cells dropped
         extra_report = {**(extra_report or {}), **skipped_entries(table.skipped)}
+    if table.not_images:  # kept as the source holds them, listed (hetbench.sources.image_cells.not_image_cells)
+        extra_report = {**(extra_report or {}), "not_images": list(table.not_images[:MAX_LISTED_SKIPS]),
+                        "num_not_images": len(table.not_images)}
     report = publish_split(
         split, out, name=name or out.name, overwrite=overwrite, quiet=quiet,
         extra_report=extra_report, extra_plots=extra_plots, feature_embedder=feature_embedder,

@@ -55,6 +55,8 @@ class SampleTable:
         skipped: rows dropped while reading the source, one ``{"split", "row", "file", "reason"}`` each (an
             image cell naming a file outside the source's folder, or one that cannot be read:
             :mod:`hetbench.sources.image_cells`); the report lists them.
+        not_images: rows kept whose image cell holds bytes that are no image, one ``{"split", "row", "reason"}``
+            each (:func:`hetbench.sources.image_cells.not_image_cells`); the report lists them in ``not_images``.
     """
 
     splits: dict[str, "datasets.Dataset"]
@@ -66,6 +68,7 @@ class SampleTable:
     description: str = ""
     license: str = "other"
     skipped: list[dict[str, Any]] = field(default_factory=list)
+    not_images: list[dict[str, Any]] = field(default_factory=list)
     _cache: dict = field(default_factory=dict, repr=False)
 
     def __repr__(self) -> str:

@@ -62,7 +62,8 @@ def load_table(
     check_images : bool
         Decode-check every image a local or hub source holds and leave out (listing them in
         ``SampleTable.skipped``) those that do not decode; image cells that name a file are always
-        read under the roots rule (:mod:`hetbench.sources.image_cells`).
+        read under the roots rule (:mod:`hetbench.sources.image_cells`). Without it, cells whose bytes are
+        no image are kept and listed in ``SampleTable.not_images``.
 
     Returns
     -------
@@ -100,16 +101,16 @@ def load_table(
     from hetbench.sources.lineage import build_lineage
 
     with datasets_bars_off():
-        splits, skipped = _read_reference(dataset, check_images)
+        splits, skipped, not_images = _read_reference(dataset, check_images)
     table = to_table(splits, dataset, label_col, id_col, build_lineage(dataset))  # a build's origin and licence
-    table.skipped = skipped
+    table.skipped, table.not_images = skipped, not_images
     return table
 
 
-def _read_reference(dataset: str, check_images: bool = False) -> tuple[dict, list[dict]]:
+def _read_reference(dataset: str, check_images: bool = False) -> tuple[dict, list[dict], list[dict]]:
     """The splits of a local file or folder, else of a hub id, their image cells that name files resolved
     inside the source's folder (:func:`hetbench.sources.image_cells.resolve_image_cells`); and the rows
-    dropped for it."""
+    dropped for it, and (without ``check_images``) the kept rows whose image cell is no image."""
     from hetbench.sources.image_cells import resolve_image_cells
 
     path = Path(dataset).expanduser()
@@ -129,15 +130,16 @@ def _load_per_split(dataset: str, label_col: str | None, id_col: str | None) -> 
             raise HetbenchError(f"--dataset '{dataset}': write one SPLIT=PATH per split, comma-separated")
         parts.append((name.strip(), path.strip()))
     check_split_paths(parts, dataset)
-    splits, skipped = {}, []
+    splits, skipped, not_images = {}, [], []
     for name, path in parts:
         with datasets_bars_off():
-            loaded, dropped = _read_reference(path)
+            loaded, dropped, kept_bad = _read_reference(path)
         first = next(iter(loaded))
         splits[name] = loaded[first]
         skipped += [{**d, "split": name} for d in dropped if d["split"] == first]
+        not_images += [{**d, "split": name} for d in kept_bad if d["split"] == first]
     table = to_table(splits, dataset, label_col, id_col, {})
-    table.skipped = skipped
+    table.skipped, table.not_images = skipped, not_images
     _check_disjoint_ids(table, dataset)
     return table
 

@@ -20,8 +20,10 @@ a corpus's stored bytes (``build real-devices --recipe fed-isic2019``: ``check_a
 source (header within :data:`hetbench.image_limits.MAX_PIXELS` first, then the whole image decoded: a JPEG at
 PIL's reduced draft scale, which still reads every entropy-coded byte): a corrupt, truncated or oversized
 image is dropped and listed like a cell whose file is not read. ``partition`` publishes a cell that holds
-bytes as the source holds it (it re-partitions, it does not re-encode; docs/output-contract.md says so): a
-command that reads the pixels stops at one that does not decode, naming its row.
+bytes as the source holds it (it re-partitions, it does not re-encode; docs/output-contract.md says so), and
+lists in the report's ``not_images`` every cell whose header is no image (:func:`not_image_rows`, header only:
+tens of microseconds a cell); a command that reads the pixels stops at one that does not decode, naming its
+row.
 """
 
 from __future__ import annotations
@@ -79,6 +81,64 @@ def decode_problem(data: bytes) -> str | None:
         return f"unreadable image: {reason[:160]}"
 
 
+def header_problem(data: bytes) -> str | None:
+    """None when ``data`` starts as an image PIL identifies, within hetbench's pixel bound; else the reason, one
+    line. Only the header is read (tens of microseconds): what :func:`not_image_rows` lists.
+
+    Examples
+    --------
+    >>> import io
+    >>> from PIL import Image
+    >>> from hetbench.sources.image_cells import header_problem
+    >>> buf = io.BytesIO(); Image.new("RGB", (8, 8)).save(buf, "PNG")
+    >>> header_problem(buf.getvalue()) is None, header_problem(b"a text cell")
+    (True, 'unreadable image: cannot identify image file')
+    """
+    from PIL import Image, UnidentifiedImageError
+
+    from hetbench.image_limits import ImageTooLarge, open_image
+
+    try:
+        with open_image(bytes(data), "image"):
+            return None
+    except ImageTooLarge as exc:
+        return str(exc)
+    except (OSError, UnidentifiedImageError, SyntaxError, ValueError, Image.DecompressionBombError) as exc:
+        reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        return "unreadable image: cannot identify image file" if "cannot identify" in reason else \
+            f"unreadable image: {reason[:160]}"
+
+
+def not_image_rows(ds: Any, skip: set[int] | frozenset[int] = frozenset(), batch: int = 4096) -> dict[int, str]:
+    """Row -> reason of every image cell of ``ds`` holding bytes whose header is not an image
+    (:func:`header_problem`), the rows of ``skip`` left out: what ``partition`` publishes as the source holds it
+    and lists in the report's ``not_images``. Null cells are not listed.
+
+    Examples
+    --------
+    >>> import datasets, io
+    >>> from PIL import Image
+    >>> from hetbench.sources.image_cells import not_image_rows
+    >>> buf = io.BytesIO(); Image.new("RGB", (8, 8)).save(buf, "PNG")
+    >>> cells = [{"bytes": buf.getvalue(), "path": None}, {"bytes": b"junk", "path": None}]
+    >>> ds = datasets.Dataset.from_dict({"image": cells}, features=datasets.Features({"image": datasets.Image()}))
+    >>> not_image_rows(ds)
+    {1: 'unreadable image: cannot identify image file'}
+    """
+    import pyarrow.compute as pc
+
+    bad: dict[int, str] = {}
+    col = ds.with_format("arrow")
+    for column in image_columns(ds):
+        for start in range(0, ds.num_rows, batch):
+            cells = pc.struct_field(col[start:start + batch][column], "bytes").to_pylist()
+            for k, cell in enumerate(cells):
+                row = start + k
+                if cell and row not in bad and row not in skip and (reason := header_problem(cell)) is not None:
+                    bad[row] = reason
+    return dict(sorted(bad.items()))
+
+
 def image_columns(ds: Any) -> list[str]:
     """The top-level ``datasets.Image`` columns of ``ds``, in column order."""
     return [name for name, f in ds.features.items() if type(f).__name__ == "Image"]
@@ -134,10 +194,12 @@ def read_cell_file(path: str, root: Path | None) -> tuple[bytes | None, str | No
 
 
 def resolve_image_cells(splits: dict[str, Any], root: str | os.PathLike | None, num_proc: int | None = None,
-                        check_all: bool = False) -> tuple[dict[str, Any], list[dict]]:
+                        check_all: bool = False) -> tuple[dict[str, Any], list[dict], list[dict]]:
     """``splits`` with every path-only image cell replaced by its file's bytes (module rules) and, with
     ``check_all``, every other image checked to decode (:func:`undecodable_rows`); the rows whose file is not
-    read, or whose image does not decode, dropped; and those rows, for the report's ``skipped``.
+    read, or whose image does not decode, dropped; those rows, for the report's ``skipped``; and, without
+    ``check_all``, the kept rows whose cell holds bytes that are no image (:func:`not_image_rows`), for the
+    report's ``not_images``.
 
     Parameters
     ----------
@@ -150,15 +212,16 @@ def resolve_image_cells(splits: dict[str, Any], root: str | os.PathLike | None, 
         :data:`PARALLEL_FROM` images; one below).
     check_all : bool
         Decode-check the cells that hold bytes too (a build that publishes stored bytes: fed-isic2019);
-        without it they are published as the source holds them, and a command that reads their pixels
-        stops at one that does not decode, naming its row.
+        without it they are published as the source holds them (those whose header is no image listed), and a
+        command that reads their pixels stops at one that does not decode, naming its row.
 
     Returns
     -------
-    (dict, list of dict)
-        The splits (a split whose every cell holds decodable bytes is returned as it was) and one
+    (dict, list of dict, list of dict)
+        The splits (a split whose every cell holds decodable bytes is returned as it was), one
         ``{"split", "row", "file", "reason"}`` per dropped row (``row``: its index in the source's split;
-        ``file``: the named file's base name, or None for a cell that held bytes).
+        ``file``: the named file's base name, or None for a cell that held bytes), and one
+        ``{"split", "row", "reason"}`` per kept row whose cell is no image (empty with ``check_all``).
 
     Examples
     --------
@@ -171,11 +234,14 @@ def resolve_image_cells(splits: dict[str, Any], root: str | os.PathLike | None, 
     >>> cells = [{"bytes": None, "path": "a.png"}, {"bytes": None, "path": "/etc/hostname"}, {"bytes": b"?", "path": None}]
     >>> ds = datasets.Dataset.from_dict({"image": cells, "label": [0, 1, 2]}, features=datasets.Features(
     ...     {"image": datasets.Image(), "label": datasets.Value("int64")}))
-    >>> out, skipped = resolve_image_cells({"train": ds}, root, check_all=True)
+    >>> out, skipped, _ = resolve_image_cells({"train": ds}, root, check_all=True)
     >>> out["train"]["label"][:], out["train"].with_format("arrow")["image"][0]["path"].as_py()
     ([0], 'a.png')
     >>> [(s["row"], s["file"], s["reason"][:30]) for s in skipped]
     [(1, 'hostname', 'an image cell names a file out'), (2, None, 'unreadable image: cannot ident')]
+    >>> _, _, kept = resolve_image_cells({"train": ds}, root)  # partition: the bytes kept, and listed
+    >>> [(k["row"], k["reason"]) for k in kept]
+    [(2, 'unreadable image: cannot identify image file')]
     """
     from hetbench.roots import real_root
 
@@ -185,25 +251,30 @@ def resolve_image_cells(splits: dict[str, Any], root: str | os.PathLike | None, 
         from hetbench.cores import available_cores
 
         num_proc = available_cores() if total > PARALLEL_FROM else 1
-    out, skipped = {}, []
+    out, skipped, not_images = {}, [], []
     for split, ds in splits.items():
         columns = image_columns(ds)
         if not columns:
             out[split] = ds
             continue
         drop: dict[int, dict] = {}
+        read_rows: set[int] = set()
         for column in columns:
             ds, read = _read_named_files(ds, column, base, drop)
+            read_rows |= read
             if check_all:
                 for row, reason in undecodable_rows(ds, column, num_proc, skip=read | set(drop)):
                     drop.setdefault(row, {"row": row, "file": None, "reason": reason})
+        if not check_all:  # kept as the source holds them; the cells that are no image are listed
+            kept_bad = not_image_rows(ds, skip=read_rows | set(drop))
+            not_images += [{"split": split, "row": row, "reason": reason} for row, reason in kept_bad.items()]
         if drop:
             keep = np.ones(ds.num_rows, dtype=bool)
             keep[list(drop)] = False
             ds = ds.select(np.flatnonzero(keep).tolist()).flatten_indices()
         out[split] = ds
         skipped += [{"split": split, **drop[row]} for row in sorted(drop)]
-    return out, skipped
+    return out, skipped, not_images
 
 
 #: sources with more images than this are decode-checked on every core (fewer: in this process)
@@ -290,4 +361,5 @@ def undecodable_rows(ds: Any, column: str, num_proc: int = 1, quiet: bool | None
 
 
 __all__ = ["MISSING", "NO_FOLDER", "OUTSIDE", "PARALLEL_FROM", "decode_problem", "image_columns", "read_cell_file",
-           "resolve_image_cells", "undecodable_rows"]
+           "resolve_image_cells", "undecodable_rows",
+           "header_problem", "not_image_rows"]

@@ -90,8 +90,11 @@ def test_partition_reads_named_files_only_inside_the_copy_and_lists_the_rest(cop
         "an image cell names a file that does not"]
     published = _published_bytes(out)
     assert len(published) == 18 and SECRET not in published and _png(200) in published
-    # a cell holding bytes is re-partitioned as the source holds it, never re-encoded (docs/output-contract.md)
+    # a cell holding bytes is re-partitioned as the source holds it, never re-encoded (docs/output-contract.md),
+    # and one that is no image is listed by its row in the source
     assert b"a text cell, not an image" in published
+    assert report["num_not_images"] == 1
+    assert report["not_images"] == [{"split": "train", "row": 20, "reason": "unreadable image: cannot identify image file"}]
     assert str(tmp_path) not in (out / "report.json").read_text()  # a base name, never the path
     code, stdout, err = run_cli("verify", out)
     assert code == 0, stdout + err
