@@ -62,23 +62,7 @@ def decode_problem(data: bytes) -> str | None:
     >>> decode_problem(b"not an image")[:40]
     'unreadable image: cannot identify image '
     """
-    from PIL import Image, UnidentifiedImageError
-
-    from hetbench.image_limits import ImageTooLarge, open_image
-
-    try:
-        with open_image(bytes(data), "image") as img:
-            if img.format == "JPEG":  # every entropy-coded byte is still read; a fraction of the pixels stored
-                img.draft(img.mode, (max(1, img.width // 8), max(1, img.height // 8)))
-            img.load()
-        return None
-    except ImageTooLarge as exc:
-        return str(exc)
-    except (OSError, UnidentifiedImageError, SyntaxError, ValueError, Image.DecompressionBombError) as exc:
-        reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        if "cannot identify image file" in reason:
-            reason = "cannot identify image file"
-        return f"unreadable image: {reason[:160]}"
+    return _image_problem(data, decode=True)
 
 
 def header_problem(data: bytes) -> str | None:
@@ -94,19 +78,30 @@ def header_problem(data: bytes) -> str | None:
     >>> header_problem(buf.getvalue()) is None, header_problem(b"a text cell")
     (True, 'unreadable image: cannot identify image file')
     """
+    return _image_problem(data, decode=False)
+
+
+def _image_problem(data: bytes, decode: bool) -> str | None:
+    """The reason ``data`` is no image within the pixel bound (None: it is), its header alone or (``decode``)
+    every byte of it read."""
     from PIL import Image, UnidentifiedImageError
 
     from hetbench.image_limits import ImageTooLarge, open_image
 
     try:
-        with open_image(bytes(data), "image"):
-            return None
+        with open_image(bytes(data), "image") as img:
+            if decode:
+                if img.format == "JPEG":  # every entropy-coded byte is still read; a fraction of the pixels stored
+                    img.draft(img.mode, (max(1, img.width // 8), max(1, img.height // 8)))
+                img.load()
+        return None
     except ImageTooLarge as exc:
         return str(exc)
     except (OSError, UnidentifiedImageError, SyntaxError, ValueError, Image.DecompressionBombError) as exc:
         reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        return "unreadable image: cannot identify image file" if "cannot identify" in reason else \
-            f"unreadable image: {reason[:160]}"
+        if "cannot identify image file" in reason:
+            reason = "cannot identify image file"
+        return f"unreadable image: {reason[:160]}"
 
 
 def not_image_rows(ds: Any, skip: set[int] | frozenset[int] = frozenset(), batch: int = 4096) -> dict[int, str]:
