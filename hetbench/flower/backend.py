@@ -25,6 +25,7 @@ from flwr.serverapp import Grid
 
 from hetbench.errors import HetbenchError
 from hetbench.flower.records import pack, unpack
+from hetbench.train.sampling import draw_numbers
 
 #: how long a round waits for its clients' replies (Flower's own ``Strategy.start`` default); a client that
 #: has not replied by then is left out of the round as a failed one
@@ -126,10 +127,11 @@ class FlowerClients:
         state_arrays, state_config = pack({a: getattr(algorithm, a) for a in algorithm.server_to_client})
         return [
             Message(RecordDict({"job": self.job,
-                                "round": ConfigRecord({"server-round": round_index, "client": k, "slot": i}),
+                                "round": ConfigRecord({"server-round": round_index, "client": k, "slot": i,
+                                                       "draw": d}),
                                 "model": model, "server-arrays": state_arrays, "server-config": state_config}),
                     dst_node_id=self.node_of_client[k], message_type=MessageType.TRAIN)
-            for i, k in enumerate(clients)
+            for i, (k, d) in enumerate(zip(clients, draw_numbers(clients)))
         ]
 
     def updates(self, round_index: int, clients: np.ndarray) -> Iterator[Any]:
@@ -142,10 +144,12 @@ class FlowerClients:
         if not good:
             raise ClientsFailed(f"round {round_index}: all {len(selected)} clients failed (first error: {reason})")
         slots: dict[int, Message] = {}
-        for m in good:
+        for m in good:  # each reply names the slot it answers: a client drawn twice (FedVC) sends two
             k = int(m.content["update"]["update.client"])
-            slot = next(i for i, c in enumerate(selected)
-                        if c == k and self.node_of_client[c] == m.metadata.src_node_id and i not in slots)
+            slot = int(m.content["round"]["slot"]) if "round" in m.content else -1
+            if not (0 <= slot < len(selected) and selected[slot] == k and slot not in slots):
+                slot = next(i for i, c in enumerate(selected)
+                            if c == k and self.node_of_client[c] == m.metadata.src_node_id and i not in slots)
             slots[slot] = m
         missing = [selected[i] for i in range(len(selected)) if i not in slots]
         if missing:

@@ -149,9 +149,12 @@ def train(msg: Message, context: Context) -> Message:
         key = f"{prefix}{attr}.{k}"
         setattr(algorithm, attr, {k: unpack(context.state[key], context.state[key + ".config"])["value"]}
                 if key in context.state else {})
-    (update,) = list(client.pool.updates(r, np.array([k])))
+    draw = int(msg.content["round"].get("draw", 0))  # a client drawn again in the round (FedVC)
+    (update,) = list(client.pool.updates(r, np.array([k]), draws=[draw]))
     for attr in algorithm.client_state:
         if k in getattr(algorithm, attr):  # a tensor, an array, a number, a string, a boolean or None
             key = f"{prefix}{attr}.{k}"
             context.state[key], context.state[key + ".config"] = pack({"value": getattr(algorithm, attr).pop(k)})
-    return Message(update_record(update), reply_to=msg)
+    reply = update_record(update)
+    reply["round"] = ConfigRecord({"slot": int(msg.content["round"].get("slot", -1))})  # which draw this answers
+    return Message(reply, reply_to=msg)

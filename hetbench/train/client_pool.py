@@ -30,6 +30,7 @@ from hetbench.train.flat import FlatModel
 from hetbench.train.local import Workspace
 from hetbench.train.lockstep import LockstepGroup, choose_client_exec, lockstep_chunk, lockstep_refusal
 from hetbench.train.models import build_model
+from hetbench.train.sampling import draw_numbers
 
 EVAL_BATCH = 256  # test rows per forward pass (fewer for large images: eval_rows)
 EVAL_VALUES = 256 * 3 * 32 * 32  # pixel values per forward pass at most: 256 rows up to 3x32x32 images
@@ -184,26 +185,28 @@ class ClientPool:
         # small clients on 2 cores); the count is the same for any number of workers, so results are too
         torch.set_num_threads(self.client_threads)
 
-    def _one(self, round_index: int, client: int):
+    def _one(self, round_index: int, item: tuple[int, int]):
         ws = self.free.get()
         try:
-            return self._update(ws, round_index, client)
+            return self._update(ws, round_index, *item)
         finally:
             self.free.put(ws)
 
-    def _chunk(self, round_index: int, clients: list[int]) -> list:
-        """One chunk of clients trained in lockstep on a free group."""
+    def _chunk(self, round_index: int, items: list[tuple[int, int]]) -> list:
+        """One chunk of clients trained in lockstep on a free group (slots take the items in order)."""
         group = self.free_groups.get()
         try:
-            return group.run(lambda ws, client: self._update(ws, round_index, client), clients)
+            return group.run(lambda ws, i: self._update(ws, round_index, *items[i]), list(range(len(items))))
         finally:
             self.free_groups.put(group)
 
-    def _update(self, ws: Workspace, round_index: int, client: int):
-        """``client``'s update for ``round_index`` on workspace ``ws`` (bound to the calling thread)."""
+    def _update(self, ws: Workspace, round_index: int, client: int, draw: int = 0):
+        """``client``'s update for ``round_index`` on workspace ``ws`` (bound to the calling thread);
+        ``draw`` > 0 for a client selected more than once in the round (FedVC's virtual clients): each
+        draw is an update of its own, with its own random streams (:meth:`RunState.rng`)."""
         try:
             self.run.bind(ws)
-            ws.round, ws.client = round_index, client
+            ws.round, ws.client, ws.draw = round_index, client, int(draw)
             if self.stochastic:  # dropout draws from torch's global generator: reseed it per client update
                 seed = int(self.run.rng(round_index, client, 4).integers(2**62))
                 torch.default_generator.manual_seed(seed)
@@ -215,20 +218,25 @@ class ClientPool:
                 ws.check_finite(float("nan"), "model")
             return update
         finally:
-            ws.client = -1
+            ws.client, ws.draw = -1, 0
             self.run.bind(None)
 
-    def updates(self, round_index: int, clients: np.ndarray):
+    def updates(self, round_index: int, clients: np.ndarray, draws: Sequence[int] | None = None):
         """Yield the clients' updates in client order. The work goes in units: one client each, or in
         lockstep chunks of :attr:`chunk` clients trained together; units are dealt to the workers, at most
-        :meth:`active_workers` in flight, and their updates come back in order."""
+        :meth:`active_workers` in flight, and their updates come back in order.
+
+        A client listed twice (a selection with replacement) trains twice, as draws 0 and 1, each from
+        its own random streams; ``draws`` gives the draw numbers explicitly (a Flower node, which sees one
+        client of the round at a time), else they are counted along ``clients``."""
         order = [int(k) for k in clients]
+        items = list(zip(order, draw_numbers(order) if draws is None else [int(d) for d in draws]))
         if self.groups:
-            units = [order[i : i + self.chunk] for i in range(0, len(order), self.chunk)]
+            units = [items[i : i + self.chunk] for i in range(0, len(items), self.chunk)]
             work = self._chunk
         else:
-            units = order
-            work = lambda r, k: [self._one(r, k)]  # noqa: E731
+            units = items
+            work = lambda r, item: [self._one(r, item)]  # noqa: E731
         try:
             if self.executor is None:
                 for unit in units:

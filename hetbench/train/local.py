@@ -74,6 +74,7 @@ class Workspace:
         self.std = torch.tensor(data.std, dtype=torch.float32).reshape(1, c, 1, 1).to(self.device)
         self.round = 0
         self.client = -1
+        self.draw = 0  # which of the round's updates of this client (FedVC draws clients with replacement)
 
     def raw(self, x_u8: torch.Tensor) -> torch.Tensor:
         """uint8 images -> float in [0, 1]."""

@@ -220,8 +220,13 @@ class RunState:
         return self.ws.data
 
     def rng(self, round_index: int, client: int, stream: int) -> np.random.Generator:
-        """Generator of (round, client, stream): independent of client order and of other algorithms."""
-        return np.random.default_rng([int(self.config.seed), int(round_index), int(stream), int(client)])
+        """Generator of (round, client, stream): independent of client order and of other algorithms.
+
+        A client drawn more than once in a round (FedVC) gets independent streams for each further update:
+        the calling thread's workspace says which draw it trains (``ws.draw``)."""
+        key = [int(self.config.seed), int(round_index), int(stream), int(client)]
+        draw = int(getattr(self.ws, "draw", 0))
+        return np.random.default_rng(key + [draw] if draw else key)
 
     def record(self, key: str, value: Any) -> None:
         self.log.setdefault(key, []).append(value)

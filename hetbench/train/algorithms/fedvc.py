@@ -1,6 +1,7 @@
 """FedVC: federated virtual clients (Hsu et al. 2020, sec. 5.3 and Algorithm 1).
 
-Every round a client is selected with probability proportional to its size n_k; a selected client draws
+Every round K clients are drawn, each draw picking client k with probability n_k / n (with replacement: a
+large client drawn twice trains two virtual clients, as the paper splits it into several); a selected client draws
 N_VC examples uniformly from its data (without replacement when n_k >= N_VC, with replacement otherwise)
 and takes exactly S = ceil(N_VC / B) steps over them, so every virtual client does the same work and gets
 the same aggregation weight. N_VC = 256 (sec. 6.3). The number of local epochs does not apply: the round's
