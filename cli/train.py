@@ -91,7 +91,8 @@ def split_hyper(opts: dict[str, Any]) -> dict[str, Any]:
               help="Algorithm or comma list: {algorithms}.")
 @click.option("--rounds", default=20, show_default=True, type=int, help="Communication rounds.")
 @click.option("--clients-per-round", default=10, show_default=True, type=int, help="Clients selected per round (K).")
-@click.option("--local-epochs", default=1, show_default=True, type=int, help="Local epochs per round (E).")
+@click.option("--local-epochs", default=None, type=int, help="Local epochs per round (E; default 1, dapperfl 5 as in "
+              "its paper's Table 4).")
 @click.option("--batch-size", default=32, show_default=True, type=int, help="Local mini-batch size (B).")
 @click.option("--lr", default=None, type=float, help="Client learning rate (default 0.05; scaffold 0.02; with server "
               "momentum beta (fedavgm 0.9) (1 - beta) x 0.05, Hsu et al.'s effective rate: fedavgm 0.005).")

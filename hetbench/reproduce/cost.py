@@ -63,7 +63,8 @@ class Workload:
 
 
 def federated_workload(what: str, train: dict[str, Any], runs: int, client_rows: float, test_rows: int,
-                       in_channels: int, num_classes: int, native_size: int | None = None) -> Workload:
+                       in_channels: int, num_classes: int, native_size: int | None = None,
+                       algorithms: Sequence[str] = ()) -> Workload:
     """The workload of ``runs`` federated runs with a claim's ``train`` options.
 
     Parameters
@@ -83,6 +84,9 @@ def federated_workload(what: str, train: dict[str, Any], runs: int, client_rows:
         The model's input channels and classes.
     native_size : int, optional
         The data's image size: the model's input where ``train`` gives no ``image_size``.
+    algorithms : sequence of str
+        The algorithms sharing the runs evenly: where ``train`` gives no ``local_epochs``, each trains its
+        own default (DapperFL 5, the others 1).
 
     Examples
     --------
@@ -94,7 +98,12 @@ def federated_workload(what: str, train: dict[str, Any], runs: int, client_rows:
     """
     from hetbench.train.algorithms import TrainConfig
 
+    from hetbench.train.algorithms import ALGORITHMS
+
     cfg = TrainConfig(**train)
+    # the runs are shared evenly by the algorithms, each with its own default epochs (DapperFL's 5)
+    epochs = ([TrainConfig(**train).for_algorithm(ALGORITHMS[a]).local_epochs for a in algorithms]
+              or [cfg.local_epochs or 1])
     size = cfg.image_size or native_size
     if size is None:
         raise ValueError(f"{what}: no image_size in the train options and no native size given")
@@ -102,7 +111,7 @@ def federated_workload(what: str, train: dict[str, Any], runs: int, client_rows:
 
     evaluations = sum(evaluated(r, cfg) for r in range(1, cfg.rounds + 1))  # the trainer's own schedule
     return Workload(what, cfg.model, int(size), in_channels, num_classes, cfg.batch_size, runs,
-                    train_examples=round(cfg.rounds * cfg.clients_per_round * cfg.local_epochs * client_rows),
+                    train_examples=round(cfg.rounds * cfg.clients_per_round * sum(epochs) / len(epochs) * client_rows),
                     eval_examples=evaluations * test_rows, clients_per_round=cfg.clients_per_round,
                     rounds=cfg.rounds)
 

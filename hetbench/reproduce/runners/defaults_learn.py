@@ -87,10 +87,10 @@ class DefaultsLearnRunner(Runner):
         options = settings.get("options", {})
         plain = [n for n in algorithms_of(settings, "settings") if n not in options]
         out = [federated_workload(f"{len(plain)} algorithms' defaults", settings["train"], len(plain) * len(seeds),
-                                  client_rows, test_rows, channels, classes, size)]
+                                  client_rows, test_rows, channels, classes, size, algorithms=plain)]
         for name, extra in options.items():
             out.append(federated_workload(name, {**settings["train"], **extra}, len(seeds), client_rows, test_rows,
-                                          channels, classes, size))
+                                          channels, classes, size, algorithms=[name]))
         return out
 
     def run(self, settings: dict[str, Any], ctx: Context) -> RunOutput:

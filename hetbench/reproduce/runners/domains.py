@@ -100,7 +100,8 @@ class DomainsRunner(Runner):
         per_domain = 500  # build_digits_domains' default
         train_rows = per_domain * (1 - TEST_FRACTION) * settings["fraction"]  # one client's share of its domain
         return [federated_workload(", ".join(ALGOS), settings["train"], len(ALGOS) * len(seeds), train_rows,
-                                   round(per_domain * TEST_FRACTION) * len(DOMAINS), 3, NUM_CLASSES)]
+                                   round(per_domain * TEST_FRACTION) * len(DOMAINS), 3, NUM_CLASSES,
+                                   algorithms=ALGOS)]
 
     def run(self, settings: dict[str, Any], ctx: Context) -> RunOutput:
         from hetbench.builders.digits_domains import build_digits_domains

@@ -44,8 +44,9 @@ class TrainConfig:
         Communication rounds (``--rounds``; default 20).
     clients_per_round : int
         Clients sampled each round, uniformly without replacement (``--clients-per-round``; 10).
-    local_epochs : int
-        Passes over its training rows each sampled client makes per round (``--local-epochs``; 1).
+    local_epochs : int or None
+        Passes over its training rows each sampled client makes per round (``--local-epochs``); None takes
+        the algorithm's ``default_local_epochs``, else 1 (DapperFL: 5, its Table 4).
     batch_size : int
         Client mini-batch size (``--batch-size``; 32).
     lr : float or None
@@ -100,7 +101,7 @@ class TrainConfig:
 
     rounds: int = 20
     clients_per_round: int = 10
-    local_epochs: int = 1
+    local_epochs: int | None = None  # None: the algorithm's default_local_epochs, else 1
     batch_size: int = 32
     lr: float | None = None  # client learning rate (None: the algorithm's default_lr, else DEFAULT_LR)
     momentum: float = 0.0
@@ -132,8 +133,8 @@ class TrainConfig:
         return dict(self.__dict__)
 
     def for_algorithm(self, algorithm: "Algorithm | type[Algorithm]") -> "TrainConfig":
-        """These options with :attr:`lr` resolved: the given one, else the algorithm's ``default_lr``, else
-        :data:`DEFAULT_LR`.
+        """These options with :attr:`lr` and :attr:`local_epochs` resolved: the given one, else the
+        algorithm's ``default_lr`` / ``default_local_epochs``, else :data:`DEFAULT_LR` / 1.
 
         Examples
         --------
@@ -142,10 +143,15 @@ class TrainConfig:
         (0.05, 0.02)
         >>> TrainConfig(lr=0.1).for_algorithm(ALGORITHMS["scaffold"]).lr
         0.1
+        >>> TrainConfig().for_algorithm(ALGORITHMS["dapperfl"]).local_epochs, TrainConfig().for_algorithm(ALGORITHMS["fedavg"]).local_epochs
+        (5, 1)
         """
-        if self.lr is not None:
+        if self.lr is not None and self.local_epochs is not None:
             return self
-        return dataclasses.replace(self, lr=getattr(algorithm, "default_lr", None) or DEFAULT_LR)
+        lr = self.lr if self.lr is not None else getattr(algorithm, "default_lr", None) or DEFAULT_LR
+        epochs = (self.local_epochs if self.local_epochs is not None
+                  else getattr(algorithm, "default_local_epochs", None) or 1)
+        return dataclasses.replace(self, lr=lr, local_epochs=epochs)
 
     def model_for(self, image_size: int) -> str:
         """The model name: :attr:`model`, or the default for ``image_size`` when it is ``auto``."""
@@ -302,6 +308,8 @@ class Algorithm:
     lockstep_refusal: ClassVar[str | None] = None
     #: the client learning rate when ``--lr`` is not given (None: :data:`DEFAULT_LR`)
     default_lr: ClassVar[float | None] = None
+    #: the local epochs when ``--local-epochs`` is not given (None: 1)
+    default_local_epochs: ClassVar[int | None] = None
     #: attributes that ``setup`` or ``begin_round`` rebuild, so a checkpoint leaves them out (the round's
     #: running sums, structure derived from the data or the model)
     rebuilt: ClassVar[tuple[str, ...]] = ("_sum", "_bsum", "_wsum")

@@ -2,14 +2,16 @@
 heterogeneous aggregation, implemented from the paper's equations.
 
 Client i at round t (Algorithm 2, local epoch 1 is Algorithm 1):
-  1. fine-tune the global model W^(t-1) on D_i for one epoch -> w_hat (with the Eq. 5 objective);
+  1. fine-tune the global model W^(t-1) on D_i for one epoch -> w_hat (Algorithm 1 line 1: local epoch 1
+     is the fine-tuning; the plain cross-entropy, as the DAR objective belongs to epochs 2..E);
   2. fuse: w = alpha_t W^(t-1) + (1 - alpha_t) w_hat (Eq. 1), alpha_t = max((1 - eps)^(t-1) alpha_0, alpha_min)
      (Eq. 2; alpha_0 = 0.9, alpha_min = 0.1, eps = 0.2, Table 4);
   3. mask M: channel-wise L1 structured pruning of w at the client's ratio rho_i (the rho_i lowest-L1 output
      channels of every convolution and hidden linear layer, with their bias and following norm scale and
      shift); w <- w * M;
-  4. local epochs 2..E train the pruned model w * M (re-masked after every step) with
-     L = L_CE + gamma ||z||_2^2 (Eq. 3-5), z the encoder output, gamma = 0.01.
+  4. local epochs 2..E (Algorithm 2 lines 2-3) train the pruned model w * M (re-masked after every step)
+     with L = L_CE + gamma ||z||_2^2 (Eq. 3-5), z the encoder output, gamma = 0.01. E defaults to 5
+     (Table 4): with E = 1 no epoch would apply the DAR term.
 The client reports w * M, M and the fraction of prunable channels its mask removed. Server: recovery
 w_i := w_i * M_i + W^(t-1) * not(M_i) (Eq. 6), then W^t = sum_i |D_i| / |D| w_i over the reporting clients
 (Eq. 7).
@@ -198,8 +200,9 @@ def device_levels(num_clients: int, num_levels: int, seed: int) -> np.ndarray:
 class DapperFL(Algorithm):
     """DapperFL: model fusion pruning, domain adaptive regularisation and heterogeneous aggregation.
 
-    Client i fine-tunes the global model one epoch, fuses it with the global model (Eq. 1, 2), prunes it
-    at its device's ratio by L1 channel norm and trains the pruned model with the DAR loss (Eq. 3-5); the
+    Client i fine-tunes the global model one epoch (cross-entropy), fuses it with the global model (Eq. 1,
+    2), prunes it at its device's ratio by L1 channel norm and trains the pruned model for local epochs
+    2..E with the DAR loss (Eq. 3-5; E = 5 unless ``--local-epochs`` says otherwise, Table 4); the
     server recovers the pruned weights from the global model (Eq. 6) and averages by size (Eq. 7).
 
     Parameters
@@ -237,6 +240,7 @@ class DapperFL(Algorithm):
     """
 
     name = "dapperfl"
+    default_local_epochs = 5  # Table 4: local epoch 5; epoch 1 fine-tunes (Alg. 1), epochs 2..E use DAR
     citation = "Jia et al. 2024, DapperFL: domain adaptive federated learning with model fusion pruning"
     hyper = {
         "alpha0": Hyper(0.9, "DapperFL initial fusion factor alpha_0 (Eq. 2).", "Jia et al. 2024, Table 4",
@@ -278,8 +282,9 @@ class DapperFL(Algorithm):
         rng = run.rng(round_index, client, 1)
         ws.flat.load(run.global_params, run.global_buffers)
         loss_fn = functools.partial(dar_loss, gamma=gamma, form=form)
-        first = local_sgd(ws, epoch_batches(rows, cfg.batch_size, 1, rng), cfg.lr, cfg.momentum, cfg.weight_decay,
-                          loss_fn=loss_fn)
+        # local epoch 1 fine-tunes W^(t-1) with the cross-entropy (Algorithm 1 line 1); the DAR objective
+        # (Eq. 5) is the update rule of epochs 2..E (Algorithm 2 line 3)
+        first = local_sgd(ws, epoch_batches(rows, cfg.batch_size, 1, rng), cfg.lr, cfg.momentum, cfg.weight_decay)
         alpha = fusion_factor(round_index, self.params["alpha0"], self.params["alpha_min"], self.params["fusion_eps"])
         params = ws.flat.params
         with torch.no_grad():

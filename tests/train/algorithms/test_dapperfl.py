@@ -234,3 +234,28 @@ def test_a_run_prunes_its_clients_at_the_levels_its_seed_draws(tiny_data, train)
         doc, _ = train(data, make_algorithm("dapperfl"), rounds=1, clients_per_round=5, model="lenet", seed=seed)
         want = [[0.0, 0.2, 0.4, 0.6, 0.8][v] for v in device_levels(5, 5, seed)]
         assert doc["clients"]["pruning_ratio"] == want
+
+
+def test_dapperfl_applies_dar_from_the_second_local_epoch():
+    """Algorithm 1 line 1: local epoch 1 fine-tunes the global model (cross-entropy); the DAR objective
+    (Eq. 5) is the update rule of epochs 2..E (Algorithm 2 lines 2-3). With E = 1 the DAR weight changes
+    nothing; with E = 2 it does. Before, epoch 1 already trained with the DAR term."""
+    from tests.train.conftest import make_tiny_data, run_short
+
+    data = make_tiny_data(sizes=(8, 8))
+
+    def model(epochs: int, gamma: float) -> torch.Tensor:
+        algo = make_algorithm("dapperfl", dar_gamma=gamma)
+        return run_short(data, algo, rounds=1, clients_per_round=2, model="lenet", local_epochs=epochs)[1].global_params
+
+    assert torch.equal(model(1, 0.0), model(1, 1.0))
+    assert not torch.equal(model(2, 0.0), model(2, 1.0))
+
+
+def test_dapperfl_trains_five_local_epochs_unless_told_otherwise(tiny_data, train):
+    """Table 4: five local epochs, the default when ``--local-epochs`` is not given (other algorithms: 1)."""
+    data = tiny_data(sizes=(8, 8))
+    doc, _ = train(data, make_algorithm("dapperfl"), rounds=1, clients_per_round=2, model="lenet", batch_size=4)
+    assert doc["config"]["local_epochs"] == 5
+    fedavg, _ = train(data, make_algorithm("fedavg"), rounds=1, clients_per_round=2, model="lenet", batch_size=4)
+    assert fedavg["config"]["local_epochs"] == 1
