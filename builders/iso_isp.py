@@ -63,6 +63,7 @@ def prepare_iso_isp(
     recipe: str | None = None,
     lens_shading: str | None = None,
     purity: float = 1.0,
+    reference: str = "phone",
 ) -> PreparedSplit:
     """Render every capture under every Table 3 variant of ``stages``; the split, not yet published.
 
@@ -107,6 +108,10 @@ def prepare_iso_isp(
     purity : float
         Share of a client's training images rendered by its own device, in [1/D, 1] (the rest by the other
         devices, equally; :mod:`hetbench.partitioners.purity`); 1 is one device per client.
+    reference : {"phone", "paper"}
+        The ``baseline`` device every variant changes one stage of: ``phone`` (default), hetbench's
+        phone-like rendering (grey-edge WB, mild chroma smoothing and sharpening), or ``paper``, Table 3's
+        Baseline column (gray-world WB, no chroma or sharpening stage) (:data:`hetbench.isp.pipeline.REFERENCES`).
 
     References
     ----------
@@ -121,13 +126,14 @@ def prepare_iso_isp(
     >>> split.client_names[:2], sorted(split.outputs)
     (('baseline/0', 'wb=none/0'), ['test', 'train'])
     """
-    from hetbench.isp.pipeline import parse_stage_list, table3_variants
+    from hetbench.isp.pipeline import Pipeline, parse_stage_list, table3_variants
 
     seed = check_seed(seed)
     size = check_size(size)
-    pipelines = table3_variants(parse_stage_list(stages))
-    devices = [p.short_name for p in pipelines]
-    isp_of = {p.short_name: str(p) for p in pipelines}
+    base = Pipeline.reference(reference)
+    pipelines = table3_variants(parse_stage_list(stages), base)
+    devices = [p.name_against(base) for p in pipelines]
+    isp_of = {p.name_against(base): str(p) for p in pipelines}
     weights = read_device_weights(device_weights, devices)
     description = (EMBEDDED_DESCRIPTION if raw_dir is None  # the folder's name, never its path
                    else f"the RAW captures in '{os.path.basename(os.path.abspath(raw_dir))}'")
@@ -135,7 +141,7 @@ def prepare_iso_isp(
     if corpus is not None:
         description = f"{corpus.description} (local copy '{os.path.basename(os.path.abspath(raw_dir))}')"  # its name
     return render_device_split(
-        "iso-isp", {"stages": stages}, isp_of, weights, [Render(d, isp_of[d]) for d in devices],
+        "iso-isp", {"stages": stages, **({"reference": reference} if reference != "phone" else {})}, isp_of, weights, [Render(d, isp_of[d]) for d in devices],
         raw_dir, labels, size, clients, device_weights, test_fraction, seed, num_proc, crops_per_photo, crop_size,
         quiet, description, f"rendering {{n}} captures x {len(devices)} ISP variants", title=title, engine=engine,
         on_checked=on_checked, corpus=corpus, lens_shading=lens_shading, purity=purity,
@@ -226,6 +232,7 @@ def build_iso_isp(
     labels: str | None = None, lens_shading: str = "dng", size: int | None = 224, device_weights: str | None = None,
     test_fraction: float = 0.2, crops_per_photo: int = CROPS_PER_PHOTO, crop_size: int = CROP_SIZE,
     num_proc: int | None = None, purity: float = 1.0, seed: int = 0, engine: EngineSpec | None = None,
+    reference: str = "phone",
 ) -> tuple[Path, dict[str, Any]]:
     """Render the same captures under every Table 3 ISP option of ``stages`` and publish the device split
     (``hetbench build iso-isp``); returns the folder and its report.
@@ -283,6 +290,9 @@ def build_iso_isp(
     engine : EngineSpec, optional
         What runs the renders (:func:`hetbench.engines.engine_spec`; default None: local worker
         processes). Never recorded: the output is the same bytes either way.
+    reference : {"phone", "paper"}
+        The ``baseline`` device: hetbench's phone-like pipeline (default) or Table 3's Baseline column
+        (gray-world WB, no chroma or sharpening stage); recorded in the recipe when ``paper``.
 
     Returns
     -------
@@ -311,8 +321,9 @@ def build_iso_isp(
     params = {"stages": stages, "raw_dir": raw_dir, "labels": labels, "size": size, "clients": clients,
               "device_weights": device_weights, "test_fraction": test_fraction, "seed": seed, "num_proc": num_proc,
               "crops_per_photo": crops_per_photo, "crop_size": crop_size, "quiet": quiet, "engine": engine,
-              "recipe": recipe, "lens_shading": lens_shading, "purity": purity}
-    tag = f"{recipe or 'iso-isp'}-{stages.replace(',', '+')}{f'-p{purity:g}' if purity != 1.0 else ''}-s{seed}"
+              "recipe": recipe, "lens_shading": lens_shading, "purity": purity, "reference": reference}
+    tag = (f"{recipe or 'iso-isp'}-{stages.replace(',', '+')}{f'-p{purity:g}' if purity != 1.0 else ''}"
+           f"{'-paper' if reference == 'paper' else ''}-s{seed}")
     return publish_checked(prepare_iso_isp, Path(out) if out else SPLITS_ROOT / tag, name or tag, overwrite, params)
 
 

@@ -113,8 +113,11 @@ def build() -> None:
 @click.option("--clients", default=None, type=int, help="Number of clients (default: one per device).")
 @click.option("--recipe", default=None, type=click.Choice(["fivek-subject", "fivek-light"]),
               help="A RAW corpus: --raw-dir is a copy of MIT-Adobe FiveK, labelled by its subject or light.")
+@click.option("--reference", default="phone", show_default=True, type=click.Choice(["phone", "paper"]),
+              help="The baseline device: hetbench's phone-like pipeline, or Table 3's Baseline column (gray-world "
+              "WB, no chroma smoothing or sharpening).")
 @_isp_options
-def iso_isp_cmd(stages, clients, recipe, raw_dir, labels, lens_shading, size, device_weights, test_fraction, crops_per_photo, crop_size, num_proc,
+def iso_isp_cmd(stages, clients, recipe, reference, raw_dir, labels, lens_shading, size, device_weights, test_fraction, crops_per_photo, crop_size, num_proc,
                 purity, seed, out, name, overwrite, quiet, engine, ray_address, ray_inputs):
     """Re-render the same captures per ISP stage option: one device per Table 3 variant.
 
@@ -122,6 +125,7 @@ def iso_isp_cmd(stages, clients, recipe, raw_dir, labels, lens_shading, size, de
     Examples:
       hetbench build iso-isp --stages wb,tone
       hetbench build iso-isp --stages wb,tone --recipe fivek-subject --raw-dir fivek_dataset --num-proc 2
+      hetbench build iso-isp --stages wb,tone,denoise --reference paper
     """
     from hetbench.builders.iso_isp import build_iso_isp
 
@@ -129,7 +133,7 @@ def iso_isp_cmd(stages, clients, recipe, raw_dir, labels, lens_shading, size, de
         out, name=name, overwrite=overwrite, stages=stages, raw_dir=raw_dir, labels=labels, size=size, clients=clients,
         device_weights=device_weights, test_fraction=test_fraction, seed=seed, num_proc=num_proc,
         crops_per_photo=crops_per_photo, crop_size=crop_size, quiet=quiet, engine=_engine(engine, ray_address, ray_inputs),
-        recipe=recipe, lens_shading=lens_shading, purity=purity,
+        recipe=recipe, lens_shading=lens_shading, purity=purity, reference=reference,
     )
     if not quiet:
         _summary(out_path, report)

@@ -43,6 +43,14 @@ BASELINE: dict[str, str] = {
     "sharpen": "usm-mild",
     "compress": "jpeg85",
 }
+#: the reference pipelines a Table 3 device set can be built around (``build iso-isp --reference``): ``phone``
+#: is :data:`BASELINE`, hetbench's phone-like rendering; ``paper`` is HeteroSwitch Table 3's Baseline column
+#: as printed: gray-world white balance and no chroma noise reduction or sharpening stage (Table 3 has
+#: neither). Both meter the exposure the same way (:mod:`hetbench.isp.exposure`).
+REFERENCES: dict[str, dict[str, str]] = {
+    "phone": {},
+    "paper": {"wb": "gray-world", "chroma": "none", "sharpen": "none"},
+}
 STAGE_ALIASES = {"white_balance": "wb", "white-balance": "wb", "color": "wb", "compression": "compress"}
 
 
@@ -116,13 +124,34 @@ class Pipeline:
     def as_dict(self) -> dict[str, str]:
         return dict(zip(STAGES, self.choices))
 
-    def differs_from_baseline(self) -> list[str]:
-        return [f"{s}={v}" for s, v in zip(STAGES, self.choices) if BASELINE[s] != v]
+    @classmethod
+    def reference(cls, name: str = "phone") -> "Pipeline":
+        """The reference pipeline ``name`` of :data:`REFERENCES` (``phone``: :data:`BASELINE`)."""
+        if name not in REFERENCES:
+            raise HetbenchError(f"unknown reference pipeline '{name}'; choose one of: {', '.join(REFERENCES)}")
+        return cls.parse(REFERENCES[name])
+
+    def differs_from_baseline(self, base: "Pipeline | None" = None) -> list[str]:
+        """``stage=variant`` for each stage where this pipeline differs from ``base`` (default :data:`BASELINE`)."""
+        ref = BASELINE if base is None else base.as_dict()
+        return [f"{s}={v}" for s, v in zip(STAGES, self.choices) if ref[s] != v]
 
     @property
     def short_name(self) -> str:
         """``baseline`` or the changed stages, e.g. ``wb=white-patch``."""
-        return "+".join(self.differs_from_baseline()) or "baseline"
+        return self.name_against(None)
+
+    def name_against(self, base: "Pipeline | None") -> str:
+        """``baseline`` when this is ``base`` (default :data:`BASELINE`), else the stages changed from it.
+
+        Examples
+        --------
+        >>> from hetbench.isp.pipeline import Pipeline
+        >>> paper = Pipeline.reference("paper")
+        >>> paper.short_name, paper.name_against(paper), Pipeline.parse({**paper.as_dict(), "wb": "none"}).name_against(paper)
+        ('wb=gray-world+chroma=none+sharpen=none', 'baseline', 'wb=none')
+        """
+        return "+".join(self.differs_from_baseline(base)) or "baseline"
 
     def _walk_key(self) -> tuple:
         # LibRaw output depends on (demosaic, FBDD on/off): sort so shared work is adjacent
@@ -155,15 +184,19 @@ def parse_stage_list(text: str) -> list[str]:
     return [s for s in STAGES if s in names]
 
 
-def table3_variants(stages: Sequence[str]) -> list[Pipeline]:
+def table3_variants(stages: Sequence[str], base: Pipeline | None = None) -> list[Pipeline]:
     """The baseline, then each Table 3 option (option 1, option 2) of each listed stage with every
     other stage at baseline (HeteroSwitch sec. 3.4 protocol); for the phone stages outside Table 3
-    (chroma, sharpen), each of their other options.
+    (chroma, sharpen), each of their options other than the baseline's.
 
     Parameters
     ----------
     stages : sequence of str
         Stage names (see :func:`parse_stage_list`).
+    base : Pipeline, optional
+        The baseline every variant changes one stage of (default :data:`BASELINE`, the ``phone``
+        reference; ``Pipeline.reference("paper")`` is Table 3's own). Name the variants with
+        :meth:`Pipeline.name_against` this base.
 
     Returns
     -------
@@ -180,12 +213,15 @@ def table3_variants(stages: Sequence[str]) -> list[Pipeline]:
     >>> [p.short_name for p in table3_variants(["gamut"])]
     ['baseline', 'gamut=none', 'gamut=prophoto']
     """
-    out = [Pipeline.baseline()]
+    base = Pipeline.baseline() if base is None else base
+    out = [base]
     for stage in stages:
         for variant in REGISTRY[stage].values():
-            # a Table 3 stage's two options; a phone stage's (chroma, sharpen) every non-baseline option
-            if variant.table3 in ("option1", "option2") or (stage not in TABLE3_STAGES and variant.table3 == "extra"):
-                out.append(Pipeline.parse({stage: variant.name}))
+            # a Table 3 stage's two options; a phone stage's (chroma, sharpen) every option but the base's
+            table3 = variant.table3 in ("option1", "option2")
+            phone = stage not in TABLE3_STAGES and variant.table3 in ("extra", "baseline")
+            if (table3 or phone) and variant.name != base[stage]:
+                out.append(Pipeline.parse({**base.as_dict(), stage: variant.name}))
     return out
 
 

@@ -58,7 +58,18 @@ def test_tiny_run_trains_only_baseline_clients_and_measures_per_seed(tiny_run):
     assert facts["seeds"] == [0, 1] and facts["trained_groups"] == ["baseline"]
     assert facts["clients"] == 14 and facts["trained_clients"] == 2
     assert "95% t interval over 2 training seed(s)" in facts["uncertainty"] and "last 1" in facts["metric"]
-    docs = [json.loads(p.read_text()) for p in sorted(ctx.runs.rglob("fedavg-train_baseline-s*.json"))]
+    # the checks' baseline is Table 3's own column (gray-world WB, no chroma or sharpening stage); the
+    # phone-like baseline is a second reference, reported beside it
+    assert facts["reference"] == "paper" and facts["split"].endswith("-paper-s0")
+    paper = dict(kv.split("=") for kv in facts["baseline_pipeline"].split(","))
+    assert (paper["wb"], paper["chroma"], paper["sharpen"], paper["compress"]) == ("gray-world", "none", "none", "jpeg85")
+    phone = facts["other_references"]["phone"]
+    assert "wb=grey-edge" in phone["baseline_pipeline"] and len(phone["variant_drop"]) == 6
+    assert set(phone) >= {"wb_tone_minus_others", "weakest_wb_tone_minus_strongest_other", "baseline_accuracy"}
+    folders = sorted(p.name for p in ctx.runs.iterdir())
+    assert len(folders) == 2 and sum("-paper-s0-" in f for f in folders) == 1
+    paper_runs = next(ctx.runs.glob("*-paper-s0-*"))
+    docs = [json.loads(p.read_text()) for p in sorted(paper_runs.glob("fedavg-train_baseline-s*.json"))]
     assert len(docs) == 2
     measured = out.measurements["wb_tone_minus_others"].samples[0]
     strict = out.measurements["weakest_wb_tone_minus_strongest_other"].samples[0]
@@ -105,6 +116,8 @@ def test_contrasts_group_the_variants_by_stage_and_the_criterion_decides():
     ({"min_test_examples": 0}, "'min_test_examples' must be a positive integer"),
     ({"split_seed": -1}, "'split_seed' must be a non-negative integer"),
     ({"epochs": 3}, "unknown setting 'epochs'"),
+    ({"references": ["film"]}, "'references': unknown reference pipeline 'film'"),
+    ({"references": ["paper", "paper"]}, "'references' must be a non-empty list of distinct strings"),
     ({"train": {"rounds": 2, "clients_per_round": 5}}, "'clients_per_round' 5 exceeds clients_per_device 4"),
     ({"train": {"rounds": 2}}, "'clients_per_round' must be given"),
     ({"train": {"clients_per_round": 2, "device": "cpu"}}, "settings.quick.train: unknown option 'device'"),

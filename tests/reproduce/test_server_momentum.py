@@ -18,8 +18,8 @@ from claim_definitions import raw_claim
 
 TINY = {
     "source": "builtin:digits", "clients": 6, "alpha": 0.1, "test_fraction": 0.2, "split_seed": 0,
-    "tune_split_seed": 5, "tune_seeds": [9], "server_momentum": 0.9, "effective_steps": [0.5, 2.0],
-    "train": {"model": "digits-cnn", "rounds": 2, "clients_per_round": 2, "batch_size": 32, "lr": 0.05,
+    "tune_split_seed": 5, "tune_seeds": [9], "server_momentum": 0.9, "effective_steps": [0.05, 0.2],
+    "train": {"model": "digits-cnn", "rounds": 2, "clients_per_round": 2, "batch_size": 32,
               "eval_every": 1, "last_k": 1},
 }
 
@@ -34,22 +34,29 @@ def test_tiny_run_measures_the_paired_difference_at_the_steps_chosen_on_the_tuni
     # the chosen step is the tuning split's best (mean over the tuning seeds), for each algorithm
     for algo in ("fedavg", "fedavgm"):
         tuned = facts["tuning_accuracy"][algo]
-        assert set(tuned) == {"0.5", "2"}
-        assert facts["chosen_step"][algo] == choose_step([0.5, 2.0], [tuned["0.5"], tuned["2"]])
-    assert facts["server_lr"]["fedavgm"] == pytest.approx(facts["chosen_step"]["fedavgm"] * 0.1)
-    assert facts["server_lr"]["fedavg"] == facts["chosen_step"]["fedavg"]
+        assert set(tuned) == {"0.05", "0.2"}
+        assert facts["chosen_step"][algo] == choose_step([0.05, 0.2], [tuned["0.05"], tuned["0.2"]])
+    # Hsu et al.'s convention: server rate 1, the client rate eta = eta_eff (1 - beta)
+    assert facts["client_lr"]["fedavgm"] == pytest.approx(facts["chosen_step"]["fedavgm"] * 0.1)
+    assert facts["client_lr"]["fedavg"] == facts["chosen_step"]["fedavg"] and facts["server_lr"] == 1.0
+    assert facts["chosen_on_grid_edge"] == ["fedavg", "fedavgm"]  # a grid of two has no inside
     assert facts["test_examples"] > 0 and facts["tune_test_examples"] > 0 and facts["seeds"] == [0, 1]
     assert facts["tune_seeds"] == [9] and "95% t interval" in facts["uncertainty"] and "last 1" in facts["metric"]
     # the runs: every grid step on the tuning split (seed 9 only), the chosen steps only on the evaluation split
-    folders = {p.name: sorted(q.name for q in p.glob("*.json")) for p in (tmp_path / "runs").iterdir()}
-    # results folders are <split name>-<fingerprint[:12]>; the split names end with their split seed
-    tune = next(v for k, v in folders.items() if k.rsplit("-", 1)[0].endswith("-s5"))
-    evaluation = next(v for k, v in folders.items() if k.rsplit("-", 1)[0].endswith("-s0"))
-    assert len(tune) == 4 and all(name.endswith("-s9.json") for name in tune)
-    assert len(evaluation) == 4 and {n[-8:] for n in evaluation} == {"-s0.json", "-s1.json"}
+    # results folders are eta_eff-<rate>/<split name>-<fingerprint[:12]>; split names end with their split seed
+    runs = [p.relative_to(tmp_path / "runs") for p in (tmp_path / "runs").rglob("*.json")]
+    tune = [p for p in runs if p.parent.name.rsplit("-", 1)[0].endswith("-s5")]
+    evaluation = [p for p in runs if p.parent.name.rsplit("-", 1)[0].endswith("-s0")]
+    assert len(tune) == 4 and all(p.name.endswith("-s9.json") for p in tune)
+    assert {p.parts[0] for p in tune} == {"eta_eff-0.05", "eta_eff-0.2"}
+    assert len(evaluation) == 4 and {p.name[-8:] for p in evaluation} == {"-s0.json", "-s1.json"}
     docs = [json.loads(p.read_text()) for p in (tmp_path / "runs").rglob("*.json")]
     momentum = {d["algorithm"]["params"].get("server_momentum", 0.0) for d in docs}
     assert momentum == {0.0, 0.9}
+    for d in docs:  # every run: server rate 1, the client at eta_eff (1 - beta) of a grid rate
+        beta = d["algorithm"]["params"].get("server_momentum", 0.0)
+        assert d["algorithm"]["params"]["server_lr"] == 1.0
+        assert min(abs(d["config"]["lr"] / (1 - beta) - s) for s in (0.05, 0.2)) < 1e-9
     # the verdict is the declared criterion's on these numbers
     criterion = raw_claim("hsu-fedavgm")["checks"][0]["criterion"]
     assert evaluate(m, criterion).verdict == evaluate(Measurement([list(m.samples[0])]), criterion).verdict
@@ -63,6 +70,7 @@ def test_tiny_run_measures_the_paired_difference_at_the_steps_chosen_on_the_tuni
     (lambda q: q.update(effective_steps=[0, 1]), "'effective_steps' must be a non-empty list of positive numbers"),
     (lambda q: q.update(alpha=0), "settings.quick: 'alpha' must be a positive number"),
     (lambda q: q["train"].update(server_lr=1.0), "settings.quick.train: unknown option 'server_lr'"),
+    (lambda q: q["train"].update(lr=0.05), "settings.quick.train: 'lr' is not a setting of this claim"),
 ])
 def test_bad_settings_are_one_clear_error(edit, message):
     data = copy.deepcopy(raw_claim("hsu-fedavgm"))
@@ -72,11 +80,13 @@ def test_bad_settings_are_one_clear_error(edit, message):
     assert str(exc.value).startswith("manifests/claims/x.yaml: ") and message in str(exc.value)
 
 
-def test_effective_step_is_the_same_for_both_algorithms():
-    for step in (0.3162, 1.0, 3.162):
-        avg, avgm = momentum_hyper("fedavg", step, 0.9), momentum_hyper("fedavgm", step, 0.9)
-        assert avg["server_lr"] == step
-        assert avgm["server_lr"] / (1 - avgm["server_momentum"]) == pytest.approx(step)
+def test_an_effective_rate_is_hsus_eta_over_one_minus_beta_with_server_rate_one():
+    """ECCV 2020 App. A.1: eta_eff = eta / (1 - beta), eta the client rate, the server rate 1. Before, the
+    client rate was fixed and the server rate moved (the other convention, another optimiser)."""
+    for step in (0.01, 0.0316, 0.1):
+        (avg, lr_avg), (avgm, lr_avgm) = momentum_hyper("fedavg", step, 0.9), momentum_hyper("fedavgm", step, 0.9)
+        assert avg["server_lr"] == avgm["server_lr"] == 1.0
+        assert lr_avg == step and lr_avgm / (1 - avgm["server_momentum"]) == pytest.approx(step)
     assert choose_step([1.0, 2.0, 3.0], [10.0, 30.0, 20.0]) == 2.0
 
 
@@ -86,17 +96,3 @@ def test_the_declared_criterion_decides_from_the_numbers():
     assert evaluate(Measurement([[0.2, 0.4, 0.3, 0.5, 0.1]]), criterion).verdict == "not reproduced"  # surely below 1
     assert evaluate(Measurement([[0.5, 3.0, 1.5, 2.5, 1.0]]), criterion).verdict == "inconclusive"
     assert evaluate(Measurement([[-2.0, 0.5, -1.0, -0.5, -1.5]]), criterion).verdict == "not reproduced"
-
-
-def test_both_algorithms_train_at_one_client_rate_when_the_claim_gives_none(tmp_path):
-    """FedAvgM's own default client rate is (1 - beta) x 0.05; the claim passes one rate to both, so that an
-    effective step of the grid is the same step for FedAvg and FedAvgM."""
-    (tmp_path / "work").mkdir()
-    settings = copy.deepcopy(TINY)
-    del settings["train"]["lr"]
-    settings["train"]["rounds"] = 1
-    ctx = Context(work=tmp_path / "work", runs=tmp_path / "runs", seeds=[0], mode="quick", threads=1)
-    out = ServerMomentumRunner().run(ServerMomentumRunner().check_settings(settings, "t"), ctx)
-    docs = [json.loads(p.read_text()) for p in (tmp_path / "runs").rglob("*.json")]
-    assert {d["algorithm"]["name"] for d in docs} == {"fedavg", "fedavgm"}
-    assert {d["config"]["lr"] for d in docs} == {0.05} and out.facts["train"]["lr"] == 0.05

@@ -91,6 +91,7 @@ _KINDS: dict[str, tuple[tuple[type, ...], str]] = {
     "str": ((str,), "a string"),
     "numbers": ((list,), "a non-empty list of positive numbers"),
     "ints": ((list,), "a non-empty list of non-negative integers"),
+    "strs": ((list,), "a non-empty list of distinct strings"),
     "mapping": ((dict,), "a mapping"),
 }
 
@@ -131,6 +132,8 @@ def check_schema(settings: dict[str, Any], schema: Mapping[str, tuple[str, bool]
                                  for x in v)
         elif ok and kind == "ints":
             ok = bool(v) and all(isinstance(x, int) and not isinstance(x, bool) and x >= 0 for x in v)
+        elif ok and kind == "strs":
+            ok = bool(v) and all(isinstance(x, str) for x in v) and len(set(v)) == len(v)
         if not ok:
             raise HetbenchError(f"{where}: '{key}' must be {text} (got {v!r})")
     return settings

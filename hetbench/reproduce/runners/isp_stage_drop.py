@@ -1,9 +1,12 @@
 """Accuracy drop per ISP stage (Kim et al., "HeteroSwitch", MLSys 2024, sec. 3.4, Table 3 and Fig. 3).
 
 The split is ``hetbench build iso-isp`` (:func:`hetbench.builders.iso_isp.build_iso_isp`, the command's own
-path): the embedded photographs' crops rendered by the Table 3 baseline pipeline (device ``baseline``)
-and by each Table 3 option of each listed stage with every other stage at baseline (devices
-``wb=none``, ``tone=srgb-gamma+equalize``, ...), ``clients_per_device`` clients per device. FedAvg is
+path): the embedded photographs' crops rendered by a baseline pipeline (device ``baseline``) and by each
+Table 3 option of each listed stage with every other stage at baseline (devices ``wb=none``,
+``tone=srgb-gamma+equalize``, ...), ``clients_per_device`` clients per device. The checks' baseline is
+the paper's own Table 3 Baseline column (``--reference paper``: gray-world WB, no chroma smoothing or
+sharpening); hetbench's phone-like baseline (grey-edge WB, mild chroma smoothing and sharpening) is built
+as a second reference and reported beside it (``other_references`` in the facts). FedAvg is
 trained with every seed by :func:`hetbench.sweep.sweep` on the baseline device's clients only
 (``train_groups=("baseline",)``, ``hetbench train --train-groups baseline``) and tested on every device.
 Each accuracy is the trainer's stable metric, the mean of the last k evaluations
@@ -158,6 +161,9 @@ class IspStageDropRunner(Runner):
         The build's seed (default 0); every training seed uses that one split.
     seeds : list of int, optional
         Quick mode's training seeds.
+    references : list of str, optional
+        The baseline pipelines, each a split of its own (:data:`hetbench.isp.pipeline.REFERENCES`; default
+        ``[paper, phone]``): the first is the checks' reference, the others are reported beside it.
     train : mapping
         :class:`~hetbench.train.algorithms.TrainConfig` options (``clients_per_round`` required, at most
         ``clients_per_device``); ``train_groups`` is always ``("baseline",)``.
@@ -187,11 +193,18 @@ class IspStageDropRunner(Runner):
         "stages": ("str", True), "crops_per_photo": ("int", True), "crop_size": ("int", True), "size": ("int", True),
         "clients_per_device": ("int", True), "test_fraction": ("fraction", True),
         "min_test_examples": ("int", True), "seeds": ("ints", False), "train": ("mapping", True),
+        "references": ("strs", False),
     }
 
     def check_settings(self, settings: dict[str, Any], where: str) -> dict[str, Any]:
         super().check_settings(settings, where)
         _stage_list(settings["stages"], where)
+        from hetbench.isp.pipeline import REFERENCES
+
+        unknown = [r for r in settings.get("references", []) if r not in REFERENCES]
+        if unknown:
+            raise HetbenchError(f"{where}: 'references': unknown reference pipeline '{unknown[0]}' (choose from "
+                                f"{', '.join(REFERENCES)}; the first is the checks' baseline)")
         check_render_settings(settings, where)
         if settings["clients_per_device"] < 2:
             raise HetbenchError(f"{where}: 'clients_per_device' must be at least 2, so that training on the "
@@ -214,28 +227,32 @@ class IspStageDropRunner(Runner):
         devices = len(table3_variants(_stage_list(settings["stages"], "stages")))
         captures = SCENES * settings["crops_per_photo"]
         test = round(captures * settings["test_fraction"])
-        # every capture is rendered by every device; only the baseline's clients train
+        references = len(settings.get("references", ["paper", "phone"]))
+        # every capture is rendered by every device; only the baseline's clients train; a split per reference
         train = {**settings["train"], "image_size": settings["size"]}
-        return [federated_workload("fedavg on the baseline", train, len(seeds),
+        return [federated_workload(f"fedavg on the baseline, {references} reference(s)", train, len(seeds) * references,
                                    (captures - test) / settings["clients_per_device"], test * devices, 3, SCENES)]
 
-    def run(self, settings: dict[str, Any], ctx: Context) -> RunOutput:
+    def _reference(self, settings: dict[str, Any], ctx: Context, reference: str, config) -> dict[str, Any]:
+        """Build the split around ``reference``, train FedAvg on its baseline device with every seed and
+        return the devices, the test rows and every seed's per-device accuracy."""
         from hetbench.builders.iso_isp import build_iso_isp
-        from hetbench.isp.pipeline import table3_variants
+        from hetbench.isp.pipeline import Pipeline, table3_variants
         from hetbench.sweep import sweep
 
         stages = _stage_list(settings["stages"], "stages")
-        devices = [p.short_name for p in table3_variants(stages)]
-        config = dataclasses.replace(train_config(dict(settings["train"]), "train"), device=ctx.device,
-                                     train_groups=(BASELINE,))
+        base = Pipeline.reference(reference)
+        devices = [p.name_against(base) for p in table3_variants(stages, base)]
         split_seed = settings.get("split_seed", 0)
-        name = f"iso-isp-{'+'.join(stages)}-s{split_seed}"
+        name = f"iso-isp-{'+'.join(stages)}{'-paper' if reference == 'paper' else ''}-s{split_seed}"
         folder = ctx.work / name
-        ctx.note(f"building {name}: {len(devices)} devices x {settings['crops_per_photo']} crops of 7 photographs")
+        ctx.note(f"building {name}: {len(devices)} devices around the {reference} reference x "
+                 f"{settings['crops_per_photo']} crops of 7 photographs")
         build_iso_isp(folder, name=name, stages=",".join(stages), size=settings["size"],
                       clients=settings["clients_per_device"] * len(devices), test_fraction=settings["test_fraction"],
                       seed=split_seed, num_proc=_build_processes(settings["crops_per_photo"]),
-                      crops_per_photo=settings["crops_per_photo"], crop_size=settings["crop_size"], quiet=True)
+                      crops_per_photo=settings["crops_per_photo"], crop_size=settings["crop_size"], quiet=True,
+                      reference=reference)
         test_rows = require_test_rows(folder, devices, settings["min_test_examples"], named="the Table 3 variants")
         accuracy: list[dict[str, float]] = []
         trained_clients: set[int] = set()
@@ -249,15 +266,39 @@ class IspStageDropRunner(Runner):
             trained_clients.add(int(doc["split"]["num_clients"]))
             acc = {g: float(a) for g, a in doc["final"]["last_k"]["group_accuracy"].items()}
             accuracy.append(acc)
-            ctx.note(f"fedavg seed {seed}: baseline {acc[BASELINE]:.1f}%, "
+            ctx.note(f"fedavg seed {seed} ({reference}): baseline {acc[BASELINE]:.1f}%, "
                        + ", ".join(f"{v} {acc[BASELINE] - acc[v]:+.1f}" for v in devices[1:]) + f" ({run.path.name})")
+        return {"name": name, "stages": stages, "devices": devices, "test_rows": test_rows, "accuracy": accuracy,
+                "trained_clients": trained_clients, "pipeline": str(base)}
+
+    @staticmethod
+    def _summary(ref: dict[str, Any]) -> dict[str, Any]:
+        """A reference's drops and contrasts over seeds (mean ± standard error) for the facts."""
+        per_seed = [stage_drops(a) for a in ref["accuracy"]]
+        pairs = [contrasts(a) for a in ref["accuracy"]]
+        return {
+            "split": ref["name"], "baseline_pipeline": ref["pipeline"],
+            "baseline_accuracy": _mean_se([a[BASELINE] for a in ref["accuracy"]]) + " %",
+            "variant_drop": [f"{v} {_mean_se([p[0][v] for p in per_seed])}" for v in ref["devices"][1:]],
+            "stage_drop": [f"{st} {_mean_se([p[1][st] for p in per_seed])}" for st in ref["stages"]],
+            "wb_tone_minus_others": _mean_se([p[0] for p in pairs]),
+            "weakest_wb_tone_minus_strongest_other": _mean_se([p[1] for p in pairs]),
+        }
+
+    def run(self, settings: dict[str, Any], ctx: Context) -> RunOutput:
+        references = list(settings.get("references", ["paper", "phone"]))
+        config = dataclasses.replace(train_config(dict(settings["train"]), "train"), device=ctx.device,
+                                     train_groups=(BASELINE,))
+        split_seed = settings.get("split_seed", 0)
+        refs = [self._reference(settings, ctx, r, config) for r in references]
+        main = refs[0]  # the checks' reference; the others are reported beside it
+        stages, devices, accuracy, test_rows = main["stages"], main["devices"], main["accuracy"], main["test_rows"]
         pairs = [contrasts(a) for a in accuracy]
-        per_seed = [stage_drops(a) for a in accuracy]
-        variant_drop = {v: _mean_se([p[0][v] for p in per_seed]) for v in devices[1:]}
-        stage_drop = {s: _mean_se([p[1][s] for p in per_seed]) for s in stages}
+        trained_clients = set().union(*(r["trained_clients"] for r in refs))
         counts = sorted(set(test_rows.values()))
         neither = [v for v in devices[1:] if variant_stage(v) not in HIGH + LOW]
         n = len(ctx.seeds)
+        summary = self._summary(main)
         return RunOutput(
             measurements={
                 "wb_tone_minus_others": Measurement([[p[0] for p in pairs]], unit="accuracy points",
@@ -269,7 +310,8 @@ class IspStageDropRunner(Runner):
             axes={"wb_tone_minus_others": Axes(_XLABEL, "variant drops: WB/tone - others (points)"),
                   "weakest_wb_tone_minus_strongest_other": Axes(_XLABEL, "stage drops: WB/tone - others (points)")},
             facts={
-                "split": name, "stages": stages, "devices": devices,
+                "split": main["name"], "reference": references[0], "baseline_pipeline": main["pipeline"],
+                "stages": stages, "devices": devices,
                 "wb_tone_variants": [v for v in devices[1:] if variant_stage(v) in HIGH],
                 "other_variants": [v for v in devices[1:] if variant_stage(v) in LOW],
                 **({"reported_only_variants": neither} if neither else {}),
@@ -280,9 +322,10 @@ class IspStageDropRunner(Runner):
                 "test_examples_note": "test images per device (the baseline and each variant); each drop compares two "
                                       "such test sets",
                 "seeds": list(ctx.seeds), "split_seed": split_seed,
-                "baseline_accuracy": _mean_se([a[BASELINE] for a in accuracy]) + " %",
-                "variant_drop": [f"{v} {t}" for v, t in variant_drop.items()],
-                "stage_drop": [f"{st} {t}" for st, t in stage_drop.items()],
+                "baseline_accuracy": summary["baseline_accuracy"],
+                "variant_drop": summary["variant_drop"], "stage_drop": summary["stage_drop"],
+                **({"other_references": {r: self._summary(ref) for r, ref in zip(references[1:], refs[1:])}}
+                   if len(refs) > 1 else {}),
                 "train": {k: getattr(config, k) for k in TRAIN_KEYS}, "algorithm": "fedavg",
                 "uncertainty": f"mean and its 95% t interval over {n} training seed(s) on one split (split_seed "
                                f"{split_seed}): the spread is the training's, not the crops'",
