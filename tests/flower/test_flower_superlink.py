@@ -58,4 +58,5 @@ def test_an_interrupted_run_stops_every_process_it_started(owned_processes, tmp_
         run_flower_simulation(FlowerJob(str(split), "fedavg", {"rounds": 50, "clients_per_round": 2}), actors=1,
                               on_round=on_round)
     assert rounds == [1]
-    assert {p.name for p in Path(tempfile.gettempdir()).glob(PREFIX + "*")} == before  # its folder removed
+    # its folder removed (compared as "nothing new": a run in another test process may remove its own meanwhile)
+    assert not {p.name for p in Path(tempfile.gettempdir()).glob(PREFIX + "*")} - before
