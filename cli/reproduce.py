@@ -29,10 +29,18 @@ from hetbench.reproduce import DEFAULT_OUT, claim_ids, dry_run as estimate_claim
               "device (its models timed here; a floor) and exit.")
 @click.option("--allow-cpu", is_flag=True, help="Run --full even where training would run on a CPU (refused "
               "otherwise, with the estimate: days on a laptop).")
-@click.option("--overwrite", is_flag=True, help="Replace --out if it exists.")
+@click.option("--store", default=None, type=click.Path(file_okay=False),
+              help="The run store: every training run is kept there as it finishes and reused when asked again "
+              "(default: --out's runs/; give one folder to share runs between outputs).")
+@click.option("--budget", default=None, type=float, metavar="SECONDS",
+              help="Start no new training run after this many seconds; claims whose runs are missing are "
+              "'not run (k of n runs)', and the same command continues them.")
+@click.option("--overwrite", is_flag=True, help="Replace --out's reports if it exists (its run store is kept and "
+              "reused).")
 @click.option("--quiet", "-q", is_flag=True, help="No progress lines and no summary.")
 def reproduce(claims: str, quick: bool, seeds: str | None, out: str, metadata: str | None, device: str,
-              threads: int | None, dry_run: bool, allow_cpu: bool, overwrite: bool, quiet: bool) -> None:
+              threads: int | None, dry_run: bool, allow_cpu: bool, store: str | None, budget: float | None,
+              overwrite: bool, quiet: bool) -> None:
     """Check published claims (Hsu et al., HeteroSwitch, Borazjani et al., DapperFL) against declared criteria.
 
     Each claim's definition (manifests/claims/<id>.yaml) declares its protocol and the criterion that
@@ -47,11 +55,12 @@ def reproduce(claims: str, quick: bool, seeds: str | None, out: str, metadata: s
       hetbench reproduce --quick --claims all --out claims --overwrite
       hetbench reproduce --full --claims hsu-label-skew --device cuda --out claims-full
       hetbench reproduce --full --dry-run
+      hetbench reproduce --quick --claims all --out claims --budget 1800   # again later: continues
     \f
 
     Parameters
     ----------
-    claims, quick, seeds, out, metadata, device, threads, allow_cpu, overwrite, quiet
+    claims, quick, seeds, out, metadata, device, threads, allow_cpu, store, budget, overwrite, quiet
         As :func:`hetbench.reproduce.reproduce` (``quick`` False is ``mode="full"``).
     dry_run : bool
         Print each claim's estimated training time here (:func:`hetbench.reproduce.dry_run`) instead.
@@ -76,7 +85,7 @@ def reproduce(claims: str, quick: bool, seeds: str | None, out: str, metadata: s
         click.echo(f"{'total':<{width}}  {format_duration(sum(c.seconds for c in costs)):>9}")
         return
     done = run_claims(claims, mode, seeds, out, overwrite=overwrite, quiet=quiet, device=device, metadata=metadata,
-                      threads=threads, allow_cpu=allow_cpu)
+                      threads=threads, allow_cpu=allow_cpu, store=store, budget=budget)
     if not quiet:
         for line in done.summary():
             click.echo(line)

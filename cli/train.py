@@ -101,8 +101,8 @@ def split_hyper(opts: dict[str, Any]) -> dict[str, Any]:
 @click.option("--model", default="auto", show_default=True,
               help="digits-cnn | lenet | resnet10 | resnet18 | mobilenetv3-small | auto (by image size: <=16 px "
               "digits-cnn, <=48 px lenet, else resnet10).")
-@click.option("--norm", type=click.Choice(["group", "batch", "none"]), default="group", show_default=True,
-              help="Normalisation layers (GroupNorm after Hsu et al. 2020).")
+@click.option("--norm", type=click.Choice(["group", "batch", "none"]), default=None,
+              help="Normalisation layers (default group, after Hsu et al. 2020; fedbn batch, as in its paper).")
 @click.option("--image-size", default=None, type=int, help="Resize images to this side (default: keep their size).")
 @click.option("--group-by", default=None,
               help="Test groups: a column (device, domain, s2_cell, user_id, ...), client_id, or all (default: the "

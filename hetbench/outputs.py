@@ -85,8 +85,13 @@ def _leaderboard_ok(folder: Path) -> bool:
 
 
 def _claims_ok(folder: Path) -> bool:
+    """A finished reproduce output (its ``claims.json``), or an interrupted one: only its run store
+    (``runs/hetbench-store.json``, :mod:`hetbench.reproduce.store`) is written yet."""
     doc = _json(folder / "claims.json")
-    return isinstance(doc, dict) and isinstance(doc.get("format"), str) and doc["format"].startswith("hetbench-claims/")
+    if (folder / "claims.json").exists():
+        return isinstance(doc, dict) and isinstance(doc.get("format"), str) and doc["format"].startswith("hetbench-claims/")
+    store = _json(folder / "runs" / "hetbench-store.json")
+    return isinstance(store, dict) and str(store.get("format", "")).startswith("hetbench-run-store/")
 
 
 def _flower_app_ok(folder: Path) -> bool:

@@ -16,6 +16,7 @@ the check or the claim as ``not run`` with the reason; it is never counted as pa
 
 from __future__ import annotations
 
+import math
 import os
 import re
 import shutil
@@ -28,7 +29,7 @@ from typing import Any, Callable, Sequence
 from hetbench.errors import HetbenchError
 from hetbench.reproduce.claims import MODES, Claim, check_seed_count, load_claim, select_claims
 from hetbench.reproduce.criteria import NOT_RUN, combine, criterion_level, evaluate
-from hetbench.reproduce.runners import RUNNERS, Context
+from hetbench.reproduce.runners import RUNNERS
 from hetbench.reproduce.write import coverage
 
 DEFAULT_OUT = "hetbench_claims"
@@ -238,66 +239,6 @@ def parse_seeds(seeds: str | Sequence[int] | None) -> list[int] | None:
     return out
 
 
-def _short(paper: str) -> str:
-    """``Jia, Zhang, ... NeurIPS 2024.`` -> ``Jia et al. 2024``.
-
-    Examples
-    --------
-    >>> from hetbench.reproduce.run import _short
-    >>> _short("Hsu, Qi and Brown. Measuring ... arXiv:1909.06335, 2019."), _short("Jia, Zhang. DapperFL. NeurIPS 2024.")
-    ('Hsu et al. 2019', 'Jia et al. 2024')
-    """
-    first = re.split(r"[ ,.]", paper.strip(), maxsplit=1)[0]
-    years = re.findall(r"(?<![\d.:])(19\d\d|20\d\d)(?![\d.]\d)", paper)  # not arXiv:1909.06335
-    return f"{first} et al. {years[0]}" if years else first
-
-
-def _run_claim(claim: Claim, mode: str, seeds: list[int], ctx: Context, plots: Path) -> dict[str, Any]:
-    from hetbench.reproduce.plots import plot_claim
-
-    settings = claim.settings[mode]
-    record: dict[str, Any] = {
-        "id": claim.id, "paper": claim.paper, "paper_short": _short(claim.paper), "where": claim.where,
-        "claim": claim.claim, "protocol": claim.protocol, "notes": claim.notes, "runner": claim.runner,
-        "settings": settings, "seeds": seeds,
-    }
-    try:
-        output = RUNNERS[claim.runner].run(settings, ctx)
-    except HetbenchError as exc:  # missing or unreadable data: the claim is not run, with the reason
-        record.update(verdict=NOT_RUN, error=str(exc), facts={}, plot=None,
-                      checks=[{"measure": k.measure, "statement": k.statement, "criterion": k.criterion,
-                               "verdict": NOT_RUN, "reason": str(exc), "numbers": {}, "measurement": {}}
-                              for k in claim.checks])
-        return record
-    settling = None
-    if claim.settle is not None:
-        from hetbench.reproduce.settling import settling_report
-
-        settling = settling_report(ctx.runs, claim.settle)
-        for m in output.measurements.values():
-            if settling["unsettled"] and not m.not_run:
-                m.unsettled = list(settling["unsettled"])
-    checks, panels, not_run = [], [], []
-    for k in claim.checks:
-        m = output.measurements[k.measure]
-        result = evaluate(m, k.criterion)
-        checks.append({"measure": k.measure, "statement": k.statement, "criterion": k.criterion,
-                       "verdict": result.verdict, "reason": result.reason, "numbers": result.numbers,
-                       "measurement": m.as_dict(criterion_level(k.criterion)), **({"data": k.data} if k.data else {})})
-        if result.verdict == NOT_RUN:
-            not_run.append((k.measure, result.reason))
-        else:
-            panels.append((k.measure, m, output.axes.get(k.measure) or _default_axes(), k.criterion, result))
-    verdict = combine([c["verdict"] for c in checks])
-    plot = plots / f"{claim.id}.png"
-    drawn = plot_claim(claim.id, verdict, panels, not_run, plot, coverage({"verdict": verdict, "checks": checks}))
-    record.update(verdict=verdict, facts=output.facts, checks=checks,
-                  plot=f"plots/{claim.id}.png" if drawn else None)
-    if settling is not None:
-        record["settling"] = settling
-    return record
-
-
 def _refuse_full_on_cpu(training: list[Claim], seeds: list[int] | None, device: str, quiet: bool) -> None:
     from hetbench.reproduce.cost import format_duration
 
@@ -309,12 +250,6 @@ def _refuse_full_on_cpu(training: list[Claim], seeds: list[int] | None, device: 
     raise HetbenchError(f"--full trains on the CPU here ({why}): about "
                         f"{format_duration(sum(c.seconds for c in costs))} of training at least ({each}); run it "
                         "where a GPU is (--device cuda), or pass --allow-cpu; --dry-run lists the estimates")
-
-
-def _default_axes():
-    from hetbench.reproduce.runners.base import Axes
-
-    return Axes()
 
 
 def reproduce(
@@ -329,6 +264,8 @@ def reproduce(
     metadata: str | None = None,
     threads: int | None = None,
     allow_cpu: bool = False,
+    store: str | os.PathLike | None = None,
+    budget: float | None = None,
 ) -> Reproduced:
     """Run ``claims`` and write ``claims.json``, ``claims.md``, ``claims.html`` and the plots to ``out``.
 
@@ -358,6 +295,14 @@ def reproduce(
     allow_cpu : bool
         Run ``full`` mode even where training would run on a CPU (refused otherwise, with each claim's
         estimated cost: days on a laptop).
+    store : path, optional
+        The run store (:mod:`hetbench.reproduce.store`): every training run is kept there as it finishes and
+        taken from there when it is asked again; None: ``out``'s ``runs/``. An interrupted command continues
+        where it stopped when run again (:mod:`hetbench.reproduce.output`).
+    budget : float, optional
+        Seconds of this invocation after which no new training run starts; claims are still run in order,
+        each from the store as far as it holds it, and one whose runs are missing is ``not run`` with ``k of
+        n runs`` done. None: no limit.
 
     Returns
     -------
@@ -381,7 +326,10 @@ def reproduce(
     >>> sorted(p.name for p in done.out.iterdir())
     ['claims.html', 'claims.json', 'claims.md', 'plots']
     """
-    from hetbench.atomic import atomic_dir, check_out_dir
+    from hetbench.atomic import check_out_dir, release_lock
+    from hetbench.reproduce.claim_run import run_stored
+    from hetbench.reproduce.output import check_store_dir, interrupted, publish_reports
+    from hetbench.reproduce.store import RunStore
     from hetbench.version import __version__
 
     ids, seed_list, loaded = _checked_claims(claims, mode, seeds)
@@ -394,41 +342,41 @@ def reproduce(
         resolved = resolve_device(device)  # a device this machine lacks is refused here
         if mode == "full" and resolved.type == "cpu" and not allow_cpu:
             _refuse_full_on_cpu([c for c in loaded if RUNNERS[c.runner].trains], seed_list, device, quiet)
+    if budget is not None and not (isinstance(budget, (int, float)) and math.isfinite(budget) and budget > 0):
+        raise HetbenchError(f"--budget must be a positive number of seconds (got {budget})")
     inputs = {"--metadata": metadata}
-    check_out_dir(out, overwrite, "claims", inputs)
+    check_store_dir(store, out)
+    check_out_dir(out, overwrite or interrupted(out), "claims", inputs)  # an interrupted output continues
+    target = Path(out)
+    deadline = None if budget is None else time.monotonic() + float(budget)
     records, seconds = [], {}
-    with atomic_dir(out, overwrite, "claims", inputs) as tmp:
-        work = tmp / ".work"
-        plots = tmp / "plots"
-        plots.mkdir()
+    try:
+        target.mkdir(parents=True, exist_ok=True)
+        runs_store = RunStore.open(store if store is not None else target / "runs", deadline)
+        work = target / f".work-{os.getpid()}"
+        (work / "plots").mkdir(parents=True)
         try:
             for claim in loaded:
                 claim_seeds = seed_list or _default_seeds(claim, mode)
-                runs = tmp / "runs" / claim.id
-                ctx = Context(work=work / claim.id, runs=runs, seeds=claim_seeds, mode=mode, quiet=quiet,
-                              device=device, metadata=metadata, threads=threads)
-                ctx.work.mkdir(parents=True)
-                if not quiet:
-                    print(f"{claim.id}: running ({mode} mode, seeds {','.join(map(str, claim_seeds))})", file=sys.stderr)
-                start = time.perf_counter()
-                record = _run_claim(claim, mode, claim_seeds, ctx, plots)
-                seconds[claim.id] = time.perf_counter() - start
-                record["seconds"] = round(seconds[claim.id], 1)  # wall time (the only clock-dependent field)
-                if runs.is_dir():
-                    record["runs"] = f"runs/{claim.id}"
+                record, seconds[claim.id] = run_stored(claim, mode, claim_seeds, runs_store, work, work / "plots",
+                                                       device, metadata, threads, quiet)
                 records.append(record)
-                if not quiet:
-                    print(f"{claim.id}: {record['verdict']}{coverage(record)} ({seconds[claim.id]:.1f} s)", file=sys.stderr)
+            from hetbench.reproduce.write import machine_record, summary_counts, write_html, write_json, write_markdown
+
+            doc = {"format": "hetbench-claims/1", "hetbench_version": __version__, "mode": mode,
+                   "machine": machine_record(device), "claims_requested": ids, "summary": summary_counts(records),
+                   "claims": records}
+
+            def write(folder: Path) -> None:
+                if any((work / "plots").iterdir()):
+                    os.replace(work / "plots", folder / "plots")
+                write_json(doc, folder / "claims.json")
+                write_markdown(doc, folder / "claims.md")
+                write_html(doc, folder / "claims.html", folder)
+
+            publish_reports(target, write)
         finally:
             shutil.rmtree(work, ignore_errors=True)
-        from hetbench.reproduce.write import machine_record, summary_counts, write_html, write_json, write_markdown
-
-        doc = {"format": "hetbench-claims/1", "hetbench_version": __version__, "mode": mode,
-               "machine": machine_record(device), "claims_requested": ids, "summary": summary_counts(records),
-               "claims": records}
-        write_json(doc, tmp / "claims.json")
-        write_markdown(doc, tmp / "claims.md")
-        write_html(doc, tmp / "claims.html", tmp)
-        if not any(plots.iterdir()):
-            plots.rmdir()
+    finally:
+        release_lock(target)
     return Reproduced(Path(out), doc, seconds)

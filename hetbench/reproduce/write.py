@@ -70,7 +70,12 @@ def coverage(claim: dict[str, Any]) -> str:
     >>> coverage({"verdict": "reproduced", "checks": [{"verdict": "reproduced", "data": "generated data"},
     ...           {"verdict": "not run", "data": "iNaturalist 2017"}, {"verdict": "not run"}]})
     ' on generated data only (1 of 3 checks run)'
+    >>> coverage({"verdict": "not run", "checks": [{"verdict": "not run"}], "runs": {"done": 3, "needed": 10}})
+    ' (3 of 10 runs)'
     """
+    runs = claim.get("runs")
+    if claim["verdict"] == "not run" and isinstance(runs, dict) and runs.get("done", 0) < runs.get("needed", 0):
+        return f" ({runs['done']} of {runs['needed']} runs)"
     ran = [k for k in claim["checks"] if k["verdict"] != "not run"]
     if len(ran) in (0, len(claim["checks"])):
         return ""

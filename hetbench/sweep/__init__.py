@@ -80,6 +80,7 @@ def sweep(
     engine: str = "local",
     flower_actors: int | None = None,
     log: str | Sequence[str] | None = None,
+    store: Any = None,
 ) -> list[RunResult]:
     """Train every algorithm with every seed on ``split`` and write one results JSON per run.
 
@@ -131,6 +132,10 @@ def sweep(
         Per-round metrics of every run, as the rounds happen (``--log``): ``csv`` (``<result
         stem>.rounds.csv`` beside the result), ``tensorboard`` (``<out>/tensorboard/<split folder>/<result
         stem>/``), ``wandb`` (offline unless ``WANDB_MODE`` is set); :mod:`hetbench.train.round_log`. None: none.
+    store : RunStore, optional
+        ``hetbench reproduce``'s run store (:class:`hetbench.reproduce.store.RunStore`): a run it holds is
+        taken from it (and its results file written as if trained), a run it lacks is trained only while
+        its budget lasts (``store.check_budget()``) and kept in it as soon as it finishes. None: none.
 
     Returns
     -------
@@ -212,7 +217,7 @@ def sweep(
         torch.set_num_threads(available_cores())
     try:
         plan = Plan(split, names, seeds, config, hyper, algos, Path(out), protocol, quiet)
-        plan.engine, plan.flower_actors, plan.log = engine, flower_actors, sinks
+        plan.engine, plan.flower_actors, plan.log, plan.store = engine, flower_actors, sinks, store
         plan.check_existing(overwrite, skip_existing or resume, resume)
         return plan.run()
     finally:

@@ -14,6 +14,7 @@ import json
 import math
 import os
 import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -80,6 +81,7 @@ class Plan:
     engine = "local"
     flower_actors: int | None = None
     log: tuple[str, ...] = ()  # --log: the per-round sinks of every run (hetbench.train.round_log)
+    store: Any = None  # hetbench reproduce's run store (sweep's ``store``)
 
     def __init__(self, split, names, seeds, config, hyper, algos, out: Path, protocol, quiet: bool) -> None:
         from hetbench.train.algorithms import check_models
@@ -189,16 +191,26 @@ class Plan:
         from hetbench.train.results import write_result
 
         key = (job.seed, job.groups)
+        algorithm = make_algorithm(job.algorithm, **options_for(job.algorithm, self.hyper))  # fresh state per run
+        identity = self._identity(job, algorithm) if self.store is not None else None
+        stored = self.store.get(identity) if self.store is not None and job.kept is None else None
         if job.kept is not None:
             doc = job.kept
+        elif stored is not None:  # the run store holds it (hetbench reproduce): its results, not a new run
+            doc = stored
+            write_result(doc, job.path)
         else:
-            algorithm = make_algorithm(job.algorithm, **options_for(job.algorithm, self.hyper))  # fresh state per run
+            if self.store is not None:
+                self.store.check_budget()  # --budget spent: no new run starts
+            started = time.perf_counter()
             doc = self._train(job, algorithm, central.get(key))
             if job.algorithm == "central":
                 failure = reference_failure(doc)
                 if failure is not None:
                     doc["final"]["reference_failure"] = failure
             write_result(doc, job.path)
+            if self.store is not None:
+                self.store.put(identity, doc, time.perf_counter() - started)
             remove_checkpoint(job.checkpoint)  # the result is safe: the checkpoint has done its job
         if job.algorithm == "central":
             failure = doc["final"].get("reference_failure") or reference_failure(doc)
@@ -209,6 +221,13 @@ class Plan:
                       "relative accuracy and the default target are not computed against it", file=sys.stderr)
         return RunResult(job.algorithm, job.seed, job.path, doc, job.groups.tag, job.kept is not None,
                          job.resume, job.afresh)
+
+    def _identity(self, job: Job, algorithm) -> dict[str, Any]:
+        """What a run store keys ``job`` by: the split, the algorithm and its hyper-parameters, every option
+        that changes what the run computes, the seed, the group protocol's tag and the engine."""
+        return _jsonable({"split": self.data.fingerprint, "algorithm": job.algorithm, "params": algorithm.params,
+                          "config": job.config.result_options(), "seed": job.seed, "groups": job.groups.tag,
+                          "engine": self.engine})
 
     def _flower_session(self, first: Any, data: Any, per_round: int) -> Any:
         """The open Flower session for a job of ``data``'s clients: the last one when it serves as many clients

@@ -188,7 +188,7 @@ def test_label_skew_quick(tmp_path):
     ``hetbench reproduce`` itself refuses): whatever the verdict, it is the declared criterion's on the
     numbers, and the record carries each point's interval."""
     from hetbench.reproduce.claims import load_claim
-    from hetbench.reproduce.run import _run_claim
+    from hetbench.reproduce.claim_run import run_claim as _run_claim
     from hetbench.reproduce.runners import Context
 
     claim = load_claim("hsu-label-skew")

@@ -91,7 +91,7 @@ class _Fixed(Runner):
     ([[60.0, 61.0, 60.5, 61.0]] * 4 + [[30.0, 40.0, 50.0, 60.0]], INCONCLUSIVE),
 ])
 def test_an_unsettled_condition_makes_the_claim_inconclusive(tmp_path, monkeypatch, curves, verdict):
-    from hetbench.reproduce import run as run_module
+    from hetbench.reproduce import claim_run as run_module
     from hetbench.reproduce.runners import Context
 
     runner = _Fixed()
@@ -101,7 +101,7 @@ def test_an_unsettled_condition_makes_the_claim_inconclusive(tmp_path, monkeypat
                     checks=(replace(load_claim("hsu-fedavgm").checks[0], measure="gain"),))
     ctx = Context(work=tmp_path / "work", runs=tmp_path / "runs", seeds=[0, 1, 2, 3, 4], mode="quick")
     (tmp_path / "plots").mkdir()
-    record = run_module._run_claim(claim, "quick", ctx.seeds, ctx, tmp_path / "plots")
+    record = run_module.run_claim(claim, "quick", ctx.seeds, ctx, tmp_path / "plots")
     assert record["verdict"] == verdict
     assert len(record["settling"]["runs"]) == 5
     check = record["checks"][0]

@@ -27,9 +27,11 @@ if TYPE_CHECKING:
 class Context:
     """Where and how a runner works.
 
-    ``work`` is a scratch folder (splits, caches) removed when the command ends; ``runs`` is kept in the
-    output (the training results each number comes from). ``seeds`` are the seeds of this run (``--seeds``
-    or the mode's default); ``metadata`` is ``--metadata``; ``device`` is ``--device``.
+    ``work`` is a scratch folder (splits, caches) removed when the command ends; ``runs`` is where the
+    runner's sweeps write their results files (the training results each number comes from). ``seeds`` are
+    the seeds of this run (``--seeds`` or the mode's default); ``metadata`` is ``--metadata``; ``device`` is
+    ``--device``; ``store`` is the run store every sweep of a runner passes on (``sweep(..., store=ctx.store)``:
+    :mod:`hetbench.reproduce.store`), None outside ``reproduce``.
     """
 
     work: Path
@@ -40,6 +42,7 @@ class Context:
     device: str = "auto"
     metadata: str | None = None
     threads: int | None = None
+    store: Any = None
 
     def note(self, text: str) -> None:
         """One indented progress line on stderr (nothing when ``quiet``)."""

@@ -112,7 +112,7 @@ class DefaultsLearnRunner(Runner):
             configs[name] = {k: v for k, v in {**base, **extra}.items()}
             row = []
             for seed in ctx.seeds:
-                run = sweep(folder, name, seeds=[seed], config=config, out=ctx.runs, quiet=True, threads=ctx.threads)[0]
+                run = sweep(folder, name, seeds=[seed], config=config, out=ctx.runs, quiet=True, threads=ctx.threads, store=ctx.store)[0]
                 row.append(last_k_accuracy(run.doc))
                 ctx.note(f"{name} seed {seed}: {row[-1]:.2f}% ({run.path.name})")
             acc.append(row)

@@ -168,7 +168,7 @@ class DeviceFairnessRunner(Runner):
         for seed in ctx.seeds:
             for algo in ALGORITHMS:
                 run = sweep(folder, algo, seeds=[seed], config=config, out=ctx.runs, quiet=True,
-                            threads=ctx.threads)[0]
+                            threads=ctx.threads, store=ctx.store)[0]
                 doc = run.doc
                 acc = {g: float(a) for g, a in doc["final"]["last_k"]["group_accuracy"].items()}
                 if sorted(acc) != sorted(devices):  # the trainer's record, not this runner's wish

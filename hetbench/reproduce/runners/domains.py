@@ -120,7 +120,7 @@ class DomainsRunner(Runner):
         for seed in ctx.seeds:
             for algo in ALGOS:
                 run = sweep(folder, algo, seeds=[seed], config=config, hyper=options_for(algo, hyper), out=ctx.runs,
-                            quiet=True, threads=ctx.threads)[0]
+                            quiet=True, threads=ctx.threads, store=ctx.store)[0]
                 acc[algo].append(domain_accuracy(run.doc))
                 test_rows = {g: int(v["num_test"]) for g, v in sorted(run.doc["groups"].items())}
                 ctx.note(f"{algo} seed {seed}: " + ", ".join(f"{g} {v:.1f}%" for g, v in acc[algo][-1].items()))

@@ -258,7 +258,7 @@ class IspStageDropRunner(Runner):
         trained_clients: set[int] = set()
         for seed in ctx.seeds:
             run = sweep(folder, "fedavg", seeds=[seed], config=config, out=ctx.runs, quiet=True,
-                        threads=ctx.threads)[0]
+                        threads=ctx.threads, store=ctx.store)[0]
             doc = run.doc
             trained = sorted(g for g, v in doc["groups"].items() if v.get("trained_on"))
             if trained != [BASELINE]:  # the trainer's record of the protocol, not this runner's wish

@@ -120,7 +120,7 @@ class LabelSkewRunner(Runner):
                     manifest = json.loads((folder / "hetbench.json").read_text())
                     test_rows.add(int(manifest["splits"]["test"]["num_rows"]))
                 run = sweep(splits[key], "fedavg", seeds=[seed], config=config, out=ctx.runs, quiet=True,
-                            threads=ctx.threads)[0]
+                            threads=ctx.threads, store=ctx.store)[0]
                 row.append(last_k_accuracy(run.doc))
                 ctx.note(f"fedavg alpha={alpha:g} seed {seed}: {row[-1]:.2f}% ({run.path.name})")
             acc.append(row)
@@ -128,7 +128,7 @@ class LabelSkewRunner(Runner):
         for seed, fed in zip(ctx.seeds, acc[-1]):
             key = (alphas[-1], fixed[0] if fixed else seed)
             run = sweep(splits[key], "central", seeds=[seed], config=central, out=ctx.runs, quiet=True,
-                        threads=ctx.threads)[0]
+                        threads=ctx.threads, store=ctx.store)[0]
             central_acc.append(last_k_accuracy(run.doc))
             ctx.note(f"central seed {seed}: {central_acc[-1]:.2f}%")
             relative.append(fed / last_k_accuracy(run.doc) if last_k_accuracy(run.doc) > 0 else 0.0)

@@ -201,7 +201,7 @@ class ServerMomentumRunner(Runner):
             hyper, lr = momentum_hyper(algo, step, beta)  # Hsu et al.'s eta_eff: server rate 1, client rate
             # a folder per effective rate: the client rate is a training option, not part of a result's name
             runs = sweep(folder, algo, seeds=seeds, config=dataclasses.replace(config, lr=lr), hyper=hyper,
-                         out=ctx.runs / f"eta_eff-{step:g}", quiet=True, threads=ctx.threads)
+                         out=ctx.runs / f"eta_eff-{step:g}", quiet=True, threads=ctx.threads, store=ctx.store)
             return [last_k_accuracy(r.doc) for r in runs]
 
         tuning: dict[str, dict[str, float | str]] = {}

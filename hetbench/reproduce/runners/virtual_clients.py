@@ -120,7 +120,7 @@ class VirtualClientsRunner(Runner):
 
         def train(folder, algo: str, hyper: dict[str, Any] | None = None) -> list[float]:
             runs = sweep(folder, algo, seeds=seeds, config=config, hyper=hyper, out=ctx.runs, quiet=True,
-                         threads=ctx.threads)
+                         threads=ctx.threads, store=ctx.store)
             return [last_k_accuracy(r.doc) for r in runs]
 
         gains, labels, splits = [], [], []

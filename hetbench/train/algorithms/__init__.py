@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from hetbench.errors import HetbenchError
 from hetbench.registry import Registry
-from hetbench.train.algorithms.base import Algorithm, ClientUpdate, RunState, TrainConfig
+from hetbench.train.algorithms.base import DEFAULT_NORM, Algorithm, ClientUpdate, RunState, TrainConfig
 from hetbench.train.algorithms.central import Central
 from hetbench.train.algorithms.dapperfl import DapperFL
 from hetbench.train.algorithms.fedavg import FedAvg, FedAvgM
@@ -101,11 +101,12 @@ def check_hyper_parameters(names: list[str], params: dict) -> None:
             ALGORITHMS[n].hyper[key].check(key, value)
 
 
-def check_models(names: list[str], model_name: str, norm: str) -> None:
+def check_models(names: list[str], model_name: str, norm: str | None) -> None:
     """Refuse, before anything is trained or written, a model that an algorithm of ``names`` cannot run on:
     each algorithm's ``check_model`` says (FedBN needs normalisation layers, which ``digits-cnn``, ``lenet``
     and every model with ``--norm none`` lack; one line, exit 2).
-    ``model_name`` is the resolved model (``TrainConfig.model_for(image_size)``, not ``auto``).
+    ``model_name`` is the resolved model (``TrainConfig.model_for(image_size)``, not ``auto``); ``norm`` None
+    is each algorithm's own default (``default_norm``, else ``group``).
 
     Examples
     --------
@@ -116,7 +117,8 @@ def check_models(names: list[str], model_name: str, norm: str) -> None:
     hetbench.errors.HetbenchError: fedbn keeps each client's normalisation layers, but the model lenet has none; use --model resnet10, resnet18 or mobilenetv3-small with --norm batch or group
     """
     for name in names:
-        ALGORITHMS[name.strip().lower()].check_model(model_name, norm)
+        algorithm = ALGORITHMS[name.strip().lower()]
+        algorithm.check_model(model_name, norm if norm is not None else algorithm.default_norm or DEFAULT_NORM)
 
 
 def make_algorithm(name: str, **params) -> Algorithm:

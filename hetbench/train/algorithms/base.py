@@ -32,6 +32,9 @@ IMAGE_SIZE_RANGE = (8, 1024)
 
 #: the client learning rate of every algorithm that names no ``default_lr`` of its own
 DEFAULT_LR = 0.05
+#: the normalisation layers of every algorithm that names no ``default_norm`` of its own (Hsu et al. 2020:
+#: GroupNorm, which federated averaging handles better than BatchNorm's running statistics)
+DEFAULT_NORM = "group"
 
 
 @dataclass
@@ -56,8 +59,9 @@ class TrainConfig:
         Client SGD momentum and L2 weight decay (``--momentum``, ``--weight-decay``; 0).
     model : str
         ``auto`` (:func:`hetbench.train.models.default_model` of the image size) or a model name (``--model``).
-    norm : str
-        Normalisation layers of the models that have them: ``group``, ``batch`` or ``none`` (``--norm``).
+    norm : str or None
+        Normalisation layers of the models that have them: ``group``, ``batch`` or ``none`` (``--norm``);
+        None takes the algorithm's ``default_norm``, else ``group`` (FedBN: ``batch``, as in its paper).
     seed : int
         Seed of the model initialisation, client sampling and batches (``--seed``).
     eval_every, eval_from : int
@@ -107,7 +111,7 @@ class TrainConfig:
     momentum: float = 0.0
     weight_decay: float = 0.0
     model: str = "auto"
-    norm: str = "group"
+    norm: str | None = None  # None: the algorithm's default_norm, else group
     seed: int = 0
     eval_every: int = 1
     eval_from: int = 1  # the first round evaluated (then every eval_every rounds, and always the last)
@@ -146,12 +150,13 @@ class TrainConfig:
         >>> TrainConfig().for_algorithm(ALGORITHMS["dapperfl"]).local_epochs, TrainConfig().for_algorithm(ALGORITHMS["fedavg"]).local_epochs
         (5, 1)
         """
-        if self.lr is not None and self.local_epochs is not None:
+        if self.lr is not None and self.local_epochs is not None and self.norm is not None:
             return self
         lr = self.lr if self.lr is not None else getattr(algorithm, "default_lr", None) or DEFAULT_LR
         epochs = (self.local_epochs if self.local_epochs is not None
                   else getattr(algorithm, "default_local_epochs", None) or 1)
-        return dataclasses.replace(self, lr=lr, local_epochs=epochs)
+        norm = self.norm if self.norm is not None else getattr(algorithm, "default_norm", None) or DEFAULT_NORM
+        return dataclasses.replace(self, lr=lr, local_epochs=epochs, norm=norm)
 
     def model_for(self, image_size: int) -> str:
         """The model name: :attr:`model`, or the default for ``image_size`` when it is ``auto``."""
@@ -310,6 +315,8 @@ class Algorithm:
     default_lr: ClassVar[float | None] = None
     #: the local epochs when ``--local-epochs`` is not given (None: 1)
     default_local_epochs: ClassVar[int | None] = None
+    #: the models' normalisation layers when ``--norm`` is not given (None: :data:`DEFAULT_NORM`)
+    default_norm: ClassVar[str | None] = None
     #: attributes that ``setup`` or ``begin_round`` rebuild, so a checkpoint leaves them out (the round's
     #: running sums, structure derived from the data or the model)
     rebuilt: ClassVar[tuple[str, ...]] = ("_sum", "_bsum", "_wsum")

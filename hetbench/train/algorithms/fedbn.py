@@ -16,16 +16,26 @@ The server averages everything with FedAvg's weights n_k, normalisation entries 
 entries are never what a returning client trains from. They form the global model that serves (a) clients
 taking part for the first time and (b) the shared test rows.
 
-Evaluation (:meth:`FedBN.evaluate`): a test row that belongs to client k (``data.test_client == k``) is
-evaluated with the global model plus client k's own normalisation entries, the model client k would use
-(the paper evaluates each client on its own test data, sec. 5). A shared test row (``test_client == -1``)
-belongs to no client, so no client's statistics describe it; it is evaluated with the global model, whose
-normalisation entries are the n_k-weighted average of the clients': the one model all clients trained, the
-one a new client starts from. A client with test rows that never took part is evaluated with the global
-model too. Because on Flower a client's copy never leaves the client between its rounds while evaluation
-runs on the server, each client also sends its copy back with its update (``extra["norm"]``); the server
-keeps it for evaluation only (``eval_norm``, updated in :meth:`FedBN.accumulate`) and never sends it to a
-client, so both engines evaluate the same models.
+Evaluation (:meth:`FedBN.evaluate`): FedBN evaluates each client's model, with its own normalisation, on
+that client's own test data (Li et al. 2021, sec. 5: every client of a domain is tested on the domain's
+held-out data). A test row that belongs to client k (``data.test_client == k``) is evaluated with the global
+model plus client k's own normalisation entries. A shared test row (``test_client == -1``) of a test group
+(a device, a domain, an S2 cell: ``data.test_group``) is evaluated by the clients of that group
+(``data.client_group``): the group's shared rows are dealt in row order, round robin, to the group's clients
+that have trained (:func:`norm_owners`), so each such client's model, with its own normalisation, scores
+an equal share of its own domain's test rows, as a per-client test set would. Rows of a group none of whose
+clients has trained yet, rows of a split without test groups (``group_by`` ``all``: no row says whose
+distribution it comes from) and rows of groups whose clients mix several groups (``--purity`` below 1) are
+evaluated with the global model, whose normalisation entries are the n_k-weighted average of the
+clients': the model a new client starts from. (Before, every shared row was scored with the averaged
+entries, so on the device and domain splits, which share every test row, no reported accuracy used the
+clients' own normalisation.) Because on Flower a client's copy never leaves the client between its rounds
+while evaluation runs on the server, each client also sends its copy back with its update
+(``extra["norm"]``); the server keeps it for evaluation only (``eval_norm``, updated in
+:meth:`FedBN.accumulate`) and never sends it to a client, so both engines evaluate the same models.
+
+FedBN trains BatchNorm models unless ``--norm`` says otherwise (``default_norm``): the paper's method keeps
+BatchNorm layers local; with ``--norm group`` the kept entries are GroupNorm's affine weights and biases.
 """
 
 from __future__ import annotations
@@ -87,6 +97,58 @@ def norm_positions(flat: FlatModel) -> tuple[torch.Tensor, torch.Tensor]:
     return torch.cat(ps).to(flat.params.device), torch.cat(bs).to(flat.buffers.device)
 
 
+def norm_owners(test_client: np.ndarray, test_group: np.ndarray, client_group: np.ndarray, group_by: str,
+                trained: list[int]) -> np.ndarray:
+    """The client whose model (with its own normalisation entries) evaluates each test row; -1: the global
+    model.
+
+    A row of client k is client k's. A shared row (``test_client`` -1) of test group g goes to one of the
+    trained clients whose rows all lie in group g, dealt round robin in row order; with ``group_by`` ``all``
+    (one pool, no row says whose distribution it is), or no trained client in g, it stays with the global
+    model.
+
+    Parameters
+    ----------
+    test_client, test_group : numpy.ndarray
+        Per test row: its client (-1: shared) and its test group.
+    client_group : numpy.ndarray
+        Per client: its group, -1 when its rows span several.
+    group_by : str
+        The test-group column (``all``: no groups).
+    trained : list of int
+        Clients that have normalisation entries of their own.
+
+    Returns
+    -------
+    numpy.ndarray
+        int64, one owner per test row.
+
+    References
+    ----------
+    Li et al., FedBN, ICLR 2021, sec. 5 (each client evaluated on its own domain's test data).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> norm_owners(np.array([-1, -1, -1, -1, 1]), np.array([0, 0, 0, 1, 1]), np.array([0, 1, 0]), "domain",
+    ...             [0, 1, 2]).tolist()  # domain 0's rows alternate between clients 0 and 2
+    [0, 2, 0, 1, 1]
+    """
+    test_client = np.asarray(test_client)
+    owner = test_client.astype(np.int64).copy()
+    if group_by == "all":
+        return owner
+    trained_set = set(int(k) for k in trained)
+    groups = np.asarray(client_group)
+    for g in np.unique(np.asarray(test_group)[test_client < 0]):
+        clients = [k for k in sorted(trained_set) if 0 <= k < groups.size and groups[k] == g]
+        if not clients:
+            continue
+        rows = np.flatnonzero((test_client < 0) & (np.asarray(test_group) == g))
+        owner[rows] = np.asarray(clients, dtype=np.int64)[np.arange(rows.size) % len(clients)]
+    return owner
+
+
 class FedBN(FedAvg):
     """FedBN: FedAvg whose clients keep their own normalisation layers (BatchNorm, or GroupNorm's affine part).
 
@@ -94,9 +156,10 @@ class FedBN(FedAvg):
 
     Client k trains from the global model with its own saved normalisation entries in place (the global
     model's the first time) and saves them again; the server averages every entry with weights n_k. Test
-    rows of client k are evaluated with client k's normalisation entries, shared test rows with the global
-    model's averaged ones (see the module docstring for the rule and its reason). Models without
-    normalisation layers are refused in one line (exit 2).
+    rows of client k, and a share of the shared test rows of client k's device or domain, are evaluated
+    with client k's normalisation entries (:func:`norm_owners`; the module docstring gives the rule and its
+    reason). The models are BatchNorm ones unless ``--norm`` says otherwise, as in the paper. Models
+    without normalisation layers are refused in one line (exit 2).
 
     FedBN has no hyper-parameters of its own (the paper's server is a plain average); the client learning
     rate is ``--lr`` as for FedAvg.
@@ -125,6 +188,7 @@ class FedBN(FedAvg):
     citation = "Li, Jiang, Zhang, Kamp, Dou 2021, FedBN: federated learning on non-IID features via local batch normalization"
     hyper = {}
     client_state = ("norm_i",)
+    default_norm = "batch"  # the paper's FedBN keeps BatchNorm layers local (Li et al. 2021, Algorithm 1)
     #: the model must have normalisation layers (checked by ``hetbench.train.algorithms.check_models``)
     requires_norm = True
     rebuilt = (*Algorithm.rebuilt, "_pidx", "_bidx")
@@ -191,16 +255,19 @@ class FedBN(FedAvg):
         return load
 
     def evaluate(self, run: RunState, pool) -> tuple[np.ndarray, float]:
-        """Each client's test rows with the global model plus that client's normalisation entries, shared
-        test rows with the global model: (correct per test row, mean cross-entropy). Rows go client by
-        client through ``pool.predict_parts``, in parallel and independent of the number of workers."""
-        tc = np.asarray(run.data.test_client)
-        order = np.argsort(tc, kind="stable")  # shared rows (-1) first, then client by client, rows ascending
-        keys, starts = np.unique(tc[order], return_index=True)
+        """Each test row with the global model plus the normalisation entries of the client that owns it
+        (:func:`norm_owners`: its own client, or a trained client of its device or domain), or with the
+        global model: (correct per test row, mean cross-entropy). Rows go client by client through
+        ``pool.predict_parts``, in parallel and independent of the number of workers."""
+        d = run.data
+        owner = norm_owners(np.asarray(d.test_client), np.asarray(d.test_group), np.asarray(d.client_group),
+                            d.group_by, sorted(self.eval_norm))
+        order = np.argsort(owner, kind="stable")  # global-model rows (-1) first, then client by client
+        keys, starts = np.unique(owner[order], return_index=True)
         parts = [(rows, self._loader(run, self.eval_norm.get(int(key)) if key >= 0 else None))
                  for key, rows in zip(keys, np.split(order, starts[1:]))]
         got, total = pool.predict_parts(parts)
-        correct = np.zeros(tc.size, dtype=bool)
+        correct = np.zeros(owner.size, dtype=bool)
         for (rows, _), hits in zip(parts, got):
             correct[rows] = hits
-        return correct, total / max(tc.size, 1)
+        return correct, total / max(owner.size, 1)

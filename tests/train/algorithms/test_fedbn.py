@@ -257,3 +257,49 @@ def test_the_refusal_comes_before_any_other_algorithm_of_the_sweep_writes(digits
                            "--out", out)
     assert code == 2 and "fedbn keeps each client's normalisation layers" in err
     assert not out.exists() or not any(out.rglob("*"))
+
+
+def test_shared_test_rows_of_a_domain_are_scored_by_that_domains_clients_with_their_own_normalisation(shifted):
+    """Li et al. 2021 sec. 5: each client's model, with its own BatchNorm, is evaluated on its own domain's
+    test data. On a domain split every test row is shared (the device and domain builds hold out rows per
+    domain, not per client): each domain's rows are dealt to that domain's clients, so no reported accuracy
+    rests on the averaged normalisation entries. Zeroing the global model's entries changes nothing;
+    before, every shared row was scored with them."""
+    from hetbench.train.algorithms.fedbn import norm_owners, norm_positions
+    from hetbench.train.session import TrainingSession
+
+    blocks = np.repeat(np.arange(CLIENTS + 1), TEST)  # each client's block of test images, then the unshifted
+    domains = dataclasses.replace(
+        shifted, group_by="domain", group_names=["d0", "d1"], test_client=np.full(blocks.size, -1),
+        test_group=np.where(blocks < CLIENTS, blocks // 2, 0), client_group=np.array([0, 0, 1, 1]))
+    algo = make_algorithm("fedbn")
+    session = TrainingSession.start(domains, algo, _config(clients_per_round=CLIENTS, workers=1).for_algorithm(algo))
+    try:
+        run = session.run
+        for r in (1, 2):
+            run.round = r
+            algo.begin_round(run, r)
+            for update in session.pool.updates(r, algo.select(run, r)):
+                algo.accumulate(run, r, update)
+            algo.end_round(run, r)
+        owner = norm_owners(domains.test_client, domains.test_group, domains.client_group, "domain", [0, 1, 2, 3])
+        assert set(owner[domains.test_group == 0]) == {0, 1} and set(owner[domains.test_group == 1]) == {2, 3}
+        correct, loss = algo.evaluate(run, session.pool)
+        pidx, bidx = norm_positions(run.main_ws.flat)
+        run.global_params[pidx] = 0.0  # the averaged entries: no row may depend on them
+        run.global_buffers[bidx] = 1e3
+        again, loss_again = algo.evaluate(run, session.pool)
+    finally:
+        session.close()
+    assert np.array_equal(correct, again) and loss == loss_again
+    pooled = dataclasses.replace(domains, group_by="all", test_group=np.zeros(blocks.size, dtype=np.int64))
+    assert (norm_owners(pooled.test_client, pooled.test_group, pooled.client_group, "all", [0, 1]) == -1).all()
+
+
+def test_fedbn_trains_batchnorm_models_unless_told_otherwise():
+    """The paper's FedBN keeps BatchNorm layers local; the other algorithms default to GroupNorm."""
+    from hetbench.train.algorithms import ALGORITHMS
+
+    assert TrainConfig().for_algorithm(ALGORITHMS["fedbn"]).norm == "batch"
+    assert TrainConfig(norm="group").for_algorithm(ALGORITHMS["fedbn"]).norm == "group"
+    assert TrainConfig().for_algorithm(ALGORITHMS["fedavg"]).norm == "group"

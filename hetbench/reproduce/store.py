@@ -1,0 +1,198 @@
+"""The run store of ``hetbench reproduce``: every training run a claim needs, kept the moment it finishes.
+
+A run is keyed by its content: the claim, the split's fingerprint, the algorithm and its hyper-parameters,
+every training option that changes what the run computes (``TrainConfig.result_options``, so not the
+device or the worker count), the seed, the group protocol's tag and :data:`TRAINING_REVISION`, the version
+of what hetbench's trainer computes. The key is the SHA-256 of that identity written as canonical JSON;
+the record is ``<store>/<claim>/<key[:16]>.json``, holding the identity, the machine that ran it and the
+results document, compacted to what the verdicts read (:func:`compact`).
+
+``reproduce`` asks the store before training (:meth:`RunStore.get`) and writes each run as it finishes
+(:meth:`RunStore.put`, through a temporary file and an atomic rename), so killing the process at any
+moment loses at most the run in flight, and re-running the same command trains only what is missing.
+A record that does not parse, was written for another identity, or is not a run record is refused in one
+line and never used. ``--budget`` gives the store a deadline: once it has passed, a run that is not in
+the store is not started (:class:`BudgetSpent`) and its claim is reported ``not run (k of n runs)``.
+
+Examples
+--------
+>>> import tempfile
+>>> from pathlib import Path
+>>> from hetbench.reproduce.store import RunStore
+>>> store = RunStore.open(Path(tempfile.mkdtemp()) / "runs")
+>>> store.claim = "demo"
+>>> identity = {"split": "ab" * 32, "algorithm": "fedavg", "params": {}, "config": {"rounds": 2}, "seed": 0}
+>>> store.get(identity) is None
+True
+>>> store.put(identity, {"final": {"accuracy": 50.0}}, seconds=1.5)
+>>> store.get(identity)["final"]
+{'accuracy': 50.0}
+>>> store.done, store.trained
+(1, 1)
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import platform
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+from hetbench.errors import HetbenchError
+
+#: the marker file of a store folder
+MARKER = "hetbench-store.json"
+STORE_FORMAT = "hetbench-run-store/1"
+RECORD_FORMAT = "hetbench-run/1"
+#: the version of what hetbench's trainer computes for given inputs: bump it whenever a change alters the
+#: results of a run (an algorithm's rule, a default, the sampling), so that older records are not reused
+TRAINING_REVISION = "44.1"  # issue 44: FedVC draws with replacement, DapperFL's epochs and DAR, FedBN's BN and eval
+
+#: the results document's fields a record leaves out: per-client detail no verdict reads (DapperFL's
+#: per-client footprints, one entry per client of the split)
+DROPPED_FIELDS = ("clients",)
+
+
+class BudgetSpent(Exception):
+    """``--budget`` has run out: a run that is not in the store is not started."""
+
+
+def canonical(value: Any) -> str:
+    """``value`` as canonical JSON (sorted keys, no spaces): the text a key is the hash of."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), allow_nan=False, default=str)
+
+
+def run_key(claim: str, identity: dict[str, Any]) -> str:
+    """The SHA-256 of a run's claim, identity and :data:`TRAINING_REVISION`.
+
+    Examples
+    --------
+    >>> a = run_key("c", {"seed": 0}); a == run_key("c", {"seed": 0}), a == run_key("c", {"seed": 1}), len(a)
+    (True, False, 64)
+    """
+    text = canonical({"claim": claim, "revision": TRAINING_REVISION, "run": identity})
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def compact(doc: dict[str, Any]) -> dict[str, Any]:
+    """A results document without the per-client detail no verdict reads (:data:`DROPPED_FIELDS`)."""
+    return {k: v for k, v in doc.items() if k not in DROPPED_FIELDS}
+
+
+def machine() -> dict[str, str]:
+    """Which machine ran a record: host name, processor, Python and torch versions."""
+    import torch
+
+    return {"host": platform.node(), "processor": platform.processor() or platform.machine(),
+            "python": platform.python_version(), "torch": torch.__version__}
+
+
+class RunStore:
+    """A folder of run records (see the module docstring); :meth:`open` creates or checks one.
+
+    ``claim`` is the claim whose runners are asking (set by ``reproduce`` before each claim); ``done`` and
+    ``trained`` count this claim's runs found or trained in this process; ``deadline`` (a
+    ``time.monotonic`` value, or None) is ``--budget``'s end.
+    """
+
+    def __init__(self, folder: Path, deadline: float | None = None) -> None:
+        self.folder = folder
+        self.deadline = deadline
+        self.claim = ""
+        self.done = 0
+        self.trained = 0
+
+    @staticmethod
+    def check(folder: str | os.PathLike) -> None:
+        """Refuse (HetbenchError, one line) a ``folder`` that exists and is not empty and not a run store;
+        nothing is written."""
+        folder = Path(folder)
+        if folder.exists() and not folder.is_dir():
+            raise HetbenchError(f"--store '{folder}' is a file, not a run store hetbench wrote")
+        if folder.is_dir() and any(folder.iterdir()):
+            try:
+                doc = json.loads((folder / MARKER).read_text())
+            except (OSError, ValueError, RecursionError):
+                doc = None
+            if not (isinstance(doc, dict) and doc.get("format") == STORE_FORMAT):
+                raise HetbenchError(f"--store '{folder}' is not a run store hetbench wrote (no valid {MARKER}); "
+                                    "give an empty or new folder, or one a reproduce run made")
+
+    @classmethod
+    def open(cls, folder: str | os.PathLike, deadline: float | None = None) -> "RunStore":
+        """The store in ``folder`` (made with its first record when it does not exist or is empty); a folder
+        with other content and no store marker is refused in one line (HetbenchError, :meth:`check`)."""
+        folder = Path(folder)
+        cls.check(folder)
+        return cls(folder, deadline)  # the folder and its marker are made with the first record (put)
+
+    def begin_claim(self, claim: str) -> None:
+        """Count the runs of ``claim`` from now on."""
+        self.claim, self.done, self.trained = claim, 0, 0
+
+    def path(self, key: str) -> Path:
+        return self.folder / self.claim / f"{key[:16]}.json"
+
+    def get(self, identity: dict[str, Any]) -> dict[str, Any] | None:
+        """The stored results document of the run ``identity`` (None: not stored). A record that is not one
+        hetbench wrote for this identity is refused (HetbenchError), never used."""
+        key = run_key(self.claim, identity)
+        path = self.path(key)
+        if not path.exists():
+            return None
+        try:
+            record = json.loads(path.read_text())
+            ok = (isinstance(record, dict) and record.get("format") == RECORD_FORMAT and record.get("key") == key
+                  and isinstance(record.get("result"), dict) and isinstance(record["result"].get("final"), dict))
+        except (OSError, ValueError, RecursionError):
+            ok = False
+        if not ok:
+            raise HetbenchError(f"run store '{self.folder}': '{path.relative_to(self.folder)}' is not a run record "
+                                "hetbench wrote for this run (corrupt or foreign); remove it to train the run again")
+        self.done += 1
+        return record["result"]
+
+    def check_budget(self) -> None:
+        """Raise :class:`BudgetSpent` once the deadline has passed."""
+        if self.deadline is not None and time.monotonic() >= self.deadline:
+            raise BudgetSpent(self.claim)
+
+    def put(self, identity: dict[str, Any], doc: dict[str, Any], seconds: float) -> None:
+        """Keep the run ``identity``'s results (compacted), atomically."""
+        key = run_key(self.claim, identity)
+        record = {"format": RECORD_FORMAT, "key": key, "claim": self.claim, "revision": TRAINING_REVISION,
+                  "identity": identity, "machine": machine(), "seconds": round(float(seconds), 1),
+                  "result": compact(doc)}
+        path = self.path(key)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            if not (self.folder / MARKER).is_file():
+                _write_json(self.folder / MARKER, {"format": STORE_FORMAT, "revision": TRAINING_REVISION})
+            _write_json(path, record)
+        except OSError as exc:
+            raise HetbenchError(f"cannot write the run store '{self.folder}': {exc.strerror or exc}") from None
+        self.done += 1
+        self.trained += 1
+
+    def records(self, claim: str) -> list[dict[str, Any]]:
+        """The readable records of ``claim`` (for the committed records' machine list)."""
+        out = []
+        for path in sorted((self.folder / claim).glob("*.json")):
+            try:
+                out.append(json.loads(path.read_text()))
+            except (OSError, ValueError):
+                continue
+        return out
+
+
+def _write_json(path: Path, doc: dict[str, Any]) -> None:
+    tmp = path.parent / f".{path.name}.{uuid.uuid4().hex[:8]}.tmp"
+    try:
+        tmp.write_text(json.dumps(doc, sort_keys=True, indent=1, allow_nan=True) + "\n")
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
