@@ -11,6 +11,11 @@ over the rounds they span: still rising (or falling) faster than that, its last-
 the way, not where training goes, and a verdict resting on it is ``inconclusive``
 (:func:`hetbench.reproduce.criteria.evaluate`).
 
+A run that diverged is never settled: its final test loss is not finite, or its mean of the last k
+accuracies is within :data:`CHANCE_MARGIN` points of chance (100 / classes), where a flat curve only says
+that nothing was learnt (:func:`diverged`). Its condition is reported as diverged and counts as unsettled.
+Only the runs a claim's numbers rest on are judged: a runner keeps its tuning runs elsewhere.
+
 Why the seed-mean, not each run: a single run's accuracy swings around its trend from one evaluation to
 the next (label-skewed clients pull the model their way in turn: a standard deviation of 3-4 points at
 Dirichlet alpha 0.05 with 5 of 20 clients a round), and a line fitted to E evaluations carries about
@@ -32,6 +37,37 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from hetbench.errors import HetbenchError
+
+
+#: accuracy points above chance (100 / classes) within which a run's last-k accuracy counts as at chance
+CHANCE_MARGIN = 2.0
+
+
+def diverged(doc: Mapping[str, Any]) -> str | None:
+    """Why a results document's run diverged (None: it did not): a final test loss that is not finite, or
+    a last-k accuracy within :data:`CHANCE_MARGIN` points of chance.
+
+    Examples
+    --------
+    >>> from hetbench.reproduce.settling import diverged
+    >>> diverged({"split": {"num_classes": 10}, "final": {"loss": 2.3, "last_k": {"accuracy": 11.0}}})
+    'at chance (11.0% for 10 classes)'
+    >>> diverged({"split": {"num_classes": 10}, "final": {"loss": float("nan"), "last_k": {"accuracy": 40.0}}})
+    'a test loss of nan'
+    >>> diverged({"split": {"num_classes": 10}, "final": {"loss": 0.3, "last_k": {"accuracy": 91.0}}}) is None
+    True
+    """
+    final = doc.get("final")
+    if not isinstance(final, Mapping):  # no final evaluation recorded: nothing to judge
+        return None
+    loss = final.get("loss")
+    if loss is None or not math.isfinite(float(loss)):
+        return f"a test loss of {loss}"
+    classes = int((doc.get("split") or {}).get("num_classes") or 0)
+    acc = (final.get("last_k") or {}).get("accuracy", final.get("accuracy"))
+    if classes > 1 and acc is not None and float(acc) <= 100.0 / classes + CHANCE_MARGIN:
+        return f"at chance ({float(acc):.1f}% for {classes} classes)"
+    return None
 
 
 def fitted_change(rounds: Sequence[float], accuracy: Sequence[float]) -> float:
@@ -137,9 +173,9 @@ def settling_report(runs: Path, settle: Mapping[str, Any]) -> dict[str, Any]:
     dict
         ``{"evaluations", "max_change", "conditions": {condition: {"runs": n, **run_settling(seed mean)}},
         "runs": {relative path: {"condition", "rounds", "change"}}, "unsettled": [paths of the runs of
-        unsettled conditions]}``; empty ``runs`` when the claim trained nothing.
+        unsettled conditions], "diverged": {path: why}}``; empty ``runs`` when the claim trained nothing.
     """
-    report: dict[str, Any] = {**settle, "conditions": {}, "runs": {}, "unsettled": []}
+    report: dict[str, Any] = {**settle, "conditions": {}, "runs": {}, "unsettled": [], "diverged": {}}
     if not runs.is_dir():
         return report
     groups: dict[str, list[tuple[str, dict]]] = {}
@@ -151,6 +187,11 @@ def settling_report(runs: Path, settle: Mapping[str, Any]) -> dict[str, Any]:
         groups.setdefault(condition_of(name), []).append((name, doc))
     for condition, members in sorted(groups.items()):
         judged = run_settling({"curves": seed_mean_curve([d for _, d in members])}, settle)
+        why = {name: diverged(doc) for name, doc in members}
+        why = {name: w for name, w in why.items() if w is not None}
+        if why:  # a diverged run is never settled, whatever its curve does
+            judged = {**judged, "settled": False, "diverged": len(why)}
+            report["diverged"].update(why)
         report["conditions"][condition] = {"runs": len(members), **judged}
         for name, doc in members:
             own = run_settling(doc, settle)

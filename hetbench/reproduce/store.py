@@ -27,8 +27,8 @@ True
 >>> store.put(identity, {"final": {"accuracy": 50.0}}, seconds=1.5)
 >>> store.get(identity)["final"]
 {'accuracy': 50.0}
->>> store.done, store.trained
-(1, 1)
+>>> store.done, store.trained  # the claim's runs found or trained (2: the one put, then found), trained here
+(2, 1)
 """
 
 from __future__ import annotations

@@ -215,6 +215,10 @@ def settling_text(claim: dict[str, Any]) -> str:
     ...             "runs": {}}
     >>> settling_text({"settling": settling})
     'Settling: 2 of 3 conditions (3 of 5 training runs) had not settled: 1 moved by more than 3 points over the last 4 evaluations of their seed-mean curve (the most, a/fedavg, +7.5), 1 had fewer than 4 evaluations; so every check is inconclusive.'
+    >>> settling["conditions"]["a/fedvc"].update(settled=False, diverged=1)
+    >>> settling["diverged"] = {"a/fedvc-s1.json": "at chance (10.0% for 10 classes)"}
+    >>> settling_text({"settling": settling})[:160]
+    'Settling: 3 of 3 conditions (5 of 5 training runs) had not settled: 1 diverged (1 run at chance or with a non-finite loss; e.g. a/fedvc-s1.json: at chance (10.0'
     """
     st = claim.get("settling")
     if not st or not st.get("conditions"):
@@ -226,9 +230,15 @@ def settling_text(claim: dict[str, Any]) -> str:
         worst = max(abs(v["change"]) for v in conds.values())
         return (f"Settling: all {len(conds)} conditions ({runs} training runs) had settled (the line through the "
                 f"seed-mean of each one's last {e} evaluations moves by at most {c:g} points; the most, {worst:.3g}).")
-    moving = [k for k in bad if conds[k]["change"] is not None]
-    short = len(bad) - len(moving)
+    gone = [k for k in bad if conds[k].get("diverged")]
+    moving = [k for k in bad if conds[k]["change"] is not None and k not in gone]
+    short = len(bad) - len(moving) - len(gone)
     parts = []
+    if gone:
+        runs_gone = sum(conds[k]["diverged"] for k in gone)
+        first = next(iter(st.get("diverged", {}).items()), ("", ""))
+        parts.append(f"{len(gone)} diverged ({runs_gone} run{'s' if runs_gone != 1 else ''} at chance or with a "
+                     f"non-finite loss; e.g. {first[0]}: {first[1]})")
     if moving:
         top = max(moving, key=lambda k: abs(conds[k]["change"]))
         parts.append(f"{len(moving)} moved by more than {c:g} points over the last {e} evaluations of their seed-mean "

@@ -43,14 +43,16 @@ def test_tiny_run_measures_the_paired_difference_at_the_steps_chosen_on_the_tuni
     assert facts["test_examples"] > 0 and facts["tune_test_examples"] > 0 and facts["seeds"] == [0, 1]
     assert facts["tune_seeds"] == [9] and "95% t interval" in facts["uncertainty"] and "last 1" in facts["metric"]
     # the runs: every grid step on the tuning split (seed 9 only), the chosen steps only on the evaluation split
-    # results folders are eta_eff-<rate>/<split name>-<fingerprint[:12]>; split names end with their split seed
+    # results folders are eta_eff-<rate>/<split name>-<fingerprint[:12]>; split names end with their split seed.
+    # The tuning runs stay in the scratch folder: only the runs the numbers rest on are judged for settling
     runs = [p.relative_to(tmp_path / "runs") for p in (tmp_path / "runs").rglob("*.json")]
-    tune = [p for p in runs if p.parent.name.rsplit("-", 1)[0].endswith("-s5")]
+    tuning = tmp_path / "work" / "tuning"
+    tune = [p.relative_to(tuning) for p in tuning.rglob("*.json")]
     evaluation = [p for p in runs if p.parent.name.rsplit("-", 1)[0].endswith("-s0")]
     assert len(tune) == 4 and all(p.name.endswith("-s9.json") for p in tune)
     assert {p.parts[0] for p in tune} == {"eta_eff-0.05", "eta_eff-0.2"}
-    assert len(evaluation) == 4 and {p.name[-8:] for p in evaluation} == {"-s0.json", "-s1.json"}
-    docs = [json.loads(p.read_text()) for p in (tmp_path / "runs").rglob("*.json")]
+    assert len(evaluation) == len(runs) == 4 and {p.name[-8:] for p in evaluation} == {"-s0.json", "-s1.json"}
+    docs = [json.loads(p.read_text()) for p in [*(tmp_path / "runs").rglob("*.json"), *tuning.rglob("*.json")]]
     momentum = {d["algorithm"]["params"].get("server_momentum", 0.0) for d in docs}
     assert momentum == {0.0, 0.9}
     for d in docs:  # every run: server rate 1, the client at eta_eff (1 - beta) of a grid rate

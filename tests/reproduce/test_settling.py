@@ -135,3 +135,23 @@ def test_a_claim_that_trains_nothing_declares_no_settle():
     with pytest.raises(HetbenchError, match="'settle' is for claims whose runner trains"):
         parse_claim(data, "manifests/claims/dapperfl-footprint.yaml")
     assert check_settle({"evaluations": 3, "max_change": 0}, "x") == {"evaluations": 3, "max_change": 0.0}
+
+
+def test_a_run_at_chance_or_with_a_non_finite_loss_is_diverged_never_settled(tmp_path):
+    """A flat curve at chance says nothing was learnt: before, such runs counted as settled."""
+    flat = {"round": [1, 2, 3, 4], "accuracy": [10.0, 10.2, 9.9, 10.1]}
+    (tmp_path / "a").mkdir()
+    for seed, (loss, acc) in enumerate([(2.3, 10.05), (2.3, 10.1)]):
+        (tmp_path / "a" / f"fedavg-s{seed}.json").write_text(json.dumps(
+            {"curves": flat, "split": {"num_classes": 10}, "final": {"loss": loss, "last_k": {"accuracy": acc}}}))
+    (tmp_path / "a" / "fedvc-s0.json").write_text(json.dumps(
+        {"curves": {"round": [1, 2, 3, 4], "accuracy": [70.0, 70.5, 69.5, 70.0]}, "split": {"num_classes": 10},
+         "final": {"loss": "NaN", "last_k": {"accuracy": 70.0}}}).replace('"NaN"', "NaN"))
+    (tmp_path / "a" / "fedir-s0.json").write_text(json.dumps(
+        {"curves": {"round": [1, 2, 3, 4], "accuracy": [70.0, 70.5, 69.5, 70.0]}, "split": {"num_classes": 10},
+         "final": {"loss": 0.9, "last_k": {"accuracy": 70.0}}}))
+    report = settling_report(tmp_path, SETTLE)
+    assert report["conditions"]["a/fedavg"]["settled"] is False and report["conditions"]["a/fedavg"]["diverged"] == 2
+    assert report["conditions"]["a/fedvc"]["settled"] is False and report["conditions"]["a/fedir"]["settled"] is True
+    assert report["diverged"]["a/fedavg-s0.json"].startswith("at chance") and "nan" in report["diverged"]["a/fedvc-s0.json"]
+    assert "a/fedir-s0.json" not in report["unsettled"] and "a/fedavg-s1.json" in report["unsettled"]

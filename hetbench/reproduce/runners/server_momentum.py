@@ -197,11 +197,11 @@ class ServerMomentumRunner(Runner):
         tune_folder, tune_info = dirichlet_split(table, ctx.work, name, *split_args, settings["tune_split_seed"],
                                                  settings["test_fraction"])
 
-        def train(folder: Path, algo: str, step: float, seeds: list[int]) -> list[float]:
+        def train(folder: Path, algo: str, step: float, seeds: list[int], out: Path) -> list[float]:
             hyper, lr = momentum_hyper(algo, step, beta)  # Hsu et al.'s eta_eff: server rate 1, client rate
             # a folder per effective rate: the client rate is a training option, not part of a result's name
             runs = sweep(folder, algo, seeds=seeds, config=dataclasses.replace(config, lr=lr), hyper=hyper,
-                         out=ctx.runs / f"eta_eff-{step:g}", quiet=True, threads=ctx.threads, store=ctx.store)
+                         out=out / f"eta_eff-{step:g}", quiet=True, threads=ctx.threads, store=ctx.store)
             return [last_k_accuracy(r.doc) for r in runs]
 
         tuning: dict[str, dict[str, float | str]] = {}
@@ -210,7 +210,7 @@ class ServerMomentumRunner(Runner):
             means = []
             for step in grid:
                 try:
-                    acc = train(tune_folder, algo, step, tune_seeds)
+                    acc = train(tune_folder, algo, step, tune_seeds, ctx.work / "tuning")  # not judged for settling
                 except TrainingDiverged:  # a rate of the grid too large to train: never chosen, reported
                     means.append(float("-inf"))
                     ctx.note(f"tuning {algo} step {step:g}: diverged")
@@ -221,7 +221,7 @@ class ServerMomentumRunner(Runner):
                 raise HetbenchError(f"{algo} diverged at every effective rate of the grid {grid}: lower the rates")
             tuning[algo] = {f"{s:g}": round(m, 4) if m > float("-inf") else "diverged" for s, m in zip(grid, means)}
             chosen[algo] = choose_step(grid, means)
-        accuracy = {algo: train(eval_folder, algo, chosen[algo], list(ctx.seeds)) for algo in ALGOS}
+        accuracy = {algo: train(eval_folder, algo, chosen[algo], list(ctx.seeds), ctx.runs) for algo in ALGOS}
         for algo in ALGOS:
             ctx.note(f"{algo} at step {chosen[algo]:g}: {accuracy[algo]}")
         edge = [a for a in ALGOS if chosen[a] in (grid[0], grid[-1])]
