@@ -1,25 +1,27 @@
-"""Run ``hetbench reproduce --full`` for the claims that fit a GPU lease, in one prepared command.
+"""Run ``hetbench reproduce --full`` on a GPU lease, continuing the committed run store window by window.
 
-A GPU machine is lent for minutes, not hours, so this script decides what to run from the machine's own
-estimate: it times every model on the GPU (``hetbench reproduce --full --dry-run``, the same calibration),
-keeps the claims whose estimate times ``--margin`` fits in what is left of ``--budget`` seconds, runs them
-side by side (``--jobs`` processes; the small models are launch-bound, so a GPU serves several at once),
-stops any that outrun the budget, and packs what finished into one archive with a summary: each claim's
-estimate, wall time and outcome (finished, stopped at the budget, failed, or not started because its
-estimate did not fit).
+A GPU machine is lent for minutes, not hours. Every claim's runs go to one run store (``--store``, by
+default the committed ``docs/claims/full-store``): a run finished in one window is never trained again,
+so each window continues where the last stopped. The script times every model on the GPU (``hetbench
+reproduce --full --dry-run``, the same calibration), starts the claims cheapest first, side by side
+(``--jobs`` processes; the small models are launch-bound, so a GPU serves several at once), each with
+``--budget`` set to what is left of the lease less ``--grace`` seconds, so that none starts a run it cannot
+finish (a run in flight at the end is the only work lost; a process still running ``--grace`` seconds
+after the budget is killed), and packs the store, each claim's reports and log, and a summary (each
+claim's estimate, wall time and runs done of needed) into one archive.
 
 Usage (on the GPU machine, from the repository root)::
 
-    PYTHONPATH=. python3 benchmarks/reproduce_full_gpu.py --budget 500 --out /tmp/full --archive full.tar.gz
+    PYTHONPATH=. python3 benchmarks/reproduce_full_gpu.py --budget 540 --out /tmp/full --archive full.tar.gz
+
+Unpack the archive's ``store/`` over ``docs/claims/full-store`` and commit it, with the reports under
+``docs/claims/full-<device>-<date>/``; the next window runs the same command.
 
 hetbench must be importable as installed (``pip install --no-deps -e .``); on a machine where it cannot be
 installed, link the folders pyproject maps into the package first
 (``for d in cli isp builders manifests; do ln -sfn ../$d hetbench/$d; done``) and put its missing
 dependencies on ``PYTHONPATH`` (the GPU image lacks datasets, rawpy, colour-science, PyWavelets, s2sphere,
 mlxtend and their pure-Python needs).
-
-The claims' numbers, verdicts and the device are in each finished claim's ``claims.json``; the archive
-holds ``<claim>/claims.json``, ``claims.md``, ``plots/`` and the run's log, and ``summary.json``.
 """
 from __future__ import annotations
 
@@ -36,39 +38,36 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def plan(costs: list, budget: float, margin: float) -> tuple[list[str], dict[str, str]]:
-    """The claims to start (cheapest first) and, for the others, why not.
-
-    Parameters
-    ----------
-    costs : list of ClaimCost
-        From :func:`hetbench.reproduce.run.dry_run`.
-    budget : float
-        Seconds left for training.
-    margin : float
-        The estimate is a floor (training and evaluation arithmetic only): a claim starts only when
-        ``estimate * margin <= budget``.
+def plan(costs: list) -> list[str]:
+    """The claims in the order they start: cheapest first (those that train nothing take seconds).
 
     Examples
     --------
     >>> from hetbench.reproduce.run import ClaimCost
-    >>> plan([ClaimCost("a", 100.0, 2, 10), ClaimCost("b", 900.0, 2, 10), ClaimCost("c", 0.0, 0, 0)], 400, 2)
-    (['c', 'a'], {'b': 'estimate 900 s x margin 2 > 400 s left'})
+    >>> plan([ClaimCost("a", 100.0, 2, 10), ClaimCost("b", 900.0, 2, 10), ClaimCost("c", 0.0, 0, 0)])
+    ['c', 'a', 'b']
     """
-    start, skipped = [], {}
-    for cost in sorted(costs, key=lambda c: c.seconds):
-        if cost.seconds * margin <= budget:
-            start.append(cost.id)
-        else:
-            skipped[cost.id] = f"estimate {cost.seconds:.0f} s x margin {margin:g} > {budget:.0f} s left"
-    return start, skipped
+    return [c.id for c in sorted(costs, key=lambda c: c.seconds)]
+
+
+def runs_of(out: Path) -> dict | None:
+    """A finished claim's ``runs`` record (done / needed) from its claims.json, if any."""
+    try:
+        doc = json.loads((out / "claims.json").read_text())
+    except (OSError, ValueError):
+        return None
+    claims = doc.get("claims") or [{}]
+    return claims[0].get("runs")
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--budget", type=float, default=500.0, help="seconds for everything, from start")
-    parser.add_argument("--margin", type=float, default=2.0)
+    parser.add_argument("--budget", type=float, default=540.0, help="seconds for everything, from start")
+    parser.add_argument("--grace", type=float, default=30.0,
+                        help="seconds kept for the reports and the archive; no run starts after budget - grace")
     parser.add_argument("--jobs", type=int, default=6)
+    parser.add_argument("--store", type=Path, default=ROOT / "docs" / "claims" / "full-store",
+                        help="the run store every window continues (default: the committed one)")
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--archive", type=Path, required=True)
     parser.add_argument("--claims", default="all",
@@ -90,12 +89,9 @@ def main(argv: list[str] | None = None) -> int:
     print(f"full-mode estimates on {device} (calibration {summary['calibration_s']} s):", flush=True)
     for cost in costs:
         print("  " + cost.line(width), flush=True)
-    left = args.budget - (time.monotonic() - t0)
-    start, skipped = plan(costs, left, args.margin)
+    start = plan(costs)
     for cost in costs:
-        summary["claims"][cost.id] = {"estimate_s": round(cost.seconds, 1), "runs": cost.runs}
-    for claim, why in skipped.items():
-        summary["claims"][claim]["outcome"] = f"not started: {why}"
+        summary["claims"][cost.id] = {"estimate_s": round(cost.seconds, 1), "runs_needed": cost.runs}
 
     args.out.mkdir(parents=True, exist_ok=True)
     env = dict(os.environ, PYTHONUNBUFFERED="1")
@@ -105,8 +101,13 @@ def main(argv: list[str] | None = None) -> int:
         while queue and len(running) < args.jobs:
             claim = queue.pop(0)
             log = open(args.out / f"{claim}.log", "w")
+            left = args.budget - args.grace - (time.monotonic() - t0)
+            if left <= 1:
+                summary["claims"][claim]["outcome"] = "not started: budget spent"
+                continue
             cmd = [sys.executable, "-c", "from hetbench.cli.main import console_main; console_main()", "reproduce",
-                   "--full", "--claims", claim, "--device", device, "--out", str(args.out / claim)]
+                   "--full", "--claims", claim, "--device", device, "--out", str(args.out / claim),
+                   "--store", str(args.store), "--budget", f"{left:.0f}", "--overwrite"]
             running[claim] = (subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
                                                start_new_session=True), time.monotonic(), log)
             print(f"[{time.monotonic() - t0:5.0f} s] started {claim}", flush=True)
@@ -123,7 +124,7 @@ def main(argv: list[str] | None = None) -> int:
                 outcome = "finished" if proc.returncode == 0 else f"failed (exit {proc.returncode})"
             log.close()
             wall = round(time.monotonic() - began, 1)
-            summary["claims"][claim].update(outcome=outcome, wall_s=wall)
+            summary["claims"][claim].update(outcome=outcome, wall_s=wall, runs=runs_of(args.out / claim))
             print(f"[{time.monotonic() - t0:5.0f} s] {claim}: {outcome} after {wall} s", flush=True)
             del running[claim]
         if over:
@@ -135,6 +136,8 @@ def main(argv: list[str] | None = None) -> int:
     (args.out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
     with tarfile.open(args.archive, "w:gz") as tar:
         tar.add(args.out / "summary.json", "summary.json")
+        if args.store.is_dir():
+            tar.add(args.store, "store")
         for claim in summary["claims"]:
             if (args.out / f"{claim}.log").exists():
                 tar.add(args.out / f"{claim}.log", f"{claim}/run.log")

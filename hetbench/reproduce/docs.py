@@ -1,4 +1,4 @@
-"""The measured results in ``docs/reproduce.md`` and the README, generated from a committed ``claims.json``.
+"""The measured results in ``docs/reproduce.md`` and the README, generated from committed ``claims.json`` files.
 
 Nothing measured is typed by hand: each claim's section of ``docs/reproduce.md`` holds a region
 
@@ -7,12 +7,15 @@ Nothing measured is typed by hand: each claim's section of ``docs/reproduce.md``
     <!-- /claim-result -->
 
 and the README's claim table sits between ``<!-- claims-table -->`` and ``<!-- /claims-table -->``.
-:func:`render_documents` rewrites those regions from a ``hetbench reproduce`` output's ``claims.json``
-(the committed one is ``docs/claims/quick/claims.json``); a test renders them again and fails when a
-document and the committed results disagree. After a new run::
+:func:`render_documents` rewrites those regions from one or more seed sets' ``claims.json`` (the committed
+ones are ``docs/claims/quick-a/claims.json`` and ``docs/claims/quick-b/claims.json``, disjoint seeds): a
+claim's region shows each set's result, the table one verdict column per set. A test renders them again
+and fails when a document and the committed results disagree. After new runs::
 
-    hetbench reproduce --quick --claims all --out docs/claims/quick --overwrite
-    python -m hetbench.reproduce.docs docs/claims/quick/claims.json docs/reproduce.md README.md
+    hetbench reproduce --quick --claims all --out docs/claims/quick-a --overwrite
+    hetbench reproduce --quick --claims all --seeds 5,6,7,8,9 --out docs/claims/quick-b --overwrite
+    python -m hetbench.reproduce.docs docs/claims/quick-a/claims.json docs/claims/quick-b/claims.json \
+        docs/reproduce.md README.md
 """
 
 from __future__ import annotations
@@ -36,7 +39,7 @@ def _interval(p: dict[str, Any]) -> str:
     return f"{fmt(p['mean'])} [{fmt(p['low'])}, {fmt(p['high'])}]"
 
 
-def render_claim(claim: dict[str, Any], mode: str) -> str:
+def render_claim(claim: dict[str, Any], mode: str, label: str | None = None) -> str:
     """The generated result block of one claim record: its verdict, the seeds, the wall time, each
     check's measurement (mean and 95% interval per point), verdict and reason, and the settling line.
 
@@ -56,8 +59,9 @@ def render_claim(claim: dict[str, Any], mode: str) -> str:
     <BLANKLINE>
     - `gain` (points): 5.5 [1, 10] lies entirely above the threshold 0.
     """
-    head = (f"*{mode.capitalize()}-mode result* (seeds {', '.join(map(str, claim['seeds']))}; {wall_time(claim)}): "
-            f"**{claim['verdict']}**{coverage(claim)}.")
+    which = f", seed set {label}" if label else ""
+    head = (f"*{mode.capitalize()}-mode result{which}* (seeds {', '.join(map(str, claim['seeds']))}; "
+            f"{wall_time(claim)}): **{claim['verdict']}**{coverage(claim)}.")
     lines = [head, ""]
     if claim.get("error"):
         return "\n".join(lines + [f"Not run: {claim['error']}."])
@@ -84,59 +88,78 @@ def render_claim(claim: dict[str, Any], mode: str) -> str:
     return "\n".join(lines)
 
 
-def render_table(doc: dict[str, Any]) -> str:
-    """The README's claim table: id, paper and where, the committed verdict, each check's and the wall time.
+def render_table(sets: list[tuple[str, dict[str, Any]]]) -> str:
+    """The README's claim table: id, paper and where, each seed set's committed verdict, the first set's
+    checks and wall time.
 
     Examples
     --------
     >>> from hetbench.reproduce.docs import render_table
     >>> doc = {"mode": "quick", "claims": [{"id": "x", "paper_short": "Hsu et al. 2019", "where": "Fig. 4",
     ...        "verdict": "inconclusive", "seconds": 90, "checks": [{"measure": "acc", "verdict": "inconclusive"}]}]}
-    >>> print(render_table(doc))
-    | claim | paper, where | quick-mode verdict | checks | wall time |
+    >>> print(render_table([("quick-a", doc)]))
+    | claim | paper, where | quick-a verdict | checks (quick-a) | wall time (quick-a) |
     | --- | --- | --- | --- | --- |
     | `x` | Hsu et al. 2019, Fig. 4 | inconclusive | acc: inconclusive | 1.5 min |
     """
-    lines = [f"| claim | paper, where | {doc['mode']}-mode verdict | checks | wall time |",
-             "| --- | --- | --- | --- | --- |"]
+    first, doc = sets[0]
+    others = {label: {c["id"]: c for c in d["claims"]} for label, d in sets[1:]}
+    heads = " | ".join(f"{label} verdict" for label, _ in sets)
+    lines = [f"| claim | paper, where | {heads} | checks ({first}) | wall time ({first}) |",
+             "| --- | --- | " + "--- | " * len(sets) + "--- | --- |"]
     for c in doc["claims"]:
         checks = "; ".join(f"{k['measure']}: {k['verdict']}" for k in c["checks"])
-        lines.append(f"| `{c['id']}` | {c['paper_short']}, {c['where']} | {c['verdict']}{coverage(c)} | {checks} | "
+        verdicts = [f"{c['verdict']}{coverage(c)}"]
+        for label, claims in others.items():
+            o = claims.get(c["id"])
+            verdicts.append(f"{o['verdict']}{coverage(o)}" if o else "not in this set")
+        lines.append(f"| `{c['id']}` | {c['paper_short']}, {c['where']} | {' | '.join(verdicts)} | {checks} | "
                      f"{wall_time(c)} |")
     return "\n".join(lines)
 
 
-def render_documents(doc: dict[str, Any], text: str, where: str) -> str:
-    """``text`` with every generated region rewritten from ``doc`` (a claims.json document).
+def render_documents(sets: list[tuple[str, dict[str, Any]]], text: str, where: str) -> str:
+    """``text`` with every generated region rewritten from ``sets``: (label, claims.json document) per seed
+    set, the first one's claims in the table's order.
 
     Raises
     ------
     HetbenchError
-        A region naming a claim the results do not hold (``where`` names the document).
+        A region naming a claim the first set's results do not hold (``where`` names the document).
     """
-    claims = {c["id"]: c for c in doc["claims"]}
+    claims = [(label, {c["id"]: c for c in doc["claims"]}, doc["mode"]) for label, doc in sets]
 
     def claim_block(m: re.Match) -> str:
         cid = m.group("id")
-        if cid not in claims:
+        if cid not in claims[0][1]:
             raise HetbenchError(f"{where}: a result region names '{cid}', which the results do not hold")
-        return m.group(1) + render_claim(claims[cid], doc["mode"]) + "\n" + m.group(4)
+        label = len(claims) > 1
+        blocks = [render_claim(c[cid], mode, name if label else None) for name, c, mode in claims if cid in c]
+        return m.group(1) + "\n\n".join(blocks) + "\n" + m.group(4)
 
     text = _CLAIM.sub(claim_block, text)
-    return _TABLE.sub(lambda m: m.group(1) + render_table(doc) + "\n" + m.group(3), text)
+    return _TABLE.sub(lambda m: m.group(1) + render_table(sets) + "\n" + m.group(3), text)
+
+
+def set_label(path: str | Path) -> str:
+    """A seed set's label: the name of the folder holding its claims.json (``quick-a``)."""
+    return Path(path).resolve().parent.name
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m hetbench.reproduce.docs CLAIMS_JSON DOC...``: rewrite the generated regions of each DOC."""
+    """``python -m hetbench.reproduce.docs CLAIMS_JSON... DOC...``: rewrite the generated regions of each DOC
+    from the seed sets' claims.json files (the arguments named ``claims.json``, in order)."""
     import json
 
     args = list(sys.argv[1:] if argv is None else argv)
-    if len(args) < 2:
-        print("usage: python -m hetbench.reproduce.docs CLAIMS_JSON DOC...", file=sys.stderr)
+    records = [a for a in args if Path(a).name == "claims.json"]
+    docs = [a for a in args if Path(a).name != "claims.json"]
+    if not records or not docs:
+        print("usage: python -m hetbench.reproduce.docs CLAIMS_JSON... DOC...", file=sys.stderr)
         return 2
     try:
-        doc = json.loads(Path(args[0]).read_text())
-        rendered = {name: render_documents(doc, Path(name).read_text(), name) for name in args[1:]}
+        sets = [(set_label(r), json.loads(Path(r).read_text())) for r in records]
+        rendered = {name: render_documents(sets, Path(name).read_text(), name) for name in docs}
     except (OSError, ValueError, KeyError, HetbenchError) as exc:  # every document is rendered before any is written
         print(f"hetbench: error: {exc}", file=sys.stderr)
         return 2
