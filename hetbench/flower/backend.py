@@ -148,8 +148,12 @@ class FlowerClients:
             k = int(m.content["update"]["update.client"])
             slot = int(m.content["round"]["slot"]) if "round" in m.content else -1
             if not (0 <= slot < len(selected) and selected[slot] == k and slot not in slots):
-                slot = next(i for i, c in enumerate(selected)
-                            if c == k and self.node_of_client[c] == m.metadata.src_node_id and i not in slots)
+                slot = next((i for i, c in enumerate(selected)
+                             if c == k and self.node_of_client[c] == m.metadata.src_node_id and i not in slots), None)
+            if slot is None:  # a reply for no open slot (a duplicate, or a client this round did not send)
+                print(f"hetbench: warning: round {round_index}: an unexpected reply for client {k} is ignored",
+                      file=sys.stderr)
+                continue
             slots[slot] = m
         missing = [selected[i] for i in range(len(selected)) if i not in slots]
         if missing:

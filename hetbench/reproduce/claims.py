@@ -197,7 +197,7 @@ def load_claim(claim_id: str) -> Claim:
     >>> from hetbench.reproduce.claims import load_claim
     >>> c = load_claim("dapperfl-footprint")
     >>> c.where, [k.criterion["name"] for k in c.checks]
-    ('Table 5', ['within_relative', 'within_relative', 'within_relative'])
+    ('Table 5', ['within_relative', 'within_relative'])
     """
     ids = claim_ids()
     if claim_id not in ids:

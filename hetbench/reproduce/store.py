@@ -24,9 +24,10 @@ Examples
 >>> identity = {"split": "ab" * 32, "algorithm": "fedavg", "params": {}, "config": {"rounds": 2}, "seed": 0}
 >>> store.get(identity) is None
 True
->>> store.put(identity, {"final": {"accuracy": 50.0}}, seconds=1.5)
+>>> result = {"final": {"accuracy": 50.0, "last_k": {}}, "curves": {"round": [], "accuracy": []}, "groups": {}}
+>>> store.put(identity, result, seconds=1.5)
 >>> store.get(identity)["final"]
-{'accuracy': 50.0}
+{'accuracy': 50.0, 'last_k': {}}
 >>> store.done, store.trained  # the claim's runs found or trained (2: the one put, then found), trained here
 (2, 1)
 """
@@ -79,8 +80,34 @@ def run_key(claim: str, identity: dict[str, Any]) -> str:
 
 
 def compact(doc: dict[str, Any]) -> dict[str, Any]:
-    """A results document without the per-client detail no verdict reads (:data:`DROPPED_FIELDS`)."""
-    return {k: v for k, v in doc.items() if k not in DROPPED_FIELDS}
+    """A results document without the per-client detail no verdict reads (:data:`DROPPED_FIELDS`) and
+    without the local path of the split it was trained on (a scratch folder of the run that made it; the
+    split is named by its fingerprint).
+
+    Examples
+    --------
+    >>> compact({"final": {}, "clients": [1, 2], "split": {"fingerprint": "ab", "path": "/tmp/x"}})
+    {'final': {}, 'split': {'fingerprint': 'ab'}}
+    """
+    out = {k: v for k, v in doc.items() if k not in DROPPED_FIELDS}
+    if isinstance(out.get("split"), dict) and "path" in out["split"]:
+        out["split"] = {k: v for k, v in out["split"].items() if k != "path"}
+    return out
+
+
+def recompact(folder: str | os.PathLike) -> int:
+    """Rewrite every record of the store in ``folder`` with :func:`compact` (records written by an older
+    version may hold more); returns how many changed. Keys and identities are untouched."""
+    changed = 0
+    for path in sorted(Path(folder).glob("*/*.json")):
+        record = json.loads(path.read_text())
+        if record.get("format") != RECORD_FORMAT:
+            continue
+        small = compact(record["result"])
+        if small != record["result"]:
+            _write_json(path, {**record, "result": small})
+            changed += 1
+    return changed
 
 
 def machine() -> dict[str, str]:
@@ -146,9 +173,10 @@ class RunStore:
             return None
         try:
             record = json.loads(path.read_text())
-            ok = (isinstance(record, dict) and record.get("format") == RECORD_FORMAT and record.get("key") == key
-                  and isinstance(record.get("result"), dict) and isinstance(record["result"].get("final"), dict))
-        except (OSError, ValueError, RecursionError):
+            result = record.get("result") if isinstance(record, dict) else None
+            ok = (record.get("format") == RECORD_FORMAT and record.get("key") == key and isinstance(result, dict)
+                  and (isinstance(result.get("diverged"), str) or _complete(result)))
+        except (OSError, ValueError, RecursionError, AttributeError):
             ok = False
         if not ok:
             raise HetbenchError(f"run store '{self.folder}': '{path.relative_to(self.folder)}' is not a run record "
@@ -162,7 +190,8 @@ class RunStore:
             raise BudgetSpent(self.claim)
 
     def put(self, identity: dict[str, Any], doc: dict[str, Any], seconds: float) -> None:
-        """Keep the run ``identity``'s results (compacted), atomically."""
+        """Keep the run ``identity``'s results (compacted), atomically; ``{"diverged": why}`` keeps a run that
+        diverged, so that it is not trained again either."""
         key = run_key(self.claim, identity)
         record = {"format": RECORD_FORMAT, "key": key, "claim": self.claim, "revision": TRAINING_REVISION,
                   "identity": identity, "machine": machine(), "seconds": round(float(seconds), 1),
@@ -187,6 +216,15 @@ class RunStore:
             except (OSError, ValueError):
                 continue
         return out
+
+
+def _complete(result: dict[str, Any]) -> bool:
+    """Whether a stored results document has what the verdicts read: the final metrics with their last-k
+    means, the curves and the groups."""
+    final, curves = result.get("final"), result.get("curves")
+    return (isinstance(final, dict) and isinstance(final.get("last_k"), dict) and isinstance(curves, dict)
+            and isinstance(curves.get("round"), list) and isinstance(curves.get("accuracy"), list)
+            and isinstance(result.get("groups"), dict))
 
 
 def _write_json(path: Path, doc: dict[str, Any]) -> None:

@@ -197,13 +197,24 @@ class Plan:
         if job.kept is not None:
             doc = job.kept
         elif stored is not None:  # the run store holds it (hetbench reproduce): its results, not a new run
+            if "diverged" in stored:  # a run that diverged is kept as such: it diverges again, untrained
+                from hetbench.train.local import TrainingDiverged
+
+                raise TrainingDiverged(stored["diverged"])
             doc = stored
             write_result(doc, job.path)
         else:
             if self.store is not None:
                 self.store.check_budget()  # --budget spent: no new run starts
             started = time.perf_counter()
-            doc = self._train(job, algorithm, central.get(key))
+            try:
+                doc = self._train(job, algorithm, central.get(key))
+            except Exception as exc:
+                from hetbench.train.local import TrainingDiverged
+
+                if self.store is not None and isinstance(exc, TrainingDiverged):
+                    self.store.put(identity, {"diverged": str(exc)}, time.perf_counter() - started)
+                raise
             if job.algorithm == "central":
                 failure = reference_failure(doc)
                 if failure is not None:
@@ -223,11 +234,12 @@ class Plan:
                          job.resume, job.afresh)
 
     def _identity(self, job: Job, algorithm) -> dict[str, Any]:
-        """What a run store keys ``job`` by: the split, the algorithm and its hyper-parameters, every option
-        that changes what the run computes, the seed, the group protocol's tag and the engine."""
-        return _jsonable({"split": self.data.fingerprint, "algorithm": job.algorithm, "params": algorithm.params,
-                          "config": job.config.result_options(), "seed": job.seed, "groups": job.groups.tag,
-                          "engine": self.engine})
+        """What a run store keys ``job`` by: the split (its fingerprint, and the sha256 of its decoded pixels:
+        a renderer or decoder that changes an image changes the key), the algorithm and its hyper-parameters,
+        every option that changes what the run computes, the seed, the group protocol's tag and the engine."""
+        return _jsonable({"split": self.data.fingerprint, "pixels": self.data.content, "algorithm": job.algorithm,
+                          "params": algorithm.params, "config": job.config.result_options(), "seed": job.seed,
+                          "groups": job.groups.tag, "engine": self.engine})
 
     def _flower_session(self, first: Any, data: Any, per_round: int) -> Any:
         """The open Flower session for a job of ``data``'s clients: the last one when it serves as many clients

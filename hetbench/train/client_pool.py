@@ -230,7 +230,7 @@ class ClientPool:
         its own random streams; ``draws`` gives the draw numbers explicitly (a Flower node, which sees one
         client of the round at a time), else they are counted along ``clients``."""
         order = [int(k) for k in clients]
-        items = list(zip(order, draw_numbers(order) if draws is None else [int(d) for d in draws]))
+        items = list(zip(order, draw_numbers(order) if draws is None else [int(d) for d in draws], strict=True))
         if self.groups:
             units = [items[i : i + self.chunk] for i in range(0, len(items), self.chunk)]
             work = self._chunk

@@ -56,6 +56,9 @@ class FederatedData:
     client_group: np.ndarray  # group index of client k when all its rows share one group, else -1
     mean: np.ndarray = field(default_factory=lambda: np.zeros(1))
     std: np.ndarray = field(default_factory=lambda: np.ones(1))
+    #: the sha256 of the decoded training and test arrays, the pixels as the model sees them ("" when the
+    #: arrays were not made by :func:`load_federated`): a run store keys runs by it (hetbench.reproduce.store)
+    content: str = ""
 
     @property
     def num_clients(self) -> int:
@@ -384,7 +387,7 @@ def load_federated(
         x_tr, meta = decoded_images(image_source(train, train_column), folder, name, "train",
                                     {"split": fingerprint, "content": _content(split, dd, "train")}, rows,
                                     image_size, None, decoder, quiet, stats=True)
-        x_te, _ = decoded_images(image_source(test, test_column), folder, name, "test",
+        x_te, meta_te = decoded_images(image_source(test, test_column), folder, name, "test",
                                  {"split": fingerprint, "content": _content(split, dd, "test")}, te_rows,
                                  int(x_tr.shape[-1]), int(x_tr.shape[1]), decoder, quiet)
     return FederatedData(
@@ -405,4 +408,5 @@ def load_federated(
         client_group=client_group,
         mean=np.asarray(meta["mean"], dtype=np.float64),
         std=np.asarray(meta["std"], dtype=np.float64),
+        content=f"{meta.get('sha256', '')}:{meta_te.get('sha256', '')}",
     )

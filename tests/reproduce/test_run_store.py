@@ -61,10 +61,13 @@ def test_a_record_comes_back_and_a_foreign_or_corrupt_one_is_refused(tmp_path):
     store.begin_claim("c")
     a, b = {"seed": 0}, {"seed": 1}
     assert store.get(a) is None and not (tmp_path / "s").exists()  # nothing written before the first record
-    store.put(a, {"final": {"accuracy": 1.0}, "clients": [1] * 500}, seconds=2.0)
+    result = {"final": {"accuracy": 1.0, "last_k": {"accuracy": 1.0}}, "curves": {"round": [1], "accuracy": [1.0]},
+              "groups": {}, "split": {"fingerprint": "ab", "path": "/tmp/scratch"}}
+    store.put(a, {**result, "clients": [1] * 500}, seconds=2.0)
     record = json.loads(store.path(run_key("c", a)).read_text())
     assert "clients" not in record["result"] and record["identity"] == a and record["machine"]["host"]
-    assert store.get(a) == {"final": {"accuracy": 1.0}} and (tmp_path / "s" / MARKER).is_file()
+    assert record["result"]["split"] == {"fingerprint": "ab"}  # no local path in a record
+    assert store.get(a) == {**result, "split": {"fingerprint": "ab"}} and (tmp_path / "s" / MARKER).is_file()
     # a record copied under another run's name is foreign: refused, never used
     store.path(run_key("c", b)).write_text(store.path(run_key("c", a)).read_text())
     with pytest.raises(HetbenchError, match=r"is not a run record hetbench wrote for this run") as exc:
@@ -73,6 +76,31 @@ def test_a_record_comes_back_and_a_foreign_or_corrupt_one_is_refused(tmp_path):
     store.path(run_key("c", a)).write_text('{"format": "hetbench-run/1", "key": ')  # cut short
     with pytest.raises(HetbenchError, match="corrupt or foreign"):
         store.get(a)
+    # a record without what the verdicts read (an older schema, a hand edit) is refused too
+    store.put(a, {"final": {"accuracy": 1.0}}, seconds=1.0)
+    with pytest.raises(HetbenchError, match="corrupt or foreign"):
+        store.get(a)
+
+
+def test_a_run_that_diverged_is_kept_as_diverged_and_not_trained_again(tmp_path, monkeypatch):
+    """A grid point that diverges (hsu-fedavgm's largest rates) is stored as such: a resumed run raises
+    the same TrainingDiverged without training, so resuming loses nothing and chooses the same rates."""
+    from hetbench.sweep import plan as plan_module
+    from hetbench.reproduce import reproduce
+
+    real_claim = run_module.load_claim
+    settings = {**copy.deepcopy(TINY), "effective_steps": [0.05, 50.0]}  # 50: FedAvg at client rate 50 diverges
+    claim = dataclasses.replace(load_claim("hsu-fedavgm"),
+                                settings={**load_claim("hsu-fedavgm").settings, "quick": settings})
+    monkeypatch.setattr(run_module, "load_claim", lambda i: claim if i == "hsu-fedavgm" else real_claim(i))
+    first = reproduce("hsu-fedavgm", out=tmp_path / "o", quiet=True)
+    records = [json.loads(p.read_text()) for p in stored(tmp_path / "o" / "runs")]
+    assert any("diverged" in r["result"] for r in records)
+    trained = []
+    real_train = plan_module.Plan._train
+    monkeypatch.setattr(plan_module.Plan, "_train", lambda self, *a, **k: trained.append(1) or real_train(self, *a, **k))
+    again = reproduce("hsu-fedavgm", out=tmp_path / "o", quiet=True, overwrite=True)
+    assert trained == [] and again.doc["claims"][0]["facts"] == first.doc["claims"][0]["facts"]
 
 
 def test_a_folder_that_is_not_a_store_is_refused_before_anything_is_written(tmp_path, run_cli):

@@ -233,7 +233,7 @@ class IspStageDropRunner(Runner):
         return [federated_workload(f"fedavg on the baseline, {references} reference(s)", train, len(seeds) * references,
                                    (captures - test) / settings["clients_per_device"], test * devices, 3, SCENES)]
 
-    def _reference(self, settings: dict[str, Any], ctx: Context, reference: str, config) -> dict[str, Any]:
+    def _reference(self, settings: dict[str, Any], ctx: Context, reference: str, config, out) -> dict[str, Any]:
         """Build the split around ``reference``, train FedAvg on its baseline device with every seed and
         return the devices, the test rows and every seed's per-device accuracy."""
         from hetbench.builders.iso_isp import build_iso_isp
@@ -257,7 +257,7 @@ class IspStageDropRunner(Runner):
         accuracy: list[dict[str, float]] = []
         trained_clients: set[int] = set()
         for seed in ctx.seeds:
-            run = sweep(folder, "fedavg", seeds=[seed], config=config, out=ctx.runs, quiet=True,
+            run = sweep(folder, "fedavg", seeds=[seed], config=config, out=out, quiet=True,
                         threads=ctx.threads, store=ctx.store)[0]
             doc = run.doc
             trained = sorted(g for g, v in doc["groups"].items() if v.get("trained_on"))
@@ -290,7 +290,9 @@ class IspStageDropRunner(Runner):
         config = dataclasses.replace(train_config(dict(settings["train"]), "train"), device=ctx.device,
                                      train_groups=(BASELINE,))
         split_seed = settings.get("split_seed", 0)
-        refs = [self._reference(settings, ctx, r, config) for r in references]
+        # only the checks' reference's runs are judged for settling: the others are reported, never decided
+        refs = [self._reference(settings, ctx, r, config, ctx.runs if i == 0 else ctx.work / "references")
+                for i, r in enumerate(references)]
         main = refs[0]  # the checks' reference; the others are reported beside it
         stages, devices, accuracy, test_rows = main["stages"], main["devices"], main["accuracy"], main["test_rows"]
         pairs = [contrasts(a) for a in accuracy]

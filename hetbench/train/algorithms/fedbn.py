@@ -134,18 +134,25 @@ def norm_owners(test_client: np.ndarray, test_group: np.ndarray, client_group: n
     ...             [0, 1, 2]).tolist()  # domain 0's rows alternate between clients 0 and 2
     [0, 2, 0, 1, 1]
     """
-    test_client = np.asarray(test_client)
+    test_client, test_group = np.asarray(test_client), np.asarray(test_group)
     owner = test_client.astype(np.int64).copy()
     if group_by == "all":
         return owner
-    trained_set = set(int(k) for k in trained)
     groups = np.asarray(client_group)
-    for g in np.unique(np.asarray(test_group)[test_client < 0]):
-        clients = [k for k in sorted(trained_set) if 0 <= k < groups.size and groups[k] == g]
-        if not clients:
-            continue
-        rows = np.flatnonzero((test_client < 0) & (np.asarray(test_group) == g))
-        owner[rows] = np.asarray(clients, dtype=np.int64)[np.arange(rows.size) % len(clients)]
+    clients = np.unique(np.asarray([int(k) for k in trained if 0 <= int(k) < groups.size], dtype=np.int64))
+    clients = clients[groups[clients] >= 0]
+    if not clients.size:
+        return owner
+    by_group = clients[np.argsort(groups[clients], kind="stable")]  # trained clients, group by group, ascending
+    gs, first, count = np.unique(groups[by_group], return_index=True, return_counts=True)
+    shared = np.flatnonzero(test_client < 0)
+    at = np.searchsorted(gs, test_group[shared])
+    has = (at < gs.size) & (gs[np.minimum(at, gs.size - 1)] == test_group[shared])
+    rows, at = shared[has], at[has]
+    order = np.argsort(test_group[rows], kind="stable")  # each group's shared rows in row order
+    rows, at = rows[order], at[order]
+    start = np.searchsorted(test_group[rows], test_group[rows], side="left")  # the group's first position
+    owner[rows] = by_group[first[at] + (np.arange(rows.size) - start) % count[at]]
     return owner
 
 
