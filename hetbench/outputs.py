@@ -85,11 +85,14 @@ def _leaderboard_ok(folder: Path) -> bool:
 
 
 def _claims_ok(folder: Path) -> bool:
-    """A finished reproduce output (its ``claims.json``), or an interrupted one: only its run store
-    (``runs/hetbench-store.json``, :mod:`hetbench.reproduce.store`) is written yet."""
+    """A finished reproduce output (its ``claims.json``), or an interrupted one: only its in-progress mark
+    or its run store (``runs/hetbench-store.json``, :mod:`hetbench.reproduce.store`) is written yet."""
     doc = _json(folder / "claims.json")
     if (folder / "claims.json").exists():
         return isinstance(doc, dict) and isinstance(doc.get("format"), str) and doc["format"].startswith("hetbench-claims/")
+    mark = _json(folder / ".hetbench-reproduce")  # being written (hetbench.reproduce.output.IN_PROGRESS)
+    if isinstance(mark, dict) and str(mark.get("format", "")).startswith("hetbench-claims-in-progress/"):
+        return True
     store = _json(folder / "runs" / "hetbench-store.json")
     return isinstance(store, dict) and str(store.get("format", "")).startswith("hetbench-run-store/")
 

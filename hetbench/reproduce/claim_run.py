@@ -116,7 +116,7 @@ def run_stored(claim: Claim, mode: str, seeds: list[int], store: RunStore, work:
     record["seconds"] = round(wall, 1)  # wall time (the only clock-dependent field)
     if needed:
         record["runs"] = {"done": store.done, "needed": needed, "store": f"{claim.id}/",
-                          "machines": machines(store.records(claim.id))}
+                          "machines": machines(store.records())}
     if not quiet:
         print(f"{claim.id}: {store.done} of {needed} runs; {record['verdict']}{coverage(record)} ({wall:.1f} s)",
               file=sys.stderr)

@@ -2,13 +2,15 @@
 
 Every claim definition is loaded and validated, the seeds and the device checked, and the output folder
 checked and locked before anything runs. Each claim's runner measures (building the splits it needs in a
-scratch folder and training through :func:`hetbench.sweep.sweep`); each check's declared criterion turns
-its measurement into a verdict; the claim's verdict combines its checks'
-(:func:`hetbench.reproduce.criteria.combine`). The folder is written atomically:
+scratch folder and training through :func:`hetbench.sweep.sweep`, every run kept in and taken from the run
+store: :mod:`hetbench.reproduce.store`); each check's declared criterion turns its measurement into a
+verdict; the claim's verdict combines its checks' (:func:`hetbench.reproduce.criteria.combine`;
+:mod:`hetbench.reproduce.claim_run`). The folder (:mod:`hetbench.reproduce.output`):
 
-    <out>/claims.json, claims.md, claims.html                the verdicts (claims.html is self-contained)
-    <out>/plots/<id>.png                                     one plot per claim that measured something
-    <out>/runs/<id>/<split>-<fingerprint>/<algo>-s<seed>.json the training results behind the numbers
+    <out>/claims.json, claims.md, claims.html    the verdicts (claims.html is self-contained), moved in at the end
+    <out>/plots/<id>.png                         one plot per claim that measured something
+    <out>/runs/<id>/<key>.json                   the run store (unless --store names another folder): each
+                                                 training run's identity, machine and results, as it finished
 
 A runner that meets missing data (iNaturalist files, a ``--metadata`` table that cannot be read) reports
 the check or the claim as ``not run`` with the reason; it is never counted as passed or failed.
@@ -18,7 +20,6 @@ from __future__ import annotations
 
 import math
 import os
-import re
 import shutil
 import sys
 import time
@@ -28,7 +29,6 @@ from typing import Any, Callable, Sequence
 
 from hetbench.errors import HetbenchError
 from hetbench.reproduce.claims import MODES, Claim, check_seed_count, load_claim, select_claims
-from hetbench.reproduce.criteria import NOT_RUN, combine, criterion_level, evaluate
 from hetbench.reproduce.runners import RUNNERS
 from hetbench.reproduce.write import coverage
 
@@ -328,7 +328,7 @@ def reproduce(
     """
     from hetbench.atomic import check_out_dir, release_lock
     from hetbench.reproduce.claim_run import run_stored
-    from hetbench.reproduce.output import check_store_dir, interrupted, publish_reports
+    from hetbench.reproduce.output import begin, check_store_dir, interrupted, publish_reports
     from hetbench.reproduce.store import RunStore
     from hetbench.version import __version__
 
@@ -351,10 +351,9 @@ def reproduce(
     deadline = None if budget is None else time.monotonic() + float(budget)
     records, seconds = [], {}
     try:
-        target.mkdir(parents=True, exist_ok=True)
+        work = begin(target)
         runs_store = RunStore.open(store if store is not None else target / "runs", deadline)
-        work = target / f".work-{os.getpid()}"
-        (work / "plots").mkdir(parents=True)
+        (work / "plots").mkdir()
         try:
             for claim in loaded:
                 claim_seeds = seed_list or _default_seeds(claim, mode)

@@ -132,6 +132,7 @@ class RunStore:
         self.claim = ""
         self.done = 0
         self.trained = 0
+        self.touched: list[str] = []
 
     @staticmethod
     def check(folder: str | os.PathLike) -> None:
@@ -160,6 +161,7 @@ class RunStore:
     def begin_claim(self, claim: str) -> None:
         """Count the runs of ``claim`` from now on."""
         self.claim, self.done, self.trained = claim, 0, 0
+        self.touched: list[str] = []  # the keys found or kept since, in order
 
     def path(self, key: str) -> Path:
         return self.folder / self.claim / f"{key[:16]}.json"
@@ -182,6 +184,7 @@ class RunStore:
             raise HetbenchError(f"run store '{self.folder}': '{path.relative_to(self.folder)}' is not a run record "
                                 "hetbench wrote for this run (corrupt or foreign); remove it to train the run again")
         self.done += 1
+        self.touched.append(key)
         return record["result"]
 
     def check_budget(self) -> None:
@@ -206,13 +209,14 @@ class RunStore:
             raise HetbenchError(f"cannot write the run store '{self.folder}': {exc.strerror or exc}") from None
         self.done += 1
         self.trained += 1
+        self.touched.append(key)
 
-    def records(self, claim: str) -> list[dict[str, Any]]:
-        """The readable records of ``claim`` (for the committed records' machine list)."""
+    def records(self) -> list[dict[str, Any]]:
+        """The records of the runs the current claim found or kept (for the machines that ran them)."""
         out = []
-        for path in sorted((self.folder / claim).glob("*.json")):
+        for key in dict.fromkeys(self.touched):
             try:
-                out.append(json.loads(path.read_text()))
+                out.append(json.loads(self.path(key).read_text()))
             except (OSError, ValueError):
                 continue
         return out

@@ -14,9 +14,9 @@ NOT_RUN = "not run"
 CHECK_VERDICTS = (REPRODUCED, NOT_REPRODUCED, INCONCLUSIVE, NOT_RUN)
 """Every verdict one check can get."""
 VERDICTS = (REPRODUCED, PARTIAL, NOT_REPRODUCED, INCONCLUSIVE, NOT_RUN)
+"""Every verdict a claim can get (``partially reproduced``: its checks disagree)."""
 #: the claim verdicts that decide something (two seed sets that both decide a claim must agree)
 DECIDED = (REPRODUCED, PARTIAL, NOT_REPRODUCED)
-"""Every verdict a claim can get (``partially reproduced``: its checks disagree)."""
 
 #: what joins an unsettled check's reason to what its numbers alone say (hetbench.reproduce.docs splits on it)
 UNSETTLED_MARK = "; settled, the numbers would say: "

@@ -202,3 +202,41 @@ def test_a_process_killed_mid_run_loses_at_most_the_run_in_flight(tmp_path, tiny
     assert all((out / "runs" / "hsu-fedavgm" / name).read_bytes() == data for name, data in kept.items())
     reproduce("hsu-fedavgm", out=tmp_path / "whole", quiet=True)
     assert claims_doc(out) == claims_doc(tmp_path / "whole")
+
+
+def test_an_output_whose_budget_ran_out_continues_without_overwrite(tmp_path, tiny, monkeypatch):
+    """The documented flow: `--budget` now, the same command later (no --overwrite), until every run is in."""
+    from hetbench.reproduce import reproduce
+    from hetbench.reproduce.store import BudgetSpent
+
+    real = RunStore.check_budget
+    monkeypatch.setattr(RunStore, "check_budget",
+                        lambda self: (_ for _ in ()).throw(BudgetSpent(self.claim)) if self.trained >= 3 else real(self))
+    reproduce("hsu-fedavgm", out=tmp_path / "o", quiet=True, budget=3600)
+    monkeypatch.setattr(RunStore, "check_budget", real)
+    done = reproduce("hsu-fedavgm", out=tmp_path / "o", quiet=True)  # no overwrite: it was not finished
+    assert done.doc["claims"][0]["runs"]["done"] == RUNS
+    with pytest.raises(HetbenchError, match="already exists"):  # finished: now it takes --overwrite
+        reproduce("hsu-fedavgm", out=tmp_path / "o", quiet=True)
+    assert not list((tmp_path / "o").glob(".work-*")) and not (tmp_path / "o" / ".hetbench-reproduce").exists()
+
+
+def test_a_store_inside_the_output_other_than_its_runs_folder_is_refused(tmp_path, run_cli):
+    code, _, err = run_cli("reproduce", "--claims", "dapperfl-footprint", "--store", tmp_path / "o" / "plots",
+                           "--out", tmp_path / "o")
+    assert code == 2 and "inside it, where reports are replaced" in err and not (tmp_path / "o").exists()
+
+
+def test_scratch_of_a_killed_process_is_removed_and_the_output_continues(tmp_path, tiny):
+    """A process killed before any run was stored leaves only its marked scratch: the same command
+    accepts the folder and removes the dead process's scratch."""
+    import socket
+
+    from hetbench.reproduce import reproduce
+
+    out = tmp_path / "o"
+    (out / ".work-dead").mkdir(parents=True)
+    (out / ".work-dead" / ".hetbench-pid").write_text(f"999999999 {socket.gethostname()}")
+    (out / ".hetbench-reproduce").write_text('{"format": "hetbench-claims-in-progress/1"}')
+    reproduce("dapperfl-footprint", out=out, quiet=True)
+    assert not (out / ".work-dead").exists() and (out / "claims.json").is_file()
