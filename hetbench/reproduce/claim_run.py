@@ -115,8 +115,9 @@ def run_stored(claim: Claim, mode: str, seeds: list[int], store: RunStore, work:
     wall = time.perf_counter() - start
     record["seconds"] = round(wall, 1)  # wall time (the only clock-dependent field)
     if needed:
-        record["runs"] = {"done": store.done, "needed": needed, "store": f"{claim.id}/",
-                          "machines": machines(store.records())}
+        records = store.records()
+        record["runs"] = {"done": store.done, "needed": needed, "store": f"{claim.id}/", "machines": machines(records),
+                          "train_seconds": round(sum(float(r.get("seconds", 0.0)) for r in records), 1)}
     if not quiet:
         print(f"{claim.id}: {store.done} of {needed} runs; {record['verdict']}{coverage(record)} ({wall:.1f} s)",
               file=sys.stderr)

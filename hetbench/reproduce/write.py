@@ -193,11 +193,17 @@ def wall_time(claim: dict[str, Any]) -> str:
     >>> from hetbench.reproduce.write import wall_time
     >>> wall_time({"seconds": 42.04}), wall_time({"seconds": 312.0}), wall_time({})
     ('42 s', '5.2 min', '-')
+    >>> wall_time({"seconds": 30.0, "runs": {"train_seconds": 600.0}})  # its runs came from the run store
+    '30 s (its runs trained in 10.0 min)'
     """
     if "seconds" not in claim:
         return "-"
     s = float(claim["seconds"])
-    return f"{s:.0f} s" if s < 60 else f"{s / 60:.1f} min"
+    text = f"{s:.0f} s" if s < 60 else f"{s / 60:.1f} min"
+    trained = float((claim.get("runs") or {}).get("train_seconds", 0.0))
+    if trained > s:  # runs taken from the store: this invocation's time is not the claim's cost
+        text += f" (its runs trained in {trained:.0f} s)" if trained < 60 else f" (its runs trained in {trained / 60:.1f} min)"
+    return text
 
 
 def settling_text(claim: dict[str, Any]) -> str:
