@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import click
 
+from hetbench.errors import HetbenchError
 from hetbench.reproduce import DEFAULT_OUT, claim_ids, dry_run as estimate_claims, reproduce as run_claims
 
 
@@ -13,6 +14,8 @@ from hetbench.reproduce import DEFAULT_OUT, claim_ids, dry_run as estimate_claim
 @click.option("--quick/--full", default=True, show_default=True,
               help="Quick: small models, few rounds, reduced grids, same protocol (minutes on 2 CPU cores). Full: the "
               "papers' settings where the data allow (meant for a GPU, see --device).")
+@click.option("--smoke", is_flag=True, help="Every claim with toy settings through the same code, in seconds: checks "
+              "that this installation runs them; its numbers decide nothing (every verdict is 'no verdict').")
 @click.option("--seeds", default=None, metavar="0,1,2,3,4",
               help="Seeds of every claim (default: each claim's quick seeds with --quick, 0,1,2,3,4 with --full); "
               "a claim whose numbers vary with the seed needs at least 5.")
@@ -38,7 +41,7 @@ from hetbench.reproduce import DEFAULT_OUT, claim_ids, dry_run as estimate_claim
 @click.option("--overwrite", is_flag=True, help="Replace --out's reports if it exists (its run store is kept and "
               "reused).")
 @click.option("--quiet", "-q", is_flag=True, help="No progress lines and no summary.")
-def reproduce(claims: str, quick: bool, seeds: str | None, out: str, metadata: str | None, device: str,
+def reproduce(claims: str, quick: bool, smoke: bool, seeds: str | None, out: str, metadata: str | None, device: str,
               threads: int | None, dry_run: bool, allow_cpu: bool, store: str | None, budget: float | None,
               overwrite: bool, quiet: bool) -> None:
     """Check published claims (Hsu et al., HeteroSwitch, Borazjani et al., DapperFL) against declared criteria.
@@ -56,12 +59,15 @@ def reproduce(claims: str, quick: bool, seeds: str | None, out: str, metadata: s
       hetbench reproduce --full --claims hsu-label-skew --device cuda --out claims-full
       hetbench reproduce --full --dry-run
       hetbench reproduce --quick --claims all --out claims --budget 1800   # again later: continues
+      hetbench reproduce --smoke --out claims-smoke   # seconds: does it run here? (no verdicts)
     \f
 
     Parameters
     ----------
     claims, quick, seeds, out, metadata, device, threads, allow_cpu, store, budget, overwrite, quiet
         As :func:`hetbench.reproduce.reproduce` (``quick`` False is ``mode="full"``).
+    smoke : bool
+        ``mode="smoke"``: toy settings, no verdicts (refused with ``--full``).
     dry_run : bool
         Print each claim's estimated training time here (:func:`hetbench.reproduce.dry_run`) instead.
 
@@ -70,7 +76,9 @@ def reproduce(claims: str, quick: bool, seeds: str | None, out: str, metadata: s
     None
         Writes the folder; prints one line per claim (id, verdict, seconds) and where it wrote.
     """
-    mode = "quick" if quick else "full"
+    if smoke and not quick:
+        raise HetbenchError("--smoke and --full exclude each other (--smoke runs toy settings; --full the papers')")
+    mode = "smoke" if smoke else "quick" if quick else "full"
     if dry_run:
         width = max(len(i) for i in claim_ids())
 

@@ -1,7 +1,8 @@
 """Claim definitions: ``manifests/claims/<id>.yaml``, loaded and validated before anything runs.
 
 A definition states the paper, the figure or table, the claim in one sentence, the protocol, the runner
-that measures it with its ``quick`` and ``full`` settings, and one or more checks, each naming a
+that measures it with its ``quick`` and ``full`` settings (and ``smoke``: toy settings that run in seconds
+and decide nothing, required of a runner that trains), and one or more checks, each naming a
 measurement of the runner and the criterion (:mod:`hetbench.reproduce.criteria`) that decides its
 verdict. Everything a verdict depends on is in this file, written before any run.
 
@@ -13,7 +14,7 @@ Keys (all required but ``notes``, and ``settle`` only for a runner that trains):
     claim: FedAvg accuracy falls ...   # one sentence
     protocol: ...                      # how it is measured (the settings are shown beside it)
     runner: label_skew                 # one of hetbench.reproduce.runners.RUNNERS
-    settings: {quick: {...}, full: {...}}
+    settings: {quick: {...}, full: {...}, smoke: {...}}   # smoke: only where the runner trains (else quick's)
     checks:
       - {measure: accuracy_vs_alpha, statement: ..., criterion: {name: monotone_decreasing, ...}}
         # a check that needs data a run may lack also says which ("data: generated data")
@@ -35,6 +36,12 @@ from hetbench.reproduce.criteria import check_criterion
 from hetbench.reproduce.settling import check_settle
 
 MODES = ("quick", "full")
+"""The modes whose verdicts decide something; every claim defines both."""
+SMOKE = "smoke"
+"""Toy settings through the same code path, in seconds: a check of the installation whose every verdict is
+``no verdict`` (:data:`hetbench.reproduce.verdicts.NO_VERDICT`); a claim that trains nothing smokes with its
+quick settings."""
+ALL_MODES = (*MODES, SMOKE)
 #: the fewest seeds a claim whose measurements vary with the seed runs with (quick and full mode, and
 #: ``--seeds``): a 95% t interval from n seeds is ``t(0.975, n - 1) s / sqrt(n)`` wide on each side, and
 #: t(0.975, n - 1) falls from 12.7 (n = 2) and 4.3 (n = 3) to 2.8 at n = 5, where more seeds start to pay
@@ -140,14 +147,21 @@ def parse_claim(data: Any, where: str) -> Claim:
         raise HetbenchError(f"{where}: unknown runner '{data['runner']}'; choose one of: {', '.join(RUNNERS)}")
     runner = RUNNERS[data["runner"]]
     settings = data["settings"]
-    if not isinstance(settings, Mapping) or sorted(settings) != sorted(MODES):
-        raise HetbenchError(f"{where}: 'settings' must have exactly the modes {' and '.join(MODES)}")
+    required = ALL_MODES if runner.trains else MODES
+    modes = set(settings) if isinstance(settings, Mapping) else set()
+    if not isinstance(settings, Mapping) or not set(required) <= modes <= set(ALL_MODES):
+        raise HetbenchError(f"{where}: 'settings' must have the modes {', '.join(required)}"
+                            + (" (smoke: toy settings that train in seconds)" if runner.trains
+                               else f" and may have {SMOKE}"))
     checked = {}
-    for mode in MODES:
+    for mode in ALL_MODES:
+        if mode not in settings:  # a claim that trains nothing smokes with its quick settings
+            checked[mode] = dict(checked["quick"])
+            continue
         if not isinstance(settings[mode], Mapping):
             raise HetbenchError(f"{where}: settings.{mode} must be a mapping")
         checked[mode] = runner.check_settings(dict(settings[mode]), f"{where}: settings.{mode}")
-        if "seeds" in checked[mode]:
+        if "seeds" in checked[mode] and mode != SMOKE:
             check_seed_count(str(data["id"]), checked[mode]["seeds"], runner.seeded, f"{where}: settings.{mode}.seeds")
     checks = data["checks"]
     if not isinstance(checks, list) or not checks:

@@ -47,8 +47,8 @@ from hetbench.reproduce.statistics import (  # noqa: F401 (loglog_slope and spea
     DEFAULT_LEVEL, Interval, json_number as _num, loglog_slope, spearman, t_interval, t_quantile,
 )
 from hetbench.reproduce.verdicts import (  # noqa: F401 (every verdict name: part of this module's API)
-    CHECK_VERDICTS, INCONCLUSIVE, NOT_REPRODUCED, NOT_RUN, PARTIAL, REPRODUCED, UNSETTLED_MARK, VERDICTS, combine,
-    side_of,
+    CHECK_VERDICTS, INCONCLUSIVE, NO_VERDICT, NOT_REPRODUCED, NOT_RUN, PARTIAL, REPRODUCED, UNSETTLED_MARK, VERDICTS,
+    combine, side_of,
 )
 
 

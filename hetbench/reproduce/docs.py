@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from hetbench.errors import HetbenchError
+from hetbench.reproduce.claims import SMOKE
 from hetbench.reproduce.criteria import UNSETTLED_MARK
 from hetbench.reproduce.write import coverage, fmt, numbers_text, settling_text, wall_time
 
@@ -127,6 +128,10 @@ def render_documents(sets: list[tuple[str, dict[str, Any]]], text: str, where: s
     HetbenchError
         A region naming a claim the first set's results do not hold (``where`` names the document).
     """
+    smoke = [label or "the results" for label, doc in sets if doc["mode"] == SMOKE]
+    if smoke:
+        raise HetbenchError(f"{where}: {smoke[0]} are of a smoke run, whose numbers decide nothing; document "
+                            "quick or full runs")
     claims = [(label, {c["id"]: c for c in doc["claims"]}, doc["mode"]) for label, doc in sets]
 
     def claim_block(m: re.Match) -> str:

@@ -20,14 +20,14 @@ from typing import Any, Sequence
 import numpy as np
 
 from hetbench.reproduce.criteria import (
-    INCONCLUSIVE, NOT_REPRODUCED, NOT_RUN, PARTIAL, REPRODUCED, CheckResult, Measurement, criterion_level,
+    INCONCLUSIVE, NO_VERDICT, NOT_REPRODUCED, NOT_RUN, PARTIAL, REPRODUCED, CheckResult, Measurement, criterion_level,
     loglog_slope,
 )
 from hetbench.reproduce.runners.base import Axes
 
 #: verdict -> colour of the panel title
 VERDICT_COLOURS = {REPRODUCED: "#1a7f37", PARTIAL: "#b35900", INCONCLUSIVE: "#7a5c00", NOT_REPRODUCED: "#c62828",
-                   NOT_RUN: "#666666"}
+                   NOT_RUN: "#666666", NO_VERDICT: "#3d5a80"}
 
 
 def _short(v: float) -> str:

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from hetbench.errors import HetbenchError
-from hetbench.reproduce.claims import MODES, Claim, check_seed_count, load_claim, select_claims
+from hetbench.reproduce.claims import ALL_MODES, SMOKE, Claim, check_seed_count, load_claim, select_claims
 from hetbench.reproduce.runners import RUNNERS
 from hetbench.reproduce.write import coverage
 
@@ -144,18 +144,20 @@ def _checked_claims(claims: str | None, mode: str, seeds: str | Sequence[int] | 
     """The claim ids, ``--seeds`` and validated definitions, or one line for an unknown id, mode or seed list,
     a definition that does not validate, or fewer seeds than a claim's statistics need."""
     ids = select_claims(claims)
-    if mode not in MODES:
-        raise HetbenchError(f"mode '{mode}' is not one of {', '.join(MODES)}")
+    if mode not in ALL_MODES:
+        raise HetbenchError(f"mode '{mode}' is not one of {', '.join(ALL_MODES)}")
     seed_list = parse_seeds(seeds)
     loaded = [load_claim(i) for i in ids]  # every definition validates before anything runs
-    if seed_list is not None:
+    if seed_list is not None and mode != SMOKE:  # a smoke run decides nothing: any seeds
         for claim in loaded:
             check_seed_count(claim.id, seed_list, RUNNERS[claim.runner].seeded, "--seeds")
     return ids, seed_list, loaded
 
 
 def _default_seeds(claim: Claim, mode: str) -> list[int]:
-    return list(claim.settings["quick"].get("seeds", [0])) if mode == "quick" else list(FULL_SEEDS)
+    if mode == "full":
+        return list(FULL_SEEDS)
+    return list(claim.settings[mode].get("seeds", [0]))
 
 
 def check_metadata(metadata: str | None) -> None:
@@ -275,7 +277,8 @@ def reproduce(
         ``all`` (None) or a comma list of claim ids (:func:`hetbench.reproduce.claims.claim_ids`).
     mode : str
         ``quick`` (small models, few rounds: minutes on a laptop) or ``full`` (the papers' settings where
-        the data allow; meant for a GPU), each claim's ``settings`` of that name.
+        the data allow; meant for a GPU), each claim's ``settings`` of that name; ``smoke`` (toy settings,
+        seconds: checks that the code runs, and every verdict is ``no verdict``).
     seeds : str or sequence of int, optional
         Seeds of every claim; None: each claim's quick seeds in quick mode, 0 to 4 in full mode. A claim
         whose measurements vary with the seed needs at least :data:`~hetbench.reproduce.claims.MIN_SEEDS`.

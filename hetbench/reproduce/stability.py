@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from hetbench.errors import HetbenchError
+from hetbench.reproduce.claims import SMOKE
 from hetbench.reproduce.verdicts import INCONCLUSIVE, NOT_RUN
 
 #: verdicts that decide nothing, so a second run cannot contradict them
@@ -48,6 +49,8 @@ def compare_runs(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
     """
     if a["mode"] != b["mode"]:
         raise HetbenchError(f"the runs are of different modes ({a['mode']} and {b['mode']})")
+    if a["mode"] == SMOKE:
+        raise HetbenchError("the runs are smoke runs: they decide nothing, so there is no verdict to compare")
     ids_a, ids_b = [c["id"] for c in a["claims"]], [c["id"] for c in b["claims"]]
     if ids_a != ids_b:
         raise HetbenchError(f"the runs hold different claims ({', '.join(ids_a)} and {', '.join(ids_b)})")

@@ -11,9 +11,11 @@ NOT_REPRODUCED = "not reproduced"
 INCONCLUSIVE = "inconclusive"
 PARTIAL = "partially reproduced"
 NOT_RUN = "not run"
-CHECK_VERDICTS = (REPRODUCED, NOT_REPRODUCED, INCONCLUSIVE, NOT_RUN)
+NO_VERDICT = "no verdict (smoke run)"
+"""A smoke run's every verdict: toy settings check that the code runs; their numbers decide nothing."""
+CHECK_VERDICTS = (REPRODUCED, NOT_REPRODUCED, INCONCLUSIVE, NOT_RUN, NO_VERDICT)
 """Every verdict one check can get."""
-VERDICTS = (REPRODUCED, PARTIAL, NOT_REPRODUCED, INCONCLUSIVE, NOT_RUN)
+VERDICTS = (REPRODUCED, PARTIAL, NOT_REPRODUCED, INCONCLUSIVE, NOT_RUN, NO_VERDICT)
 """Every verdict a claim can get (``partially reproduced``: its checks disagree)."""
 #: the claim verdicts that decide something (two seed sets that both decide a claim must agree)
 DECIDED = (REPRODUCED, PARTIAL, NOT_REPRODUCED)

@@ -17,6 +17,10 @@ from typing import Any, Sequence
 
 from hetbench.reproduce.criteria import NOT_RUN, VERDICTS
 
+#: what heads the report of a smoke run (``hetbench reproduce --smoke``)
+SMOKE_NOTE = ("Smoke run: every claim with toy settings, to check that the code runs on this machine. Its numbers "
+              "decide nothing: every verdict is 'no verdict'; run --quick or --full for verdicts.")
+
 _CSS = """
 body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; margin: 1.5rem auto; max-width: 68rem;
        color: #222; line-height: 1.45; padding: 0 1rem; }
@@ -28,6 +32,7 @@ td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: now
 .verdict { font-weight: 600; padding: 0.05rem 0.45rem; border-radius: 0.3rem; color: white; white-space: nowrap; }
 .v-reproduced { background: #1a7f37; } .v-partially-reproduced { background: #b35900; }
 .v-not-reproduced { background: #c62828; } .v-not-run { background: #777; } .v-inconclusive { background: #7a5c00; }
+.v-no-verdict-smoke-run { background: #3d5a80; }
 section.claim { border-top: 2px solid #ccc; margin-top: 2rem; padding-top: 0.5rem; }
 .meta { color: #555; font-size: 0.9rem; }
 .reason { color: #333; }
@@ -98,7 +103,7 @@ def badge_colour_class(claim: dict[str, Any]) -> str:
     'v-reproduced'
     """
     verdict = NOT_RUN if coverage(claim) else claim["verdict"]
-    return "v-" + verdict.replace(" ", "-")
+    return "v-" + re.sub(r"[^a-z]+", "-", verdict).strip("-")
 
 
 def _settings_text(settings: dict[str, Any]) -> str:
@@ -299,6 +304,8 @@ def write_markdown(doc: dict[str, Any], path: Path) -> None:
              f"hetbench {doc['hetbench_version']}. Each verdict follows from the measurement by the criterion declared in "
              "the claim's definition (`manifests/claims/<id>.yaml`) before any run." +
              (" " + machine_line(doc) if machine_line(doc) else ""), ""]
+    if doc["mode"] == "smoke":
+        lines += [f"**{SMOKE_NOTE}**", ""]
     lines += _md_table(["claim", "paper, where", "verdict", "checks", "wall time"],
                        [[c["id"], f"{c['paper_short']}, {c['where']}", f"**{c['verdict']}**{coverage(c)}",
                          "; ".join(f"{k['measure']}: {k['verdict']}" for k in c["checks"]), wall_time(c)]
@@ -381,7 +388,8 @@ def write_html(doc: dict[str, Any], path: Path, root: Path) -> None:
              f"<h1>hetbench reproduce: {len(doc['claims'])} claim(s), {e(doc['mode'])} mode</h1>",
              f"<p class=meta>hetbench {e(doc['hetbench_version'])}. Each verdict follows from the measurement by the "
              "criterion declared in the claim's definition (<code>manifests/claims/&lt;id&gt;.yaml</code>) before any "
-             "run.</p>", "<table><thead><tr><th>claim</th><th>paper, where</th><th>verdict</th><th>checks</th></tr>"
+             "run.</p>", *([f"<p><b>{e(SMOKE_NOTE)}</b></p>"] if doc["mode"] == "smoke" else []),
+             "<table><thead><tr><th>claim</th><th>paper, where</th><th>verdict</th><th>checks</th></tr>"
              "</thead><tbody>"]
     for c in doc["claims"]:
         checks = "<br>".join(f"{e(k['measure'])}: {e(k['verdict'])}" for k in c["checks"])

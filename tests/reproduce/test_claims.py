@@ -19,7 +19,7 @@ def test_every_claim_of_the_issue_ships_and_validates():
     assert claim_ids() == ISSUE_IDS
     for cid in claim_ids():
         claim = load_claim(cid)
-        assert claim.id == cid and claim.checks and set(claim.settings) == {"quick", "full"}
+        assert claim.id == cid and claim.checks and set(claim.settings) == {"quick", "full", "smoke"}
 
 
 @pytest.mark.parametrize("edit, message", [
@@ -30,7 +30,8 @@ def test_every_claim_of_the_issue_ships_and_validates():
     (lambda d: d.pop("claim"), "missing key 'claim'"),
     (lambda d: d.update(verdict="reproduced"), "unknown key 'verdict'"),
     (lambda d: d.update(runner="train_everything"), "unknown runner 'train_everything'"),
-    (lambda d: d["settings"].pop("full"), "'settings' must have exactly the modes quick and full"),
+    (lambda d: d["settings"].pop("full"), "'settings' must have the modes quick, full and may have smoke"),
+    (lambda d: d["settings"].update(tiny={}), "'settings' must have the modes quick, full and may have smoke"),
     (lambda d: d["settings"]["quick"].update(ratios=[]), "settings.quick: 'ratios' must be a non-empty list"),
     (lambda d: d["settings"]["quick"].update(published_flops=[1.0]), "'published_flops' needs one value per ratio"),
     (lambda d: d["settings"]["quick"].update(epochs=3), "settings.quick: unknown setting 'epochs'"),

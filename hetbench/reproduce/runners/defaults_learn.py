@@ -109,13 +109,13 @@ class DefaultsLearnRunner(Runner):
         for name in names:
             extra = settings.get("options", {}).get(name, {})
             config = dataclasses.replace(train_config({**base, **extra}, name), device=ctx.device)
-            configs[name] = {k: v for k, v in {**base, **extra}.items()}
             row = []
             for seed in ctx.seeds:
                 run = sweep(folder, name, seeds=[seed], config=config, out=ctx.runs, quiet=True, threads=ctx.threads, store=ctx.store)[0]
                 row.append(last_k_accuracy(run.doc))
                 ctx.note(f"{name} seed {seed}: {row[-1]:.2f}% ({run.path.name})")
             acc.append(row)
+            configs[name] = resolved_settings(run.doc)
         k = train_config(base, "train").last_k
         return RunOutput(
             measurements={"accuracy_by_algorithm": Measurement(acc, unit="accuracy (%)", labels=names)},
@@ -128,4 +128,27 @@ class DefaultsLearnRunner(Runner):
         )
 
 
-__all__ = ["DefaultsLearnRunner", "algorithms_of"]
+#: the training settings a defaults-learn record reports per algorithm, as the run resolved them
+RESOLVED_KEYS = ("model", "norm", "lr", "momentum", "weight_decay", "local_epochs", "batch_size", "clients_per_round",
+                 "rounds", "eval_every", "eval_from", "last_k")
+
+
+def resolved_settings(doc: dict[str, Any]) -> dict[str, Any]:
+    """The settings a run trained with, as its results document records them once resolved (an algorithm's
+    own default learning rate, local epochs and normalisation where the claim gave none), with the image
+    size the model saw.
+
+    Examples
+    --------
+    >>> from hetbench.reproduce.runners.defaults_learn import resolved_settings
+    >>> resolved_settings({"config": {"model": "lenet", "lr": 0.02, "local_epochs": 5, "image_size": None},
+    ...                    "split": {"image_size": 28}})
+    {'model': 'lenet', 'lr': 0.02, 'local_epochs': 5, 'image_size': 28}
+    """
+    config = doc["config"]
+    out = {k: config[k] for k in RESOLVED_KEYS if k in config}
+    out["image_size"] = config.get("image_size") or doc.get("split", {}).get("image_size")
+    return out
+
+
+__all__ = ["DefaultsLearnRunner", "algorithms_of", "resolved_settings"]
