@@ -72,7 +72,8 @@ class ClaimCost:
 
 
 def estimate_claims(loaded: Sequence[Claim], mode: str, seeds: list[int] | None, device: str,
-                    on_claim: Callable[[ClaimCost], None] | None = None) -> list[ClaimCost]:
+                    on_claim: Callable[[ClaimCost], None] | None = None, timings: dict | None = None
+                    ) -> list[ClaimCost]:
     """Each claim's training cost in ``mode`` on ``device`` (this machine), from its runner's workloads
     timed here (:func:`hetbench.reproduce.cost.estimate`: a floor, training and evaluation arithmetic
     only).
@@ -90,6 +91,8 @@ def estimate_claims(loaded: Sequence[Claim], mode: str, seeds: list[int] | None,
     on_claim : callable, optional
         Called with each claim's cost as soon as it is estimated (timing a full-mode workload takes
         minutes on a loaded machine: the CLI prints each line then, not all at the end).
+    timings : dict, optional
+        A cache of the trainer's timings by workload shape, shared between calls (filled here).
 
     Examples
     --------
@@ -99,7 +102,7 @@ def estimate_claims(loaded: Sequence[Claim], mode: str, seeds: list[int] | None,
     """
     from hetbench.reproduce.cost import estimate
 
-    timings: dict = {}
+    timings = {} if timings is None else timings
     costs = []
     for claim in loaded:
         claim_seeds = seeds or _default_seeds(claim, mode)
