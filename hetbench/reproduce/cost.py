@@ -40,6 +40,13 @@ class Workload:
         Clients a round trains side by side (1: a serial run).
     rounds : int
         Rounds of one run (epochs of a centralised run): each pays the trainer's per-round work.
+    algorithms : tuple of str
+        The algorithms that share the runs evenly, each timed with its own local training (HeteroSwitch's
+        ISP augmentation and weight averaging, DapperFL's pruning and regularised epochs, SCAFFOLD's
+        corrections); empty: FedAvg.
+    local_epochs : tuple of int
+        Each algorithm's local epochs (as ``train_examples`` counts them, on average over the algorithms);
+        empty: 1.
 
     Examples
     --------
@@ -60,6 +67,23 @@ class Workload:
     eval_examples: int
     clients_per_round: int = 1
     rounds: int = 0
+    algorithms: tuple[str, ...] = ()
+    local_epochs: tuple[int, ...] = ()
+
+    def shares(self) -> list[tuple[str, int, float]]:
+        """(algorithm, its local epochs, its share of ``train_examples``) for every algorithm of the runs.
+
+        Examples
+        --------
+        >>> w = Workload("x", "digits-cnn", 16, 1, 10, 20, runs=2, train_examples=300, eval_examples=0,
+        ...              algorithms=("fedavg", "dapperfl"), local_epochs=(1, 5))
+        >>> w.shares()
+        [('fedavg', 1, 100.0), ('dapperfl', 5, 500.0)]
+        """
+        algorithms = self.algorithms or ("fedavg",)
+        epochs = self.local_epochs or (1,) * len(algorithms)
+        mean = sum(epochs) / len(epochs)
+        return [(a, e, self.train_examples * e / mean) for a, e in zip(algorithms, epochs)]
 
 
 def federated_workload(what: str, train: dict[str, Any], runs: int, client_rows: float, test_rows: int,
@@ -113,7 +137,7 @@ def federated_workload(what: str, train: dict[str, Any], runs: int, client_rows:
     return Workload(what, cfg.model, int(size), in_channels, num_classes, cfg.batch_size, runs,
                     train_examples=round(cfg.rounds * cfg.clients_per_round * sum(epochs) / len(epochs) * client_rows),
                     eval_examples=evaluations * test_rows, clients_per_round=cfg.clients_per_round,
-                    rounds=cfg.rounds)
+                    rounds=cfg.rounds, algorithms=tuple(algorithms), local_epochs=tuple(epochs) if algorithms else ())
 
 
 def source_shape(source: str) -> tuple[int, int, int, int]:
@@ -188,7 +212,8 @@ def calibration_data(workload: Workload, steps_per_client: int = 4, test_rows: i
         std=np.full(workload.in_channels, 0.29))
 
 
-def calibrate(workload: Workload, device: str, steps: tuple[int, int] = (2, 6)) -> Timing:
+def calibrate(workload: Workload, device: str, steps: tuple[int, int] = (2, 6), algorithm: str = "fedavg",
+              local_epochs: int = 1) -> Timing:
     """Time ``workload``'s model in the real trainer on ``device``: two runs of :data:`CALIBRATION_ROUNDS`
     FedAvg rounds of ``clients_per_round`` clients on random images (:func:`calibration_data`), whose clients
     train ``steps[0]`` and ``steps[1]`` batches a round, with the trainer's own execution (client threads on
@@ -208,7 +233,13 @@ def calibrate(workload: Workload, device: str, steps: tuple[int, int] = (2, 6)) 
     device : str
         A torch device (``cpu``, ``cuda``, ``cuda:N``, ``mps``).
     steps : (int, int)
-        Batches each client trains per round in the two runs.
+        Batches each client trains per local epoch in the two runs.
+    algorithm : str
+        The algorithm timed (its own local training: HeteroSwitch's augmentation, DapperFL's pruning and
+        regularisation, ...).
+    local_epochs : int
+        Its local epochs: a client step's seconds are the mean over them (DapperFL's first epoch is plain
+        cross-entropy, the others carry its regularisation).
 
     Examples
     --------
@@ -218,25 +249,26 @@ def calibrate(workload: Workload, device: str, steps: tuple[int, int] = (2, 6)) 
     >>> t.client_step_seconds > 0, t.round_seconds >= 0, t.run_seconds >= 0, t.eval_seconds_per_example > 0
     (True, True, True, True)
     """
-    k = max(1, workload.clients_per_round)
-    (round_a, run_a, eval_a), (round_b, run_b, eval_b) = (_timed_run(workload, device, n) for n in steps)
-    step_s = max((round_b - round_a) / (k * (steps[1] - steps[0])), 1e-9)
-    return Timing(client_step_seconds=step_s, round_seconds=max(round_a - k * steps[0] * step_s, 0.0),
+    k, e = max(1, workload.clients_per_round), max(1, local_epochs)
+    (round_a, run_a, eval_a), (round_b, run_b, eval_b) = (_timed_run(workload, device, n, algorithm, e) for n in steps)
+    step_s = max((round_b - round_a) / (k * e * (steps[1] - steps[0])), 1e-9)
+    return Timing(client_step_seconds=step_s, round_seconds=max(round_a - k * e * steps[0] * step_s, 0.0),
                   run_seconds=(run_a + run_b) / 2, eval_seconds_per_example=(eval_a + eval_b) / 2)
 
 
-def _timed_run(workload: Workload, device: str, steps_per_client: int) -> tuple[float, float, float]:
+def _timed_run(workload: Workload, device: str, steps_per_client: int, algorithm: str = "fedavg",
+               local_epochs: int = 1) -> tuple[float, float, float]:
     """(seconds per warm round, a run's fixed seconds, seconds per evaluated example) of one calibration run."""
     from hetbench.train.algorithms import TrainConfig, make_algorithm
     from hetbench.train.simulation import run_training
 
     data = calibration_data(workload, steps_per_client)
-    config = TrainConfig(rounds=CALIBRATION_ROUNDS, clients_per_round=data.num_clients, local_epochs=1,
+    config = TrainConfig(rounds=CALIBRATION_ROUNDS, clients_per_round=data.num_clients, local_epochs=local_epochs,
                          batch_size=workload.batch_size, lr=0.01, model=workload.model,
                          image_size=workload.image_size, eval_every=CALIBRATION_ROUNDS, device=device)
     marks: list[float] = []
     start = time.perf_counter()
-    run_training(data, make_algorithm("fedavg"), config, on_round=lambda r, s: marks.append(time.perf_counter()))
+    run_training(data, make_algorithm(algorithm), config, on_round=lambda r, s: marks.append(time.perf_counter()))
     total = time.perf_counter() - start
     round_s = (marks[2] - marks[0]) / 2  # rounds 2 and 3: warm, not evaluated
     eval_s = max(marks[3] - marks[2] - round_s, 1e-9)
@@ -246,7 +278,8 @@ def _timed_run(workload: Workload, device: str, steps_per_client: int) -> tuple[
 def estimate(workloads: Sequence[Workload], device: str, *, timings: dict[tuple, Timing] | None = None) -> float:
     """Seconds that ``workloads`` take on ``device``: per run, its fixed cost, its rounds' own work, its
     client steps (``ceil(train_examples / batch_size)``) and its evaluated examples, each at the seconds
-    :func:`calibrate` measured here. Building splits and loading data are left out.
+    :func:`calibrate` measured here for each of the workload's algorithms (its runs shared evenly by
+    them). Building splits and loading data are left out.
 
     Parameters
     ----------
@@ -261,20 +294,23 @@ def estimate(workloads: Sequence[Workload], device: str, *, timings: dict[tuple,
     --------
     >>> w = Workload("fedavg", "digits-cnn", 16, 1, 10, 20, runs=2, train_examples=200, eval_examples=100,
     ...              clients_per_round=2, rounds=5)
-    >>> key = ("digits-cnn", 16, 1, 10, 20, 2)
+    >>> key = ("digits-cnn", 16, 1, 10, 20, 2, "fedavg", 1)
     >>> estimate([w], "cpu", timings={key: Timing(0.01, 0.002, 0.5, 1e-4)})
     1.24
     """
     timings = {} if timings is None else timings
     total = 0.0
     for w in workloads:
-        key = (w.model, w.image_size, w.in_channels, w.num_classes, w.batch_size, max(1, w.clients_per_round))
-        if key not in timings:
-            timings[key] = calibrate(w, device)
-        t = timings[key]
-        steps = math.ceil(w.train_examples / w.batch_size)
-        total += w.runs * (t.run_seconds + w.rounds * t.round_seconds + steps * t.client_step_seconds
-                           + w.eval_examples * t.eval_seconds_per_example)
+        shares = w.shares()
+        for algorithm, epochs, examples in shares:  # the runs are shared evenly by the algorithms
+            key = (w.model, w.image_size, w.in_channels, w.num_classes, w.batch_size, max(1, w.clients_per_round),
+                   algorithm, epochs)
+            if key not in timings:
+                timings[key] = calibrate(w, device, algorithm=algorithm, local_epochs=epochs)
+            t = timings[key]
+            steps = math.ceil(examples / w.batch_size)
+            total += w.runs / len(shares) * (t.run_seconds + w.rounds * t.round_seconds + steps * t.client_step_seconds
+                                             + w.eval_examples * t.eval_seconds_per_example)
     return round(total, 6)
 
 

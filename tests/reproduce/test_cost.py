@@ -50,8 +50,8 @@ def test_a_federated_workload_counts_rounds_clients_epochs_and_evaluations():
 
 
 def test_the_estimate_counts_each_runs_fixed_cost_client_steps_and_evaluated_examples():
-    timings = {("digits-cnn", 16, 1, 10, 20, 4): Timing(client_step_seconds=0.01, round_seconds=0.02,
-                                                         run_seconds=0.5, eval_seconds_per_example=1e-4)}
+    timings = {("digits-cnn", 16, 1, 10, 20, 4, "fedavg", 1): Timing(client_step_seconds=0.01, round_seconds=0.02,
+                                                                     run_seconds=0.5, eval_seconds_per_example=1e-4)}
     w = Workload("fedavg", "digits-cnn", 16, 1, 10, 20, runs=1, train_examples=2000, eval_examples=1000,
                  clients_per_round=4, rounds=5)
     one = estimate([w], "cpu", timings=timings)
@@ -60,6 +60,22 @@ def test_the_estimate_counts_each_runs_fixed_cost_client_steps_and_evaluated_exa
     ragged = Workload("fedavg", "digits-cnn", 16, 1, 10, 20, runs=3, train_examples=2010, eval_examples=0,
                       clients_per_round=4)  # rounds 0: no per-round work counted
     assert estimate([ragged], "cpu", timings=timings) == pytest.approx(3 * (0.5 + 101 * 0.01))
+
+
+def test_each_algorithm_of_a_workload_is_timed_with_its_own_training_and_epochs():
+    """A workload shared by FedAvg and DapperFL (5 local epochs) costs each its own client steps at its own
+    timing: DapperFL's pruning and regularised epochs are not priced as FedAvg's."""
+    fast = Timing(client_step_seconds=0.01, round_seconds=0.0, run_seconds=0.0, eval_seconds_per_example=0.0)
+    slow = Timing(client_step_seconds=0.03, round_seconds=0.0, run_seconds=0.0, eval_seconds_per_example=0.0)
+    base = ("digits-cnn", 16, 1, 10, 20, 4)
+    timings = {(*base, "fedavg", 1): fast, (*base, "dapperfl", 5): slow}
+    w = federated_workload("fedavg, dapperfl", {"rounds": 2, "clients_per_round": 4, "batch_size": 20,
+                                                "model": "digits-cnn", "image_size": 16, "eval_every": 2},
+                           runs=2, client_rows=100, test_rows=0, in_channels=1, num_classes=10,
+                           algorithms=["fedavg", "dapperfl"])
+    assert w.shares() == [("fedavg", 1, 800.0), ("dapperfl", 5, 4000.0)]
+    # one run of each: FedAvg 800 examples (40 steps at 0.01 s), DapperFL 4,000 (200 steps at 0.03 s)
+    assert estimate([w], "cpu", timings=timings) == pytest.approx(40 * 0.01 + 200 * 0.03)
 
 
 def test_the_calibration_times_the_real_trainer_and_predicts_a_real_run():

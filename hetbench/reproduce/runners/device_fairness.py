@@ -141,7 +141,8 @@ class DeviceFairnessRunner(Runner):
         test = round(captures * settings["test_fraction"])
         # every phone renders every capture; a phone's training renders are shared by its clients
         return [federated_workload(", ".join(ALGORITHMS), settings["train"], len(ALGORITHMS) * len(seeds),
-                                   (captures - test) * devices / settings["clients"], test * devices, 3, SCENES)]
+                                   (captures - test) * devices / settings["clients"], test * devices, 3, SCENES,
+                                   algorithms=ALGORITHMS)]
 
     def run(self, settings: dict[str, Any], ctx: Context) -> RunOutput:
         from hetbench.builders.devices import build_devices

@@ -177,7 +177,7 @@ class ServerMomentumRunner(Runner):
         return [federated_workload(f"{', '.join(ALGOS)}: tuning grid", settings["train"], tuning, client_rows,
                                    test_rows, channels, classes, size),
                 federated_workload(f"{', '.join(ALGOS)}: evaluation", settings["train"], len(ALGOS) * len(seeds),
-                                   client_rows, test_rows, channels, classes, size)]
+                                   client_rows, test_rows, channels, classes, size, algorithms=ALGOS)]
 
     def run(self, settings: dict[str, Any], ctx: Context) -> RunOutput:
         from hetbench.sources import load_table

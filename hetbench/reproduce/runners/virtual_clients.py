@@ -104,7 +104,7 @@ class VirtualClientsRunner(Runner):
         return [federated_workload(f"fedavg, {sigmas} sigmas; fedir, 1", settings["train"], (sigmas + 1) * len(seeds),
                                    client_rows, test_rows, channels, classes, size),
                 federated_workload(f"fedvc, {sigmas} sigmas", settings["train"], sigmas * len(seeds),
-                                   settings["vc_size"], test_rows, channels, classes, size)]
+                                   settings["vc_size"], test_rows, channels, classes, size, algorithms=["fedvc"])]
 
     def run(self, settings: dict[str, Any], ctx: Context) -> RunOutput:
         from hetbench.sources import load_table
