@@ -38,12 +38,14 @@ from hetbench.reproduce import DEFAULT_OUT, claim_ids, dry_run as estimate_claim
 @click.option("--budget", default=None, type=float, metavar="SECONDS",
               help="Start no new training run after this many seconds; claims whose runs are missing are "
               "'not run (k of n runs)', and the same command continues them.")
+@click.option("--prune-store", is_flag=True, help="After each claim whose runs are all there, remove its records "
+              "that it did not read from the store (runs of settings it no longer has).")
 @click.option("--overwrite", is_flag=True, help="Replace --out's reports if it exists (its run store is kept and "
               "reused).")
 @click.option("--quiet", "-q", is_flag=True, help="No progress lines and no summary.")
 def reproduce(claims: str, quick: bool, smoke: bool, seeds: str | None, out: str, metadata: str | None, device: str,
               threads: int | None, dry_run: bool, allow_cpu: bool, store: str | None, budget: float | None,
-              overwrite: bool, quiet: bool) -> None:
+              prune_store: bool, overwrite: bool, quiet: bool) -> None:
     """Check published claims (Hsu et al., HeteroSwitch, Borazjani et al., DapperFL) against declared criteria.
 
     Each claim's definition (manifests/claims/<id>.yaml) declares its protocol and the criterion that
@@ -64,7 +66,7 @@ def reproduce(claims: str, quick: bool, smoke: bool, seeds: str | None, out: str
 
     Parameters
     ----------
-    claims, quick, seeds, out, metadata, device, threads, allow_cpu, store, budget, overwrite, quiet
+    claims, quick, seeds, out, metadata, device, threads, allow_cpu, store, budget, prune_store, overwrite, quiet
         As :func:`hetbench.reproduce.reproduce` (``quick`` False is ``mode="full"``).
     smoke : bool
         ``mode="smoke"``: toy settings, no verdicts (refused with ``--full``).
@@ -93,7 +95,7 @@ def reproduce(claims: str, quick: bool, smoke: bool, seeds: str | None, out: str
         click.echo(f"{'total':<{width}}  {format_duration(sum(c.seconds for c in costs)):>9}")
         return
     done = run_claims(claims, mode, seeds, out, overwrite=overwrite, quiet=quiet, device=device, metadata=metadata,
-                      threads=threads, allow_cpu=allow_cpu, store=store, budget=budget)
+                      threads=threads, allow_cpu=allow_cpu, store=store, budget=budget, prune_store=prune_store)
     if not quiet:
         for line in done.summary():
             click.echo(line)

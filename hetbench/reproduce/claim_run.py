@@ -108,9 +108,11 @@ def runs_needed(claim: Claim, mode: str, seeds: list[int]) -> int:
 
 
 def run_stored(claim: Claim, mode: str, seeds: list[int], store: RunStore, work: Path, plots: Path,
-               device: str, metadata: str | None, threads: int | None, quiet: bool) -> tuple[dict[str, Any], float]:
+               device: str, metadata: str | None, threads: int | None, quiet: bool,
+               prune: bool = False) -> tuple[dict[str, Any], float]:
     """Run ``claim`` with ``store`` as its runs' store; returns its record and its wall time. One progress
-    line on stderr says the runs done of those needed and the verdict (unless ``quiet``)."""
+    line on stderr says the runs done of those needed and the verdict (unless ``quiet``). ``prune``: once
+    every run of the claim was found or kept, remove its records that it did not read (:meth:`RunStore.prune`)."""
     needed = runs_needed(claim, mode, seeds)
     ctx = Context(work=work / claim.id, runs=work / claim.id / "results", seeds=seeds, mode=mode, quiet=quiet,
                   device=device, metadata=metadata, threads=threads, store=store)
@@ -131,6 +133,10 @@ def run_stored(claim: Claim, mode: str, seeds: list[int], store: RunStore, work:
         records = store.records()
         record["runs"] = {"done": store.done, "needed": needed, "store": f"{claim.id}/", "machines": machines(records),
                           "train_seconds": round(sum(float(r.get("seconds", 0.0)) for r in records), 1)}
+    if prune and store.done >= needed:
+        gone = store.prune()
+        if gone and not quiet:
+            print(f"{claim.id}: removed {len(gone)} record(s) from the store that it no longer reads", file=sys.stderr)
     if not quiet:
         print(f"{claim.id}: {store.done} of {needed} runs; {record['verdict']}{coverage(record)} ({wall:.1f} s)",
               file=sys.stderr)

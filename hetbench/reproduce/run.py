@@ -271,6 +271,7 @@ def reproduce(
     allow_cpu: bool = False,
     store: str | os.PathLike | None = None,
     budget: float | None = None,
+    prune_store: bool = False,
 ) -> Reproduced:
     """Run ``claims`` and write ``claims.json``, ``claims.md``, ``claims.html`` and the plots to ``out``.
 
@@ -309,6 +310,9 @@ def reproduce(
         Seconds of this invocation after which no new training run starts; claims are still run in order,
         each from the store as far as it holds it, and one whose runs are missing is ``not run`` with ``k of
         n runs`` done. None: no limit.
+    prune_store : bool
+        After each claim whose runs were all found or kept, remove that claim's records the claim did not
+        read from the store (runs of settings it no longer has): how a committed record stays compact.
 
     Returns
     -------
@@ -364,7 +368,7 @@ def reproduce(
             for claim in loaded:
                 claim_seeds = seed_list or _default_seeds(claim, mode)
                 record, seconds[claim.id] = run_stored(claim, mode, claim_seeds, runs_store, work, work / "plots",
-                                                       device, metadata, threads, quiet)
+                                                       device, metadata, threads, quiet, prune=prune_store)
                 records.append(record)
             from hetbench.reproduce.write import machine_record, summary_counts, write_html, write_json, write_markdown
 

@@ -211,6 +211,31 @@ class RunStore:
         self.trained += 1
         self.touched.append(key)
 
+    def prune(self) -> list[str]:
+        """Remove the current claim's records that this claim did not find or keep (runs of settings it no
+        longer has); returns their paths relative to the store, sorted. Only a claim whose every run was
+        found or kept should be pruned (``reproduce --prune-store`` skips one that ``--budget`` stopped).
+
+        Examples
+        --------
+        >>> import tempfile
+        >>> from pathlib import Path
+        >>> from hetbench.reproduce.store import RunStore
+        >>> store = RunStore.open(Path(tempfile.mkdtemp()) / "runs")
+        >>> store.begin_claim("x")
+        >>> store.put({"seed": 0}, {"final": {}}, 1.0)
+        >>> old = store.path("0" * 64); old.write_text("{}")
+        2
+        >>> store.prune()
+        ['x/0000000000000000.json']
+        """
+        kept = {self.path(key) for key in self.touched}
+        folder = self.folder / self.claim
+        gone = sorted(p for p in folder.glob("*.json") if p not in kept) if folder.is_dir() else []
+        for path in gone:
+            path.unlink()
+        return [p.relative_to(self.folder).as_posix() for p in gone]
+
     def records(self) -> list[dict[str, Any]]:
         """The records of the runs the current claim found or kept (for the machines that ran them)."""
         out = []

@@ -241,3 +241,33 @@ def test_scratch_of_a_killed_process_is_removed_and_the_output_continues(tmp_pat
     (out / ".hetbench-reproduce").write_text('{"format": "hetbench-claims-in-progress/1"}')
     reproduce("dapperfl-footprint", out=out, quiet=True)
     assert not (out / ".work-dead").exists() and (out / "claims.json").is_file()
+
+
+def test_prune_store_removes_only_the_records_a_claim_no_longer_reads(tmp_path, tiny, monkeypatch):
+    """New settings train new runs beside the old ones; --prune-store then keeps exactly what the claim read,
+    and never prunes a claim that --budget stopped (its unread records may be the next runs' neighbours)."""
+    from hetbench.reproduce import reproduce
+    from hetbench.reproduce.store import BudgetSpent
+
+    reproduce("hsu-fedavgm", out=tmp_path / "o", quiet=True)
+    first = stored(tmp_path / "o" / "runs")
+    longer = copy.deepcopy(TINY)
+    longer["train"]["rounds"] = 3
+    changed = dataclasses.replace(load_claim("hsu-fedavgm"), settings={**load_claim("hsu-fedavgm").settings,
+                                                                       "quick": longer})
+    monkeypatch.setattr(run_module, "load_claim", lambda i: changed)
+
+    def stop_at_once(self):
+        raise BudgetSpent(self.claim)
+
+    real = RunStore.check_budget
+    monkeypatch.setattr(RunStore, "check_budget", stop_at_once)
+    reproduce("hsu-fedavgm", out=tmp_path / "o", quiet=True, overwrite=True, budget=3600, prune_store=True)
+    assert stored(tmp_path / "o" / "runs") == first  # stopped by the budget: nothing pruned
+    monkeypatch.setattr(RunStore, "check_budget", real)
+    done = reproduce("hsu-fedavgm", out=tmp_path / "o", quiet=True, overwrite=True, prune_store=True)
+    now = stored(tmp_path / "o" / "runs")
+    assert len(now) == RUNS and not set(now) & set(first)  # the old settings' records are gone
+    assert done.doc["claims"][0]["runs"]["done"] == RUNS
+    again = reproduce("hsu-fedavgm", out=tmp_path / "o", quiet=True, overwrite=True, prune_store=True)
+    assert stored(tmp_path / "o" / "runs") == now and again.doc["claims"][0]["runs"]["done"] == RUNS
