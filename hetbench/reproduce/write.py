@@ -300,12 +300,10 @@ def _md_table(head: list[str], rows: list[list[str]]) -> list[str]:
 
 def write_markdown(doc: dict[str, Any], path: Path) -> None:
     """``claims.md``: the verdict table, then one section per claim."""
+    intro = (f"**{SMOKE_NOTE}**" if doc["mode"] == "smoke" else "Each verdict follows from the measurement by the "
+             "criterion declared in the claim's definition (`manifests/claims/<id>.yaml`) before any run.")
     lines = [f"# hetbench reproduce: {len(doc['claims'])} claim(s), {doc['mode']} mode", "",
-             f"hetbench {doc['hetbench_version']}. Each verdict follows from the measurement by the criterion declared in "
-             "the claim's definition (`manifests/claims/<id>.yaml`) before any run." +
-             (" " + machine_line(doc) if machine_line(doc) else ""), ""]
-    if doc["mode"] == "smoke":
-        lines += [f"**{SMOKE_NOTE}**", ""]
+             f"hetbench {doc['hetbench_version']}. {intro}" + (" " + machine_line(doc) if machine_line(doc) else ""), ""]
     lines += _md_table(["claim", "paper, where", "verdict", "checks", "wall time"],
                        [[c["id"], f"{c['paper_short']}, {c['where']}", f"**{c['verdict']}**{coverage(c)}",
                          "; ".join(f"{k['measure']}: {k['verdict']}" for k in c["checks"]), wall_time(c)]
@@ -386,9 +384,10 @@ def write_html(doc: dict[str, Any], path: Path, root: Path) -> None:
              f"<title>hetbench reproduce: {len(doc['claims'])} claim(s), {e(doc['mode'])} mode</title>",
              f"<style>{_CSS}</style></head><body>",
              f"<h1>hetbench reproduce: {len(doc['claims'])} claim(s), {e(doc['mode'])} mode</h1>",
-             f"<p class=meta>hetbench {e(doc['hetbench_version'])}. Each verdict follows from the measurement by the "
-             "criterion declared in the claim's definition (<code>manifests/claims/&lt;id&gt;.yaml</code>) before any "
-             "run.</p>", *([f"<p><b>{e(SMOKE_NOTE)}</b></p>"] if doc["mode"] == "smoke" else []),
+             f"<p class=meta>hetbench {e(doc['hetbench_version'])}. " + (
+                 f"<b>{e(SMOKE_NOTE)}</b></p>" if doc["mode"] == "smoke" else "Each verdict follows from the measurement "
+                 "by the criterion declared in the claim's definition (<code>manifests/claims/&lt;id&gt;.yaml</code>) "
+                 "before any run.</p>"),
              "<table><thead><tr><th>claim</th><th>paper, where</th><th>verdict</th><th>checks</th></tr>"
              "</thead><tbody>"]
     for c in doc["claims"]:
