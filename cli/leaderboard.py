@@ -18,9 +18,18 @@ from hetbench.leaderboard import DEFAULT_RANK_BY, DEFAULT_STATISTIC, METRIC_NAME
               help="What the per-evaluation metrics (accuracy, client acc., worst group, group var., trained-on/unseen "
                    "acc., mean drop) take of each seed's curve: last-k = mean of the last k evaluations (the run's "
                    "--last-k), best = best evaluation, final = last evaluation. It ranks and fills those columns.")
+@click.option("--reference", "references", multiple=True, metavar="ALGO",
+              help="An algorithm shown apart for scale and never ranked, like central (always a reference); repeat "
+                   "for several.")
+@click.option("--settle-evaluations", default=4, show_default=True, type=click.IntRange(min=3),
+              help="Settling rule: how many last evaluations of the seed-mean test accuracy the fitted line spans.")
+@click.option("--settle-max-change", default=3.0, show_default=True, type=click.FloatRange(min=0.0),
+              help="Settling rule: the most (accuracy points) that line may move; a row moving more is marked "
+                   "unsettled and never bold (the rule hetbench reproduce decides claims by).")
 @click.option("--overwrite", is_flag=True, help="Replace --out if it exists.")
 @click.option("--quiet", "-q", is_flag=True, help="No summary line (skipped-file warnings still go to stderr).")
-def leaderboard(results_dir: str, out: str, rank_by: str, statistic: str, overwrite: bool, quiet: bool) -> None:
+def leaderboard(results_dir: str, out: str, rank_by: str, statistic: str, references: tuple[str, ...],
+                settle_evaluations: int, settle_max_change: float, overwrite: bool, quiet: bool) -> None:
     """Aggregate train results (*.json, searched recursively) over seeds and rank them per split.
 
     \b
@@ -28,6 +37,7 @@ def leaderboard(results_dir: str, out: str, rank_by: str, statistic: str, overwr
       hetbench leaderboard results/ --out leaderboard
       hetbench leaderboard results/ --out lb --rank-by group_accuracy_variance --overwrite
       hetbench leaderboard results/ --out lb --rank-by accuracy --statistic best
+      hetbench leaderboard results/ --out lb --reference fedavg --settle-evaluations 6 --overwrite
     \f
 
     Parameters
@@ -40,6 +50,10 @@ def leaderboard(results_dir: str, out: str, rank_by: str, statistic: str, overwr
         The metric to rank by.
     statistic : str
         ``last-k``, ``best`` or ``final``: what per-evaluation metrics take of each seed's curve.
+    references : tuple[str, ...]
+        Algorithms shown apart, never ranked (besides central).
+    settle_evaluations, settle_max_change : int, float
+        The settling rule.
     overwrite : bool
         Replace ``out`` if it exists.
     quiet : bool
@@ -51,7 +65,9 @@ def leaderboard(results_dir: str, out: str, rank_by: str, statistic: str, overwr
         Writes the folder with :func:`hetbench.leaderboard.write_leaderboard`; prints its warnings
         (stderr) and summary (stdout).
     """
-    written = write_leaderboard(results_dir, out, rank_by=rank_by, overwrite=overwrite, statistic=statistic)
+    written = write_leaderboard(results_dir, out, rank_by=rank_by, overwrite=overwrite, statistic=statistic,
+                                settle_evaluations=settle_evaluations, settle_max_change=settle_max_change,
+                                references=references)
     for line in written.warnings():
         click.echo(line, err=True)
     if not quiet:

@@ -139,14 +139,15 @@ def _result_content(path: Path) -> str:
 
 
 def _leaderboard_content(path: Path) -> str:
-    """The leaderboard CSV less its wall-time columns, every cell that reads as a decimal number a placeholder
+    """The leaderboard CSV less its wall-time and settled columns (whether a trained curve settled rests on its
+    floats' last bits when it lies at the rule's edge), every cell that reads as a decimal number a placeholder
     (trained numbers: :func:`_without_timing`)."""
     import csv
     import io
     import re
 
     rows = list(csv.reader(io.StringIO(path.read_text())))
-    keep = [i for i, col in enumerate(rows[0]) if "wall_time" not in col]
+    keep = [i for i, col in enumerate(rows[0]) if "wall_time" not in col and col != "settled"]
     decimal = re.compile(r"[-+]?(\d+\.\d*|\.\d+|\d+)([eE][-+]?\d+)?|nan|inf")
     cells = [[("<number>" if k and decimal.fullmatch(r[i]) and "." in r[i] else r[i]) for i in keep]
              for k, r in enumerate(rows)]

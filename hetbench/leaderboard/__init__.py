@@ -12,6 +12,8 @@ One module per step (``docs/architecture.md``), each importing only the ones bef
 - :mod:`~hetbench.leaderboard.rank`: rows ranked by one metric; :func:`build` = load + aggregate + rank;
 - :mod:`~hetbench.leaderboard.groups`: per-group accuracy and drop of runs with ``--train-groups``
   (leave-one-group-out tables);
+- :mod:`~hetbench.leaderboard.layout`: what a split's main table shows (ranked rows, references apart, the
+  settled column, the rows trained on some groups), decided once for both renderings;
 - :mod:`~hetbench.leaderboard.text`: ``leaderboard.md`` and ``leaderboard.csv``;
 - :mod:`~hetbench.leaderboard.diagnostics`: what the algorithms' per-round diagnostics (a result's
   ``curves.algorithm``) are, in words and units;

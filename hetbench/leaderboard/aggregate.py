@@ -10,6 +10,11 @@ accuracy over the same seed's ``central`` accuracy of the same split (both by th
 seeds' minimum and maximum per round (the band the plots draw). So are the algorithms' per-round
 diagnostics (the lists in a result's ``curves.algorithm``, one value per trained round), under the key
 ``algorithm.<name>``.
+
+Every row has a role: ``reference`` (``central`` and any ``references`` named: shown apart, never ranked),
+``groups`` (trained on some groups only, ``--train-groups``: shown in their own sections) or ``ranked``; and
+whether it had settled (:mod:`hetbench.train.settling`, the rule ``hetbench reproduce`` decides claims by,
+applied to the seed-mean of its test accuracy).
 """
 
 from __future__ import annotations
@@ -22,11 +27,14 @@ from hetbench.leaderboard.labels import format_value, set_labels
 from hetbench.leaderboard.load import Result, json_text
 from hetbench.leaderboard.metrics import CURVES, DEFAULT_STATISTIC, METRIC_NAMES, check_statistic
 from hetbench.leaderboard.statistics import number
+from hetbench.train.settling import DEFAULT_SETTLE, settling_of
 
-__all__ = ["CENTRAL", "DIAGNOSTIC_PREFIX", "Row", "SplitTable", "Stat", "aggregate", "diagnostic_names", "format_value",
+__all__ = ["CENTRAL", "DIAGNOSTIC_PREFIX", "GROUPS", "RANKED", "REFERENCE", "Row", "SplitTable", "Stat", "aggregate", "diagnostic_names", "format_value",
            "summarize"]
 
 CENTRAL = "central"
+#: a row's role: ranked; a reference (shown apart, never ranked); trained on some groups (their own sections)
+RANKED, REFERENCE, GROUPS = "ranked", "reference", "groups"
 #: the prefix of a row curve that is an algorithm's per-round diagnostic (``curves.algorithm.<name>``)
 DIAGNOSTIC_PREFIX = "algorithm."
 
@@ -110,7 +118,12 @@ class Row:
     bands : dict[str, tuple[list[float], list[float or None], list[float or None]]]
         Per curve key, (rounds, min over seeds, max over seeds); None where fewer than two seeds have a value.
     rank : int or None
-        The place in its table; None when the rank metric is null.
+        The place in its table; None when the rank metric is null or the row is not ranked.
+    role : str
+        :data:`RANKED`, :data:`REFERENCE` or :data:`GROUPS`.
+    settling : dict
+        :func:`hetbench.train.settling.settling_of` of its seeds: ``rounds``, ``change``, ``settled`` (and
+        ``diverged``, why, when a seed diverged).
 
     Examples
     --------
@@ -131,6 +144,18 @@ class Row:
     curves: dict[str, tuple[list[float], list[float | None]]] = field(default_factory=dict)
     bands: dict[str, tuple[list[float], list[float | None], list[float | None]]] = field(default_factory=dict)
     rank: int | None = None
+    role: str = RANKED
+    settling: dict = field(default_factory=dict)
+
+    @property
+    def settled(self) -> bool:
+        """Whether the row's seeds had settled (and none diverged)."""
+        return bool(self.settling.get("settled"))
+
+    @property
+    def engine(self) -> str:
+        """The engine of the row's runs (``local``, ``flower``)."""
+        return self.results[0].engine
 
     @property
     def seeds(self) -> list:
@@ -185,6 +210,8 @@ class SplitTable:
         The distinct k the results' ``last-k`` statistic used.
     reference : str or None
         The label of the central row relative accuracy is measured against.
+    settle : dict
+        The settling rule the rows were judged by (``evaluations``, ``max_change``).
 
     Examples
     --------
@@ -207,6 +234,7 @@ class SplitTable:
     reference: str | None = None
     statistic: str = DEFAULT_STATISTIC
     last_k: list[int] = field(default_factory=list)
+    settle: dict = field(default_factory=lambda: dict(DEFAULT_SETTLE))
 
 
 def _central_reference(rows: list[Row]) -> Row | None:
@@ -336,7 +364,8 @@ def _row_stats(row: Row, ref_acc: dict[str, float | None], statistic: str) -> No
             row.bands[key] = (rounds, lo, hi)
 
 
-def aggregate(results: list[Result], statistic: str = DEFAULT_STATISTIC) -> list[SplitTable]:
+def aggregate(results: list[Result], statistic: str = DEFAULT_STATISTIC, settle: dict | None = None,
+              references: Iterable[str] = ()) -> list[SplitTable]:
     """Group results into split tables and configuration rows, and average them over seeds.
 
     Fills in relative accuracy from the central run, the per-metric mean/std and the mean learning
@@ -350,6 +379,11 @@ def aggregate(results: list[Result], statistic: str = DEFAULT_STATISTIC) -> list
     statistic : str
         What the per-evaluation metrics' cells take of each seed's curve: ``"last-k"`` (mean of the
         last k evaluations, the default), ``"best"`` or ``"final"``.
+    settle : dict or None
+        The settling rule rows are judged by (``{"evaluations": E, "max_change": points}``); default
+        :data:`hetbench.train.settling.DEFAULT_SETTLE`.
+    references : Iterable[str]
+        Algorithms shown as references (never ranked) besides ``central``.
 
     Returns
     -------
@@ -365,10 +399,12 @@ def aggregate(results: list[Result], statistic: str = DEFAULT_STATISTIC) -> list
     >>> (table,) = aggregate([parse_result(r) for r in runs])
     >>> [(r.label, r.mean("accuracy"), r.mean("relative_accuracy")) for r in table.rows]
     [('central', 100.0, 1.0), ('fedavg', 80.0, 0.9)]
-    >>> table.reference
-    'central'
+    >>> table.reference, [r.role for r in table.rows]
+    ('central', ['reference', 'ranked'])
     """
     check_statistic(statistic)
+    settle = dict(settle or DEFAULT_SETTLE)
+    reference_names = {CENTRAL, *references}
     by_split: dict[tuple[str, str], dict[tuple, list[Result]]] = {}
     for res in results:
         by_split.setdefault(res.split_key, {}).setdefault(res.row_key, []).append(res)
@@ -386,6 +422,9 @@ def aggregate(results: list[Result], statistic: str = DEFAULT_STATISTIC) -> list
         ref_acc = {json_text(r.seed): r.values_for(statistic)["accuracy"] for r in ref.results} if ref else {}
         for row in rows:
             _row_stats(row, ref_acc, statistic)
+            row.settling = settling_of([res.data for res in row.results], settle)
+            row.role = (REFERENCE if row.algorithm in reference_names
+                        else GROUPS if row.results[0].train_groups is not None else RANKED)
         datas = [res.data for row in rows for res in row.results]
         tables.append(SplitTable(
             name=name, fingerprint=fp, title=f"{name} ({fp[:8]})" if name_count[name] > 1 else name, rows=rows,
@@ -394,6 +433,6 @@ def aggregate(results: list[Result], statistic: str = DEFAULT_STATISTIC) -> list
             models=_unique(d["config"].get("model") or (d.get("model") or {}).get("name") for d in datas),
             rounds=_unique(d["config"].get("rounds") for d in datas),
             reference=ref.label if ref else None, statistic=statistic,
-            last_k=sorted({r.last_k for row in rows for r in row.results if r.last_k is not None}),
+            last_k=sorted({r.last_k for row in rows for r in row.results if r.last_k is not None}), settle=settle,
         ))
     return tables

@@ -65,8 +65,9 @@ def target_text(t: SplitTable) -> str:
             "reached it is a miss (k/n reached).")
 
 
-def tied_with_previous(t: SplitTable) -> list[bool]:
-    """Per row (in rank order), whether its rank metric's mean ± std over seeds overlaps the row above's.
+def tied_with_previous(t: SplitTable, rows: list[Row] | None = None) -> list[bool]:
+    """Per row (in rank order; ``rows``, default the table's), whether its rank metric's mean ± std over seeds
+    overlaps the row above's.
 
     Examples
     --------
@@ -79,7 +80,7 @@ def tied_with_previous(t: SplitTable) -> list[bool]:
     [False, True, False]
     """
     out, prev = [], None
-    for r in t.rows:
+    for r in (t.rows if rows is None else rows):
         s = r.stats.get(t.rank_by) if t.rank_by else None
         tied = False
         if prev is not None and s is not None and s.mean is not None and prev.mean is not None and (s.std or prev.std):

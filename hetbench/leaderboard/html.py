@@ -15,11 +15,10 @@ from hetbench.leaderboard.curves import BAND_NOTE, curves_svg
 from hetbench.leaderboard.diagnostics import diagnostic_panels
 from hetbench.leaderboard.load import Skipped
 from hetbench.leaderboard.groups import group_tables
-from hetbench.leaderboard.honesty import TIE, TIE_NOTE, may_be_best, reach_suffix, target_text, tied_with_previous
+from hetbench.leaderboard.layout import Layout, Line, layout, settle_note
 from hetbench.leaderboard.metrics import CURVES, METRIC_BY_NAME, Metric, statistic_text
 from hetbench.leaderboard.per_group import per_group_cells, per_group_heading, per_group_table
-from hetbench.leaderboard.rank import best_means, is_best
-from hetbench.leaderboard.text import DASH, cell_text, group_cells, group_heading, meta_line, rank_line, shown_metrics
+from hetbench.leaderboard.text import DASH, GROUPS_HEADING, cell_text, group_cells, group_heading, meta_line, rank_line
 
 RANK_WIDTH = "2.9rem"  # the sticky rank column's fixed width: the algorithm column sticks right after it
 
@@ -108,6 +107,34 @@ def metric_cell(m: Metric, s: Stat, best: bool, suffix: str = "") -> str:
     return _td(s.mean, text, title=cell_text(m, s, None) + suffix)
 
 
+def _html_table(t: SplitTable, lay: Layout, lines: list[Line], rank_head: str, group: bool = False) -> list[str]:
+    """A sortable ``<table>`` of layout lines: rank, algorithm, seeds, settled, then the metric columns (the group
+    table's own columns when ``group``)."""
+    e = html.escape
+    stat = statistic_text(t.statistic, t.last_k)
+    heads = [f'<th class="rank" data-type="num" data-dir="down" title="rank">{e(rank_head)}</th>',
+             '<th class="label" data-type="text" data-dir="down">algorithm</th>',
+             '<th data-type="num" data-dir="up" title="number of seeds">seeds</th>',
+             f'<th data-type="num" data-dir="down" title="{e(settle_note(t, False))}">settled</th>']
+    for m, head in zip(*((lay.group_columns, lay.group_headers) if group else (lay.columns, lay.headers))):
+        of = f"; each seed's {stat}" if m.per_evaluation else ""
+        heads.append(f'<th data-type="num" data-dir="{"up" if m.higher_is_better else "down"}" data-metric="{m.name}" '
+                     f'title="{e(m.description)}{e(of)}; {"higher" if m.higher_is_better else "lower"} is better">'
+                     f"{e(head).replace('/', '/<wbr>').replace(' ' + m.arrow, '&nbsp;' + m.arrow)}</th>")
+    role = "groups" if group else lines[0].row.role
+    out = ['<div class="scroll">', f'<table class="leaderboard" data-split="{e(t.title)}" data-role="{role}">',
+           "<thead><tr>" + "".join(heads) + "</tr></thead>", "<tbody>"]
+    for x in lines:
+        r = x.row
+        change = r.settling.get("change")
+        cells = [_td(r.rank, e(x.rank_text), "rank"), _td(r.label, e(r.label), "label"),
+                 _td(len(r.results), str(len(r.results))), _td(abs(change) if change is not None else None, e(x.settled_text))]
+        cells += [_td(None, e(c.text)) if c.text is not None else metric_cell(c.metric, c.stat, c.bold, c.suffix)
+                  for c in x.cells]
+        out.append(f'<tr data-algorithm="{e(r.label)}" data-role="{r.role}">' + "".join(cells) + "</tr>")
+    return out + ["</tbody></table></div>"]
+
+
 def render_html(tables: list[SplitTable], skipped: list[Skipped] | None = None) -> str:
     """``leaderboard.html``: one self-contained page, a sortable table and inline SVG curves per split.
 
@@ -129,49 +156,37 @@ def render_html(tables: list[SplitTable], skipped: list[Skipped] | None = None) 
     >>> from hetbench.leaderboard.html import render_html
     >>> from hetbench.leaderboard.load import Skipped, example_result, parse_result
     >>> from hetbench.leaderboard.rank import rank
-    >>> tables = rank(aggregate([parse_result(example_result(algorithm=a, accuracy=acc)) for a, acc in [("a", 70.0), ("b", 90.0)]]))
-    >>> page = render_html(tables, [Skipped("x.json", "missing 'final'")])
-    >>> page.startswith("<!DOCTYPE html>"), page.count("<tr data-algorithm="), "<b>90.0</b>" in page
-    (True, 2, True)
+    >>> flat = [70.0, 71.0, 70.0, 71.0]
+    >>> runs = [example_result(algorithm=a, curves={"round": [1, 2, 3, 4], "accuracy": [v + d for v in flat]})
+    ...         for a, d in [("a", 0.0), ("b", 20.0), ("central", 25.0)]]
+    >>> page = render_html(rank(aggregate([parse_result(r) for r in runs])), [Skipped("x.json", "missing 'final'")])
+    >>> page.startswith("<!DOCTYPE html>"), page.count("<tr data-algorithm="), "<b>90.7</b>" in page, "<b>95.7</b>" in page
+    (True, 3, True, False)
     """
     e = html.escape
     out = ['<!DOCTYPE html>', '<html lang="en">', "<head>", '<meta charset="utf-8">',
            '<meta name="viewport" content="width=device-width, initial-scale=1">',
            "<title>hetbench leaderboard</title>", f"<style>\n{_CSS}\n</style>", "</head>", "<body>",
            "<h1>hetbench leaderboard</h1>",
-           '<p class="note">Mean ± sample std over seeds (hover a cell for more digits, a header for the metric); best mean per column in bold. Click a column header to sort.</p>']
+           '<p class="note">Mean ± sample std over seeds (hover a cell for more digits, a header for the metric); best mean per column in bold (among the ranked rows that settled). Click a column header to sort.</p>']
     for t in tables:
-        best = best_means(t)
-        shown = shown_metrics(t)
         stat = statistic_text(t.statistic, t.last_k)
         out.append(f'<section class="split" data-split="{e(t.title)}">')
         out.append(f"<h2>{e(t.title)}</h2>")
         out.append(f'<p class="meta">{e(meta_line(t))}<br>{e(rank_line(t))}</p>')
-        out.append('<div class="scroll">')
-        out.append(f'<table class="leaderboard" data-split="{e(t.title)}">')
-        heads = ['<th class="rank" data-type="num" data-dir="down" title="rank">rank</th>',
-                 '<th class="label" data-type="text" data-dir="down">algorithm</th>',
-                 '<th data-type="num" data-dir="up" title="number of seeds">seeds</th>']
-        for m in shown:
-            of = f"; each seed's {stat}" if m.per_evaluation else ""
-            heads.append(f'<th data-type="num" data-dir="{"up" if m.higher_is_better else "down"}" data-metric="{m.name}" '
-                         f'title="{e(m.description)}{e(of)}; {"higher" if m.higher_is_better else "lower"} is better">'
-                         f"{e(m.header).replace('/', '/<wbr>')}&nbsp;{m.arrow}</th>")
-        out.append("<thead><tr>" + "".join(heads) + "</tr></thead>")
-        out.append("<tbody>")
-        ties = tied_with_previous(t)
-        for r, tie in zip(t.rows, ties):
-            cells = [_td(r.rank, (TIE if tie else "") + str(r.rank) if r.rank is not None else DASH, "rank"),
-                     _td(r.label, e(r.label), "label"), _td(len(r.results), str(len(r.results)))]
-            for m in shown:
-                s = r.stats[m.name]
-                best_here = is_best(best, m.name, s.mean) and may_be_best(m.name, r)
-                cells.append(metric_cell(m, s, best_here, reach_suffix(m.name, s, r)))
-            out.append(f'<tr data-algorithm="{e(r.label)}">' + "".join(cells) + "</tr>")
-        out.append("</tbody></table></div>")
-        notes = [n for n in (target_text(t), TIE_NOTE if any(ties) else "") if n]
-        if notes:
-            out.append(f'<p class="note">{e(" ".join(notes))}</p>')
+        lay = layout(t)
+        if lay.ranked:
+            out += _html_table(t, lay, lay.ranked, "rank")
+        else:
+            out.append('<p class="note">No ranked rows: every run here is a reference or trained on some groups only.</p>')
+        if lay.references:
+            out.append('<p class="note">References (not ranked):</p>')
+            out += _html_table(t, lay, lay.references, "")
+        if lay.notes:
+            out.append(f'<p class="note">{e(" ".join(lay.notes))}</p>')
+        if lay.groups:
+            out.append(f'<p class="note">{e(GROUPS_HEADING)}</p>')
+            out += _html_table(t, lay, lay.groups, "", group=True)
         pg = per_group_table(t)
         if pg is not None:
             heading, note = per_group_heading(stat)

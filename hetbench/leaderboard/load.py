@@ -86,7 +86,7 @@ class Result:
     >>> r.split_key, r.algorithm, r.params, r.seed
     (('digits', 'f00d'), 'fedprox', {'mu': 0.1}, 1)
     >>> r.row_key
-    ('fedprox', '{"mu":0.1}', '{}')
+    ('fedprox', '{"mu":0.1}', '{"engine":"local"}')
     >>> r.values_for("final")["accuracy"], r.values_for("best")["accuracy"], r.last_k
     (90.0, 90.0, 1)
     """
@@ -149,9 +149,14 @@ class Result:
         return self.data["algorithm"].get("params") or {}
 
     @property
+    def engine(self) -> str:
+        """The engine that trained the run: the document's ``engine`` (Flower runs write it), else ``local``."""
+        return str(self.data.get("engine") or self.data["config"].get("engine") or "local")
+
+    @property
     def config(self) -> dict:
-        """The run configuration without its seed."""
-        return {k: v for k, v in self.data["config"].items() if k != "seed"}
+        """The run configuration without its seed, with its :attr:`engine` (a local run's document has none)."""
+        return {**{k: v for k, v in self.data["config"].items() if k != "seed"}, "engine": self.engine}
 
     @property
     def row_key(self) -> tuple[str, str, str]:

@@ -145,6 +145,9 @@ class Metric:
     protocol : bool
         A group-protocol metric (only runs with ``--train-groups`` have it; tables show its column only
         when some row has a value).
+    spread_decides_best : bool
+        A measurement that varies run to run on shared cores (wall time): its best mean is bold only when it is
+        apart from every other row's by more than their spreads (mean ± std over seeds do not overlap).
 
     Examples
     --------
@@ -163,6 +166,7 @@ class Metric:
     per_evaluation: bool = False
     protocol: bool = False
     compact_digits: Callable[[float], int] | None = None
+    spread_decides_best: bool = False
 
     def compact(self, mean: float, std: float | None = None) -> tuple[str, str | None]:
         """The mean and std as the HTML table's compact cells show them (fewer decimals than ``fmt``).
@@ -268,7 +272,7 @@ METRICS: tuple[Metric, ...] = (
     Metric("rounds_to_target", "rounds to target", False, fmt_fixed(1), "rounds to reach the target accuracy",
            compact_digits=_one),
     Metric("wall_time_s", "wall time (s)", False, fmt_seconds, "training wall time (s)", fmt_seconds_like,
-           compact_digits=_seconds),
+           compact_digits=_seconds, spread_decides_best=True),
     Metric("parameters", "params/client", False, fmt_count, "model parameters per client"),
     Metric("macs", "MACs/client", False, fmt_count, "multiply-accumulates per client"),
 )

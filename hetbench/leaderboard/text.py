@@ -12,7 +12,7 @@ from typing import Any, Callable
 
 from hetbench.leaderboard.aggregate import SplitTable, Stat, format_value
 from hetbench.leaderboard.groups import LOGO, GroupTable, group_tables
-from hetbench.leaderboard.honesty import TIE, TIE_NOTE, may_be_best, reach_suffix, target_text, tied_with_previous
+from hetbench.leaderboard.layout import Cell, Layout, layout, shown_metrics
 from hetbench.leaderboard.load import Skipped, json_text
 from hetbench.leaderboard.per_group import per_group_cells, per_group_heading, per_group_table
 from hetbench.leaderboard.metrics import (
@@ -23,7 +23,6 @@ from hetbench.leaderboard.metrics import (
     Metric,
     statistic_text,
 )
-from hetbench.leaderboard.rank import best_means, is_best
 
 DASH = "—"  # an empty cell: no rank, or no value for any seed
 
@@ -54,29 +53,6 @@ def meta_line(t: SplitTable) -> str:
     parts = [f"group_by: {j(t.group_by)}", f"clients: {j(t.num_clients)}", f"model: {j(t.models)}",
              f"rounds: {j(t.rounds)}", f"fingerprint: {t.fingerprint[:12]}"]
     return " · ".join(parts)
-
-
-def shown_metrics(t: SplitTable) -> list[Metric]:
-    """The columns a table shows: every metric, but the group-protocol ones only when a row has a value.
-
-    Parameters
-    ----------
-    t : SplitTable
-        The table.
-
-    Returns
-    -------
-    list[Metric]
-        The metrics, in :data:`~hetbench.leaderboard.metrics.METRICS` order.
-
-    Examples
-    --------
-    >>> from hetbench.leaderboard.aggregate import SplitTable
-    >>> from hetbench.leaderboard.text import shown_metrics
-    >>> "mean_drop" in [m.name for m in shown_metrics(SplitTable("digits", "f00d", "digits", []))]
-    False
-    """
-    return [m for m in METRICS if not m.protocol or any(r.stats[m.name].mean is not None for r in t.rows)]
 
 
 def rank_line(t: SplitTable) -> str:
@@ -177,43 +153,51 @@ def render_markdown(tables: list[SplitTable], skipped: list[Skipped] | None = No
     >>> from hetbench.leaderboard.load import example_result, parse_result
     >>> from hetbench.leaderboard.rank import rank
     >>> from hetbench.leaderboard.text import render_markdown
-    >>> tables = rank(aggregate([parse_result(example_result(algorithm=a, accuracy=acc)) for a, acc in [("a", 70.0), ("b", 90.0)]]))
-    >>> print(render_markdown(tables))
+    >>> flat = {"round": [1, 2, 3, 4], "accuracy": [60.0, 61.0, 60.0, 61.0]}
+    >>> runs = [example_result(algorithm=a, curves={**flat, "accuracy": [v + d for v in flat["accuracy"]]})
+    ...         for a, d in [("central", 30.0), ("a", 0.0), ("b", 20.0)]]
+    >>> print(render_markdown(rank(aggregate([parse_result(r) for r in runs]), "accuracy")))
     # hetbench leaderboard
     <BLANKLINE>
     ## digits
     <BLANKLINE>
     group_by: ? · clients: ? · model: ? · rounds: ? · fingerprint: f00d
     <BLANKLINE>
-    Ranked by worst_group_accuracy, mean of the last 1 evaluation (higher is better). Accuracy, ... over seeds.
+    Ranked by accuracy, mean of the last 3 evaluations (higher is better). Accuracy, ... over seeds. Relative accuracy is against central.
     <BLANKLINE>
-    | rank | algorithm | seeds | accuracy ↑ | client acc. ↑ | worst group ↑ | group var. ↓ | ... | MACs/client ↓ |
-    |---:|:---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|
-    | 1 | b | 1 | **90.00** | — | **85.00** | — | — | — | — | — | — | — | — |
-    | 2 | a | 1 | 70.00 | — | 65.00 | — | — | — | — | — | — | — | — |
+    | rank | algorithm | seeds | settled | accuracy ↑ | client acc. ↑ | worst group ↑ | group var. ↓ | ... | MACs/client ↓ |
+    |---:|:---|---:|:---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|
+    | 1 | b | 1 | yes (+0.6) | **80.67** | — | — | — | — | — | **0.890** | — | — | — |
+    | 2 | a | 1 | yes (+0.6) | 60.67 | — | — | — | — | — | 0.669 | — | — | — |
+    <BLANKLINE>
+    References (not ranked):
+    <BLANKLINE>
+    |  | algorithm | seeds | settled | accuracy ↑ | client acc. ↑ | worst group ↑ | group var. ↓ | ... | MACs/client ↓ |
+    |---:|:---|---:|:---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|
+    | ref. | central | 1 | yes (+0.6) | 90.67 | — | — | — | — | — | 1.000 | — | — | — |
+    <BLANKLINE>
+    Settled: the least-squares line through ... ref.: a reference, shown for scale, never ranked or bold (central: ...).
     <BLANKLINE>
     """
     out = ["# hetbench leaderboard", ""]
     for t in tables:
-        best = best_means(t)
-        shown = shown_metrics(t)
+        lay = layout(t)
         out += [f"## {_md_escape(t.title)}", "", meta_line(t), "", rank_line(t), ""]
-        head = ["rank", "algorithm", "seeds"] + [f"{m.header} {m.arrow}" for m in shown]
-        out.append("| " + " | ".join(head) + " |")
-        out.append("|" + "|".join(["---:", ":---", "---:"] + ["---:"] * len(shown)) + "|")
-        ties = tied_with_previous(t)
-        for r, tie in zip(t.rows, ties):
-            rank_text = (TIE if tie else "") + str(r.rank) if r.rank is not None else DASH
-            cells = [rank_text, _md_escape(r.label), str(len(r.results))]
-            for m in shown:
-                s = r.stats[m.name]
-                bold = (lambda x: f"**{x}**") if is_best(best, m.name, s.mean) and may_be_best(m.name, r) else None
-                cells.append(cell_text(m, s, bold) + reach_suffix(m.name, s, r))
-            out.append("| " + " | ".join(cells) + " |")
-        out.append("")
-        notes = [n for n in (target_text(t), TIE_NOTE if any(ties) else "") if n]
-        if notes:
-            out += [" ".join(notes), ""]
+        if lay.ranked:
+            out += _markdown_table(lay, ["rank", "algorithm", "seeds", "settled"], ["---:", ":---", "---:", ":---"],
+                                   lay.ranked)
+        else:
+            out += ["No ranked rows: every run here is a reference or trained on some groups only.", ""]
+        if lay.references:
+            out += ["References (not ranked):", ""]
+            out += _markdown_table(lay, ["", "algorithm", "seeds", "settled"], ["---:", ":---", "---:", ":---"],
+                                   lay.references)
+        if lay.notes:
+            out += [" ".join(lay.notes), ""]
+        if lay.groups:
+            out += [GROUPS_HEADING, ""]
+            out += _markdown_table(lay, ["", "algorithm", "seeds", "settled"], ["---:", ":---", "---:", ":---"],
+                                   lay.groups, lay.group_headers)
         out += per_group_markdown(t)
         for gt in group_tables(t):
             out += group_table_markdown(gt, t)
@@ -223,6 +207,40 @@ def render_markdown(tables: list[SplitTable], skipped: list[Skipped] | None = No
                    + "; ".join(f"`{s.path}` ({_md_escape(s.reason)})" for s in skipped))
         out.append("")
     return "\n".join(out)
+
+
+def markdown_cell(c: Cell) -> str:
+    """A layout cell as Markdown: the number (bold when best) with its suffix, or its replacing text.
+
+    Examples
+    --------
+    >>> from hetbench.leaderboard.aggregate import Stat
+    >>> from hetbench.leaderboard.layout import Cell
+    >>> from hetbench.leaderboard.metrics import METRIC_BY_NAME
+    >>> from hetbench.leaderboard.text import markdown_cell
+    >>> markdown_cell(Cell(METRIC_BY_NAME["accuracy"], Stat(82.0, 2.0, 3), bold=True)), markdown_cell(
+    ...     Cell(METRIC_BY_NAME["rounds_to_target"], Stat(None, None, 0), text="never (0/3)"))
+    ('**82.00** ± 2.00', 'never (0/3)')
+    """
+    if c.text is not None:
+        return c.text
+    return cell_text(c.metric, c.stat, (lambda x: f"**{x}**") if c.bold else None) + c.suffix
+
+
+#: the heading of the table of runs trained on some groups only
+GROUPS_HEADING = ("Trained on some groups only (not ranked: their accuracy is on other test groups than a run on "
+                  "every client; per-group tables below):")
+
+
+def _markdown_table(lay: Layout, lead: list[str], align: list[str], lines: list,
+                    headers: list[str] | None = None) -> list[str]:
+    """The Markdown lines of a table of layout lines (rank, algorithm, seeds, settled, then the metric columns)."""
+    headers = lay.headers if headers is None else headers
+    out = ["| " + " | ".join(lead + headers) + " |", "|" + "|".join(align + ["---:"] * len(headers)) + "|"]
+    for x in lines:
+        cells = [x.rank_text, _md_escape(x.row.label), str(len(x.row.results)), x.settled_text]
+        out.append("| " + " | ".join(cells + [markdown_cell(c) for c in x.cells]) + " |")
+    return out + [""]
 
 
 def cross_group_markdown(t: SplitTable) -> list[str]:
@@ -364,7 +382,8 @@ def _csv_num(x: float | None) -> str:
 CSV_COLUMNS: tuple[str, ...] = (
     ("split", "fingerprint", "rank", "algorithm", "seeds")
     + tuple(f"{m}_{s}" for m in METRIC_NAMES for s in ("mean", "std"))
-    + ("algorithm_name", "params", "config", "rank_by", "statistic", "last_k")
+    + ("algorithm_name", "params", "config", "rank_by", "statistic", "last_k", "role", "settled", "settle_change",
+       "seed_list", "engine")
 )
 
 
@@ -373,7 +392,10 @@ def render_csv(tables: list[SplitTable]) -> str:
 
     Numbers are written in full (``repr``); null is an empty cell. The per-evaluation metrics' columns
     hold the table's statistic, named in ``statistic`` (``last_k``: the k used, ``+``-joined when they
-    differ); ``rank_by`` names the ranking metric.
+    differ); ``rank_by`` names the ranking metric. ``role`` is ``ranked``, ``reference`` (never ranked) or
+    ``groups`` (trained on some groups only); ``settled`` is ``true``/``false`` by the table's settling rule,
+    ``settle_change`` the fitted change behind it (points; empty with too few evaluations); ``seed_list`` the
+    seeds ``+``-joined; ``engine`` what trained the runs (``local``, ``flower``).
 
     Parameters
     ----------
@@ -406,7 +428,10 @@ def render_csv(tables: list[SplitTable]) -> str:
                    "algorithm": r.label, "seeds": len(r.results), "algorithm_name": r.algorithm,
                    "params": json_text(r.params), "config": json_text(r.config), "rank_by": t.rank_by or "",
                    "statistic": t.statistic,
-                   "last_k": "+".join(str(k) for k in sorted({x.last_k for x in r.results if x.last_k}))}
+                   "last_k": "+".join(str(k) for k in sorted({x.last_k for x in r.results if x.last_k})),
+                   "role": r.role, "settled": "true" if r.settled else "false",
+                   "settle_change": _csv_num(r.settling.get("change")),
+                   "seed_list": "+".join(json_text(x) for x in r.seeds), "engine": r.engine}
             for m in METRIC_NAMES:
                 rec[f"{m}_mean"] = _csv_num(r.stats[m].mean)
                 rec[f"{m}_std"] = _csv_num(r.stats[m].std)

@@ -8,11 +8,13 @@ leaves half a leaderboard.
 
 from __future__ import annotations
 
+import math
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from hetbench.atomic import atomic_dir, check_out_dir
+from hetbench.errors import HetbenchError
 from hetbench.leaderboard.aggregate import SplitTable
 from hetbench.leaderboard.cross_group import cross_group_tables, plot_cross_group
 from hetbench.leaderboard.curves import plot_curves_png
@@ -69,6 +71,8 @@ class Written:
         The ranked tables.
     loaded : Loaded
         What was loaded, with the skipped files.
+    unmatched_references : list[str]
+        References asked for that no result's algorithm is (a misspelt name, say).
 
     Examples
     --------
@@ -86,6 +90,7 @@ class Written:
     files: list[str]
     tables: list[SplitTable]
     loaded: Loaded
+    unmatched_references: list[str] = field(default_factory=list)
 
     def warnings(self, limit: int = MAX_WARNINGS) -> list[str]:
         """One warning line per skipped file, the first ``limit`` of them, then a count of the rest.
@@ -112,6 +117,7 @@ class Written:
         lines = [f"hetbench: warning: skipped {s.path}: {s.reason}" for s in skipped[:limit]]
         if len(skipped) > limit:
             lines.append(f"hetbench: warning: ... and {len(skipped) - limit} more skipped files (listed in leaderboard.md)")
+        lines += [f"hetbench: warning: no result's algorithm is the reference {name!r}" for name in self.unmatched_references]
         return lines
 
     def summary(self) -> str:
@@ -146,7 +152,8 @@ class Written:
 
 
 def write_leaderboard(results_dir: str | Path, out: str | Path, rank_by: str = DEFAULT_RANK_BY,
-                      overwrite: bool = False, statistic: str = DEFAULT_STATISTIC) -> Written:
+                      overwrite: bool = False, statistic: str = DEFAULT_STATISTIC, settle_evaluations: int = 4,
+                      settle_max_change: float = 3.0, references: tuple[str, ...] = ()) -> Written:
     """Build the leaderboard of ``results_dir`` into the folder ``out``, atomically.
 
     Writes leaderboard.md, leaderboard.csv, leaderboard.html and a ``curves_<split>.png`` per split
@@ -165,6 +172,11 @@ def write_leaderboard(results_dir: str | Path, out: str | Path, rank_by: str = D
     statistic : str
         What the per-evaluation metrics take of each seed's curve: ``"last-k"`` (mean of the last k
         evaluations, the default), ``"best"`` or ``"final"``.
+    settle_evaluations, settle_max_change : int, float
+        The settling rule rows are marked by (:mod:`hetbench.train.settling`): the line through the seed-mean of
+        the last ``settle_evaluations`` test accuracies (at least 3) moves by at most ``settle_max_change`` points.
+    references : tuple[str, ...]
+        Algorithms shown apart as references and never ranked, besides ``central``.
 
     Returns
     -------
@@ -174,7 +186,7 @@ def write_leaderboard(results_dir: str | Path, out: str | Path, rank_by: str = D
     Raises
     ------
     HetbenchError
-        On an unknown ``rank_by`` or ``statistic``, an ``out`` that would replace the results or exists without
+        On an unknown ``rank_by`` or ``statistic``, a settling rule out of range, an ``out`` that would replace the results or exists without
         ``overwrite``, or a results folder without usable results; nothing is written then.
 
     Examples
@@ -190,9 +202,10 @@ def write_leaderboard(results_dir: str | Path, out: str | Path, rank_by: str = D
     """
     check_rank_by(rank_by)
     check_statistic(statistic)
+    settle = settling_rule(settle_evaluations, settle_max_change)
     inputs = {"results folder": results_dir}
     check_out_dir(out, overwrite, "leaderboard", inputs)  # fail before any work
-    tables, loaded = build(results_dir, rank_by, statistic)
+    tables, loaded = build(results_dir, rank_by, statistic, settle, tuple(references))
     files = ["leaderboard.md", "leaderboard.csv", "leaderboard.html"]
     with atomic_dir(out, overwrite, "leaderboard", inputs) as tmp:
         (tmp / "leaderboard.md").write_text(render_markdown(tables, loaded.skipped), encoding="utf-8")
@@ -211,4 +224,25 @@ def write_leaderboard(results_dir: str | Path, out: str | Path, rank_by: str = D
                 name = f"cross_group_{stem[len('curves_'):]}-{safe_filename(ct.label)}" + (f"-{k}" if k else "")
                 plot_cross_group(ct, tmp / f"{name}.png", statistic_text(t.statistic, t.last_k))
                 files.append(f"{name}.png")
-    return Written(Path(out), files, tables, loaded)
+    present = {r.algorithm for t in tables for r in t.rows}
+    return Written(Path(out), files, tables, loaded, [a for a in references if a not in present])
+
+
+def settling_rule(evaluations: int, max_change: float) -> dict:
+    """The settling rule ``{"evaluations", "max_change"}``, checked: at least 3 evaluations, a finite change >= 0.
+
+    Examples
+    --------
+    >>> from hetbench.leaderboard.write import settling_rule
+    >>> settling_rule(4, 3)
+    {'evaluations': 4, 'max_change': 3.0}
+    >>> settling_rule(2, 3)
+    Traceback (most recent call last):
+    hetbench.errors.HetbenchError: the settling rule needs at least 3 evaluations to fit a trend (got 2)
+    """
+    if isinstance(evaluations, bool) or not isinstance(evaluations, int) or evaluations < 3:
+        raise HetbenchError(f"the settling rule needs at least 3 evaluations to fit a trend (got {evaluations!r})")
+    if isinstance(max_change, bool) or not isinstance(max_change, (int, float)) or not math.isfinite(max_change) \
+            or max_change < 0:
+        raise HetbenchError(f"the settling rule's largest change must be a number >= 0 points (got {max_change!r})")
+    return {"evaluations": evaluations, "max_change": float(max_change)}

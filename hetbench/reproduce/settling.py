@@ -32,61 +32,16 @@ import json
 import math
 import re
 from pathlib import Path
-from typing import Any, Mapping, Sequence
-
-import numpy as np
+from typing import Any, Mapping
 
 from hetbench.errors import HetbenchError
-
-
-#: accuracy points above chance (100 / classes) within which a run's last-k accuracy counts as at chance
-CHANCE_MARGIN = 2.0
-
-
-def diverged(doc: Mapping[str, Any]) -> str | None:
-    """Why a results document's run diverged (None: it did not): a final test loss that is not finite, or
-    a last-k accuracy within :data:`CHANCE_MARGIN` points of chance.
-
-    Examples
-    --------
-    >>> from hetbench.reproduce.settling import diverged
-    >>> diverged({"split": {"num_classes": 10}, "final": {"loss": 2.3, "last_k": {"accuracy": 11.0}}})
-    'at chance (11.0% for 10 classes)'
-    >>> diverged({"split": {"num_classes": 10}, "final": {"loss": float("nan"), "last_k": {"accuracy": 40.0}}})
-    'a test loss of nan'
-    >>> diverged({"split": {"num_classes": 10}, "final": {"loss": 0.3, "last_k": {"accuracy": 91.0}}}) is None
-    True
-    """
-    final = doc.get("final")
-    if not isinstance(final, Mapping):  # no final evaluation recorded: nothing to judge
-        return None
-    loss = final.get("loss")
-    if loss is None or not math.isfinite(float(loss)):
-        return f"a test loss of {loss}"
-    classes = int((doc.get("split") or {}).get("num_classes") or 0)
-    acc = (final.get("last_k") or {}).get("accuracy", final.get("accuracy"))
-    if classes > 1 and acc is not None and float(acc) <= 100.0 / classes + CHANCE_MARGIN:
-        return f"at chance ({float(acc):.1f}% for {classes} classes)"
-    return None
-
-
-def fitted_change(rounds: Sequence[float], accuracy: Sequence[float]) -> float:
-    """The change of the least-squares line through ``(rounds, accuracy)`` from the first round to the
-    last (its slope times the span), in the accuracy's unit; 0 for fewer than two points.
-
-    Examples
-    --------
-    >>> from hetbench.reproduce.settling import fitted_change
-    >>> round(fitted_change([10, 12, 14, 16], [50.0, 52.0, 54.0, 56.0]), 6)
-    6.0
-    >>> round(fitted_change([10, 12, 14, 16], [60.0, 58.0, 59.0, 59.0]), 6)
-    -0.6
-    """
-    x, y = np.asarray(rounds, dtype=float), np.asarray(accuracy, dtype=float)
-    if x.size < 2 or np.ptp(x) == 0:
-        return 0.0
-    slope = float(np.polyfit(x, y, 1)[0])
-    return slope * float(np.ptp(x))
+from hetbench.train.settling import (  # the rule itself: shared with the leaderboard
+    CHANCE_MARGIN,
+    diverged,
+    fitted_change,
+    run_settling,
+    seed_mean_curve,
+)
 
 
 def check_settle(spec: Any, where: str) -> dict[str, Any]:
@@ -112,30 +67,6 @@ def check_settle(spec: Any, where: str) -> dict[str, Any]:
     return {"evaluations": n, "max_change": float(change)}
 
 
-def run_settling(doc: Mapping[str, Any], settle: Mapping[str, Any]) -> dict[str, Any]:
-    """One training results document against a ``settle`` declaration: the rounds read, the fitted change
-    over them and whether it is within ``max_change``. A run with fewer evaluations than asked has not
-    shown that it settled.
-
-    Examples
-    --------
-    >>> from hetbench.reproduce.settling import run_settling
-    >>> doc = {"curves": {"round": [2, 4, 6, 8, 10], "accuracy": [30.0, 50.0, 60.0, 61.0, 60.5]}}
-    >>> run_settling(doc, {"evaluations": 3, "max_change": 2.0})
-    {'rounds': [6, 8, 10], 'change': 0.5, 'settled': True}
-    >>> run_settling(doc, {"evaluations": 4, "max_change": 2.0})["settled"]
-    False
-    """
-    rounds, acc = doc["curves"]["round"], doc["curves"]["accuracy"]
-    n = int(settle["evaluations"])
-    pairs = [(r, a) for r, a in zip(rounds, acc) if a is not None and math.isfinite(a)][-n:]
-    if len(pairs) < n:
-        return {"rounds": [int(r) for r, _ in pairs], "change": None, "settled": False}
-    change = fitted_change([r for r, _ in pairs], [a for _, a in pairs])
-    return {"rounds": [int(r) for r, _ in pairs], "change": round(change, 4),
-            "settled": bool(abs(change) <= float(settle["max_change"]) + 1e-9)}
-
-
 def condition_of(name: str) -> str:
     """The condition of a results file: its path without the seed (runs that differ only by seed).
 
@@ -146,22 +77,6 @@ def condition_of(name: str) -> str:
     'mnist5k-a0.05-n20-s0/fedavg-server_lr0.3162'
     """
     return re.sub(r"-s\d+\.json$", "", name)
-
-
-def seed_mean_curve(docs: Sequence[Mapping[str, Any]]) -> dict[str, list]:
-    """The mean test accuracy over ``docs`` at every round all of them evaluated (finite values only).
-
-    Examples
-    --------
-    >>> from hetbench.reproduce.settling import seed_mean_curve
-    >>> seed_mean_curve([{"curves": {"round": [2, 4], "accuracy": [50.0, 60.0]}},
-    ...                  {"curves": {"round": [2, 4], "accuracy": [40.0, 64.0]}}])
-    {'round': [2, 4], 'accuracy': [45.0, 62.0]}
-    """
-    tables = [{int(r): float(a) for r, a in zip(d["curves"]["round"], d["curves"]["accuracy"])
-               if a is not None and math.isfinite(a)} for d in docs]
-    common = sorted(set.intersection(*(set(t) for t in tables))) if tables else []
-    return {"round": common, "accuracy": [float(np.mean([t[r] for t in tables])) for r in common]}
 
 
 def settling_report(runs: Path, settle: Mapping[str, Any]) -> dict[str, Any]:
@@ -200,3 +115,7 @@ def settling_report(runs: Path, settle: Mapping[str, Any]) -> dict[str, Any]:
                 report["unsettled"].append(name)
     report["unsettled"].sort()
     return report
+
+
+__all__ = ["CHANCE_MARGIN", "check_settle", "condition_of", "diverged", "fitted_change", "run_settling",
+           "seed_mean_curve", "settling_report"]

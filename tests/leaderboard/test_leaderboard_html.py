@@ -26,7 +26,7 @@ def test_html_is_self_contained_and_escaped(tmp_path):
 
 
 class _DomRows(HTMLParser):
-    """table data-split -> [tr data-algorithm, ...] in document order."""
+    """(table data-split, data-role) -> [tr data-algorithm, ...] in document order."""
 
     def __init__(self):
         super().__init__()
@@ -35,7 +35,7 @@ class _DomRows(HTMLParser):
     def handle_starttag(self, tag, attrs):
         a = dict(attrs)
         if tag == "table" and "leaderboard" in (a.get("class") or "").split():
-            self.tables.append((a.get("data-split"), []))
+            self.tables.append(((a.get("data-split"), a.get("data-role")), []))
         elif tag == "tr" and "data-algorithm" in a and self.tables:
             self.tables[-1][1].append(a["data-algorithm"])
 
@@ -56,8 +56,10 @@ def test_html_rows_in_rank_order_in_headless_chromium(tmp_path, run_lb):
                                           final={"worst_group_accuracy": 65.0}))
     out = tmp_path / "lb"
     assert run_lb(res, "--out", out, "--quiet")[0] == 0
-    expected = {t.title: [r.label for r in t.rows] for t in tables_of(res)}
-    assert expected["iso-isp-wb-tone"] == ["central", "fedprox (mu=0.1)", "fedprox (mu=0.01)", "fedavg"]
+    expected = {(t.title, role): [r.label for r in t.rows if r.role == role]
+                for t in tables_of(res) for role in ("ranked", "reference") if any(r.role == role for r in t.rows)}
+    assert expected[("iso-isp-wb-tone", "ranked")] == ["fedprox (mu=0.1)", "fedprox (mu=0.01)", "fedavg"]
+    assert expected[("iso-isp-wb-tone", "reference")] == ["central"]  # shown apart, never ranked
     proc = subprocess.run(
         [chromium, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
          "--disable-background-networking", "--disable-component-update", "--disable-sync",
@@ -67,7 +69,7 @@ def test_html_rows_in_rank_order_in_headless_chromium(tmp_path, run_lb):
     assert proc.returncode == 0, proc.stderr[-2000:]
     parser = _DomRows()
     parser.feed(proc.stdout)
-    assert len(parser.tables) == len(expected) == 2
+    assert len(parser.tables) == len(expected) == 3
     assert dict(parser.tables) == expected
     assert proc.stdout.count("<svg") == 4  # the inline curves were parsed as SVG elements
 
@@ -84,10 +86,11 @@ def _typical_results(folder):
                      "group_accuracy_variance": 236.789 + 11.1 * i, "client_accuracy_p10": acc - 20.5,
                      "client_accuracy_p90": min(acc + 6.25, 100.0), "relative_accuracy": acc / 93.1,
                      "rounds_to_target": 12.0 + i + seed}
-            curves = {"round": [1, 2, 3], "accuracy": [acc - 30.0 + seed, acc - 8.0 - seed, acc],
-                      "client_accuracy": [acc - 31.0, acc - 9.0, acc - 0.61],
-                      "worst_group_accuracy": [acc - 40.0, acc - 20.0 + seed, acc - 12.345],
-                      "group_accuracy_variance": [236.789 + 11.1 * i] * 3}
+            curves = {"round": [1, 2, 3, 4, 5],  # risen by round 2, settled from there on
+                      "accuracy": [acc - 30.0 + seed, acc - 1.0 - seed, acc + 0.5, acc - 0.3, acc],
+                      "client_accuracy": [acc - 31.0, acc - 1.6, acc - 0.1, acc - 0.9, acc - 0.61],
+                      "worst_group_accuracy": [acc - 40.0, acc - 13.0 + seed, acc - 12.0, acc - 12.6, acc - 12.345],
+                      "group_accuracy_variance": [236.789 + 11.1 * i] * 5}
             write(folder, f"{algo}-s{seed}.json",
                   result(algorithm=algo, params={"mu": 0.01} if algo == "fedprox" else None, seed=seed, final=final,
                          curves=curves, wall_time_s=123.456 + 7 * i, parameters=151234, macs=1334567))
@@ -100,14 +103,16 @@ def test_html_compact_cells_sticky_columns_and_seed_bands(tmp_path):
     assert re.search(r"\.rank, table\.leaderboard \.label \{[^}]*position: sticky", css)
     assert re.search(r"\.rank \{ left: 0;", css) and re.search(r"\.label \{ left: 2\.9rem;", css)  # label right after rank
     assert "white-space: normal" in css.split("table.leaderboard th {")[1].split("}")[0]  # headers wrap
-    assert '<td class="rank" data-value="1">1</td>' in page and '<td class="label" data-value="central">' in page
+    assert '<td class="rank" data-value="1">1</td><td class="label" data-value="fedavg">' in page  # central: a reference
     # compact: one decimal for percentages, the std in a smaller span; the full digits in the tooltip and sort value
-    central = page.split('<tr data-algorithm="central">')[1].split("</tr>")[0]
-    assert '<td data-value="79.417833" title="79.42 ± 1.20"><b>79.4</b><span class="sd"> ± 1.2</span></td>' in central
-    assert 'title="236.79 ± 0.00"><b>237</b><span class="sd"> ± 0</span>' in central  # a variance from 100 %^2: whole
-    assert 'title="1.000 ± 0.000"><b>1.00</b><span class="sd"> ± 0.00</span>' in central  # a ratio: two decimals
-    assert 'title="123.5 ± 0.0"><b>123</b><span class="sd"> ± 0</span>' in central  # seconds from 10 s: whole
-    assert '>151K<span class="sd"> ± 0</span>' in central and "<b>151K</b>" not in page  # every row ties: no best
+    best = page.split('<tr data-algorithm="fedavg" data-role="ranked">')[1].split("</tr>")[0]
+    assert '<td data-value="89.05116699999999" title="89.05 ± 1.20"><b>89.1</b><span class="sd"> ± 1.2</span></td>' in best
+    assert 'title="247.89 ± 0.00"><b>248</b><span class="sd"> ± 0</span>' in best  # a variance from 100 %^2: whole
+    assert 'title="0.966 ± 0.000"><b>0.97</b><span class="sd"> ± 0.00</span>' in best  # a ratio: two decimals
+    assert 'title="130.5 ± 0.0"><b>130</b><span class="sd"> ± 0</span>' in best  # seconds from 10 s: whole
+    assert '>151K<span class="sd"> ± 0</span>' in best and "<b>151K</b>" not in page  # every row ties: no best
+    central = page.split('<tr data-algorithm="central" data-role="reference">')[1].split("</tr>")[0]
+    assert "<b>" not in central and ">ref.</td>" in central  # faster and more accurate, but never bold or ranked
     shown = re.sub(r'title="[^"]*"|data-value="[^"]*"', "", page.split("<tbody>")[1].split("</tbody>")[0])
     assert not re.search(r"\b\d{2}\.\d{2}\b", shown)  # no percentage with two decimals on screen
     assert 'title="test accuracy (%); each seed' in page and "accuracy&nbsp;↑" in page and "params/<wbr>client" in page
@@ -145,7 +150,7 @@ def test_html_table_fits_1400_px_in_headless_chromium(tmp_path, run_lb):
     out = tmp_path / "lb"
     assert run_lb(res, "--out", out, "--quiet")[0] == 0
     page = out / "leaderboard.html"
-    ((sw, cw),) = _layout(chromium, page, tmp_path, 1400)
-    assert sw <= cw, f"the table needs {sw} px, the page gives it {cw} px at 1400 px"
-    ((sw, cw),) = _layout(chromium, page, tmp_path, 800)  # a narrow window scrolls (the probe measures)
+    (sw, cw), (ref_sw, ref_cw) = _layout(chromium, page, tmp_path, 1400)  # the ranked table, the references
+    assert sw <= cw and ref_sw <= ref_cw, f"the tables need {sw}, {ref_sw} px, the page gives {cw} px at 1400 px"
+    (sw, cw), _ = _layout(chromium, page, tmp_path, 800)  # a narrow window scrolls (the probe measures)
     assert sw > cw

@@ -22,7 +22,7 @@ def test_cli_writes_all_outputs(tmp_path, run_lb):
     assert len(stdout.strip().splitlines()) == 1 and str(out / "leaderboard.html") in stdout
     assert (out / "curves_digits.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     md = (out / "leaderboard.md").read_text()
-    assert md.count("\n## ") == 2 and "group_by: device" in md and "clients: 12" in md and "model: lenet" in md and "rounds: 3" in md
+    assert md.count("\n## ") == 2 and "group_by: device" in md and "clients: 12" in md and "model: lenet" in md and "rounds: 4" in md
     assert "Skipped" not in md
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]  # no temporary folder left behind
 
