@@ -56,6 +56,18 @@ class WithHyperOptions(click.Command):
 
     hyper_after = "target_accuracy"
 
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        """Import the ``--algo package.module:Class`` plugins first, so that their hyper-parameters are flags."""
+        for i, arg in enumerate(args):
+            value = args[i + 1] if arg == "--algo" and i + 1 < len(args) else arg[7:] if arg.startswith("--algo=") else ""
+            if ":" in value:
+                from hetbench.train.algorithms import load_algorithm
+
+                for item in (v.strip() for v in value.split(",")):
+                    if ":" in item:
+                        load_algorithm(item)
+        return super().parse_args(ctx, args)
+
     def get_params(self, ctx: click.Context) -> list[click.Parameter]:
         if not getattr(self, "_hyper_added", False):
             from hetbench.train.algorithms import ALGORITHMS
@@ -65,9 +77,12 @@ class WithHyperOptions(click.Command):
                 if p.name == "algo" and "{" in (p.help or ""):  # {algorithms}: all; {federated}: all but central
                     p.help = p.help.format(algorithms=", ".join(names),
                                            federated=", ".join(n for n in names if n != "central"))
-            at = next(i for i, p in enumerate(self.params) if p.name == self.hyper_after) + 1
-            self.params[at:at] = [p for p in hyper_params() if p.name not in {q.name for q in self.params}]
             self._hyper_added = True
+        have = {q.name for q in self.params}
+        new = [p for p in hyper_params() if p.name not in have]  # the algorithms' flags; a plugin's once imported
+        if new:
+            at = next(i for i, p in enumerate(self.params) if p.name == self.hyper_after) + 1
+            self.params[at:at] = new
         return super().get_params(ctx)
 
 

@@ -1,9 +1,13 @@
 """One registry style for every pluggable part: an explicit mapping of names to implementations.
 
 Sources, partitioners, embedders, ISP stages, training algorithms, test policies and verify's
-rebuilders are each a :class:`Registry`: a read-only mapping written out in one place (no import
-side effects fill it), and one dispatcher that validates the name, lists the valid ones when it is
-unknown, and passes on only the keyword arguments the implementation accepts. This is the pattern
+rebuilders are each a :class:`Registry`: a mapping written out in one place (no import side effects fill
+it), and one dispatcher that validates the name, lists the valid ones when it is unknown, and passes on
+only the keyword arguments the implementation accepts. Three of them take plugins without a fork:
+training algorithms (entry-point group ``hetbench.algorithms``), partitioners (``hetbench.partitioners``)
+and embedders (``hetbench.embedders``). A registry with a ``plugins`` group loads that group's entry
+points the first time it is read, checks each with its ``validate`` hook and adds it
+(:meth:`Registry.register`, which a program may also call itself). This is the pattern
 of colour-science's method mappings (``colour.models.rgb.transfer_functions``: a mapping of method
 names plus one function that validates the method and filters the arguments).
 
@@ -39,6 +43,11 @@ class Registry(Mapping[str, T], Generic[T]):
         The names and their implementations, in the order :meth:`names` lists them.
     option : str, optional
         The command-line option that takes the name (``--algo``), named in messages.
+    plugins : str, optional
+        The entry-point group whose entry points are added the first time the registry is read
+        (``hetbench.algorithms``); None: none.
+    validate : Callable[[str, T], None], optional
+        Checks an implementation before :meth:`register` adds it (raises :class:`HetbenchError`).
 
     Examples
     --------
@@ -52,12 +61,77 @@ class Registry(Mapping[str, T], Generic[T]):
     hetbench.registry.UnknownNameError: unknown shape 'circle'; choose one of: square, line
     """
 
-    def __init__(self, kind: str, entries: Mapping[str, T], option: str | None = None) -> None:
+    def __init__(self, kind: str, entries: Mapping[str, T], option: str | None = None, plugins: str | None = None,
+                 validate: Callable[[str, Any], None] | None = None) -> None:
         self.kind = kind
         self.option = option
+        self.plugins = plugins
+        self._validate = validate
         self._entries = dict(entries)
+        self._plugins_loaded = plugins is None
+
+    def register(self, name: str, impl: T) -> T:
+        """Add ``impl`` under ``name`` (after the registry's ``validate`` check) and return it.
+
+        Parameters
+        ----------
+        name : str
+            The new name; a name already taken by another implementation is refused.
+        impl : T
+            The implementation.
+
+        Returns
+        -------
+        T
+            ``impl`` (so that ``register`` can decorate a class).
+
+        Raises
+        ------
+        HetbenchError
+            A name taken by another implementation, or an implementation ``validate`` refuses.
+
+        Examples
+        --------
+        >>> from hetbench.registry import Registry
+        >>> shapes = Registry("shape", {"square": lambda side: side * side})
+        >>> _ = shapes.register("cube", lambda side: side ** 3)
+        >>> shapes.names(), shapes.call("cube", side=2)
+        (('square', 'cube'), 8)
+        >>> shapes.register("square", abs)
+        Traceback (most recent call last):
+        ...
+        hetbench.errors.HetbenchError: 'square' is already a registered shape; give the plugin another name
+        """
+        if not isinstance(name, str) or not name.strip():
+            raise HetbenchError(f"a {self.kind} needs a non-empty name (got {name!r})")
+        if name in self._entries and self._entries[name] is not impl:
+            raise HetbenchError(f"'{name}' is already a registered {self.kind}; give the plugin another name")
+        if self._validate is not None:
+            self._validate(name, impl)
+        self._entries[name] = impl
+        return impl
+
+    def _load_plugins(self) -> None:
+        """Register the entry points of the ``plugins`` group, once (each import error is one line)."""
+        if self._plugins_loaded:
+            return
+        from importlib.metadata import entry_points
+
+        self._plugins_loaded = True  # a validate hook may read the registry meanwhile
+        try:
+            for ep in sorted(entry_points(group=self.plugins), key=lambda e: (e.name, e.value)):
+                try:
+                    impl = ep.load()
+                except Exception as exc:  # a plugin's own import error, whatever it is
+                    raise HetbenchError(f"the {self.kind} plugin '{ep.name}' ({ep.value}, entry point group "
+                                        f"{self.plugins}) does not import: {type(exc).__name__}: {exc}") from None
+                self.register(ep.name, impl)
+        except BaseException:
+            self._plugins_loaded = False  # every later read says so again
+            raise
 
     def __getitem__(self, name: str) -> T:
+        self._load_plugins()
         try:
             return self._entries[name]
         except (KeyError, TypeError):
@@ -67,16 +141,19 @@ class Registry(Mapping[str, T], Generic[T]):
             ) from None
 
     def __iter__(self) -> Iterator[str]:
+        self._load_plugins()
         return iter(self._entries)
 
     def __len__(self) -> int:
+        self._load_plugins()
         return len(self._entries)
 
     def __repr__(self) -> str:
         return f"Registry({self.kind!r}, [{', '.join(self._entries)}])"
 
     def names(self) -> tuple[str, ...]:
-        """The valid names, in registration order."""
+        """The valid names, in registration order (built-ins first, then plugins)."""
+        self._load_plugins()
         return tuple(self._entries)
 
     def call(self, name: str, /, *args: Any, **kwargs: Any) -> Any:

@@ -50,8 +50,14 @@ def _lazy(module: str, name: str) -> Callable[..., Any]:
     return call
 
 
+def _check_plugin(name: str, fn: Any) -> None:
+    """An embedder plugin is a callable ``embed(table, split, arg, ...) -> (n, d) array`` under a name without ``:``."""
+    if not callable(fn) or ":" in name:
+        raise HetbenchError(f"embedder plugin '{name}' must be a callable under a name without ':' (got {fn!r})")
+
+
 #: embedder name -> ``embed(table, split, arg, *, spec, layer, quiet) -> (n, d) array`` (each takes
-#: the keyword arguments it needs)
+#: the keyword arguments it needs); plugins join through the entry-point group ``hetbench.embedders``
 EMBEDDERS: Registry = Registry(
     "embedder",
     {
@@ -64,7 +70,7 @@ EMBEDDERS: Registry = Registry(
         "onnx": embed_onnx,
         "torch": embed_torch,
     },
-    option="--embedder",
+    option="--embedder", plugins="hetbench.embedders", validate=_check_plugin,
 )
 
 _USAGE = ("task[:EPOCHS], pixels[:S], hog, color-hist, column:NAME, torchscript:PATH, onnx:PATH or "

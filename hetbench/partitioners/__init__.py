@@ -1,7 +1,8 @@
 """Partitioners: sample table -> Partition. Look one up by name with :func:`get_partitioner`.
 
 ``REGISTRY`` is the explicit mapping of recipe method names to partitioner classes (the names a
-manifest records and ``hetbench verify`` rebuilds from).
+manifest records and ``hetbench verify`` rebuilds from); a package adds its own through the entry-point
+group ``hetbench.partitioners`` (a :class:`Partitioner` subclass; ``build_split`` and ``verify`` then use it).
 """
 
 from __future__ import annotations
@@ -23,6 +24,16 @@ from hetbench.partitioners.semantic import SemanticPartitioner
 from hetbench.partitioners.shards import ClassesPerClientPartitioner, ShardsPartitioner
 from hetbench.partitioners.users import UsersPartitioner
 
+def _check_plugin(name: str, cls: object) -> None:
+    """A partitioner plugin is a :class:`Partitioner` subclass whose ``name`` is the name it registers under."""
+    if not isinstance(cls, type) or not issubclass(cls, Partitioner) or cls is Partitioner:
+        raise HetbenchError(f"partitioner plugin '{name}' is {cls!r}, not a subclass of "
+                            "hetbench.partitioners.base.Partitioner")
+    if cls.name != name:
+        raise HetbenchError(f"partitioner plugin {cls.__module__}.{cls.__qualname__} is named {cls.name!r} but "
+                            f"registers as '{name}'; use one name")
+
+
 REGISTRY: Registry[type[Partitioner]] = Registry("partition method", {
     cls.name: cls
     for cls in (
@@ -41,7 +52,7 @@ REGISTRY: Registry[type[Partitioner]] = Registry("partition method", {
         FeatureNoisePartitioner,
         LabelNoisePartitioner,
     )
-})
+}, plugins="hetbench.partitioners", validate=_check_plugin)
 
 
 def get_partitioner(method: str, params: dict | None = None) -> Partitioner:

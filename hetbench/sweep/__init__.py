@@ -46,21 +46,31 @@ ENGINES = ("local", "flower")
 """``--engine`` values: this process, or Flower's Simulation Runtime (Ray backend)."""
 
 def algorithm_names(algorithms: str | Sequence[str]) -> list[str]:
-    """The algorithm names of a comma list or sequence, stripped and lower-cased, each at most once.
+    """The algorithm names of a comma list or sequence, stripped and lower-cased, each at most once; a
+    ``package.module:Class`` item is imported and registered as a plugin and stands for its class's name
+    (:func:`hetbench.train.algorithms.plugins.load_algorithm`).
 
     Examples
     --------
     >>> from hetbench.sweep import algorithm_names
     >>> algorithm_names("FedAvg, fedprox")
     ['fedavg', 'fedprox']
+    >>> algorithm_names("fedavg, hetbench.train.algorithms.scaffold:Scaffold")
+    ['fedavg', 'scaffold']
     """
     text = algorithms if isinstance(algorithms, str) else ",".join(algorithms)
-    names = [a.strip().lower() for a in text.split(",") if a.strip()]
+    names = [_plugin_name(a.strip()) if ":" in a else a.strip().lower() for a in text.split(",") if a.strip()]
     if not names:
         raise HetbenchError("--algo is empty")
     if len(set(names)) != len(names):
         raise HetbenchError(f"--algo names an algorithm twice ('{text}')")
     return names
+
+
+def _plugin_name(spec: str) -> str:
+    from hetbench.train.algorithms import load_algorithm
+
+    return load_algorithm(spec)
 
 
 def sweep(
@@ -180,6 +190,13 @@ def sweep(
         raise HetbenchError("--flower-actors needs --engine flower" if engine != "flower" else
                             f"--flower-actors must be a positive number (got {flower_actors})")
     if engine == "flower":
+        from hetbench.train.algorithms.plugins import LOADED_HERE
+
+        here = [n for n in names if n in LOADED_HERE]
+        if here:
+            raise HetbenchError(f"algorithm '{here[0]}' was imported as MODULE:CLASS for this process only, and Flower's "
+                                "ClientApps run in others: install it with an entry point in the group "
+                                "hetbench.algorithms to train it on the Flower engine")
         check_flower(names, config, resume)
     if threads is not None and not (math.isfinite(threads) and threads > 0):
         raise HetbenchError(f"--threads must be a positive number (got {threads})")

@@ -38,16 +38,23 @@ from hetbench.train.algorithms.fedprox import FedProx
 from hetbench.train.algorithms.fedvc import FedVC
 from hetbench.train.algorithms.heteroswitch import HeteroSwitch
 from hetbench.train.algorithms.hyper import Hyper
+from hetbench.train.algorithms.plugins import check_algorithm_class
+from hetbench.train.algorithms.plugins import load_algorithm as _load_algorithm
 from hetbench.train.algorithms.qfedavg import QFedAvg
 from hetbench.train.algorithms.scaffold import Scaffold
+
+def _check_plugin(name: str, cls: object) -> None:
+    check_algorithm_class(name, cls, ALGORITHMS)
+
 
 ALGORITHMS: Registry[type[Algorithm]] = Registry(
     "algorithm",
     {cls.name: cls for cls in (FedAvg, FedAvgM, FedProx, Scaffold, QFedAvg, FedIR, FedVC, HeteroSwitch, DapperFL,
                                FedBN, FedAdam, FedYogi, FedAdagrad, Central)},
-    option="--algo",
+    option="--algo", plugins="hetbench.algorithms", validate=_check_plugin,
 )
-"""The algorithms by their ``--algo`` name, in the order ``hetbench train --help`` lists them."""
+"""The algorithms by their ``--algo`` name, in the order ``hetbench train --help`` lists them: the built-ins,
+then the plugins of the entry-point group ``hetbench.algorithms`` (:mod:`hetbench.train.algorithms.plugins`)."""
 
 
 def hyper_options() -> dict[str, list[tuple[str, Hyper]]]:
@@ -121,6 +128,18 @@ def check_models(names: list[str], model_name: str, norm: str | None) -> None:
         algorithm.check_model(model_name, norm if norm is not None else algorithm.default_norm or DEFAULT_NORM)
 
 
+def load_algorithm(spec: str) -> str:
+    """Import the algorithm class of ``package.module:ClassName``, register it in :data:`ALGORITHMS` (checked:
+    :mod:`hetbench.train.algorithms.plugins`) and return its name.
+
+    Examples
+    --------
+    >>> load_algorithm("hetbench.train.algorithms.scaffold:Scaffold")
+    'scaffold'
+    """
+    return _load_algorithm(spec, ALGORITHMS)
+
+
 def make_algorithm(name: str, **params) -> Algorithm:
     """The algorithm ``name`` (case and surrounding spaces ignored) with the given hyper-parameters.
 
@@ -133,11 +152,13 @@ def make_algorithm(name: str, **params) -> Algorithm:
         declaration; an option the algorithm does not take is refused (messages name the ``hetbench train``
         flag, exit 2). A sweep of several algorithms passes each one its own (:func:`options_for`).
     """
+    if ":" in name:  # package.module:Class, a plugin imported for this run
+        name = load_algorithm(name)
     cls = ALGORITHMS[name.strip().lower()]
     return cls(**params)
 
 
 __all__ = [
     "ALGORITHMS", "Algorithm", "ClientUpdate", "Hyper", "RunState", "TrainConfig", "check_hyper_parameters",
-    "check_models", "hyper_options", "make_algorithm", "options_for",
+    "check_models", "hyper_options", "load_algorithm", "make_algorithm", "options_for",
 ]
