@@ -206,8 +206,8 @@ def test_train_on_iso_isp_and_digits_domains_then_leaderboard(tmp_path, run_cli)
     md = (board / "leaderboard.md").read_text()
     assert "heteroswitch" in md and "dapperfl" in md
     html = (board / "leaderboard.html").read_text()
-    assert html.count('<table class="leaderboard"') == 2
-    assert html.count('data-algorithm="') == 13
+    assert html.count('<table class="leaderboard"') == 4  # per split the ranked rows, then central (a reference)
+    assert html.count('data-algorithm="') == 13 and html.count('data-algorithm="central" data-role="reference"') == 2
     shutil.rmtree(res)
 
 
