@@ -18,6 +18,8 @@ FOLDERS = {"hetbench": "hetbench", "isp": "hetbench.isp", "builders": "hetbench.
 ISP_ALLOWED = {"hetbench.cores", "hetbench.errors", "hetbench.progress", "hetbench.registry", "hetbench.seeding",
                "hetbench.order_stats"}  # infrastructure: exact percentiles, pure numpy
 CONSUMERS = ("hetbench.train", "hetbench.leaderboard", "hetbench.flower", "hetbench.sweep", "hetbench.reproduce")
+#: deprecated aliases of moved modules (CHANGELOG.md): like the facade, a name kept for old imports, outside the layers
+ALIASES = {"hetbench.train.sweep"}
 
 
 def _modules() -> dict[str, Path]:
@@ -61,6 +63,8 @@ GRAPH = {name: _imports(name, path) for name, path in MODULES.items()}
 
 
 def _layer(name: str) -> str:
+    if name in ALIASES:
+        return "facade"
     for prefix in ("hetbench.cli", "hetbench.builders", "hetbench.isp", *CONSUMERS):
         if name == prefix or name.startswith(prefix + "."):
             return prefix
