@@ -145,7 +145,7 @@ def grey_edge_estimate(image: np.ndarray, *, sigma: float = SIGMA, p: int = MINK
     interpolation (each 2 x 2 block holds one red and one blue sample) and the sensor noise, not the
     scene's edges. Measured on the shared ColorChecker capture: at one-pixel scale the estimate
     renders the chart at mean CIEDE2000 11.1; at any coarser scale (2 x 2 blocks, every second pixel,
-    sigma 2, every third pixel) at 5.3-6.0 (the README's ISP section has the table).
+    sigma 2, every third pixel) at 5.3-6.0 (docs/measurements.md has the table).
 
     Parameters
     ----------

@@ -19,7 +19,7 @@ ISP_ALLOWED = {"hetbench.cores", "hetbench.errors", "hetbench.progress", "hetben
                "hetbench.order_stats"}  # infrastructure: exact percentiles, pure numpy
 CONSUMERS = ("hetbench.train", "hetbench.leaderboard", "hetbench.flower", "hetbench.sweep", "hetbench.reproduce")
 #: deprecated aliases of moved modules (CHANGELOG.md): like the facade, a name kept for old imports, outside the layers
-ALIASES = {"hetbench.train.sweep"}
+ALIASES = {"hetbench.train.moved"}
 
 
 def _modules() -> dict[str, Path]:

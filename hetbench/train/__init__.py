@@ -16,3 +16,28 @@ The path through the package (``docs/architecture.md``)::
 sits above this package and :mod:`hetbench.flower`, whose engine it can also run. Importing this package
 does not import torch.
 """
+
+
+def __getattr__(name: str):
+    """``hetbench.train.sweep``, ``default_split`` and ``RunResult``, deprecated aliases of :mod:`hetbench.sweep`'s
+    (they moved there; CHANGELOG.md): each access warns with a ``DeprecationWarning``.
+
+    Examples
+    --------
+    >>> import warnings
+    >>> import hetbench.sweep, hetbench.train
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     old = hetbench.train.sweep
+    >>> old is hetbench.sweep.sweep, caught[0].category.__name__
+    (True, 'DeprecationWarning')
+    """
+    if name in ("sweep", "default_split", "RunResult"):
+        import warnings
+
+        from hetbench.train import moved
+
+        warnings.warn(f"hetbench.train.{name} is deprecated: use {moved.MOVED[name]} (it moved there; this alias "
+                      "will be removed)", DeprecationWarning, stacklevel=2)
+        return getattr(moved, name)
+    raise AttributeError(f"module 'hetbench.train' has no attribute {name!r}")

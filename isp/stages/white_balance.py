@@ -13,7 +13,7 @@ Variants:
 * ``grey-edge`` (hetbench's baseline): the grey-edge estimate e^{1,1,1} (van de Weijer et al. 2007,
   :mod:`hetbench.isp.grey_edge`) on 2 x 2 pixel block means (one Bayer period), moved to the nearest
   light a camera meets
-  (:func:`hetbench.isp.illuminant.constrain_neutral`); the README's ISP section compares them.
+  (:func:`hetbench.isp.illuminant.constrain_neutral`); docs/measurements.md compares them.
 * ``gray-world`` (Table 3's baseline in the paper; an extra option here): the gray-world assumption
   (Buchsbaum 1980; Ebner 2007, *Color Constancy*, section 6.2). The scene averages to gray, so the
   gains equalise the three channel means.

@@ -1,6 +1,6 @@
 """The baseline ISP on the real ColorChecker capture (a Canon 550D DNG of a tungsten-lit X-Rite
 ColorChecker before a daylit window): colour-checker-detection finds the chart, and the baseline's
-CIEDE2000 and exposure are the figures the README reports (issue 29's target of mean 8 / max 15 is met;
+CIEDE2000 and exposure are the figures docs/measurements.md reports (issue 29's target of mean 8 / max 15 is met;
 'neutral 5' within 0.5 EV is not: the bright window holds the auto-exposure gain)."""
 
 from __future__ import annotations
