@@ -236,11 +236,12 @@ def _table_summary(out: Path, report: dict, what: str, quiet: bool = False) -> N
     warn_many_classes(int(report.get("num_classes") or 0))  # a label column of a million values, say
     if quiet:
         return
-    # held-out rows are the test set, not lost data
-    dropped = sum(v for d in report.get("dropped", {}).values() for k, v in d.items() if k != "held-out")
+    from hetbench.cli.partition import dropped_summary  # held-out rows are the test set, not lost data
+
+    dropped = dropped_summary(report.get("dropped") or {})
     click.echo(
         f"wrote {out}: {report['num_clients']} {what}, {report['num_samples']:,} training rows, EMD {report['emd']:.3f}"
-        + (f"; {dropped:,} rows dropped (reasons in report.json)" if dropped else "")
+        + ("" if dropped == "no rows dropped" else f"; {dropped}")
     )
 
 

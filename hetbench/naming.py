@@ -29,8 +29,13 @@ def default_out_dir(dataset: str, tag: str, seed: int) -> Path:
     >>> from hetbench.naming import default_out_dir
     >>> default_out_dir("builtin:digits", "dirichlet-client-a0.5-n10", 0).as_posix()
     'hetbench_splits/digits-dirichlet-client-a0.5-n10-s0'
+    >>> default_out_dir("builtin:digits-domains", "domains-f0.05-n8", 0).as_posix()  # the word once
+    'hetbench_splits/digits-domains-f0.05-n8-s0'
     """
-    return SPLITS_ROOT / f"{dataset_stem(dataset)}-{tag}-s{seed}"
+    stem, word = dataset_stem(dataset), tag.split("-", 1)[0]
+    if (stem == word or stem.endswith("-" + word)) and tag != word:  # digits-domains + domains-f0.05: said once
+        tag = tag[len(word) + 1:]
+    return SPLITS_ROOT / f"{stem}-{tag}-s{seed}"
 
 
 def input_slug(dataset: str | None, default: str) -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -22,6 +23,11 @@ def test_geo_embedded_default_loads_and_verifies(tmp_path, run_cli):
     code, stdout, err = run_cli("build", "geo", "--nmax", "1000", "--out", out)
     assert code == 0, err
     assert "S2-cell clients" in stdout
+    report = json.loads((out / "report.json").read_text())
+    if any(v for d in report["dropped"].values() for k, v in d.items() if k != "held-out"):  # the reasons, in the line
+        assert re.search(r"; [\d,]+ rows? dropped \(\S+ [\d,]+", stdout) and "report.json" not in stdout, stdout
+    else:
+        assert "dropped" not in stdout, stdout
     ds = datasets.load_dataset(str(out))
     train = ds["train"]
     for col in ("s2_cell", "lat", "lon", "client_id", "label"):
