@@ -375,9 +375,7 @@ def build_split(
         The test policy (module notes). Default: ``natural`` for a partitioner with a natural key,
         ``global`` when the source has a test split, else ``client``.
     test_fraction : float
-        Per-client hold-out fraction (``client``) or share of clients held out (``heldout``). Under ``client``
-        a partitioner's size options count training rows, the test rows on top, as on the command line
-        (:meth:`~hetbench.partitioners.base.Partitioner.with_client_holdout`).
+        Per-client hold-out fraction (``client``) or share of clients held out (``heldout``).
     train_split : str
         The source split that is partitioned.
     allow_empty : bool
@@ -417,8 +415,6 @@ def build_split(
 
     from hetbench.local_paths import publicise
 
-    if test_split == "client":  # sizes count training rows, the hold-out on top, as on the command line
-        partitioner = partitioner.with_client_holdout(test_fraction)
     part = partitioner.partition(table, seed, train_split)
     if part.num_kept == 0:
         raise HetbenchError("the partition kept no samples")

@@ -20,11 +20,6 @@ from hetbench.seeding import make_rng
 from hetbench.table import SampleTable
 
 
-#: the attributes a partitioner's constructor sets from ``holdout_fraction`` (the embedding partitioner keeps it in
-#: its inner Dirichlet partitioner)
-_HOLDOUT_STATE = ("holdout_fraction", "_dirichlet")
-
-
 def sizes_before_holdout(train_sizes: np.ndarray, fraction: float) -> np.ndarray:
     """The client sizes that leave exactly ``train_sizes`` training rows after every client holds out
     ``fraction`` of its rows (the ``client`` test policy, :func:`hetbench.splits.stratified_holdout`:
@@ -176,36 +171,6 @@ class Partitioner:
     def params(self) -> dict[str, Any]:
         """The parameters that, with the seed and the input, determine the assignment."""
         raise TypeError(f"{type(self).__name__} must define params()")
-
-    def with_client_holdout(self, fraction: float) -> "Partitioner":
-        """This partitioner, its size options (``sizes``, ``min_size``, ``min_samples``) counting training rows
-        when every client holds out ``fraction`` of its rows for testing (the ``client`` test policy), as
-        ``hetbench partition`` builds it: a copy made with ``holdout_fraction`` when its constructor takes one, it
-        was given none and the hold-out changes one of its sizes; else itself.
-        :func:`hetbench.splits.build_split` calls it, so Python and the command line count the same rows.
-
-        Examples
-        --------
-        >>> from hetbench.partitioners import DirichletPartitioner, IIDPartitioner
-        >>> IIDPartitioner(2, sizes=[100, 40]).with_client_holdout(0.2).params()
-        {'num_clients': 2, 'sizes': [100, 40], 'holdout_fraction': 0.2}
-        >>> p = DirichletPartitioner(4, 0.5)  # no size the hold-out changes
-        >>> p.with_client_holdout(0.2) is p
-        True
-        """
-        import copy
-        import inspect
-
-        if "holdout_fraction" not in inspect.signature(type(self)).parameters or "holdout_fraction" in self.params():
-            return self
-        made = type(self)(**{**self.params(), "holdout_fraction": fraction})  # the class's own checks
-        if "holdout_fraction" not in made.params():
-            return self
-        other = copy.copy(self)  # the instance's own state (stored embeddings, the build it splits) stays
-        for key in _HOLDOUT_STATE:
-            if key in vars(made):
-                setattr(other, key, getattr(made, key))
-        return other
 
     def __repr__(self) -> str:
         """``Name(param=value, ...)``: the parameters the recipe records.
