@@ -8,13 +8,11 @@ leaves half a leaderboard.
 
 from __future__ import annotations
 
-import math
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from hetbench.atomic import atomic_dir, check_out_dir
-from hetbench.errors import HetbenchError
 from hetbench.leaderboard.aggregate import SplitTable
 from hetbench.leaderboard.cross_group import cross_group_tables, plot_cross_group
 from hetbench.leaderboard.curves import plot_curves_png
@@ -30,6 +28,7 @@ from hetbench.leaderboard.metrics import (
 )
 from hetbench.leaderboard.rank import build
 from hetbench.leaderboard.text import render_csv, render_markdown
+from hetbench.train.settling import settle_rule
 
 MAX_WARNINGS = 20  # skipped files named one by one on stderr; the rest are counted
 
@@ -202,7 +201,7 @@ def write_leaderboard(results_dir: str | Path, out: str | Path, rank_by: str = D
     """
     check_rank_by(rank_by)
     check_statistic(statistic)
-    settle = settling_rule(settle_evaluations, settle_max_change)
+    settle = settle_rule(settle_evaluations, settle_max_change)
     inputs = {"results folder": results_dir}
     check_out_dir(out, overwrite, "leaderboard", inputs)  # fail before any work
     tables, loaded = build(results_dir, rank_by, statistic, settle, tuple(references))
@@ -226,23 +225,3 @@ def write_leaderboard(results_dir: str | Path, out: str | Path, rank_by: str = D
                 files.append(f"{name}.png")
     present = {r.algorithm for t in tables for r in t.rows}
     return Written(Path(out), files, tables, loaded, [a for a in references if a not in present])
-
-
-def settling_rule(evaluations: int, max_change: float) -> dict:
-    """The settling rule ``{"evaluations", "max_change"}``, checked: at least 3 evaluations, a finite change >= 0.
-
-    Examples
-    --------
-    >>> from hetbench.leaderboard.write import settling_rule
-    >>> settling_rule(4, 3)
-    {'evaluations': 4, 'max_change': 3.0}
-    >>> settling_rule(2, 3)
-    Traceback (most recent call last):
-    hetbench.errors.HetbenchError: the settling rule needs at least 3 evaluations to fit a trend (got 2)
-    """
-    if isinstance(evaluations, bool) or not isinstance(evaluations, int) or evaluations < 3:
-        raise HetbenchError(f"the settling rule needs at least 3 evaluations to fit a trend (got {evaluations!r})")
-    if isinstance(max_change, bool) or not isinstance(max_change, (int, float)) or not math.isfinite(max_change) \
-            or max_change < 0:
-        raise HetbenchError(f"the settling rule's largest change must be a number >= 0 points (got {max_change!r})")
-    return {"evaluations": evaluations, "max_change": float(max_change)}

@@ -29,7 +29,6 @@ claim's t intervals already carry. Every run is still listed with its own fitted
 from __future__ import annotations
 
 import json
-import math
 import re
 from pathlib import Path
 from typing import Any, Mapping
@@ -41,6 +40,7 @@ from hetbench.train.settling import (  # the rule itself: shared with the leader
     fitted_change,
     run_settling,
     seed_mean_curve,
+    settle_rule,
 )
 
 
@@ -59,12 +59,7 @@ def check_settle(spec: Any, where: str) -> dict[str, Any]:
     """
     if not isinstance(spec, Mapping) or sorted(spec) != ["evaluations", "max_change"]:
         raise HetbenchError(f"{where}: 'settle' must be a mapping of evaluations and max_change")
-    n, change = spec["evaluations"], spec["max_change"]
-    if isinstance(n, bool) or not isinstance(n, int) or n < 3:
-        raise HetbenchError(f"{where}: settle.evaluations must be an integer of at least 3 (got {n!r})")
-    if isinstance(change, bool) or not isinstance(change, (int, float)) or not math.isfinite(change) or change < 0:
-        raise HetbenchError(f"{where}: settle.max_change must be a non-negative number (got {change!r})")
-    return {"evaluations": n, "max_change": float(change)}
+    return settle_rule(spec["evaluations"], spec["max_change"], f"{where}: settle.")
 
 
 def condition_of(name: str) -> str:

@@ -17,12 +17,35 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
+from hetbench.errors import HetbenchError
+
 #: the leaderboard's rule when none is given: the line through the last 4 evaluations moves at most 3 points
 #: (the rule most of ``hetbench reproduce``'s claims declare)
 DEFAULT_SETTLE: dict[str, Any] = {"evaluations": 4, "max_change": 3.0}
 
 #: accuracy points above chance (100 / classes) within which a run's last-k accuracy counts as at chance
 CHANCE_MARGIN = 2.0
+
+
+def settle_rule(evaluations: Any, max_change: Any, where: str = "the settling rule's ") -> dict[str, Any]:
+    """A settling rule ``{"evaluations", "max_change"}``, checked: an integer of at least 3 evaluations (a line
+    needs them to show a trend) and a finite, non-negative change in points. ``where`` starts each message.
+
+    Examples
+    --------
+    >>> from hetbench.train.settling import settle_rule
+    >>> settle_rule(4, 3)
+    {'evaluations': 4, 'max_change': 3.0}
+    >>> settle_rule(2, 3)
+    Traceback (most recent call last):
+    hetbench.errors.HetbenchError: the settling rule's evaluations must be an integer of at least 3 (got 2)
+    """
+    if isinstance(evaluations, bool) or not isinstance(evaluations, int) or evaluations < 3:
+        raise HetbenchError(f"{where}evaluations must be an integer of at least 3 (got {evaluations!r})")
+    if isinstance(max_change, bool) or not isinstance(max_change, (int, float)) or not math.isfinite(max_change) \
+            or max_change < 0:
+        raise HetbenchError(f"{where}max_change must be a non-negative number (got {max_change!r})")
+    return {"evaluations": evaluations, "max_change": float(max_change)}
 
 
 def diverged(doc: Mapping[str, Any]) -> str | None:
@@ -154,5 +177,5 @@ def settling_of(docs: Sequence[Mapping[str, Any]], settle: Mapping[str, Any] = D
     return judged
 
 
-__all__ = ["CHANCE_MARGIN", "DEFAULT_SETTLE", "diverged", "fitted_change", "run_settling", "seed_mean_curve",
+__all__ = ["CHANCE_MARGIN", "DEFAULT_SETTLE", "diverged", "settle_rule", "fitted_change", "run_settling", "seed_mean_curve",
            "settling_of"]
