@@ -30,6 +30,10 @@ VERDICT_COLOURS = {REPRODUCED: "#1a7f37", PARTIAL: "#b35900", INCONCLUSIVE: "#7a
                    NOT_RUN: "#666666", NO_VERDICT: "#3d5a80"}
 
 
+#: a white box behind a point's number, so that an interval drawn behind it does not cross it out
+_LABEL_BOX = {"boxstyle": "round,pad=0.15", "fc": "white", "ec": "none", "alpha": 0.85}
+
+
 def _short(v: float) -> str:
     return f"{v:,.0f}" if abs(v) >= 1000 else f"{v:.4g}"
 
@@ -102,6 +106,10 @@ def _panel(ax, m: Measurement, axes: Axes, criterion: dict[str, Any], result: Ch
                     textcoords="offset points", xytext=(10, 0), va="center", fontsize=8, color="#1f5fa8")
         ax.set_xticks([0], [m.point_labels()[0]])
         ax.set_xlim(-0.6, 4.2)  # the legend sits to the right of the points and their interval's label
+        if all(float(v).is_integer() for v in seeds):  # a count (domains won): whole-number ticks
+            from matplotlib.ticker import MaxNLocator
+
+            ax.yaxis.set_major_locator(MaxNLocator(integer=True))
     else:
         for i, row in enumerate(m.samples):
             if len(row) > 1:
@@ -124,7 +132,8 @@ def _panel(ax, m: Measurement, axes: Axes, criterion: dict[str, Any], result: Ch
         if len(means) <= 8:  # the numbers beside their points
             for k, (xi, mi) in enumerate(zip(x, means)):  # alternately above and below: neighbours stay apart
                 ax.annotate(_short(mi) if n == 1 else f"{mi:.3g}", (xi, mi), textcoords="offset points",
-                            xytext=(5, 5 if k % 2 == 0 else -12), fontsize=8, color="#1f5fa8")
+                            xytext=(5, 5 if k % 2 == 0 else -12), fontsize=8, color="#1f5fa8",
+                            bbox=_LABEL_BOX)  # legible where a neighbour's interval passes behind it
         if name == "ratio_scaling" and min(means) > 0:
             slope, _, _ = loglog_slope(x, means)
             b = np.mean(np.log(means) - slope * np.log(x))
