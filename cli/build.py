@@ -7,6 +7,7 @@ from pathlib import Path
 import click
 
 from hetbench.builders.captures import CROP_SIZE, CROPS_PER_PHOTO
+from hetbench.cli.licence_options import licence_options
 
 
 def _summary(out: Path, report: dict) -> None:
@@ -109,6 +110,7 @@ def build() -> None:
 
 
 @build.command("iso-isp", short_help="The same captures under every Table 3 ISP option (HeteroSwitch).")
+@licence_options
 @click.option("--stages", default="wb,tone", show_default=True, help="Stages whose Table 3 options become devices: comma list or 'all'.")
 @click.option("--clients", default=None, type=int, help="Number of clients (default: one per device).")
 @click.option("--recipe", default=None, type=click.Choice(["fivek-subject", "fivek-light"]),
@@ -140,6 +142,7 @@ def iso_isp_cmd(stages, clients, recipe, reference, raw_dir, labels, lens_shadin
 
 
 @build.command("devices", short_help="Emulated phones (sensor + ISP), or --synthetic-color devices.")
+@licence_options
 @click.option("--profiles", default="heteroswitch9", show_default=True, help="Device profile set (manifests/devices/<name>.yaml).")
 @click.option("--clients", default=None, type=int, help="Number of clients (default: 50 phones, or one per synthetic device).")
 @click.option("--synthetic-color", default=None, type=int,
@@ -184,6 +187,7 @@ def devices_cmd(profiles, clients, synthetic_color, dataset, label_col, raw_dir,
 
 
 @build.command("real-devices", short_help="Public corpora taken by real devices: HeteroSwitch phones, ImageNet-ES, FiveK cameras.")
+@licence_options
 @click.option("--recipe", required=True, type=click.Choice(["heteroswitch-phones", "imagenet-es", "fivek-cameras", "fed-isic2019"]),
               help="The corpus (manifests/recipes/<recipe>.yaml documents the layout it reads).")
 @click.option("--data-dir", default=None, type=click.Path(), help="The local copy of the corpus, in its public layout (folder recipes).")
@@ -266,6 +270,7 @@ def _table_options(fn):
 
 
 @build.command("geo", short_help="Adaptive S2-cell clients (Hsu et al. 2020, iNaturalist-Geo).")
+@licence_options
 @click.option("--recipe", default=None, help="A canonical recipe, e.g. inaturalist-geo-3k (manifests/recipes).")
 @click.option("--lat-col", default=None, help="Latitude column [default: latitude].")
 @click.option("--lon-col", default=None, help="Longitude column [default: longitude].")
@@ -292,6 +297,7 @@ def geo_cmd(recipe, lat_col, lon_col, nmax, nmin, test_fraction, metadata, label
 
 
 @build.command("users", short_help="One client per user, with the published filters (Hsu et al. 2020).")
+@licence_options
 @click.option("--recipe", default=None, help="landmarks-user-160k or inaturalist-user-120k (manifests/recipes).")
 @click.option("--mode", type=click.Choice(["import", "rebuild"]), default=None,
               help="With --recipe: import the published split files, or rebuild from raw metadata [default: import].")
@@ -322,6 +328,7 @@ def users_cmd(recipe, mode, user_col, filters, min_samples, test_fraction, metad
 
 
 @build.command("digits-domains", short_help="DapperFL-style Digits domains made offline, split by domain.")
+@licence_options
 @click.option("--clients", default=12, show_default=True, type=int)
 @click.option("--fraction", default=0.1, show_default=True, type=float, help="Share of its domain's training data per client.")
 @click.option("--seed", default=0, show_default=True, type=int)

@@ -9,6 +9,7 @@ from typing import Any, Callable
 
 import click
 
+from hetbench.cli.licence_options import licence_options
 from hetbench.errors import HetbenchError
 from hetbench.naming import default_out_dir
 from hetbench.sources import DEFAULT_DATASET
@@ -155,7 +156,7 @@ def _common(fn: Callable) -> Callable:
                 opts["dataset"] = made[3]
         _run(made[0], made[1], opts, made[2] if len(made) > 2 else None)
 
-    return _source_options(wrapper)
+    return licence_options(_source_options(wrapper))
 
 
 def _client_holdout() -> tuple[float | None, Any]:
@@ -408,7 +409,7 @@ def _noise_common(fn: Callable) -> Callable:
         if not opts["quiet"]:
             click.echo(_summary(out, report))
 
-    return _source_options(wrapper)
+    return licence_options(_source_options(wrapper))
 
 
 @partition.command("feature-noise", short_help="Per-client Gaussian pixel noise, std sigma*k/N.")

@@ -16,12 +16,15 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from hetbench.atomic import check_out_dir
 from hetbench.partitioners.base import Partitioner
 from hetbench.splits import FederatedSplit, build_split
 from hetbench.table import SampleTable
+
+if TYPE_CHECKING:
+    from hetbench.publish.licence import GivenLicence
 
 #: ``extras(split) -> (report additions or None, plot writer or None)``; the plot writer gets the
 #: output folder, writes PNGs under ``plots/`` and returns their relative paths (the card shows them).
@@ -44,6 +47,7 @@ def make_split(
     extras: Extras | None = None,
     allow_empty: bool = False,
     feature_embedder: str | None = "auto",
+    licence: GivenLicence | None = None,
 ) -> tuple[FederatedSplit, dict[str, Any]]:
     """Partition ``source`` and publish the split to ``out``; returns the split and its report.
 
@@ -75,6 +79,9 @@ def make_split(
     feature_embedder : str, optional
         What the report's feature-shift entry embeds the training rows with: ``auto`` (``pixels:8`` for
         image data), ``none``, or an embedder spec (:mod:`hetbench.report.feature_entry`).
+    licence : GivenLicence, optional
+        The data's licence as the split's maker gives it (:func:`hetbench.publish.licence.given_licence`;
+        default: the one :func:`hetbench.publish.licence.licensed` gives around the call, if any).
 
     Returns
     -------
@@ -90,6 +97,7 @@ def make_split(
     (10, ['test', 'train'])
     """
     from hetbench.publish import publish_split
+    from hetbench.publish.licence import active_licence
     from hetbench.report.feature_entry import check_embedder_spec
 
     check_embedder_spec(feature_embedder)
@@ -116,6 +124,7 @@ def make_split(
     report = publish_split(
         split, out, name=name or out.name, overwrite=overwrite, quiet=quiet,
         extra_report=extra_report, extra_plots=extra_plots, feature_embedder=feature_embedder,
+        licence=licence if licence is not None else active_licence(),
     )
     return split, report
 
@@ -182,11 +191,11 @@ class PreparedSplit:
 
     def publish(
         self, out: str | os.PathLike, *, name: str | None = None, overwrite: bool = False, quiet: bool = False,
-        feature_embedder: str | None = "auto",
+        feature_embedder: str | None = "auto", licence: GivenLicence | None = None,
     ) -> tuple[FederatedSplit, dict[str, Any]]:
         """Build and publish through :func:`make_split`; returns the split and its report."""
         return make_split(
             self.table, self.partitioner, out, seed=self.seed, test_split=self.test_split,
             test_fraction=self.test_fraction, name=name, overwrite=overwrite, quiet=quiet, extras=self.extras,
-            allow_empty=self.allow_empty, feature_embedder=feature_embedder,
+            allow_empty=self.allow_empty, feature_embedder=feature_embedder, licence=licence,
         )

@@ -32,6 +32,7 @@ import numpy as np
 from hetbench.atomic import atomic_dir
 from hetbench.progress import progress_bar
 from hetbench.publish.card import render_card
+from hetbench.publish.licence import GivenLicence, manifest_licence
 from hetbench.publish.manifest import build_manifest, write_manifest, write_sample_ids
 from hetbench.publish.parquet import TARGET_SHARD_BYTES, output_features, read_built_columns, write_split
 from hetbench.report import compute_report, write_report
@@ -87,6 +88,7 @@ def publish_split(
     extra_report: dict[str, Any] | None = None,
     extra_plots: Callable[[Path], list[str]] | None = None,
     feature_embedder: str | None = "auto",
+    licence: GivenLicence | None = None,
 ) -> dict[str, Any]:
     """Write ``fs`` to ``out`` (atomically) and return the report.
 
@@ -110,6 +112,10 @@ def publish_split(
     feature_embedder : str, optional
         What the feature-shift entry embeds the training rows with: ``auto`` (``pixels:8`` for image
         data), ``none``, or an embedder spec (:mod:`hetbench.report.feature_entry`).
+    licence : GivenLicence, optional
+        The data's licence as its maker gives it (:func:`hetbench.publish.licence.given_licence`): recorded in
+        the manifest, shown by the card. Default: the licence the source's own build gave, when the source is
+        a hetbench build that has one, else the source's.
 
     Returns
     -------
@@ -186,8 +192,12 @@ def publish_split(
         from hetbench.publish.published_files import card_task
 
         source, local_source = publicise(fs.table.source, "source")
+        inherited = source.pop("licence", None)  # a re-partition keeps the licence its source's maker gave
+        given = licence if licence is not None else manifest_licence({"licence": inherited})
         manifest = build_manifest(fs, written, name, sample_ids, embeddings)
         manifest["source"] = source  # sources by name: no local path is published (hetbench.local_paths)
+        if given is not None:  # only when given: the manifests of splits without one stay as they were
+            manifest["licence"] = given.as_manifest()
         write_sidecar(tmp, {**fs.local_paths, **local_source})
         manifest["files"] = file_inventory(tmp)  # the report, its statistics and plots: digested, uploaded
         write_manifest(manifest, tmp)

@@ -48,6 +48,13 @@ _DATA_BIBTEX = {
   pages   = {2278--2324},
   year    = {1998}
 }""",
+    "brooks2019unprocessing": """@inproceedings{brooks2019unprocessing,
+  title     = {Unprocessing Images for Learned Raw Denoising},
+  author    = {Brooks, Tim and Mildenhall, Ben and Xue, Tianfan and Chen, Jiawen and Sharlet, Dillon and Barron, Jonathan T.},
+  booktitle = {Proceedings of the IEEE/CVF Conference on Computer Vision and Pattern Recognition (CVPR)},
+  pages     = {11036--11045},
+  year      = {2019}
+}""",
     "scharstein2014high": """@inproceedings{scharstein2014high,
   title     = {High-Resolution Stereo Datasets with Subpixel-Accurate Ground Truth},
   author    = {Scharstein, Daniel and Hirschm{\\"u}ller, Heiko and Kitajima, York and Krathwohl, Greg and Nesic, Nera and Wang, Xi and Westling, Porter},
@@ -109,19 +116,20 @@ class SourceLicence:
 
     ``license`` is a Hub licence id; ``license_name`` names an ``other`` licence (the Hub's
     lowercase, hyphenated form); ``credits`` are Markdown lines; ``bibtex`` the entries of the data
-    set's own papers."""
+    set's own papers; ``link`` is where an ``other`` licence's text is (default: the card's licence section)."""
 
     license: str
     license_name: str | None = None
     credits: tuple[str, ...] = ()
     bibtex: tuple[str, ...] = ()
     note: str = ""
+    link: str | None = None
 
 
 _PHOTOS = SourceLicence(
     "other", "embedded-photographs-mixed",
     PHOTOGRAPHS,
-    (_DATA_BIBTEX["scharstein2014high"],),
+    (_DATA_BIBTEX["scharstein2014high"], _DATA_BIBTEX["brooks2019unprocessing"]),
     "The images are renders of the photographs bundled with scikit-image and scikit-learn: public "
     "domain and CC0, except `china.jpg` and `flower.jpg` (CC BY 2.0: keep their attribution) and "
     "`motorcycle` (Middlebury, no licence stated). " + PHOTO_CHANGES,
@@ -289,8 +297,9 @@ def card_licence(dataset: str | None, table_license: str | None) -> SourceLicenc
     if not lic or lic.lower() in ("other", "unknown"):
         return SourceLicence(
             "unknown", None, (),
-            note=f"hetbench does not know the licence of the source `{dataset}`: check it, and set "
-            "`license` in this card, before redistributing.",
+            note=f"hetbench does not know the licence of the source `{dataset}`: check it before redistributing, "
+            "and give it when the split is written (`--license`, or `licence=` in Python): the card is checked "
+            "by `hetbench verify`, so a licence edited into it afterwards fails verification.",
         )
     return SourceLicence("other", license_slug(lic), (f"The source data set `{dataset}`: licence \"{lic}\" (as its metadata states).",))
 

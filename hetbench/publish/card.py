@@ -16,9 +16,10 @@ import re
 from typing import Any, Mapping, Sequence
 
 from hetbench.errors import HetbenchError
-from hetbench.publish.attribution import HUB_LICENSES, LICENCE_LINK, card_licence
-from hetbench.publish.citations import citations, method_info
+from hetbench.publish.attribution import HUB_LICENSES, LICENCE_LINK
 from hetbench.publish.card_use import use_section
+from hetbench.publish.citations import bibtex_keys, citations, method_info
+from hetbench.publish.licence import GivenLicence, manifest_licence, split_licence
 
 #: the Hub's ``size_categories`` buckets: (upper bound of the row count, exclusive; bucket)
 SIZE_BUCKETS = (
@@ -86,6 +87,7 @@ def check_card_metadata(meta: Mapping[str, Any]) -> list[str]:
 def card_data(
     splits: list[str], features_yaml: list[dict], license: str | None, task: str, pretty_name: str,
     file_tag: str, *, source: str | None = None, method: str | None = None, num_rows: int = 0,
+    given: GivenLicence | None = None, split_rows: Mapping[str, int] | None = None,
 ):
     """The card's metadata as a :class:`huggingface_hub.DatasetCardData`.
 
@@ -104,6 +106,11 @@ def card_data(
         The source data set and the recipe's partition method.
     num_rows : int
         Rows over all splits (``size_categories``).
+    given : GivenLicence, optional
+        The licence the split's maker gave (the manifest's ``licence``): it wins over the source's.
+    split_rows : mapping, optional
+        Rows of each split: ``dataset_info.splits`` (the row counts the Hub's viewer shows, and that
+        ``datasets.load_dataset`` checks the files against).
 
     Examples
     --------
@@ -115,10 +122,10 @@ def card_data(
     """
     from huggingface_hub import DatasetCardData
 
-    lic = card_licence(source, license)
+    lic = split_licence(source, license, given)
     kind = method_info(method or "").kind
     tags = ["federated-learning", "hetbench"] + (["non-iid"] if kind != "iid" else []) + ([kind] if kind else [])
-    other = {"license_name": lic.license_name, "license_link": LICENCE_LINK} if lic.license == "other" else {}
+    other = {"license_name": lic.license_name, "license_link": lic.link or LICENCE_LINK} if lic.license == "other" else {}
     return DatasetCardData(
         pretty_name=pretty_name,
         license=lic.license,
@@ -133,7 +140,8 @@ def card_data(
                 "data_files": [{"split": s, "path": f"data/{s}-{file_tag}-*.parquet"} for s in splits],
             }
         ],
-        dataset_info={"features": features_yaml},
+        dataset_info={"features": features_yaml, **({"splits": [{"name": s, "num_examples": int(n)} for s, n in
+                                                                   split_rows.items()]} if split_rows else {})},
     )
 
 
@@ -192,10 +200,12 @@ def render_card(
 
     splits = list(manifest["splits"])
     method = recipe_method(recipe)
-    lic = card_licence(source.get("origin") or source.get("dataset"), license)  # a re-partition credits the origin
+    given = manifest_licence(manifest)
+    lic = split_licence(source.get("origin") or source.get("dataset"), license, given)  # a re-partition credits the origin
     data = card_data(
         splits, features_yaml, license, task, name, file_tag, source=source.get("origin") or source.get("dataset"), method=method,
-        num_rows=sum(int(v["num_rows"]) for v in manifest["splits"].values()),
+        num_rows=sum(int(v["num_rows"]) for v in manifest["splits"].values()), given=given,
+        split_rows={s: int(v["num_rows"]) for s, v in manifest["splits"].items()},
     )
     problems = check_card_metadata(data.to_dict())
     if problems:
@@ -209,6 +219,8 @@ def _licence_section(lic, name: str) -> str:
     lines = [f"## Licence and attribution", ""]
     shown = f"`{lic.license}`" + (f" (`{lic.license_name}`)" if lic.license_name else "")
     lines.append(f"Licence of the data of {name}: {shown}. {lic.note}".rstrip())
+    if lic.link:
+        lines.append(f"\nIts text: <{lic.link}>." if "://" in lic.link else f"\nIts text: [{lic.link}]({lic.link}).")
     if lic.credits:
         lines += ["", "The data comes from:", ""]
         lines += [c if c.startswith("  - ") else f"- {c}" for c in lic.credits]
@@ -220,14 +232,33 @@ def _licence_section(lic, name: str) -> str:
 _WORDS = {2: "two", 3: "three", 4: "four"}
 
 
-def _citation_section(method: str, lic) -> str:
+def _citation_section(method: str, lic, inherited: Sequence[str] = ()) -> str:
+    """The card's BibTeX block: the papers of ``method``, then those of the methods that made the build this
+    split re-partitions (``inherited``, from ``source.methods``: a re-partition of an iso-isp build still cites
+    HeteroSwitch), the data's own papers, then hetbench.
+
+    Examples
+    --------
+    >>> from hetbench.publish.attribution import card_licence
+    >>> text = _citation_section("dirichlet", card_licence("builtin:photos", None), ["iso-isp"])
+    >>> [k for k in ("hsu2019measuring", "kim2024heteroswitch", "scharstein2014high", "brooks2019unprocessing") if k in text]
+    ['hsu2019measuring', 'kim2024heteroswitch', 'scharstein2014high', 'brooks2019unprocessing']
+    """
     entries = citations(method)
     papers = entries[:-1]
+    seen, earlier = {bibtex_keys(e)[0] for e in papers}, []
+    for entry in (e for m in inherited for e in citations(m)[:-1]):
+        if bibtex_keys(entry)[0] not in seen:  # a paper the method itself cites is listed once
+            seen.add(bibtex_keys(entry)[0])
+            earlier.append(entry)
     intro = ("The partition method (`" + method + "`) comes from the first "
              + ("entry" if len(papers) == 1 else f"{_WORDS.get(len(papers), len(papers))} entries") + " below; "
              if papers else f"hetbench registers no paper for the method `{method}`; ")
+    if earlier:
+        intro += (f"the build it re-partitions ({', '.join(f'`{m}`' for m in inherited)}) from the next "
+                  + ("one" if len(earlier) == 1 else _WORDS.get(len(earlier), str(len(earlier)))) + "; ")
     intro += "the data's own papers follow, then hetbench." if lic.bibtex else "hetbench is last."
-    bib = "\n\n".join(papers + list(lic.bibtex) + entries[-1:])
+    bib = "\n\n".join(papers + earlier + list(lic.bibtex) + entries[-1:])
     return f"## Citation\n\n{intro}\n\n```bibtex\n{bib}\n```\n"
 
 
@@ -379,4 +410,4 @@ counts, rows per split) are in `{report.get('clients_file', 'report/clients.parq
 
 {use_section(manifest, recipe, client_rows)}
 {_licence_section(lic, name)}
-{_citation_section(method, lic)}"""
+{_citation_section(method, lic, source.get("methods") or ())}"""

@@ -85,11 +85,13 @@ def expected_card_metadata(fs, manifest: dict[str, Any], features) -> dict[str, 
     import yaml
 
     from hetbench.publish.card import card_data, recipe_method
+    from hetbench.publish.licence import manifest_licence
 
     data = card_data(
         list(fs.outputs), features._to_yaml_list(), fs.table.license, card_task(features), manifest.get("name"),
         fs.fingerprint[:12], source=fs.table.source.get("origin") or fs.table.source.get("dataset"), method=recipe_method(fs.recipe),
-        num_rows=sum(len(r) for r in fs.outputs.values()),
+        num_rows=sum(len(r) for r in fs.outputs.values()), given=manifest_licence(manifest),
+        split_rows={s: len(r) for s, r in fs.outputs.items()},
     )
     return yaml.safe_load(data.to_yaml())
 

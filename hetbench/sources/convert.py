@@ -129,6 +129,10 @@ def to_table(splits: dict, dataset: str, label_col: str | None, id_col: str | No
     source = {"dataset": dataset, "label_col": label_col, "id_col": id_col}
     if meta.get("origin"):  # a hetbench build as the source: the data set it was made from (sources.lineage)
         source["origin"] = meta["origin"]
+    if meta.get("licence"):  # and the licence its maker gave it (hetbench.publish.licence)
+        source["licence"] = meta["licence"]
+    if meta.get("methods"):  # and what made it: the new card cites those papers too
+        source["methods"] = meta["methods"]
     table = SampleTable(
         splits=splits,
         label_column=label_col,

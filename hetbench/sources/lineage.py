@@ -26,9 +26,10 @@ def build_lineage(dataset: str) -> dict[str, Any]:
     Returns
     -------
     dict
-        ``{"origin": <the data set the build was made from>, "license": <its card's licence>}`` for a
-        hetbench build folder (the origin of a build made from another build is that build's origin);
-        ``{}`` for anything else.
+        ``{"origin": <the data set the build was made from>, "license": <its card's licence>}`` and the
+        ``licence`` its maker gave it, if any (:mod:`hetbench.publish.licence`), and the ``methods`` that made
+        it (its recipe's, then those it inherited) for a hetbench build folder (the origin of a build made from
+        another build is that build's origin); ``{}`` for anything else.
 
     Examples
     --------
@@ -38,7 +39,7 @@ def build_lineage(dataset: str) -> dict[str, Any]:
     >>> from hetbench.splits import build_split
     >>> _ = publish_split(build_split(load_table("builtin:digits"), ShardsPartitioner(4, 2)), "first", quiet=True)
     >>> build_lineage("first")
-    {'origin': 'builtin:digits', 'license': 'cc-by-4.0'}
+    {'origin': 'builtin:digits', 'methods': ['shards'], 'license': 'cc-by-4.0'}
     >>> build_lineage("builtin:digits")
     {}
     """
@@ -47,11 +48,19 @@ def build_lineage(dataset: str) -> dict[str, Any]:
     if not manifest.is_file():
         return {}
     try:
-        source = json.loads(manifest.read_text(encoding="utf-8")).get("source") or {}
-    except (OSError, ValueError):
+        doc = json.loads(manifest.read_text(encoding="utf-8"))
+        source = doc.get("source") or {}
+    except (OSError, ValueError, AttributeError):
         return {}  # an unreadable manifest: the source reader says so in its own words
     origin = source.get("origin") or source.get("dataset")
     out: dict[str, Any] = {"origin": origin} if isinstance(origin, str) and origin else {}
+    if isinstance(doc.get("licence"), dict):  # the licence the build's maker gave (hetbench.publish.licence)
+        out["licence"] = doc["licence"]
+    recipe = doc.get("recipe") if isinstance(doc.get("recipe"), dict) else {}
+    made = (recipe.get("build") or recipe.get("partition") or {}).get("method")
+    methods = [m for m in [made, *(source.get("methods") or [])] if isinstance(m, str)]
+    if methods:  # what made the build (and the builds before it): the re-partition's card still cites them
+        out["methods"] = list(dict.fromkeys(methods))
     licence = _card_licence(path / "README.md")
     if licence:
         out["license"] = licence
