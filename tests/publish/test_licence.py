@@ -158,3 +158,19 @@ def test_the_rendered_photographs_cite_brooks_et_al_in_full():
     lic = card_licence("builtin:photos", None)
     keys = [bibtex_keys(b)[0] for b in lic.bibtex]
     assert "brooks2019unprocessing" in keys and "Brooks et al. 2019" in " ".join(lic.credits + (lic.note,))
+
+
+def test_a_card_written_before_it_gave_row_counts_still_verifies(tmp_path, run_cli):
+    """Folders built before cards carried dataset_info.splits verify as they did; wrong counts do not."""
+    import re
+
+    out = tmp_path / "iid"
+    assert run_cli("partition", "iid", "--clients", "3", "--out", out, "-q")[0] == 0
+    card = (out / "README.md").read_text()
+    older = re.sub(r"  splits:\n(  - .*\n|    .*\n)*", "", card, count=1)
+    assert older != card and "num_examples" not in older
+    (out / "README.md").write_text(older)
+    assert run_cli("verify", out)[0] == 0
+    (out / "README.md").write_text(card.replace("num_examples: ", "num_examples: 1", 1))
+    code, stdout, _ = run_cli("verify", out)
+    assert code == 1 and "dataset_info.splits" in stdout
