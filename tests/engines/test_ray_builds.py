@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from engines_ray_cluster import HETBENCH, busy_workers, free_ports
+from engines_ray_cluster import HETBENCH, busy_workers, cmdline, free_ports
 
 SMALL = ("--stages", "wb,tone", "--crops-per-photo", "2", "--crop-size", "96", "--size", "32", "-q")
 
@@ -58,13 +58,13 @@ def test_a_worker_killed_mid_build_changes_nothing(ray_cluster, local_build, tmp
     try:
         deadline = time.monotonic() + 300
         while not killed and build.poll() is None and time.monotonic() < deadline:
-            busy = busy_workers(ray_cluster.pgid)
-            if busy:
-                time.sleep(0.3)  # let it get into its render
-                for pid in busy_workers(ray_cluster.pgid)[:1]:
+            # the first worker seen running a hetbench job is killed at once: under load the small build's jobs
+            # last well under a second, and waiting for one to get further let the build finish first (CI once)
+            for pid in busy_workers(ray_cluster.pgid)[:1]:
+                if cmdline(pid) == "ray::hetbench-job":  # still in its job
                     os.kill(pid, signal.SIGKILL)
                     killed.append(pid)
-            time.sleep(0.02)
+            time.sleep(0.01)
         _, err = build.communicate(timeout=300)
     finally:
         if build.poll() is None:
