@@ -39,7 +39,7 @@ def licence_options(fn: Callable) -> Callable:
         click.option("--license-name", default=None, metavar="NAME",
                      help="With --license other: the licence's name, lowercase [a-z0-9.-] (the Hub's rule)."),
         click.option("--license-link", default=None, metavar="URL",
-                     help="With --license other: where its text is (an http(s) URL, or a file of the folder)."),
+                     help="With --license other: the http(s) URL where its text is."),
         click.option("--attribution", default=None, metavar="TEXT",
                      help="One line crediting who made the data; the card prints it and re-partitions keep it."),
     ]

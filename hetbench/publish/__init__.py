@@ -32,7 +32,7 @@ import numpy as np
 from hetbench.atomic import atomic_dir
 from hetbench.progress import progress_bar
 from hetbench.publish.card import render_card
-from hetbench.publish.licence import GivenLicence, manifest_licence
+from hetbench.publish.licence import GivenLicence, resolve_licence
 from hetbench.publish.manifest import build_manifest, write_manifest, write_sample_ids
 from hetbench.publish.parquet import TARGET_SHARD_BYTES, output_features, read_built_columns, write_split
 from hetbench.report import compute_report, write_report
@@ -160,6 +160,8 @@ def publish_split(
             report["feature_shift"] = shift.entry
         return write_report(report, tmp) + feature_shift_writer(shift)(tmp)
 
+    # the licence, checked before anything is written: the one given, else the one the source build's maker gave
+    given = resolve_licence(licence, fs.table.source.get("licence"), str(fs.table.source.get("dataset")))
     with atomic_dir(out, overwrite) as tmp:
         data_dir = tmp / "data"
         data_dir.mkdir()
@@ -192,8 +194,7 @@ def publish_split(
         from hetbench.publish.published_files import card_task
 
         source, local_source = publicise(fs.table.source, "source")
-        inherited = source.pop("licence", None)  # a re-partition keeps the licence its source's maker gave
-        given = licence if licence is not None else manifest_licence({"licence": inherited})
+        source.pop("licence", None)  # recorded as the manifest's own 'licence' (given above)
         manifest = build_manifest(fs, written, name, sample_ids, embeddings)
         manifest["source"] = source  # sources by name: no local path is published (hetbench.local_paths)
         if given is not None:  # only when given: the manifests of splits without one stay as they were

@@ -255,7 +255,8 @@ def _citation_section(method: str, lic, inherited: Sequence[str] = ()) -> str:
              + ("entry" if len(papers) == 1 else f"{_WORDS.get(len(papers), len(papers))} entries") + " below; "
              if papers else f"hetbench registers no paper for the method `{method}`; ")
     if earlier:
-        intro += (f"the build it re-partitions ({', '.join(f'`{m}`' for m in inherited)}) from the next "
+        intro += (f"the build it re-partitions ({', '.join(f'`{m}`' for m in inherited)}) from the "
+                  + ("next" if papers else "first") + " "
                   + ("one" if len(earlier) == 1 else _WORDS.get(len(earlier), str(len(earlier)))) + "; ")
     intro += "the data's own papers follow, then hetbench." if lic.bibtex else "hetbench is last."
     bib = "\n\n".join(papers + earlier + list(lic.bibtex) + entries[-1:])

@@ -37,7 +37,7 @@ FIELDS = {"license": "license", "license_name": "license_name", "license_link": 
           "attribution": "attribution"}
 
 _NAME = re.compile(r"[a-z0-9][a-z0-9.-]*")
-_LINK = re.compile(r"(https?://\S+|[^\s:]+\.(md|txt|html)(#\S*)?)")
+_LINK = re.compile(r"https?://[^\s/]+\S*")
 
 
 @dataclass(frozen=True)
@@ -51,8 +51,8 @@ class GivenLicence:
     license_name : str, optional
         With ``other``: the licence's name, lowercase ``[a-z0-9.-]`` (``my-lab-data-licence-1.0``).
     license_link : str, optional
-        With ``other``: where its text is (an ``http(s)`` URL, or a file of the published folder such as
-        ``LICENSE.md``).
+        With ``other``: where its text is, an ``http(s)`` URL (the published folder holds only what hetbench
+        writes, so the licence's text lives elsewhere).
     attribution : str, optional
         One line the card prints as the data's credit (who made the data, how to credit them).
 
@@ -77,10 +77,13 @@ class GivenLicence:
         return {k: v for k, v in asdict(self).items() if v is not None}
 
     def over(self, source: SourceLicence) -> SourceLicence:
-        """The card's licence: this one, with the source's credits and papers kept (a split of a builtin or
-        corpus source made by a user still credits the data it came from)."""
+        """The card's licence: this one, with the source's credits, papers and terms kept (a split of a builtin or
+        corpus source made by a user still credits the data it came from and says under what licence it came)."""
         credits = ((f"{self.attribution}",) if self.attribution else ()) + tuple(source.credits)
         note = "Licence given by the maker of the data when the split (or the build it re-partitions) was written."
+        if source.license != "unknown":
+            own = f"`{source.license}`" + (f" (`{source.license_name}`)" if source.license_name else "")
+            note += f" The source's own licence is {own}{': ' + source.note if source.note else '.'}"
         return SourceLicence(self.license, self.license_name, credits, source.bibtex, note, self.license_link)
 
 
@@ -131,8 +134,8 @@ def given_licence(license: str | None, license_name: str | None = None, license_
             raise HetbenchError(f"{names['license_name']} '{license_name}' must be lowercase letters, digits, '.' "
                                 "and '-' (the Hub's rule), e.g. 'my-lab-licence-1.0'")
         if not _LINK.fullmatch(str(license_link)):
-            raise HetbenchError(f"{names['license_link']} '{license_link}' must be an http(s) URL or a file of the "
-                                "published folder (LICENSE.md)")
+            raise HetbenchError(f"{names['license_link']} '{license_link}' must be an http(s) URL where the licence's "
+                                "text is")
     else:
         given = [names[k] for k in ("license_name", "license_link") if fields[k] is not None]
         if given:
@@ -160,6 +163,7 @@ def licensed(licence: GivenLicence | None) -> Iterator[GivenLicence | None]:
     >>> active_licence() is None
     True
     """
+    licence = check_licence_object(licence)
     token = _ACTIVE.set(licence if licence is not None else _ACTIVE.get())
     try:
         yield licence
@@ -188,6 +192,55 @@ def split_licence(source: str | None, table_license: str | None, given: GivenLic
 
     lic = card_licence(source, table_license)
     return given.over(lic) if given is not None else lic
+
+
+def check_licence_object(licence: Any, where: str = "licence") -> GivenLicence | None:
+    """``licence`` itself if it is None or a :class:`GivenLicence` that :func:`given_licence` accepts, else one
+    clear :class:`~hetbench.errors.HetbenchError` (a string such as ``"mit"`` is not taken as a licence).
+
+    Examples
+    --------
+    >>> from hetbench.publish.licence import check_licence_object
+    >>> check_licence_object("mit")
+    Traceback (most recent call last):
+    ...
+    hetbench.errors.HetbenchError: licence must be a GivenLicence (hetbench.publish.licence.given_licence('mit')), not str
+    """
+    if licence is None:
+        return None
+    if not isinstance(licence, GivenLicence):
+        hint = f"given_licence({licence!r})" if isinstance(licence, str) else "given_licence(...)"
+        raise HetbenchError(f"{where} must be a GivenLicence (hetbench.publish.licence.{hint}), not "
+                            f"{type(licence).__name__}")
+    return given_licence(licence.license, licence.license_name, licence.license_link, licence.attribution,
+                         names={k: f"{where}.{k}" for k in FIELDS})
+
+
+def resolve_licence(given: GivenLicence | None, inherited: Any, source: str) -> GivenLicence | None:
+    """The licence a split is written with: ``given``, else the one its source build's maker gave
+    (``inherited``, that build's manifest entry); a given licence without an attribution keeps the inherited
+    attribution (the credit the data's maker asked for). Checked before anything is written.
+
+    Examples
+    --------
+    >>> from hetbench.publish.licence import GivenLicence, resolve_licence
+    >>> resolve_licence(GivenLicence("mit"), {"license": "cc-by-4.0", "attribution": "Lab"}, "b")
+    GivenLicence(license='mit', license_name=None, license_link=None, attribution='Lab')
+    >>> resolve_licence(None, {"license": "cc-by-99"}, "my-build")
+    Traceback (most recent call last):
+    ...
+    hetbench.errors.HetbenchError: the source my-build: hetbench.json's licence.license 'cc-by-99' is not a Hugging Face licence id (closest: cc-by-2.5, cc-by-3.0, cc-by-4.0); for a licence the Hub does not list, give 'other' with hetbench.json's licence.license_name and hetbench.json's licence.license_link
+    """
+    given = check_licence_object(given)
+    try:
+        before = manifest_licence({"licence": inherited})
+    except HetbenchError as exc:
+        raise HetbenchError(f"the source {source}: {exc}") from None
+    if given is None:
+        return before
+    if given.attribution is None and before is not None and before.attribution:
+        return GivenLicence(given.license, given.license_name, given.license_link, before.attribution)
+    return given
 
 
 def manifest_licence(manifest: Mapping[str, Any]) -> GivenLicence | None:
@@ -219,4 +272,5 @@ def manifest_licence(manifest: Mapping[str, Any]) -> GivenLicence | None:
         raise HetbenchError(str(exc)) from None
 
 
-__all__ = ["GivenLicence", "active_licence", "given_licence", "licensed", "manifest_licence", "split_licence"]
+__all__ = ["GivenLicence", "active_licence", "check_licence_object", "given_licence", "licensed", "manifest_licence",
+           "resolve_licence", "split_licence"]

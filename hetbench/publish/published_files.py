@@ -139,7 +139,8 @@ def check_card(folder: Path, fs, manifest: dict[str, Any], features) -> None:
     """The card's front matter equals what hetbench writes for the re-run split (module notes)."""
     found = card_front_matter(folder)
     expected = expected_card_metadata(fs, manifest, features)
-    if isinstance(found, dict) and "splits" not in (found.get("dataset_info") or {}):
+    info = found.get("dataset_info") if isinstance(found, dict) else None
+    if isinstance(info, dict) and "splits" not in info:
         expected.get("dataset_info", {}).pop("splits", None)  # a card written before it gave row counts
     where = first_difference(found, expected)
     if where:

@@ -52,13 +52,17 @@ def build_lineage(dataset: str) -> dict[str, Any]:
         source = doc.get("source") or {}
     except (OSError, ValueError, AttributeError):
         return {}  # an unreadable manifest: the source reader says so in its own words
+    if not isinstance(source, dict):
+        return {}
     origin = source.get("origin") or source.get("dataset")
     out: dict[str, Any] = {"origin": origin} if isinstance(origin, str) and origin else {}
     if isinstance(doc.get("licence"), dict):  # the licence the build's maker gave (hetbench.publish.licence)
         out["licence"] = doc["licence"]
     recipe = doc.get("recipe") if isinstance(doc.get("recipe"), dict) else {}
-    made = (recipe.get("build") or recipe.get("partition") or {}).get("method")
-    methods = [m for m in [made, *(source.get("methods") or [])] if isinstance(m, str)]
+    step = recipe.get("build") or recipe.get("partition")
+    made = step.get("method") if isinstance(step, dict) else None
+    before = source.get("methods") if isinstance(source, dict) and isinstance(source.get("methods"), list) else []
+    methods = [m for m in [made, *before] if isinstance(m, str)]
     if methods:  # what made the build (and the builds before it): the re-partition's card still cites them
         out["methods"] = list(dict.fromkeys(methods))
     licence = _card_licence(path / "README.md")

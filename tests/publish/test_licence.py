@@ -37,7 +37,9 @@ def test_every_hub_id_round_trips_through_the_manifest(lic, attribution):
     (("other",), "other needs license_name"),
     (("other", "lab-1.0"), "other needs license_link"),
     (("other", "Lab Licence", "https://x.org/l"), "lowercase letters, digits"),
-    (("other", "lab-1.0", "not a link"), "http(s) URL or a file"),
+    (("other", "lab-1.0", "not a link"), "must be an http(s) URL"),
+    (("other", "lab-1.0", "LICENSE.md"), "must be an http(s) URL"),  # the folder holds only what hetbench writes
+    (("other", "lab-1.0", "/home/me/licence.txt"), "must be an http(s) URL"),  # no local path is published
     (("mit", "lab-1.0"), "only go with license other"),
     ((None, "lab-1.0"), "license_name needs license"),
     (("mit", None, None, "two\nlines"), "one non-empty line"),
@@ -174,3 +176,44 @@ def test_a_card_written_before_it_gave_row_counts_still_verifies(tmp_path, run_c
     (out / "README.md").write_text(card.replace("num_examples: ", "num_examples: 1", 1))
     code, stdout, _ = run_cli("verify", out)
     assert code == 1 and "dataset_info.splits" in stdout
+
+
+def test_a_licence_that_is_not_a_given_licence_is_refused_before_anything_is_written(tmp_path):
+    from hetbench.partitioners import IIDPartitioner
+    from hetbench.pipeline import make_split
+
+    with pytest.raises(HetbenchError, match=r"must be a GivenLicence \(hetbench.publish.licence.given_licence\('mit'\)\)"):
+        make_split("builtin:digits", IIDPartitioner(3), tmp_path / "x", quiet=True, licence="mit")
+    with pytest.raises(HetbenchError, match="licence.license 'mine'"):
+        make_split("builtin:digits", IIDPartitioner(3), tmp_path / "x", quiet=True, licence=GivenLicence("mine"))
+    with pytest.raises(HetbenchError, match="must be a GivenLicence"):
+        with licensed("cc-by-4.0"):
+            pass
+    assert not (tmp_path / "x").exists()
+
+
+def test_relicensing_keeps_the_sources_terms_and_a_re_partition_keeps_the_makers_credit(tmp_path, run_cli):
+    first, again = tmp_path / "first", tmp_path / "again"
+    code, _, err = run_cli("partition", "iid", "--dataset", "builtin:mnist5k", "--clients", "3", "--out", first,
+                           "--license", "cc-by-sa-4.0", "--attribution", "Curated by the Lab", "-q")
+    assert code == 0, err
+    card = (first / "README.md").read_text()
+    assert "The source's own licence is `cc-by-sa-3.0`" in card  # what the data came under stays on the card
+    code, _, err = run_cli("partition", "dirichlet", "--dataset", first, "--clients", "2", "--out", again,
+                           "--license", "cc-by-sa-4.0", "-q")  # a licence again, no attribution: the maker's kept
+    assert code == 0, err
+    assert json.loads((again / "hetbench.json").read_text())["licence"] == {"license": "cc-by-sa-4.0",
+                                                                           "attribution": "Curated by the Lab"}
+    assert run_cli("verify", again)[0] == 0
+
+
+def test_a_re_partition_written_before_sources_recorded_their_methods_still_verifies(tmp_path, run_cli):
+    build, again = tmp_path / "dd", tmp_path / "again"
+    assert run_cli("build", "digits-domains", "--clients", "4", "--fraction", "0.02", "--out", build, "-q")[0] == 0
+    assert run_cli("partition", "iid", "--dataset", build, "--clients", "2", "--out", again, "-q")[0] == 0
+    path = again / "hetbench.json"
+    doc = json.loads(path.read_text())
+    assert doc["source"].pop("methods") == ["domains"]
+    path.write_text(json.dumps(doc, indent=1))
+    code, stdout, _ = run_cli("verify", again)
+    assert code == 0, stdout
