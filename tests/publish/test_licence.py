@@ -4,17 +4,15 @@ shown by the card, checked by verify, kept by a re-partition; bad licences refus
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 import pytest
 from hypothesis import given, settings, strategies as st
+from raw_fixtures import shared_raw_copies
 
 from hetbench.errors import HetbenchError
 from hetbench.publish.attribution import HUB_LICENSES
 from hetbench.publish.licence import GivenLicence, given_licence, licensed, manifest_licence
-
-RAW = Path(__file__).resolve().parents[3] / "shared" / "data" / "raw"
 
 
 def _card_meta(folder: Path) -> dict:
@@ -89,13 +87,7 @@ def test_every_command_that_writes_a_split_takes_the_licence_options():
 
 @pytest.mark.slow
 def test_your_own_raw_captures_published_with_their_licence_verify_and_keep_it_when_re_partitioned(tmp_path, run_cli):
-    names = ["rpi_picamera2_1920x1200_desk.dng", "rpi_picamera2_1920x1200_rover.dng"]
-    if not all((RAW / n).is_file() for n in names):
-        pytest.skip("the shared real RAW captures (../shared/data/raw) are not present")
-    raws = tmp_path / "raws"
-    raws.mkdir()
-    for n in names:
-        shutil.copy(RAW / n, raws / n)
+    raws = shared_raw_copies(tmp_path)
     out = tmp_path / "mine"
     code, _, err = run_cli("build", "iso-isp", "--stages", "wb", "--size", "32", "--raw-dir", raws, "--out", out,
                            "--license", "other", "--license-name", "lab-raw-licence-1.0",

@@ -8,9 +8,9 @@ import shutil
 from pathlib import Path
 
 import pytest
+from raw_fixtures import TWO_PI_CAPTURES, shared_raw_copies
 from tamper import rerecord, rewrite_column
 
-RAW = Path(__file__).resolve().parents[3] / "shared" / "data" / "raw"
 ISO = ("build", "iso-isp", "--stages", "wb", "--size", "32", "--crops-per-photo", "1", "--crop-size", "96", "-q")
 
 
@@ -252,13 +252,8 @@ def test_iso_isp_edited_images_and_devices_fail(iso_build, tmp_path, run_cli, co
 
 @pytest.mark.slow
 def test_a_raw_file_replaced_by_other_content_fails(tmp_path, run_cli):
-    names = ["rpi_picamera2_1920x1200_desk.dng", "rpi_picamera2_1920x1200_rover.dng"]
-    if not all((RAW / n).is_file() for n in names):
-        pytest.skip("the shared real RAW captures (../shared/data/raw) are not present")
-    raws = tmp_path / "raws"
-    raws.mkdir()
-    for n in names:
-        shutil.copy(RAW / n, raws / n)
+    names = TWO_PI_CAPTURES
+    raws = shared_raw_copies(tmp_path, names)
     out = tmp_path / "real"
     code, _, err = run_cli("build", "iso-isp", "--stages", "wb", "--size", "32", "--raw-dir", raws, "--out", out, "-q")
     assert code == 0, err
