@@ -15,6 +15,7 @@ Keys (all required but ``notes``, and ``settle`` only for a runner that trains):
     protocol: ...                      # how it is measured (the settings are shown beside it)
     runner: label_skew                 # one of hetbench.reproduce.runners.RUNNERS
     settings: {quick: {...}, full: {...}, smoke: {...}}   # smoke: only where the runner trains (else quick's)
+                                       # a mode may declare ``replicates: r`` (:func:`replicated_seeds`)
     checks:
       - {measure: accuracy_vs_alpha, statement: ..., criterion: {name: monotone_decreasing, ...}}
         # a check that needs data a run may lack also says which ("data: generated data")
@@ -47,6 +48,10 @@ ALL_MODES = (*MODES, SMOKE)
 #: t(0.975, n - 1) falls from 12.7 (n = 2) and 4.3 (n = 3) to 2.8 at n = 5, where more seeds start to pay
 #: mostly through the sqrt(n)
 MIN_SEEDS = 5
+#: the stride of a replicated claim's extra seeds (:func:`replicated_seeds`)
+REPLICATE_STRIDE = 1000
+#: the most replicates a mode may declare
+MAX_REPLICATES = 10
 
 
 def check_seed_count(claim_id: str, seeds: Sequence[int], seeded: bool, where: str) -> None:
@@ -63,6 +68,58 @@ def check_seed_count(claim_id: str, seeds: Sequence[int], seeded: bool, where: s
     if seeded and len(seeds) < MIN_SEEDS:
         raise HetbenchError(f"{where}: {claim_id} needs at least {MIN_SEEDS} seeds for its 95% t intervals "
                             f"(got {len(seeds)})")
+
+
+def replicated_seeds(claim_id: str, seeds: Sequence[int], replicates: int) -> list[int]:
+    """The seeds a claim runs for the seed set ``seeds`` when its mode declares ``replicates: r``: every seed
+    s stands for s, s + 1000, ..., s + (r - 1) x 1000, so each condition gets r x len(seeds) runs and two
+    disjoint seed sets below 1000 stay disjoint (the committed quick-a and quick-b, 0-4 and 5-9).
+
+    A claim whose paired differences are wide against its criterion's margin declares its sample size this
+    way, before its runs, from a pilot's spread with seeds outside the committed sets (its yaml says which
+    pilot and which rule), so ``--seeds 0,1,2,3,4`` keeps meaning one seed set for every claim.
+
+    Parameters
+    ----------
+    claim_id : str
+        Named in the error.
+    seeds : sequence of int
+        The seed set (``--seeds`` or the mode's ``seeds``).
+    replicates : int
+        The mode's ``replicates`` (1: the seeds as given).
+
+    Raises
+    ------
+    HetbenchError
+        When ``replicates`` > 1 and a seed is 1000 or more (its replicates would meet another set's seeds).
+
+    Examples
+    --------
+    >>> from hetbench.reproduce.claims import replicated_seeds
+    >>> replicated_seeds("x", [0, 1, 2, 3, 4], 2)
+    [0, 1, 2, 3, 4, 1000, 1001, 1002, 1003, 1004]
+    >>> replicated_seeds("x", [7, 1000], 1)
+    [7, 1000]
+    >>> replicated_seeds("x", [7, 1000], 3)
+    Traceback (most recent call last):
+    hetbench.errors.HetbenchError: x runs every seed s as s, s + 1000, s + 2000 (replicates: 3): its seeds must be below 1000 (got 1000)
+    """
+    if replicates > 1 and max(seeds, default=0) >= REPLICATE_STRIDE:
+        shown = ", ".join(["s"] + [f"s + {r * REPLICATE_STRIDE}" for r in range(1, replicates)])
+        raise HetbenchError(f"{claim_id} runs every seed s as {shown} (replicates: {replicates}): its seeds must "
+                            f"be below {REPLICATE_STRIDE} (got {max(seeds)})")
+    return [int(s) + r * REPLICATE_STRIDE for r in range(replicates) for s in seeds]
+
+
+def _checked_replicates(settings: dict[str, Any], seeded: bool, where: str) -> int:
+    """Take ``replicates`` out of one mode's settings and check it: 1 to :data:`MAX_REPLICATES`, only for a
+    runner whose measurements vary with the seed."""
+    replicates = settings.pop("replicates", 1)
+    if isinstance(replicates, bool) or not isinstance(replicates, int) or not 1 <= replicates <= MAX_REPLICATES:
+        raise HetbenchError(f"{where}: 'replicates' must be an integer from 1 to {MAX_REPLICATES} (got {replicates!r})")
+    if replicates > 1 and not seeded:
+        raise HetbenchError(f"{where}: 'replicates' is for claims whose measurements vary with the seed")
+    return replicates
 
 
 _TEXT_KEYS = ("paper", "where", "claim", "protocol")
@@ -160,7 +217,11 @@ def parse_claim(data: Any, where: str) -> Claim:
             continue
         if not isinstance(settings[mode], Mapping):
             raise HetbenchError(f"{where}: settings.{mode} must be a mapping")
-        checked[mode] = runner.check_settings(dict(settings[mode]), f"{where}: settings.{mode}")
+        mode_settings = dict(settings[mode])
+        replicates = _checked_replicates(mode_settings, runner.seeded, f"{where}: settings.{mode}")
+        checked[mode] = runner.check_settings(mode_settings, f"{where}: settings.{mode}")
+        if replicates > 1:
+            checked[mode]["replicates"] = replicates
         if "seeds" in checked[mode] and mode != SMOKE:
             check_seed_count(str(data["id"]), checked[mode]["seeds"], runner.seeded, f"{where}: settings.{mode}.seeds")
     checks = data["checks"]

@@ -28,7 +28,8 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from hetbench.errors import HetbenchError
-from hetbench.reproduce.claims import ALL_MODES, SMOKE, Claim, check_seed_count, load_claim, select_claims
+from hetbench.reproduce.claims import (ALL_MODES, SMOKE, Claim, check_seed_count, load_claim, replicated_seeds,
+                                      select_claims)
 from hetbench.reproduce.runners import RUNNERS
 from hetbench.reproduce.write import coverage
 
@@ -105,7 +106,7 @@ def estimate_claims(loaded: Sequence[Claim], mode: str, seeds: list[int] | None,
     timings = {} if timings is None else timings
     costs = []
     for claim in loaded:
-        claim_seeds = seeds or _default_seeds(claim, mode)
+        claim_seeds = seeds_of(claim, mode, seeds)
         work = RUNNERS[claim.runner].workloads(claim.settings[mode], claim_seeds)
         costs.append(ClaimCost(claim.id, estimate(work, device, timings=timings) if work else 0.0,
                                sum(w.runs for w in work), sum(w.runs * w.train_examples for w in work)))
@@ -154,13 +155,26 @@ def _checked_claims(claims: str | None, mode: str, seeds: str | Sequence[int] | 
     if seed_list is not None and mode != SMOKE:  # a smoke run decides nothing: any seeds
         for claim in loaded:
             check_seed_count(claim.id, seed_list, RUNNERS[claim.runner].seeded, "--seeds")
+    for claim in loaded:
+        seeds_of(claim, mode, seed_list)  # a replicated claim refuses seeds its replicates would overlap
     return ids, seed_list, loaded
 
 
-def _default_seeds(claim: Claim, mode: str) -> list[int]:
-    if mode == "full":
-        return list(FULL_SEEDS)
-    return list(claim.settings[mode].get("seeds", [0]))
+def seeds_of(claim: Claim, mode: str, seeds: list[int] | None) -> list[int]:
+    """The seeds ``claim`` runs in ``mode`` for the seed set ``seeds`` (None: the mode's default: its quick
+    ``seeds``, :data:`FULL_SEEDS` in full mode), each replicated as its settings declare
+    (:func:`hetbench.reproduce.claims.replicated_seeds`).
+
+    Examples
+    --------
+    >>> from hetbench.reproduce.claims import load_claim
+    >>> from hetbench.reproduce.run import seeds_of
+    >>> seeds_of(load_claim("hsu-label-skew"), "quick", [5, 6, 7, 8, 9])
+    [5, 6, 7, 8, 9]
+    """
+    if seeds is None:
+        seeds = list(FULL_SEEDS) if mode == "full" else list(claim.settings[mode].get("seeds", [0]))
+    return replicated_seeds(claim.id, seeds, int(claim.settings[mode].get("replicates", 1)))
 
 
 def check_metadata(metadata: str | None) -> None:
@@ -366,7 +380,7 @@ def reproduce(
         (work / "plots").mkdir()
         try:
             for claim in loaded:
-                claim_seeds = seed_list or _default_seeds(claim, mode)
+                claim_seeds = seeds_of(claim, mode, seed_list)
                 record, seconds[claim.id] = run_stored(claim, mode, claim_seeds, runs_store, work, work / "plots",
                                                        device, metadata, threads, quiet, prune=prune_store)
                 records.append(record)

@@ -72,3 +72,53 @@ def test_label_skew_split_seed_is_one_non_negative_integer(value):
     data["settings"]["quick"]["split_seed"] = value
     with pytest.raises(HetbenchError, match=r"settings.quick: 'split_seed' must be a non-negative integer"):
         parse_claim(data, "x.yaml")
+
+
+def test_a_replicated_claim_runs_every_seed_of_the_set_with_its_replicates_and_sets_stay_disjoint():
+    """A mode's ``replicates: r`` (its sample size, declared from a pilot) makes ``--seeds 0,1,2,3,4`` run
+    each seed s as s, s + 1000, ...: two disjoint sets below 1000 stay disjoint, so quick-a and quick-b never
+    share a run, and the dry run's estimate counts every replicate's runs."""
+    from hetbench.reproduce.cost import Timing
+    from hetbench.reproduce.run import estimate_claims, seeds_of
+
+    data = copy.deepcopy(raw_claim("dapperfl-domains"))
+    data["settings"]["quick"]["replicates"] = 3
+    claim = parse_claim(data, "x.yaml")
+    a, b = seeds_of(claim, "quick", [0, 1, 2, 3, 4]), seeds_of(claim, "quick", [5, 6, 7, 8, 9])
+    assert len(a) == len(b) == 15 and not set(a) & set(b)
+    assert a[:5] == [0, 1, 2, 3, 4] and a[5:10] == [1000, 1001, 1002, 1003, 1004] and max(a) == 2004
+    assert seeds_of(claim, "quick", None) == a  # the yaml's quick seeds are 0-4
+    plain = load_claim("dapperfl-domains")
+
+    class Measured(dict):  # the same per-step seconds for every model: no calibration in a unit test
+        def __contains__(self, key):
+            return True
+
+        def __missing__(self, key):
+            return Timing(0.01, 0.002, 0.5, 1e-4)
+
+    (once,), (thrice,) = (estimate_claims([c], "quick", [0, 1, 2, 3, 4], "cpu", timings=Measured())
+                          for c in (plain, claim))
+    assert once.seconds > 0 and thrice.runs == 3 * once.runs and thrice.seconds == pytest.approx(3 * once.seconds, rel=0.01)
+    with pytest.raises(HetbenchError, match=r"dapperfl-domains runs every seed s as s, s \+ 1000, s \+ 2000 "
+                                            r"\(replicates: 3\): its seeds must be below 1000 \(got 1004\)"):
+        seeds_of(claim, "quick", [0, 1, 2, 3, 1004])
+
+
+@pytest.mark.parametrize("value, message", [
+    (0, "'replicates' must be an integer from 1 to 10 (got 0)"), (11, "from 1 to 10 (got 11)"),
+    ("2", "from 1 to 10 (got '2')"), (True, "from 1 to 10 (got True)"), (2.0, "from 1 to 10 (got 2.0)"),
+])
+def test_bad_replicates_are_refused_in_one_line(value, message):
+    data = copy.deepcopy(raw_claim("dapperfl-domains"))
+    data["settings"]["quick"]["replicates"] = value
+    with pytest.raises(HetbenchError) as exc:
+        parse_claim(data, "x.yaml")
+    assert str(exc.value) == f"x.yaml: settings.quick: {message}" or message in str(exc.value)
+
+
+def test_replicates_are_refused_for_a_claim_whose_measurements_do_not_vary_with_the_seed():
+    data = copy.deepcopy(raw_claim("dapperfl-footprint"))
+    data["settings"]["quick"] = dict(data["settings"]["quick"], replicates=2)
+    with pytest.raises(HetbenchError, match="'replicates' is for claims whose measurements vary with the seed"):
+        parse_claim(data, "x.yaml")
