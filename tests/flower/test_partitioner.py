@@ -274,6 +274,22 @@ def test_rows_of_another_build_are_refused(built):
         partitioner.load_partition(0)
 
 
+def test_a_folder_rebuilt_under_the_same_name_is_loaded_as_rebuilt_never_from_a_stale_cache(root):
+    """Flower Datasets loads a local folder through ``datasets``, whose cache is keyed by the folder's base
+    name and data-file patterns: two builds of one name, the second with --overwrite and another seed, must
+    give the second build's clients (the shard names carry the split fingerprint, so the cache cannot serve
+    the first build's rows; the partitioner checks every partition's ids against the manifest besides)."""
+    folder = root / "rebuilt"
+    assert _cli("partition", "dirichlet", "--alpha", "0.3", "--clients", "8", "--seed", "0", "--out", folder, "-q") == 0
+    first = _fds(folder, ["train"]).load_partition(3, "train")["sample_id"]
+    assert _cli("partition", "dirichlet", "--alpha", "0.3", "--clients", "8", "--seed", "1", "--out", folder,
+                "--overwrite", "-q") == 0
+    fds = _fds(folder, ["train"])
+    second = fds.load_partition(3, "train")["sample_id"]
+    assert second != first and second == read_sample_ids(folder)["train"].by_name(_manifest(folder)["client_names"])["client_3"]
+    _check_split(fds, folder, "train")
+
+
 def test_an_edited_sample_id_is_named(built):
     folder = built("dirichlet")
     train = datasets.load_dataset(str(folder), split="train")
