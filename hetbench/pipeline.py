@@ -48,6 +48,7 @@ def make_split(
     allow_empty: bool = False,
     feature_embedder: str | None = "auto",
     licence: GivenLicence | None = None,
+    count_training_rows: bool | None = None,
 ) -> tuple[FederatedSplit, dict[str, Any]]:
     """Partition ``source`` and publish the split to ``out``; returns the split and its report.
 
@@ -82,6 +83,9 @@ def make_split(
     licence : GivenLicence, optional
         The data's licence as the split's maker gives it (:func:`hetbench.publish.licence.given_licence`;
         default: the one :func:`hetbench.publish.licence.licensed` gives around the call, if any).
+    count_training_rows : bool, optional
+        Whether client sizes count training rows under the ``client`` policy, as the CLI counts them
+        (:func:`hetbench.splits.build_split`).
 
     Returns
     -------
@@ -99,6 +103,7 @@ def make_split(
     from hetbench.publish import publish_split
     from hetbench.publish.licence import active_licence
     from hetbench.report.feature_entry import check_embedder_spec
+    from hetbench.report.test_groups import warn_thin_test_groups
 
     check_embedder_spec(feature_embedder)
     if isinstance(source, SampleTable):
@@ -114,7 +119,9 @@ def make_split(
     from hetbench.progress import show_progress
 
     with show_progress(not quiet):  # a partitioner's long steps (embedding, K-means) show their bars
-        split = build_split(table, partitioner, seed, test_split, test_fraction, allow_empty=allow_empty)
+        split = build_split(table, partitioner, seed, test_split, test_fraction, allow_empty=allow_empty,
+                            count_training_rows=count_training_rows)
+    warn_thin_test_groups(split)  # per-device accuracy in 50-point steps says nothing: say so before writing
     extra_report, extra_plots = extras(split) if extras is not None else (None, None)
     if table.skipped and "skipped" not in (extra_report or {}):  # rows the source's image cells dropped
         extra_report = {**(extra_report or {}), **skipped_entries(table.skipped)}

@@ -129,7 +129,7 @@ def test_build_split_client_policy(k, fraction, seed, method):
         "dirichlet": lambda: DirichletPartitioner(num_clients=k, alpha=0.2, scheme="class", min_size=2),
         "shards": lambda: ShardsPartitioner(num_clients=k, shards_per_client=2),
     }[method]
-    fs = build_split(table, part(), seed=seed, test_split="client", test_fraction=fraction)
+    fs = build_split(table, part(), seed=seed, test_split="client", test_fraction=fraction, count_training_rows=False)
     assert set(fs.outputs) == {"train", "test", "global_test"}
     assert fs.recipe["test_split"] == "client" and fs.recipe["test_fraction"] == fraction
     train, test, glob = fs.outputs["train"], fs.outputs["test"], fs.outputs["global_test"]
@@ -153,7 +153,8 @@ def test_build_split_client_policy(k, fraction, seed, method):
     assert glob.source_split == "test"
     assert np.array_equal(glob.rows, np.arange(30)) and np.all(glob.client_ids == -1)
     again = build_split(
-        _two_split_table(n_train=120, n_test=30, seed=seed % 1000), part(), seed=seed, test_split="client", test_fraction=fraction
+        _two_split_table(n_train=120, n_test=30, seed=seed % 1000), part(), seed=seed, test_split="client", test_fraction=fraction,
+        count_training_rows=False,
     )
     assert again.fingerprint == fs.fingerprint
     for name in fs.outputs:
@@ -370,7 +371,8 @@ def test_classes_no_output_row_has_are_left_out_in_source_order():
 def test_a_split_that_loses_classes_publishes_only_the_remaining_ones():
     # classes 1 and 3 have one row each: natural-id with --min-samples 2 drops the clients holding them
     table = make_table(np.array([0, 0, 1, 2, 2, 3]), users=["a", "a", "b", "c", "c", "d"])
-    split = build_split(table, NaturalIdPartitioner("user", min_samples=2), seed=0, test_split="client", test_fraction=0.5)
+    split = build_split(table, NaturalIdPartitioner("user", min_samples=2), seed=0, test_split="client", test_fraction=0.5,
+                        count_training_rows=False)
     assert split.class_names == ["0", "2"] or split.class_names == [table.class_names[0], table.class_names[2]]
     assert sorted(set(split.labels("train").tolist()) | set(split.labels("test").tolist())) == [0, 1]
 

@@ -172,6 +172,24 @@ class Partitioner:
         """The parameters that, with the seed and the input, determine the assignment."""
         raise TypeError(f"{type(self).__name__} must define params()")
 
+    def holding_out(self, fraction: float) -> "Partitioner":
+        """This partitioner with its client sizes (``sizes``, ``min_size``, ``min_samples``) counted in
+        training rows once the ``client`` test policy holds out ``fraction`` of each client's rows, as
+        the CLI counts ``--sizes``, ``--min-size`` and ``--min-samples``: a copy with ``holdout_fraction``
+        set, or the partitioner itself when it counts no rows or already holds out a fraction
+        (:func:`hetbench.splits.build_split`'s ``count_training_rows``). The base class counts none.
+
+        Examples
+        --------
+        >>> from hetbench.partitioners import IIDPartitioner
+        >>> IIDPartitioner(2, sizes=[100, 40]).holding_out(0.2).params()
+        {'num_clients': 2, 'sizes': [100, 40], 'holdout_fraction': 0.2}
+        >>> p = IIDPartitioner(2)
+        >>> p.holding_out(0.2) is p
+        True
+        """
+        return self
+
     def __repr__(self) -> str:
         """``Name(param=value, ...)``: the parameters the recipe records.
 

@@ -20,6 +20,7 @@
 
 from __future__ import annotations
 
+import copy
 import math
 from typing import Sequence
 
@@ -386,6 +387,14 @@ class DirichletPartitioner(Partitioner):
         if self.holdout_fraction is not None:  # only when set: recipes without it stay as they were
             params["holdout_fraction"] = self.holdout_fraction
         return params
+
+    def holding_out(self, fraction: float) -> "DirichletPartitioner":
+        held = check_holdout(fraction, self.min_size if self.scheme == "class" else 0)
+        if held is None or self.holdout_fraction is not None:
+            return self
+        out = copy.copy(self)
+        out.holdout_fraction = held
+        return out
 
     def client_counts(self, labels: np.ndarray, num_classes: int, rng: np.random.Generator) -> np.ndarray:
         """The clients x classes count matrix (the pure numpy heart of this partitioner).

@@ -24,6 +24,7 @@ in float64 and would change the published clusters).
 
 from __future__ import annotations
 
+import copy
 import math
 
 import numpy as np
@@ -211,6 +212,14 @@ class EmbeddingPartitioner(Partitioner):
             # only when set: recipes without it stay as they were
             **{k: v for k, v in self._dirichlet.params().items() if k == "holdout_fraction"},
         }
+
+    def holding_out(self, fraction: float) -> "EmbeddingPartitioner":
+        inner = self._dirichlet.holding_out(fraction)
+        if inner is self._dirichlet:
+            return self
+        out = copy.copy(self)
+        out._dirichlet = inner
+        return out
 
     def reuse_embeddings_of(self, out) -> None:
         """Reuse the embeddings stored in the build at ``out`` when they were made from the same

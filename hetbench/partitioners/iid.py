@@ -99,6 +99,11 @@ class IIDPartitioner(Partitioner):
             params["holdout_fraction"] = self.holdout_fraction
         return params
 
+    def holding_out(self, fraction: float) -> "IIDPartitioner":
+        if self.sizes is None or self.holdout_fraction is not None:
+            return self
+        return IIDPartitioner(self.num_clients, self.sizes, fraction)
+
     def _assign(self, table, split, rng):
         n = table.num_rows(split)
         f = self.holdout_fraction

@@ -14,6 +14,7 @@ The helpers here (:func:`encode_keys`, :func:`natural_id_assignment`, :func:`map
 
 from __future__ import annotations
 
+import copy
 from typing import Sequence
 
 import numpy as np
@@ -248,6 +249,14 @@ class NaturalIdPartitioner(Partitioner):
         if self.holdout_fraction is not None:  # only when set: recipes without it stay as they were
             params["holdout_fraction"] = self.holdout_fraction
         return params
+
+    def holding_out(self, fraction: float) -> "NaturalIdPartitioner":
+        held = check_holdout(fraction, self.min_samples)
+        if held is None or self.holdout_fraction is not None:
+            return self
+        out = copy.copy(self)
+        out.holdout_fraction = held
+        return out
 
     def min_rows(self) -> int:
         """Fewest rows of the partitioned split a value needs: ``min_samples`` training rows (at least

@@ -138,6 +138,7 @@ def rebuild(manifest: dict, dataset: str | None = None, rebuilders: Rebuilders |
         test_fraction=recipe.get("test_fraction") or 0.2,
         train_split=recipe.get("train_split", "train"),
         allow_empty=bool(recipe.get("allow_empty", False)),
+        count_training_rows=False,  # the recipe records the hold-out its sizes counted with
     )
 
 

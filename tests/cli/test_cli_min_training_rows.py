@@ -88,3 +88,45 @@ def test_build_users_min_samples_counts_training_rows_under_the_client_policy(tm
     assert min(rows["rows_train"]) >= 40
     assert Counter(_train_client_ids(out).tolist()).most_common()[-1][1] >= 40
     assert run_cli("verify", out)[0] == 0
+
+
+def test_build_split_counts_the_rows_the_cli_counts_and_warns_where_its_old_count_differs(tmp_path, run_cli):
+    """``build_split(test_split="client")`` counted ``--sizes`` before each client's hold-out while the CLI
+    counts training rows (issue 48, item 6): ``count_training_rows=True`` gives the CLI's split row for row;
+    left unset, the old count stays for this release with a FutureWarning saying how to choose; False keeps
+    it silently (what ``verify`` re-runs, the recipe recording the hold-out)."""
+    import warnings
+
+    import pytest
+
+    from hetbench.partitioners import IIDPartitioner, NaturalIdPartitioner
+    from hetbench.sources import load_table
+    from hetbench.splits import build_split
+
+    out = tmp_path / "cli"
+    code, _, err = run_cli("partition", "iid", "--clients", "3", "--sizes", "100,50,30", "--test-split", "client",
+                           "--feature-embedder", "none", "--out", out, "-q")
+    assert code == 0, err
+    cli_train = _train_client_ids(out)
+    table = load_table("builtin:digits")
+    given = IIDPartitioner(3, sizes=[100, 50, 30])
+    new = build_split(table, given, seed=0, test_split="client", test_fraction=0.2, count_training_rows=True)
+    assert np.bincount(new.outputs["train"].client_ids).tolist() == [100, 50, 30] == np.bincount(cli_train).tolist()
+    assert new.recipe["partition"] == json.loads((out / "hetbench.json").read_text())["recipe"]["partition"]
+    assert given.params() == {"num_clients": 3, "sizes": [100, 50, 30]}  # the caller's partitioner is left as it was
+    whole = IIDPartitioner(3, sizes=[1000, 500, 297])  # the old count: sizes of all 1,797 rows, hold-outs included
+    with pytest.warns(FutureWarning, match="pass count_training_rows=True to count training rows as the CLI does"):
+        old = build_split(table, whole, seed=0, test_split="client", test_fraction=0.2)
+    assert np.bincount(old.outputs["train"].client_ids).tolist() == [800, 400, 238]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        kept = build_split(table, whole, seed=0, test_split="client", test_fraction=0.2, count_training_rows=False)
+        assert np.bincount(kept.outputs["train"].client_ids).tolist() == [800, 400, 238]
+        # nothing to count differently: no sizes, or the global policy
+        build_split(table, IIDPartitioner(3), seed=0, test_split="client", test_fraction=0.2)
+        build_split(load_table("builtin:digits-domains"), IIDPartitioner(2, sizes=[1000, 600]), seed=0, test_split="global")
+        observers = load_table("builtin:observations")
+        a = build_split(observers, NaturalIdPartitioner("observer", 5, 0.2), seed=0, test_split="client")
+        b = build_split(observers, NaturalIdPartitioner("observer", 5), seed=0, test_split="client",
+                        count_training_rows=True)
+        assert a.partition.client_names == b.partition.client_names and a.recipe == b.recipe
