@@ -235,6 +235,9 @@ def clusters_and_labels_text(summary: Mapping[str, Any], embedder: str | None) -
     >>> from hetbench.report.embedding import clusters_and_labels_text
     >>> clusters_and_labels_text({"ari_clusters_vs_labels": 0.91, "zeta_clusters_vs_labels": 0.98}, "task:3")[:60]
     '**The clusters coincide with the labels** (adjusted Rand ind'
+    >>> clusters_and_labels_text({"ari_clusters_vs_labels": 0.035, "zeta_clusters_vs_labels": 0.825,
+    ...                           "emd_clusters": 1.424, "emd_labels": 0.258}, "color-hist").split(". ")[-1]
+    "Measured over the clusters, the clients' skew is EMD 1.424; over the labels, 0.258 (size-weighted mean EMD to the population; 0 = IID, 2 = disjoint): a label-based statistic sees little of it."
     """
     ari, z = summary.get("ari_clusters_vs_labels"), summary.get("zeta_clusters_vs_labels")
     if ari is None:
@@ -246,5 +249,10 @@ def clusters_and_labels_text(summary: Mapping[str, Any], embedder: str | None) -
                 f"To split by what the labels do not say, embed with a model that was not trained on them "
                 f"(`--embedder pixels`, `hog`, `color-hist` or your own instead of `{embedder or 'task'}`) "
                 f"or change `--clusters`.")
+    skew = ""
+    if summary.get("emd_clusters") is not None and summary.get("emd_labels") is not None:
+        skew = (f" Measured over the clusters, the clients' skew is EMD {summary['emd_clusters']:.3f}; over the "
+                f"labels, {summary['emd_labels']:.3f} (size-weighted mean EMD to the population; 0 = IID, 2 = "
+                f"disjoint): a label-based statistic sees little of it.")
     return (f"The clusters do not coincide with the labels ({numbers}; below {COINCIDE_ARI}, Steinley 2004's "
-            f"moderate agreement): the split carries heterogeneity that the labels alone do not describe.")
+            f"moderate agreement): the split carries heterogeneity that the labels alone do not describe.{skew}")

@@ -126,3 +126,8 @@ def test_the_card_says_whether_the_clusters_coincide_with_the_labels(tmp_path, r
         assert ari >= 0.65 and "**The clusters coincide with the labels**" in card and "`--embedder pixels`" in card
     else:
         assert ari < 0.2 and "The clusters do not coincide with the labels" in card
+        # the demo's split (issue 48, item 5): the card puts the clusters' skew beside the labels' one
+        summary = json.loads((out / "report.json").read_text())["embedding"]
+        assert summary["emd_clusters"] > 4 * summary["emd_labels"]
+        assert (f"Measured over the clusters, the clients' skew is EMD {summary['emd_clusters']:.3f}; over the labels, "
+                f"{summary['emd_labels']:.3f}") in card
