@@ -9,19 +9,24 @@ import click
 from hetbench.errors import HetbenchError
 
 
-@click.command("report", short_help="Rebuild report.json and the plots of a built folder.")
+@click.command("report", short_help="Rebuild report.json, the plots and the card's statistics of a built folder.")
 @click.argument("folder", type=click.Path(file_okay=False))
 @click.option("--quiet", "-q", is_flag=True)
 def report(folder: str, quiet: bool) -> None:
-    """Rebuild report.json and the plots of a built folder from its parquet files.
+    """Rebuild report.json and the plots of a built folder from its parquet files, and the dataset card's
+    statistics sections (README.md: from "Heterogeneity" up to "Use") from the new report.
 
     Example: hetbench report hetbench_splits/digits-dirichlet-client-a0.5-n10-s0
     """
+    from hetbench.publish.card_refresh import refresh_card
     from hetbench.report import refresh_report
 
     rep = refresh_report(folder)
+    carded = refresh_card(folder)
     if not quiet:
-        click.echo(f"{folder}: {rep['num_clients']} clients, {rep['num_samples']:,} training samples, EMD {rep['emd']:.4f}; report.json and plots/ rewritten")
+        tail = ("report.json, plots/ and README.md's statistics rewritten" if carded else
+                "report.json and plots/ rewritten; README.md left as it was (not laid out as hetbench writes cards)")
+        click.echo(f"{folder}: {rep['num_clients']} clients, {rep['num_samples']:,} training samples, EMD {rep['emd']:.4f}; {tail}")
 
 
 @click.command("verify", short_help="Check a built folder against its manifest and recipe (exit 0/1).")

@@ -91,3 +91,35 @@ def test_a_manifest_without_client_names_is_one_line(built, tmp_path, run_cli):
     (folder / "hetbench.json").write_text(json.dumps(manifest))
     code, _, err = run_cli("report", folder)
     assert code == 2 and "client_names" in err and len(err.strip().splitlines()) == 1
+
+
+def test_report_refreshes_the_cards_statistics_and_keeps_the_rest(tmp_path, run_cli):
+    """``hetbench report`` recomputed the report but left the card saying what the old one said (issue 48,
+    item 4): a split built without a feature shift gets one on refresh, and its card then shows it, the plot
+    included; the front matter, description, use, licence and citation sections stay as written, and the
+    folder still verifies."""
+    from hetbench.partitioners import DirichletPartitioner
+    from hetbench.pipeline import make_split
+
+    folder = tmp_path / "split"
+    make_split("builtin:digits", DirichletPartitioner(6, alpha=0.3), folder, seed=0, quiet=True, feature_embedder="none")
+    before = (folder / "README.md").read_text()
+    assert "feature shift per client" not in before and "feature_shift.png" not in before
+    code, out, err = run_cli("report", folder)
+    assert code == 0, err
+    assert "README.md's statistics rewritten" in out
+    after = (folder / "README.md").read_text()
+    assert "feature shift per client" in after and "![feature shift](plots/feature_shift.png)" in after
+    head, tail = "\n## Heterogeneity (training split)\n", "\n## Use\n"
+    assert after[:after.index(head)] == before[:before.index(head)]  # front matter, description, recipe
+    assert after[after.index(tail):] == before[before.index(tail):]  # use, licence, citation
+    assert run_cli("verify", folder)[0] == 0
+
+
+def test_a_card_not_laid_out_as_hetbench_writes_it_is_left_as_it_is(built, tmp_path, run_cli):
+    folder = _copy(built, tmp_path / "copy")
+    (folder / "README.md").write_text("# my own card\n\nWritten by hand.\n")
+    code, out, err = run_cli("report", folder)
+    assert code == 0, err
+    assert "README.md left as it was (not laid out as hetbench writes cards)" in out
+    assert (folder / "README.md").read_text() == "# my own card\n\nWritten by hand.\n"
