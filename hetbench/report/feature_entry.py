@@ -11,16 +11,23 @@ source are comparable:
    which is what devices and domains change), or any registry spec (``--feature-embedder``).
 2. **Standardise** every feature over the training rows and keep the :data:`COMPONENTS` leading principal
    components (the population's), so that a client's Gaussian fit rests on a few dozen rows per class.
-3. **Measure** with :func:`hetbench.report.unit_shift.unit_shifts`: per client, and per device or domain
-   when the clients are grouped, the class-conditional Fréchet distance (FID's, Heusel et al. 2017, eq. 6)
-   and unbiased MMD^2 (Gretton et al. 2012) with random Fourier features of a Gaussian kernel of
-   median-heuristic bandwidth (Rahimi & Recht 2007) against the rest, from sums over every row.
-4. **Calibrate**: the same measure with every unit's rows dealt at random within each class (the IID
-   reference; unbiased MMD^2 reads about 0 there, the Fréchet distance a small-sample bias).
+3. **Measure** with :func:`hetbench.report.unit_shift.unit_shifts`: per client the class-conditional
+   unbiased MMD^2 (Gretton et al. 2012) with random Fourier features of a Gaussian kernel of
+   median-heuristic bandwidth (Rahimi & Recht 2007) against the rest; per device or domain when the clients
+   are grouped, the MMD^2 and the Fréchet distance (FID's, Heusel et al. 2017, eq. 6) of the group's
+   pooled rows, from sums over every row. The Fréchet distance is reported per group only: it is biased
+   upwards on small samples, so its average over clients of a few dozen rows each does not rank splits as
+   the pooled distance does, where MMD^2 averages do (Jayasumana et al., arXiv 2310.11714; Bińkowski et
+   al. 2018).
+4. **Calibrate**: the same measure with every unit's rows dealt at random within each class, in
+   :data:`IID_DRAWS` independent deals (the IID reference and its spread: unbiased MMD^2 reads about 0
+   there, slightly negative half the time; the Fréchet distance reads its small-sample bias). A value
+   inside the IID band is no feature shift.
 
 The per-client values go to ``report/feature_shift.parquet``; ``report.json`` holds the row-weighted
-summaries, the per-group values and, for pixel embeddings, each group's mean colour and luminance. Numbers
-are rounded to 4 significant digits: they come from BLAS and LAPACK, whose last bits vary between CPUs.
+summaries, the IID references with their ranges, the per-group values and, for pixel embeddings, each
+group's mean colour and luminance. Numbers are rounded to 4 significant digits: they come from BLAS and
+LAPACK, whose last bits vary between CPUs.
 """
 
 from __future__ import annotations
@@ -44,6 +51,8 @@ FIT_ROWS = 20000
 #: at most this many rows of each class of each client are embedded and measured (a seeded sample): the cost
 #: is bounded by clients x classes x this, whatever the split's size
 PER_PAIR = 32
+#: independent random deals of the rows (within each class) that make the IID reference and its band
+IID_DRAWS = 5
 #: the per-client table under the build folder
 FEATURE_FILE = "report/feature_shift.parquet"
 #: ``--feature-embedder`` values that are not embedder specs
@@ -164,6 +173,8 @@ class FeatureShift:
     client_names: list[str]
     #: the measured split's images per device or domain (:mod:`hetbench.report.samples`), drawn beside it
     samples: Any = None
+    #: the clients' values in each IID deal (the plot's band)
+    iid_clients: list[UnitShifts] = dataclasses.field(default_factory=list)
 
     def write(self, folder: Path) -> list[str]:
         """Write ``report/feature_shift.parquet``, ``plots/feature_shift.png`` and, for a split with a device
@@ -177,7 +188,6 @@ class FeatureShift:
             "client_id": pa.array(np.arange(len(self.client_names), dtype=np.int32)),
             "client": pa.array(self.client_names, pa.string()),
             "rows": pa.array(self.clients.rows),
-            "frechet": pa.array([_sig(v) for v in self.clients.frechet], pa.float64()),
             "mmd2": pa.array([_sig(v) for v in self.clients.mmd2], pa.float64()),
             "classes_compared": pa.array(self.clients.classes_compared),
         }
@@ -186,17 +196,34 @@ class FeatureShift:
         path = folder / FEATURE_FILE
         path.parent.mkdir(parents=True, exist_ok=True)
         pq.write_table(pa.table(cols), path)
-        plot_feature_shift(self.entry, self.clients, folder / "plots" / "feature_shift.png")
+        plot_feature_shift(self.entry, self.clients, folder / "plots" / "feature_shift.png", self.iid_clients)
         return ["plots/feature_shift.png"] + (self.samples.write(folder) if self.samples is not None else [])
 
 
-def _summary(shifts: UnitShifts, iid: UnitShifts) -> dict[str, Any]:
+def _iid_reference(iids: list[UnitShifts], field: str) -> dict[str, Any]:
+    """The IID reference of a row-weighted mean: its mean over the deals and their range."""
+    means = np.array([i.weighted_mean(field) for i in iids])
+    means = means[np.isfinite(means)]
+    if not means.size:
+        return {f"iid_{field}": None, f"iid_{field}_range": None}
+    return {f"iid_{field}": _sig(float(means.mean())), f"iid_{field}_range": [_sig(float(means.min())), _sig(float(means.max()))]}
+
+
+def _iid_band(iids: list[UnitShifts], field: str) -> list[list[float | None]]:
+    """Each unit's IID band: the lowest and highest of its values over the deals."""
+    values = np.stack([getattr(i, field) for i in iids])
+    ok = np.isfinite(values)
+    lo = np.where(ok.any(axis=0), np.where(ok, values, np.inf).min(axis=0), np.nan)  # NaN: no deal measured it
+    hi = np.where(ok.any(axis=0), np.where(ok, values, -np.inf).max(axis=0), np.nan)
+    return [[_sig(a), _sig(b)] for a, b in zip(lo, hi)]
+
+
+def _summary(shifts: UnitShifts, iids: list[UnitShifts]) -> dict[str, Any]:
     finite = shifts.mmd2[np.isfinite(shifts.mmd2)]
     return {
         "mmd2": _sig(shifts.weighted_mean("mmd2")),
-        "frechet": _sig(shifts.weighted_mean("frechet")),
-        "iid_mmd2": _sig(iid.weighted_mean("mmd2")),
-        "iid_frechet": _sig(iid.weighted_mean("frechet")),
+        **_iid_reference(iids, "mmd2"),
+        "iid_draws": len(iids),
         "measured": int(np.isfinite(shifts.mmd2).sum()),
         "mmd2_quantiles": {q: _sig(float(np.quantile(finite, p))) for q, p in (("p10", 0.1), ("p50", 0.5), ("p90", 0.9))}
         if finite.size else None,
@@ -296,13 +323,14 @@ def measure_rows(table, split: str, rows: np.ndarray, labels: np.ndarray, client
     z = principal_features(embedding, seed=seed)
     n_clients = len(client_names)
     h = median_bandwidth(z, seed)
-    assignments = [(cid, n_clients), (iid_units(labels, cid, seed), n_clients)]
+    draws = IID_DRAWS + 1  # each assignment and its IID deals
+    assignments = [(cid, n_clients)] + [(iid_units(labels, cid, seed + d), n_clients) for d in range(IID_DRAWS)]
     if groups is not None:
         g = np.asarray(groups.of_client)[cid]
         n_groups = len(groups.names)
-        assignments += [(g, n_groups), (iid_units(labels, g, seed), n_groups)]
+        assignments += [(g, n_groups)] + [(iid_units(labels, g, seed + d), n_groups) for d in range(IID_DRAWS)]
     measured = many_unit_shifts(z, labels, assignments, seed=seed, bandwidth=h)
-    clients, iid = measured[:2]
+    clients, iids = measured[0], measured[1:draws]
     pixels = spec.split(":")[0] == "pixels"
     entry: dict[str, Any] = {
         "embedder": spec,
@@ -315,11 +343,11 @@ def measure_rows(table, split: str, rows: np.ndarray, labels: np.ndarray, client
         "per_pair": PER_PAIR,
         "unreadable_rows": len(unreadable),
         "unreadable_examples": listed,
-        "clients": _summary(clients, iid),
+        "clients": _summary(clients, iids),
         "file": FEATURE_FILE,
     }
     if groups is not None:
-        by_group, g_iid = measured[2:]
+        by_group, g_iids = measured[draws], measured[draws + 1:]
         entry["groups"] = {
             "kind": groups.kind,
             "names": list(groups.names),
@@ -328,13 +356,15 @@ def measure_rows(table, split: str, rows: np.ndarray, labels: np.ndarray, client
             "mmd2": [_sig(v) for v in by_group.mmd2],
             "mean_mmd2": _sig(by_group.weighted_mean("mmd2")),
             "mean_frechet": _sig(by_group.weighted_mean("frechet")),
-            "iid_mmd2": _sig(g_iid.weighted_mean("mmd2")),
-            "iid_frechet": _sig(g_iid.weighted_mean("frechet")),
+            **_iid_reference(g_iids, "mmd2"),
+            **_iid_reference(g_iids, "frechet"),
+            "iid_mmd2_band": _iid_band(g_iids, "mmd2"),
+            "iid_frechet_band": _iid_band(g_iids, "frechet"),
         }
         if pixels:
             entry["groups"]["colour"] = {k: [_sig(v) for v in vals] for k, vals in colour_stats(embedding, g, n_groups).items()}
     client_colour = colour_stats(embedding, cid, n_clients) if pixels else None
-    return FeatureShift(entry, clients, client_colour, list(client_names))
+    return FeatureShift(entry, clients, client_colour, list(client_names), iid_clients=list(iids))
 
 
 def measure_feature_shift(fs, embedder: str | None = AUTO, *, groups=None, quiet: bool = True,
