@@ -223,7 +223,7 @@ def device_extras(
     """The ``extras`` of a device split: per-device ISP, clients, weight and image statistics, the
     device distance matrix, captures and skipped files, the corpus of a corpus recipe (its published
     statistics beside ours), and the device plots (when ``title``)."""
-    from hetbench.isp.image_stats import device_distances, device_summary
+    from hetbench.isp.image_stats import DISTANCE_BASIS, device_distances, device_summary
 
     def extras(split: FederatedSplit):
         from hetbench.report.devices import device_plot_writer
@@ -244,7 +244,8 @@ def device_extras(
         report.update({"skipped": rendered.skipped, "num_skipped": len(rendered.skipped)})
         if corpus is not None:
             report["corpus"] = dict(corpus, classes=len(split.class_names))
-        plots = None if title is None else device_plot_writer(rendered.sheet, devices, report["device_distance"], title)
+        plots = None if title is None else device_plot_writer(rendered.sheet, devices, report["device_distance"], title,
+                                                              DISTANCE_BASIS)
         return report, plots
 
     return extras

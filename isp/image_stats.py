@@ -15,6 +15,10 @@ import numpy as np
 
 LUMA_BINS = 16
 FEATURES = ("mean_r", "mean_g", "mean_b", "chroma", "cast_a", "cast_b", "sharpness", "luma_mean", "luma_std")
+#: what :func:`device_distances` measures, in words (the distance plot says it)
+DISTANCE_BASIS = ("Euclidean distance between the devices' image statistics, each z-scored across the devices: "
+                  "mean R, G and B, chroma C*ab, colour cast a* and b* (CIELAB), sharpness (variance of the Laplacian), "
+                  f"luminance mean and SD, and the {LUMA_BINS}-bin luminance histogram")
 
 
 def image_stats(rgb: np.ndarray, jpeg_bytes: int | None = None) -> dict:

@@ -35,7 +35,12 @@ def plot_contact_sheet(sheet: list[tuple[str, bytes]], path: Path, title: str) -
     plt.close(fig)
 
 
-def plot_device_distance(names: list[str], matrix: list[list[float]], path: Path) -> None:
+def plot_device_distance(names: list[str], matrix: list[list[float]], path: Path,
+                         basis: str = "the devices' standardised image statistics") -> None:
+    """The device-to-device distance matrix, its numbers printed up to 12 devices, ``basis`` (what the distance
+    is measured on) under the title."""
+    import textwrap
+
     plt = pyplot()
     m = np.asarray(matrix)
     fig, ax = plt.subplots(figsize=(2.5 + 0.45 * len(names), 2 + 0.4 * len(names)), dpi=110)
@@ -48,8 +53,9 @@ def plot_device_distance(names: list[str], matrix: list[list[float]], path: Path
             ax.text(c, r, f"{v:.1f}", ha="center", va="center", fontsize=7, color="white" if v < 0.6 * m.max() else "black")
     ax.set_xticklabels(short, rotation=60, ha="right", fontsize=7)
     ax.set_yticklabels(short, fontsize=7)
-    fig.colorbar(im, ax=ax, label="distance (standardised image statistics)")
-    ax.set_title("Device-to-device distance")
+    fig.colorbar(im, ax=ax, label="distance (z-scored statistics)")
+    width = max(40, int(7 * (2.5 + 0.45 * len(names))))  # characters that fit the figure's width
+    ax.set_title("Device-to-device distance\n" + textwrap.fill(basis, width), fontsize=7, loc="left")
     fig.tight_layout()
     fig.savefig(path)
     plt.close(fig)
@@ -78,7 +84,7 @@ def plot_device_stats(devices: dict[str, dict], path: Path) -> None:
         ax1.bar(x + (k - 1) * 0.27, [s[key] for s in st], width=0.27, color=color, label=f"mean {key[-1].upper()}")
     ax1.set_ylabel("mean channel value (0-255)")
     chroma = ax1.twinx()  # chroma is C*ab of CIELAB, not a channel value: its own axis
-    chroma.plot(x, [s["chroma"] for s in st], "ko-", label="chroma C*ab (CIELAB)")
+    chroma.plot(x, [s["chroma"] for s in st], "kD", ms=5, ls="none", label="chroma C*ab (CIELAB)")  # devices are categories: no line
     chroma.set_ylabel("chroma C*ab (CIELAB)")
     chroma.set_ylim(bottom=0)
     ax1.set_xticks(x)
@@ -99,7 +105,8 @@ def plot_device_stats(devices: dict[str, dict], path: Path) -> None:
     plt.close(fig)
 
 
-def device_plot_writer(sheet: list[tuple[str, bytes]], devices: dict[str, dict], distance: dict[str, Any], title: str) -> Callable[[Path], list[str]]:
+def device_plot_writer(sheet: list[tuple[str, bytes]], devices: dict[str, dict], distance: dict[str, Any], title: str,
+                       basis: str | None = None) -> Callable[[Path], list[str]]:
     """A plot writer for ``publish_split``: writes the three device plots under ``plots/``.
 
     Parameters
@@ -112,6 +119,8 @@ def device_plot_writer(sheet: list[tuple[str, bytes]], devices: dict[str, dict],
         The report's ``device_distance`` entry (``devices``, ``matrix``).
     title : str
         Title of the contact sheet (the data set name).
+    basis : str, optional
+        What the distance is measured on, in words (printed under the distance plot's title).
     """
 
     def write(out_dir: Path) -> list[str]:
@@ -120,7 +129,8 @@ def device_plot_writer(sheet: list[tuple[str, bytes]], devices: dict[str, dict],
         # in the devices' own order, as every other device plot (report.json keeps its matrix sorted by name)
         order = [distance["devices"].index(d) for d in devices if d in distance["devices"]]
         matrix = [[distance["matrix"][i][j] for j in order] for i in order]
-        plot_device_distance([distance["devices"][i] for i in order], matrix, plots / "device_distance.png")
+        plot_device_distance([distance["devices"][i] for i in order], matrix, plots / "device_distance.png",
+                             *([basis] if basis else []))
         plot_device_stats(devices, plots / "device_image_stats.png")
         return ["plots/contact_sheet.png", "plots/device_distance.png", "plots/device_image_stats.png"]
 
