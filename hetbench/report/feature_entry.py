@@ -40,6 +40,7 @@ import numpy as np
 
 from hetbench.errors import HetbenchError
 from hetbench.report.feature_shift import median_bandwidth
+from hetbench.report.thumbnails import colour_stats  # noqa: F401 (re-exported)
 from hetbench.report.unit_shift import FOURIER, UnitShifts, iid_units, many_unit_shifts
 
 #: the embedder of image splits (``--feature-embedder auto``)
@@ -138,29 +139,6 @@ def principal_features(embedding: np.ndarray, components: int = COMPONENTS, *, f
     _, vectors = np.linalg.eigh(cov / np.outer(scale, scale))
     axes = vectors[:, ::-1][:, :components] / scale[:, None]  # standardise and project in one product
     return e @ axes - mu @ axes
-
-
-def colour_stats(embedding: np.ndarray, unit_of_row: np.ndarray, num_units: int) -> dict[str, np.ndarray]:
-    """Mean R, G, B and luma (Rec. 709 weights on the stored, gamma-encoded values), in [0, 1], per unit,
-    from a ``pixels:S`` embedding (RGB thumbnails, flattened H x W x 3).
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from hetbench.report.feature_entry import colour_stats
-    >>> thumbs = np.array([[1.0, 0.0, 0.0] * 4, [0.0, 0.0, 1.0] * 4])
-    >>> {k: v.round(3).tolist() for k, v in colour_stats(thumbs, np.array([0, 1]), 2).items()}
-    {'mean_r': [1.0, 0.0], 'mean_g': [0.0, 0.0], 'mean_b': [0.0, 1.0], 'luma': [0.213, 0.072]}
-    """
-    rgb = np.asarray(embedding, np.float64).reshape(len(embedding), -1, 3).mean(axis=1)
-    unit = np.asarray(unit_of_row, np.int64)
-    counts = np.bincount(unit, minlength=num_units).astype(np.float64)
-    out = {}
-    for k, name in enumerate(("mean_r", "mean_g", "mean_b")):
-        with np.errstate(invalid="ignore", divide="ignore"):
-            out[name] = np.bincount(unit, weights=rgb[:, k], minlength=num_units) / counts
-    out["luma"] = 0.2126 * out["mean_r"] + 0.7152 * out["mean_g"] + 0.0722 * out["mean_b"]
-    return out
 
 
 @dataclasses.dataclass
@@ -284,6 +262,35 @@ def sample_pairs(client_ids: np.ndarray, labels: np.ndarray, per_pair: int = PER
     return np.sort(order[rank < per_pair])
 
 
+#: the column naming the capture a rendered row comes from (device builds: one scene under every device)
+CAPTURE_COLUMN = "capture_id"
+
+
+def deal_strata(table, split: str, rows: np.ndarray, labels: np.ndarray) -> tuple[np.ndarray, bool]:
+    """What the IID deals shuffle the rows within: each class, or, where the rows carry a ``capture_id``
+    (one scene rendered under every device), each capture. Such a design is paired: every group holds the
+    same scenes, so deals within a class, which give each group other scenes, read the groups as farther
+    apart than they are and the real split falls below its band; deals within a capture keep the scenes
+    and exchange only which device rendered them (a permutation null for the paired design). Rows without
+    a capture keep their class as stratum. Returns (stratum codes, whether captures were used).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from hetbench.report.feature_entry import deal_strata
+    >>> from hetbench.sources import load_table
+    >>> strata, paired = deal_strata(load_table("builtin:digits"), "train", np.arange(5), np.array([0, 1, 2, 3, 4]))
+    >>> strata.tolist(), paired
+    ([0, 1, 2, 3, 4], False)
+    """
+    ds = table.splits[split]
+    if CAPTURE_COLUMN not in ds.column_names:
+        return np.asarray(labels, np.int64), False
+    captures = np.asarray(ds.with_format("arrow")[CAPTURE_COLUMN].to_numpy(zero_copy_only=False), dtype=object)[rows]
+    keys = [f"c{c}" if c is not None else f"l{int(lab)}" for c, lab in zip(captures, labels)]
+    return np.unique(np.asarray(keys, dtype=str), return_inverse=True)[1].astype(np.int64), True
+
+
 def measure_rows(table, split: str, rows: np.ndarray, labels: np.ndarray, client_ids: np.ndarray,
                  client_names: list[str], embedder: str | None = AUTO, *, groups=None, quiet: bool = True,
                  seed: int = 0) -> FeatureShift | None:
@@ -324,11 +331,12 @@ def measure_rows(table, split: str, rows: np.ndarray, labels: np.ndarray, client
     n_clients = len(client_names)
     h = median_bandwidth(z, seed)
     draws = IID_DRAWS + 1  # each assignment and its IID deals
-    assignments = [(cid, n_clients)] + [(iid_units(labels, cid, seed + d), n_clients) for d in range(IID_DRAWS)]
+    strata, paired = deal_strata(table, split, rows, labels)
+    assignments = [(cid, n_clients)] + [(iid_units(strata, cid, seed + d), n_clients) for d in range(IID_DRAWS)]
     if groups is not None:
         g = np.asarray(groups.of_client)[cid]
         n_groups = len(groups.names)
-        assignments += [(g, n_groups)] + [(iid_units(labels, g, seed + d), n_groups) for d in range(IID_DRAWS)]
+        assignments += [(g, n_groups)] + [(iid_units(strata, g, seed + d), n_groups) for d in range(IID_DRAWS)]
     measured = many_unit_shifts(z, labels, assignments, seed=seed, bandwidth=h)
     clients, iids = measured[0], measured[1:draws]
     pixels = spec.split(":")[0] == "pixels"
@@ -343,6 +351,7 @@ def measure_rows(table, split: str, rows: np.ndarray, labels: np.ndarray, client
         "per_pair": PER_PAIR,
         "unreadable_rows": len(unreadable),
         "unreadable_examples": listed,
+        "iid_deal": "within each capture" if paired else "within each class",
         "clients": _summary(clients, iids),
         "file": FEATURE_FILE,
     }

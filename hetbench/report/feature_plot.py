@@ -2,7 +2,7 @@
 :mod:`hetbench.report.feature_entry`).
 
 * Grouped clients (devices, domains): per group, the MMD^2 and the Fréchet distance of its pooled rows, each
-  bar beside its IID band (the lowest to the highest value over the random deals).
+  a dot over its IID band (the lowest to the highest value over the random deals).
 * Otherwise: every client's MMD^2, sorted, over the band the same ranks span in the random deals: a curve
   inside the band is no feature shift, whatever its spread (a pure label split reads inside it).
 """
@@ -60,19 +60,21 @@ def _client_panel(ax, values: np.ndarray, band: tuple[np.ndarray, np.ndarray] | 
     ax.legend(fontsize=7, loc="upper right")
 
 
-def _group_panel(ax, groups: Mapping[str, Any], field: str, ylabel: str) -> None:
+def _group_panel(ax, groups: Mapping[str, Any], field: str, ylabel: str, deal: str) -> None:
+    """Each group's value as a dot over its IID band at the same place: a dot above its band is a shift (a bar
+    would hang below 0 for the unbiased MMD², where the most shifted group draws the shortest bar)."""
     names = list(groups["names"])
     values = np.array([np.nan if v is None else v for v in groups[field]], float)
     x = np.arange(len(names))
-    ax.bar(x, np.nan_to_num(values), color="#ff7f0e", width=0.6, label=groups["kind"])
     band = groups.get(f"iid_{field}_band")
     if band:
         lo = np.array([np.nan if b[0] is None else b[0] for b in band], float)
         hi = np.array([np.nan if b[1] is None else b[1] for b in band], float)
-        ax.bar(x + 0.38, hi - lo, bottom=lo, width=0.16, color=BAND, label="IID band (rows dealt at random, min to max)")
+        ax.bar(x, hi - lo, bottom=lo, width=0.35, color=BAND, label=f"IID band (rows dealt at random {deal}, min to max)")
+    ax.plot(x, values, "o", ms=7, color="#ff7f0e", label=groups["kind"], zorder=3)
     if field == "mmd2":
         ax.axhline(0.0, color="0.3", lw=0.6)
-    ax.legend(fontsize=7)
+    ax.margins(x=0.15, y=0.15)
     rows = groups["rows"]
     same = len(set(rows)) == 1
     labels = [n if len(n) <= 24 else n[:22] + ".." for n in names]
@@ -93,10 +95,13 @@ def plot_feature_shift(entry: Mapping[str, Any], clients: UnitShifts, path: Path
     if isinstance(groups, Mapping):
         kind = groups["kind"]
         fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 4.6), dpi=110)
-        _group_panel(ax1, groups, "mmd2", f"MMD² to the other {kind}s")
-        _group_panel(ax2, groups, "frechet", f"Fréchet distance to the other {kind}s")
-        ax1.set_title(f"Feature shift per {kind}: MMD² (Gaussian kernel)", fontsize=9)
+        deal = entry.get("iid_deal") or "within each class"
+        _group_panel(ax1, groups, "mmd2", f"MMD² to the other {kind}s", deal)
+        _group_panel(ax2, groups, "frechet", f"Fréchet distance to the other {kind}s", deal)
+        ax1.set_title(f"Feature shift per {kind}: unbiased MMD² (a dot above its band is a shift)", fontsize=9)
         ax2.set_title(f"Feature shift per {kind}: Fréchet distance of its pooled rows", fontsize=9)
+        handles, labels = ax1.get_legend_handles_labels()  # one legend for both panels, above them: it hides no dot
+        fig.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, 0.95), ncol=2, fontsize=7, frameon=False)
     else:
         fig, ax1 = plt.subplots(1, 1, figsize=(8, 4.6), dpi=110)
         _client_panel(ax1, clients.mmd2, sorted_band(iid_clients), len(iid_clients))
@@ -104,7 +109,7 @@ def plot_feature_shift(entry: Mapping[str, Any], clients: UnitShifts, path: Path
                       "a curve inside the grey band is no feature shift", fontsize=9)
     fig.suptitle(f"Feature shift, class by class, on {entry['embedder']} embeddings ({entry['components']} principal "
                  f"components, {entry['rows']:,} training rows)", fontsize=9)
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, 0, 1, 0.92) if isinstance(groups, Mapping) else (0, 0, 1, 1))
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path)
     plt.close(fig)

@@ -89,7 +89,7 @@ def feature_note(report: Mapping[str, Any], method: str) -> str:
             "MMD² (Gretton et al. 2012; Gaussian kernel, median bandwidth); per device or domain also the Fréchet "
             "distance of FID on its pooled rows (averaged over clients of a few dozen rows it is dominated by its "
             "small-sample bias, so it is not given per client). In brackets, the IID reference: the same measure "
-            "with the rows dealt to the clients at random within each class"
+            f"with the rows dealt to the clients at random {entry.get('iid_deal') or 'within each class'}"
             + (f", its mean and range over {draws} deals" if draws else "")
             + ": a value inside that range means no feature shift. Per-client values: "
             f"`{entry.get('file', 'report/feature_shift.parquet')}`.")

@@ -116,4 +116,27 @@ def pixel_thumbnails(ds, side: int = 8, *, quiet: bool = True, threads: int | No
     return (np.concatenate(parts) if parts else np.zeros((0, 3 * side * side), np.float32)), bad
 
 
-__all__ = ["pixel_thumbnails", "CHUNK"]
+def colour_stats(embedding: np.ndarray, unit_of_row: np.ndarray, num_units: int) -> dict[str, np.ndarray]:
+    """Mean R, G, B and luma (Rec. 709 weights on the stored, gamma-encoded values), in [0, 1], per unit,
+    from a ``pixels:S`` embedding (RGB thumbnails, flattened H x W x 3).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from hetbench.report.thumbnails import colour_stats
+    >>> thumbs = np.array([[1.0, 0.0, 0.0] * 4, [0.0, 0.0, 1.0] * 4])
+    >>> {k: v.round(3).tolist() for k, v in colour_stats(thumbs, np.array([0, 1]), 2).items()}
+    {'mean_r': [1.0, 0.0], 'mean_g': [0.0, 0.0], 'mean_b': [0.0, 1.0], 'luma': [0.213, 0.072]}
+    """
+    rgb = np.asarray(embedding, np.float64).reshape(len(embedding), -1, 3).mean(axis=1)
+    unit = np.asarray(unit_of_row, np.int64)
+    counts = np.bincount(unit, minlength=num_units).astype(np.float64)
+    out = {}
+    for k, name in enumerate(("mean_r", "mean_g", "mean_b")):
+        with np.errstate(invalid="ignore", divide="ignore"):
+            out[name] = np.bincount(unit, weights=rgb[:, k], minlength=num_units) / counts
+    out["luma"] = 0.2126 * out["mean_r"] + 0.7152 * out["mean_g"] + 0.0722 * out["mean_b"]
+    return out
+
+
+__all__ = ["colour_stats", "pixel_thumbnails", "CHUNK"]

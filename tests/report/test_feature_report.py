@@ -207,3 +207,24 @@ def test_none_measures_nothing_and_data_without_images_has_no_entry(tmp_path, ru
     code, _, err = run_cli("partition", "iid", "--dataset", csv, "--clients", "2", "--out", out, "-q")
     assert code == 0, err
     assert "feature_shift" not in json.loads((out / "report.json").read_text())
+
+
+@pytest.mark.slow
+def test_the_default_embedder_sees_a_binned_demosaic_above_its_paired_iid_band(tmp_path, run_cli):
+    """HeteroSwitch's stage drop loses 10-11 points on ``demosaic=bin`` (half-resolution binning), and the default
+    ``pixels:8`` embedder read it as no shift (issue 48, item 4). Every scene of an iso-isp build is rendered by
+    every device, so the IID deals shuffle within each capture (the paired design's null: within a class they
+    gave each device other scenes and put even the baseline below its band). ``demosaic=bin`` lies above its
+    band on both measures; ``ahd`` (another interpolation at full resolution) stays inside its Fréchet band."""
+    out = tmp_path / "demosaic"
+    code, _, err = run_cli("build", "iso-isp", "--stages", "demosaic", "--crops-per-photo", "15", "--out", out, "-q")
+    assert code == 0, err
+    entry = _entry(out)
+    assert entry["embedder"] == "pixels:8" and entry["iid_deal"] == "within each capture"
+    g = entry["groups"]
+    mmd = {n: (v, band) for n, v, band in zip(g["names"], g["mmd2"], g["iid_mmd2_band"])}
+    fid = {n: (v, band) for n, v, band in zip(g["names"], g["frechet"], g["iid_frechet_band"])}
+    above = {n: v - band[1] for n, (v, band) in mmd.items()}
+    assert above["demosaic=bin"] > 0 and above["demosaic=bin"] > 3 * max(above["demosaic=ahd"], above["baseline"]), mmd
+    assert fid["demosaic=bin"][0] > fid["demosaic=bin"][1][1], fid
+    assert fid["demosaic=ahd"][0] <= fid["demosaic=ahd"][1][1] and fid["baseline"][0] <= fid["baseline"][1][1], fid
