@@ -95,7 +95,8 @@ def feature_note(report: Mapping[str, Any], method: str) -> str:
             f"`{entry.get('file', 'report/feature_shift.parquet')}`.")
     if _negative(entry):
         text += (" A negative MMD² is not an error: the unbiased estimate is 0 in expectation when the clients' "
-                 "features do not differ, so it falls below 0 about half the time there; read it as 0.")
+                 "features do not differ, so it falls below 0 about half the time there, and further where every "
+                 "group holds the same scenes (a device build); compare it with its IID range, not with 0.")
     if method in LABEL_ONLY_METHODS:
         text += (f" A `{method}` split deals rows by label or count only, so its feature shift is near its IID "
                  "value by construction; its heterogeneity is in the label statistics.")
