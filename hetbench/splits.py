@@ -332,13 +332,14 @@ def build_split(
     if test_split in ("client", "heldout") and not 0.0 < test_fraction < 1.0:
         raise HetbenchError(f"--test-fraction must be between 0 and 1 (got {test_fraction})")
 
-    if test_split == "client" and partitioner.holding_out(test_fraction) is not partitioner:
+    counting = partitioner.holding_out(test_fraction) if test_split == "client" else partitioner
+    if counting is not partitioner:  # its sizes count differently from the CLI's
         if count_training_rows is None:
             warnings.warn("build_split counts this partitioner's client sizes before each client's test hold-out, "
                           "unlike the CLI; pass count_training_rows=True to count training rows as the CLI does "
                           "(the default from the next release) or False to keep this count", FutureWarning, stacklevel=2)
         elif count_training_rows:
-            partitioner = partitioner.holding_out(test_fraction)
+            partitioner = counting
     from hetbench.local_paths import publicise
 
     part = partitioner.partition(table, seed, train_split)

@@ -152,6 +152,17 @@ class SampleGrid:
         return [self.path]
 
 
+def group_column(columns) -> str | None:
+    """The first of :data:`GROUP_COLUMNS` among ``columns`` (a split's device or domain column), else None.
+
+    Examples
+    --------
+    >>> group_column(["image", "label", "device"]), group_column(["image", "label"])
+    ('device', None)
+    """
+    return next((c for c in GROUP_COLUMNS if c in columns), None)
+
+
 def collect_samples(fs, per_group: int = PER_GROUP, seed: int = 0) -> SampleGrid | None:
     """The sample grid of a built split, or None when its table has no image column or no ``domain`` /
     ``device`` column (:data:`GROUP_COLUMNS`).
@@ -176,7 +187,7 @@ def collect_samples(fs, per_group: int = PER_GROUP, seed: int = 0) -> SampleGrid
         if split not in fs.outputs or not len(fs.outputs[split]):
             continue
         ds = fs.table.splits[fs.outputs[split].source_split]
-        kind = next((c for c in GROUP_COLUMNS if c in ds.column_names), None)
+        kind = group_column(ds.column_names)
         if kind is not None:
             break
     else:
@@ -250,4 +261,4 @@ def plot_samples(grid: SampleGrid, path: Path) -> None:
     plt.close(fig)
 
 
-__all__ = ["choose_samples", "collect_samples", "plot_samples", "SampleGrid", "GROUP_COLUMNS", "PER_GROUP"]
+__all__ = ["group_column", "choose_samples", "collect_samples", "plot_samples", "SampleGrid", "GROUP_COLUMNS", "PER_GROUP"]

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from hetbench.report.samples import GROUP_COLUMNS
+from hetbench.report.samples import group_column
 
 #: the fewest test images per group at which one image moves a group's accuracy by 5 points or less
 MIN_TEST_PER_GROUP = 20
@@ -49,7 +49,7 @@ class ThinGroup:
 
 def thin_test_group(fs) -> ThinGroup | None:
     """The group (device or domain) with the fewest rows in the split's ``test`` output, or None when the
-    split has no test output or no ``device`` / ``domain`` column (:data:`GROUP_COLUMNS`).
+    split has no test output or no ``device`` / ``domain`` column (:data:`hetbench.report.samples.GROUP_COLUMNS`).
 
     Parameters
     ----------
@@ -69,7 +69,7 @@ def thin_test_group(fs) -> ThinGroup | None:
     if out is None or not len(out):
         return None
     ds = fs.table.splits[out.source_split]
-    kind = next((c for c in GROUP_COLUMNS if c in ds.column_names), None)
+    kind = group_column(ds.column_names)
     if kind is None:
         return None
     values = np.asarray(ds.with_format("arrow")[kind].to_numpy(zero_copy_only=False))[out.rows].astype(str)
