@@ -142,7 +142,10 @@ def plot_label_heatmap(report: Mapping[str, Any], clients: ClientStats, path: Pa
     n_cl, n_c = q.shape
     total = clients.num_clients
     sampled = n_cl < total
-    fig, ax = plt.subplots(figsize=(min(4.5 + 0.35 * n_c, 14), min(2.2 + 0.2 * n_cl, 9)), dpi=110)
+    heat_inches = min(4.5 + 0.35 * n_c, 14)
+    fig, (ax, size_ax) = plt.subplots(  # the size panel about 1.2 inches wide whatever the classes
+        1, 2, sharey=True, figsize=(heat_inches + 1.4, min(2.2 + 0.2 * n_cl, 9)), dpi=110,
+        gridspec_kw={"width_ratios": [1.0, 1.2 / (heat_inches - 1.5)], "wspace": 0.04})
     extent = (-0.5, n_c * width - 0.5, n_cl - 0.5, -0.5)  # x in class indices, also when binned
     im = ax.imshow(q, aspect="auto", interpolation="nearest", cmap="viridis", vmin=0, vmax=1, extent=extent)
     ax.set_xlabel(f"class index ({n_classes:,} classes, {width} per column)" if width > 1 else "class")
@@ -153,10 +156,11 @@ def plot_label_heatmap(report: Mapping[str, Any], clients: ClientStats, path: Pa
     else:
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     _client_axis(ax, np.arange(n_cl), shown, sampled)
+    _size_bars(size_ax, clients.sizes[shown])
     if groups is not None:
-        _mark_groups(ax, groups.of_client[shown], groups.names, n_c * width)
+        _mark_groups(ax, size_ax, groups.of_client[shown], groups.names)
     pad = 0.04 if groups is None else 0.03 + 0.01 * max(len(n) for n in groups.names)  # room for group names
-    fig.colorbar(im, ax=ax, label="share of the client's samples", pad=pad)
+    fig.colorbar(im, ax=[ax, size_ax], label="share of the client's samples", pad=pad)
     default = f"Label distribution per client (EMD {report['emd']:.3f})"
     if sampled:
         default = (
@@ -164,21 +168,45 @@ def plot_label_heatmap(report: Mapping[str, Any], clients: ClientStats, path: Pa
             f"(sampled evenly by size rank; EMD of all clients {report['emd']:.3f})"
         )
     ax.set_title(title or default, fontsize=10 if sampled else None)
-    fig.tight_layout()
-    fig.savefig(path)
+    fig.savefig(path, bbox_inches="tight")
     plt.close(fig)
 
 
-def _mark_groups(ax, group_of_row: np.ndarray, names: list[str], width: float) -> None:
-    """White lines between blocks of rows of one device/domain, and the group names on the right."""
+def _size_bars(ax, sizes: np.ndarray) -> None:
+    """Each shown client's row count as a bar beside its heatmap row: shares alone hide that a
+    client with one row and a client with a thousand look alike (log axis when sizes span
+    :data:`LOG_SIZE_RATIO`)."""
+    from matplotlib.ticker import MaxNLocator
+
+    sizes = np.asarray(sizes, dtype=np.float64)
+    scale = size_scale(sizes)
+    floor = 0.8 if scale == "log" else 0.0  # log bars start just below one row
+    ax.barh(np.arange(sizes.size), np.maximum(sizes - floor, 0), left=floor, height=0.8, color="0.45")
+    if scale == "log":
+        ax.set_xscale("log")
+        ax.set_xlim(0.8, sizes.max() * 1.5)
+    else:
+        ax.set_xlim(0, max(sizes.max(), 1) * 1.08)
+        ax.xaxis.set_major_locator(MaxNLocator(nbins=3, integer=True))
+    ax.set_xlabel("rows" + (" (log)" if scale == "log" else ""), fontsize=8)
+    ax.tick_params(axis="x", labelsize=7)
+    ax.tick_params(axis="y", left=False)
+    ax.set_title(f"{int(sizes.min()):,}-{int(sizes.max()):,} rows" if sizes.min() != sizes.max()
+                 else f"{int(sizes.max()):,} rows each", fontsize=8)
+
+
+def _mark_groups(ax, size_ax, group_of_row: np.ndarray, names: list[str]) -> None:
+    """White lines between blocks of rows of one device/domain (grey across the size panel
+    ``size_ax``), and the group names on the right of the size panel."""
     change = np.flatnonzero(np.diff(group_of_row)) + 1
     for r in change:
         ax.axhline(r - 0.5, color="white", lw=1.2)
+        size_ax.axhline(r - 0.5, color="0.75", lw=0.8)
     starts = np.concatenate([[0], change])
     ends = np.concatenate([change, [group_of_row.size]])
     if starts.size > 40:
         return
-    right = ax.secondary_yaxis("right")
+    right = size_ax.secondary_yaxis("right")
     right.set_yticks((starts + ends - 1) / 2)
     right.set_yticklabels([names[group_of_row[s]] for s in starts], fontsize=7)
     right.tick_params(length=0)

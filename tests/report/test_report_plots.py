@@ -188,3 +188,26 @@ def test_a_hundred_thousand_clients_stay_bounded(tmp_path):
     paths = write_report(rep, tmp_path / "devices")
     assert paths[1:] == ["plots/device_client_samples.png", "plots/device_label_distribution.png"]
     assert all(1000 < (tmp_path / "devices" / p).stat().st_size < 1_000_000 for p in paths)
+
+
+def test_heatmap_shows_each_clients_row_count_beside_its_shares(tmp_path, monkeypatch):
+    """Shares alone make a 3-row client and a 900-row one look alike (64 classes, 30 clients)."""
+    bars = []
+    plt = report_plots.pyplot()
+    close = plt.close
+
+    def record(fig=None):
+        if fig is not None and not bars:
+            heat, size_panel = fig.axes[:2]
+            assert heat.get_shared_y_axes().joined(heat, size_panel)  # one row per client in both
+            bars.append(([p.get_y() + p.get_height() / 2 for p in size_panel.patches],
+                         [p.get_x() + p.get_width() for p in size_panel.patches],
+                         size_panel.get_xscale(), size_panel.get_title()))
+        close(fig)
+
+    monkeypatch.setattr(plt, "close", record)
+    sizes = np.round(np.geomspace(3, 900, 30)).astype(int)[::-1]
+    write_report(_report(30, 0, c=64, sizes=sizes), tmp_path)
+    rows, ends, scale, title = bars[0]
+    assert rows == list(range(30)) and np.allclose(ends, sizes)  # client i's bar on row i, as long as its rows
+    assert scale == "log" and title == "3-900 rows"
