@@ -50,7 +50,7 @@ def _base_record(claim: Claim, mode: str, seeds: list[int]) -> dict[str, Any]:
 def run_claim(claim: Claim, mode: str, seeds: list[int], ctx: Context, plots: Path) -> dict[str, Any]:
     """Run ``claim``'s runner with ``ctx``, judge its checks (after its settling rule) and draw its plot into
     ``plots``; returns its record for ``claims.json``. Missing or unreadable data make it ``not run``."""
-    from hetbench.reproduce.plots import plot_claim
+    from hetbench.reproduce.plots import Panel, plot_claim
 
     settings = claim.settings[mode]
     record = _base_record(claim, mode, seeds)
@@ -72,18 +72,19 @@ def run_claim(claim: Claim, mode: str, seeds: list[int], ctx: Context, plots: Pa
         result = evaluate(m, k.criterion)
         checks.append({"measure": k.measure, "statement": k.statement, "criterion": k.criterion,
                        "verdict": result.verdict, "reason": result.reason, "numbers": result.numbers,
-                       "measurement": m.as_dict(criterion_level(k.criterion)), **({"data": k.data} if k.data else {})})
+                       "measurement": m.as_dict(criterion_level(k.criterion)), **({"data": k.data} if k.data else {}),
+                       **({"paper": k.paper} if k.paper else {})})
         if result.verdict == NOT_RUN:
             not_run.append((k.measure, result.reason))
         else:
-            panels.append((k.measure, m, output.axes.get(k.measure) or _default_axes(), k.criterion, result))
+            panels.append(Panel(k.measure, m, output.axes.get(k.measure) or _default_axes(), k.criterion, result,
+                                k.paper))
     if mode == SMOKE:  # toy settings: the code ran; what the numbers would say is kept, as no verdict
         for c in checks:
             c["numbers"] = {**c["numbers"], "smoke_verdict": c["verdict"]}
             c["reason"] = f"{SMOKE_REASON} (at this scale the criterion gives: {c['verdict']})"
             c["verdict"] = NO_VERDICT if c["verdict"] != NOT_RUN else NOT_RUN
-        panels = [(name, m, axes, criterion, dataclasses.replace(result, verdict=NO_VERDICT))
-                  for name, m, axes, criterion, result in panels]
+        panels = [p._replace(result=dataclasses.replace(p.result, verdict=NO_VERDICT)) for p in panels]
     verdict = combine([c["verdict"] for c in checks])
     plot = plots / f"{claim.id}.png"
     drawn = plot_claim(claim.id, verdict, panels, not_run, plot, coverage({"verdict": verdict, "checks": checks}))

@@ -19,6 +19,8 @@ Keys (all required but ``notes``, and ``settle`` only for a runner that trains):
     checks:
       - {measure: accuracy_vs_alpha, statement: ..., criterion: {name: monotone_decreasing, ...}}
         # a check that needs data a run may lack also says which ("data: generated data")
+        # where the paper reports the measure: paper: {where: Table 1, values: [1.88]} (values, one per
+        # point, null where it has none, drawn beside the measurement; without them, why there are none)
     settle: {evaluations: 4, max_change: 3.0}   # claims whose runner trains (hetbench.reproduce.settling)
     notes: ...                         # optional
 """
@@ -136,6 +138,9 @@ class Check:
     data: str | None = None
     """What the check measures on, in a few words ("generated data", "iNaturalist 2017"): a claim some of
     whose checks did not run says which data its verdict rests on ("reproduced on generated data only")."""
+    paper: dict[str, Any] | None = None
+    """Where the paper reports this measure and its numbers (:func:`check_paper`): ``{"where": ...}`` and,
+    when it prints comparable ones, ``"values"``, one per point of the measurement; drawn, never decided."""
 
 
 @dataclass(frozen=True)
@@ -169,6 +174,39 @@ def claim_ids() -> list[str]:
      'heteroswitch-table4', 'hsu-fedavgm', 'hsu-fedvc-fedir', 'hsu-geo-clients', 'hsu-label-skew']
     """
     return sorted(p.name[:-5] for p in _folder().iterdir() if p.name.endswith(".yaml"))
+
+
+def check_paper(paper: Any, where: str) -> dict[str, Any]:
+    """Validate a check's ``paper`` key: where the paper reports the check's measure (``where``: a table or
+    figure, with the arithmetic when the number is derived) and, when it prints numbers the measure can be
+    set against, ``values`` in the measure's units, one per point of the measurement (null where the paper
+    gives none). Without ``values`` the check says why there is no number to draw (a figure without
+    printed values, another data set).
+
+    Examples
+    --------
+    >>> from hetbench.reproduce.claims import check_paper
+    >>> check_paper({"values": [1.88], "where": "Table 1: 75.57 - 73.69"}, "x.yaml")
+    {'where': 'Table 1: 75.57 - 73.69', 'values': [1.88]}
+    >>> check_paper({"where": "Fig. 4, figure only"}, "x.yaml")
+    {'where': 'Fig. 4, figure only'}
+    >>> check_paper({"values": [None, "high"], "where": "Fig. 4"}, "x.yaml")
+    Traceback (most recent call last):
+    hetbench.errors.HetbenchError: x.yaml: 'values' must be a list of numbers or nulls with at least one number
+    """
+    if not isinstance(paper, Mapping) or "where" not in paper or set(paper) - {"values", "where"}:
+        raise HetbenchError(f"{where} must have where (and optionally values)")
+    if not isinstance(paper["where"], str) or not paper["where"].strip():
+        raise HetbenchError(f"{where}: 'where' must be a non-empty string")
+    out: dict[str, Any] = {"where": " ".join(paper["where"].split())}
+    if "values" in paper:
+        values = paper["values"]
+        if (not isinstance(values, list)
+                or not all(v is None or (isinstance(v, (int, float)) and not isinstance(v, bool)) for v in values)
+                or all(v is None for v in values)):
+            raise HetbenchError(f"{where}: 'values' must be a list of numbers or nulls with at least one number")
+        out["values"] = [None if v is None else float(v) for v in values]
+    return out
 
 
 def parse_claim(data: Any, where: str) -> Claim:
@@ -230,8 +268,9 @@ def parse_claim(data: Any, where: str) -> Claim:
     out = []
     for i, c in enumerate(checks):
         at = f"{where}: checks[{i}]"
-        if not isinstance(c, Mapping) or sorted(set(c) - {"data"}) != ["criterion", "measure", "statement"]:
-            raise HetbenchError(f"{at} must have exactly measure, statement and criterion (and optionally data)")
+        if not isinstance(c, Mapping) or sorted(set(c) - {"data", "paper"}) != ["criterion", "measure", "statement"]:
+            raise HetbenchError(f"{at} must have exactly measure, statement and criterion "
+                                "(and optionally data and paper)")
         if "data" in c and (not isinstance(c["data"], str) or not c["data"].strip()):
             raise HetbenchError(f"{at}: 'data' must be a non-empty string")
         if c["measure"] not in runner.measures:
@@ -240,7 +279,8 @@ def parse_claim(data: Any, where: str) -> Claim:
         if not isinstance(c["statement"], str) or not c["statement"].strip():
             raise HetbenchError(f"{at}: 'statement' must be a non-empty string")
         out.append(Check(c["measure"], " ".join(c["statement"].split()), check_criterion(c["criterion"], at),
-                         " ".join(c["data"].split()) if "data" in c else None))
+                         " ".join(c["data"].split()) if "data" in c else None,
+                         check_paper(c["paper"], f"{at}.paper") if "paper" in c else None))
     settle = None
     if runner.trains:
         if "settle" not in data:

@@ -15,7 +15,7 @@ import math
 import textwrap
 
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Mapping, NamedTuple, Sequence
 
 import numpy as np
 
@@ -34,11 +34,55 @@ VERDICT_COLOURS = {REPRODUCED: "#1a7f37", PARTIAL: "#b35900", INCONCLUSIVE: "#7a
 _LABEL_BOX = {"boxstyle": "round,pad=0.15", "fc": "white", "ec": "none", "alpha": 0.85}
 
 
+class Panel(NamedTuple):
+    """One check's panel: the measure's name, its measurement and axes, the declared criterion, the
+    verdict, and the paper's own numbers for the measure (``{"values", "where"}``, in the measure's
+    units, one per point; :func:`hetbench.reproduce.claims.check_paper`) or why it prints none."""
+
+    measure: str
+    measurement: Measurement
+    axes: Axes
+    criterion: dict[str, Any]
+    result: CheckResult
+    paper: Mapping[str, Any] | None = None
+
+
+#: the paper's numbers: gold stars, apart from the measured blue
+_PAPER_STYLE = {"marker": "*", "color": "#c99700", "mec": "#6b5000", "mew": 0.6, "ms": 13, "ls": "none"}
+
+
+def _draw_paper(ax, paper: Mapping[str, Any] | None, x: np.ndarray, scale: float) -> list[float]:
+    """The paper's values as gold stars at the measurement's points (a one-point panel: beside the seeds,
+    with the number); a check whose paper prints no comparable number gets a legend line saying where it
+    reports the measure and why nothing is drawn. Returns the values drawn (for the y limits)."""
+    if not paper:
+        return []
+    label = textwrap.fill(f"paper: {paper['where']}", 40)
+    values = paper.get("values")
+    if values is None:
+        ax.plot([], [], ls="none", label=label)
+        return []
+    if len(values) != len(x):  # declared for another grid (the other mode): never at the wrong points
+        ax.plot([], [], ls="none", label=textwrap.fill(f"paper: {paper['where']} ({len(values)} points, not this grid's"
+                                                       f" {len(x)})", 40))
+        return []
+    pts = [(xi, v / scale) for xi, v in zip(x, values) if v is not None]
+    if len(x) == 1:
+        (_, v), = pts
+        ax.plot([0.45], [v], label=label, **_PAPER_STYLE)
+        ax.annotate(f"{v:.3g}", (0.45, v), textcoords="offset points", xytext=(9, 0), va="center", fontsize=8,
+                    color="#6b5000")
+    else:
+        ax.plot([p[0] for p in pts], [p[1] for p in pts], label=label, **_PAPER_STYLE)
+    return [p[1] for p in pts]
+
+
 def _short(v: float) -> str:
     return f"{v:,.0f}" if abs(v) >= 1000 else f"{v:.4g}"
 
 
-def _panel(ax, m: Measurement, axes: Axes, criterion: dict[str, Any], result: CheckResult, title: str) -> None:
+def _panel(ax, m: Measurement, axes: Axes, criterion: dict[str, Any], result: CheckResult, title: str,
+           paper: Mapping[str, Any] | None = None) -> None:
     s = axes.scale
     level = criterion_level(criterion)
     intervals = m.intervals(level)
@@ -88,6 +132,7 @@ def _panel(ax, m: Measurement, axes: Axes, criterion: dict[str, Any], result: Ch
         ax.plot(np.zeros(len(seeds)), seeds, "o", color="#1f5fa8", alpha=0.45, ms=6, label=f"seeds (n={len(seeds)})")
         ax.errorbar([0], means, yerr=bars, fmt="D", color="#1f5fa8", capsize=6, ms=8,
                     label=f"mean and {pct} t interval")
+        published = _draw_paper(ax, paper, x, s)
         if "threshold" in criterion:
             t = criterion["threshold"] / s
             sign = -1 if name == "less_than" else 1
@@ -96,8 +141,8 @@ def _panel(ax, m: Measurement, axes: Axes, criterion: dict[str, Any], result: Ch
             if edge != t:
                 ax.axhline(edge, color="#c62828", ls="--", lw=1,
                            label=f"the whole interval must be {'below' if sign < 0 else 'above'} {edge:g}")
-            lo = min(float(seeds.min()), edge, t, float(means[0] - bars[0, 0]))
-            hi = max(float(seeds.max()), edge, t, float(means[0] + bars[1, 0]))
+            lo = min(float(seeds.min()), edge, t, float(means[0] - bars[0, 0]), *published)
+            hi = max(float(seeds.max()), edge, t, float(means[0] + bars[1, 0]), *published)
             pad = 0.15 * (hi - lo or 1.0)
             ax.set_ylim(lo - pad, hi + pad)
         ci = intervals[0]
@@ -105,7 +150,7 @@ def _panel(ax, m: Measurement, axes: Axes, criterion: dict[str, Any], result: Ch
         ax.annotate(label, (0, means[0]),
                     textcoords="offset points", xytext=(10, 0), va="center", fontsize=8, color="#1f5fa8")
         ax.set_xticks([0], [m.point_labels()[0]])
-        ax.set_xlim(-0.6, 4.2)  # the legend sits to the right of the points and their interval's label
+        ax.set_xlim(-0.6, 5.6 if paper else 4.2)  # the legend sits right of the points and their interval's label
         if all(float(v).is_integer() for v in seeds):  # a count (domains won): whole-number ticks
             from matplotlib.ticker import MaxNLocator
 
@@ -120,6 +165,7 @@ def _panel(ax, m: Measurement, axes: Axes, criterion: dict[str, Any], result: Ch
         categories = name == "every_greater_than"  # points that are no grid (algorithms): no line between them
         ax.errorbar(x, means, yerr=bars if n > 1 else None, fmt="o" if categories else "o-", color="#1f5fa8",
                     capsize=4, label=label)
+        published = _draw_paper(ax, paper, x, s)
         if categories:
             t = criterion["threshold"] / s
             edge = t + criterion.get("min_effect", 0.0) / s
@@ -128,7 +174,7 @@ def _panel(ax, m: Measurement, axes: Axes, criterion: dict[str, Any], result: Ch
                 ax.axhline(edge, color="#c62828", ls="--", lw=1, label=f"every interval must be above {edge:g}")
             ax.set_xticks(x, m.point_labels(), rotation=45 if len(means) > 5 else 0,
                           ha="right" if len(means) > 5 else "center")
-            ax.set_ylim(min(t, float(np.min(means - bars[0]))) - 5 / s, None)
+            ax.set_ylim(min(t, float(np.min(means - bars[0])), *published) - 5 / s, None)
         if len(means) <= 8:  # the numbers beside their points
             for k, (xi, mi) in enumerate(zip(x, means)):  # alternately above and below: neighbours stay apart
                 ax.annotate(_short(mi) if n == 1 else f"{mi:.3g}", (xi, mi), textcoords="offset points",
@@ -190,10 +236,11 @@ def _clear_band(ax, point: float) -> str:
     return min(bands.items(), key=cost)[0]
 
 
-def plot_claim(claim_id: str, verdict: str, panels: Sequence[tuple[str, Measurement, Axes, dict, CheckResult]],
-               not_run: Sequence[tuple[str, str]], path: Path, coverage: str = "") -> bool:
-    """Draw a claim's panels (``(measure, measurement, axes, criterion, result)`` per check that ran) to
-    ``path``; checks not run are listed under the figure. Returns False when nothing ran (no file).
+def plot_claim(claim_id: str, verdict: str, panels: Sequence[Panel], not_run: Sequence[tuple[str, str]], path: Path,
+               coverage: str = "") -> bool:
+    """Draw a claim's panels (a :class:`Panel` per check that ran) to ``path``; checks not run are listed
+    under the figure. Returns False when nothing ran (no file). The paper's numbers, where a check
+    declares them, are gold stars beside the measured blue.
     ``coverage`` (:func:`hetbench.reproduce.write.coverage`) follows the verdict in the title, which then
     takes the colour of ``not run``: a claim checked on part of its data never reads as fully checked.
 
@@ -201,12 +248,13 @@ def plot_claim(claim_id: str, verdict: str, panels: Sequence[tuple[str, Measurem
     --------
     >>> from pathlib import Path
     >>> from hetbench.reproduce.criteria import Measurement, evaluate
-    >>> from hetbench.reproduce.plots import plot_claim
+    >>> from hetbench.reproduce.plots import Panel, plot_claim
     >>> from hetbench.reproduce.runners.base import Axes
     >>> m = Measurement([[1000], [100], [10]], x=[1, 10, 100])
     >>> c = {"name": "ratio_scaling", "slope_min": -1.1, "slope_max": -0.9}
-    >>> plot_claim("demo", "reproduced", [("counts", m, Axes(log_x=True, log_y=True), c, evaluate(m, c))], [],
-    ...            Path("demo_claim.png")), Path("demo_claim.png").stat().st_size > 1000
+    >>> panel = Panel("counts", m, Axes(log_x=True, log_y=True), c, evaluate(m, c), {"where": "Fig. 1",
+    ...               "values": [900, None, 11]})
+    >>> plot_claim("demo", "reproduced", [panel], [], Path("demo_claim.png")), Path("demo_claim.png").stat().st_size > 1000
     (True, True)
     """
     from hetbench.plotting import pyplot
@@ -224,9 +272,10 @@ def plot_claim(claim_id: str, verdict: str, panels: Sequence[tuple[str, Measurem
     lines = sum(t.count("\n") + 1 for t in notes)
     height = 4.4 * rows + 0.2 * lines
     fig, axs = plt.subplots(rows, cols, figsize=(width, height), squeeze=False)
-    for ax, (measure, m, axes, criterion, result) in zip(axs.ravel(), panels):
+    for ax, (measure, m, axes, criterion, result, paper) in zip(axs.ravel(), panels):
         why = " (runs not settled)" if m.unsettled and result.verdict == INCONCLUSIVE else ""
-        _panel(ax, m, axes, criterion, result, textwrap.fill(f"{measure}: {result.verdict}{why}", 50))  # fits a panel
+        _panel(ax, m, axes, criterion, result, textwrap.fill(f"{measure}: {result.verdict}{why}", 50),  # fits a panel
+               paper)
     for ax in axs.ravel()[n:]:
         ax.set_visible(False)
     fig.suptitle(f"{claim_id}: {verdict}{coverage}", fontsize=12,

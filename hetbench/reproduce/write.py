@@ -13,7 +13,7 @@ import html
 import json
 import re
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 from hetbench.reproduce.criteria import NOT_RUN, VERDICTS
 
@@ -330,11 +330,32 @@ def write_markdown(doc: dict[str, Any], path: Path) -> None:
                 lines += [f"Unit: {k['measurement']['unit']}.", ""] + _md_table(head, rows) + [""]
             if numbers_text(k):
                 lines += [numbers_text(k), ""]
+            if paper_text(k):
+                lines += [f"*{paper_text(k)}*", ""]
         if c.get("plot"):
             lines += [f"![{c['id']}]({c['plot']})", ""]
         if c.get("notes"):
             lines += [f"*Notes.* {c['notes']}", ""]
     path.write_text("\n".join(lines).rstrip() + "\n")
+
+
+def paper_text(check: Mapping[str, Any]) -> str:
+    """What the paper reports for a check's measure (its ``paper`` key), as one sentence; "" when the
+    check declares none (``{"where": "Fig. 4, figure only"}`` gives "The paper: Fig. 4, figure only.").
+
+    Examples
+    --------
+    >>> from hetbench.reproduce.write import paper_text
+    >>> paper_text({"paper": {"where": "Table 1: 75.57 - 73.69", "values": [1.88]}})
+    'The paper: 1.88 (Table 1: 75.57 - 73.69).'
+    """
+    paper = check.get("paper")
+    if not paper:
+        return ""
+    if "values" not in paper:
+        return f"The paper: {paper['where']}."
+    values = ", ".join("-" if v is None else fmt(v) for v in paper["values"])
+    return f"The paper: {values} ({paper['where']})."
 
 
 def _fact(v: Any, nested: bool = False) -> str:
@@ -417,6 +438,8 @@ def write_html(doc: dict[str, Any], path: Path, root: Path) -> None:
                 parts += [f"<p class=meta>Unit: {e(k['measurement']['unit'])}.</p>", _html_table(head, rows)]
             if numbers_text(k):
                 parts.append(f"<p class=meta>{e(numbers_text(k))}</p>")
+            if paper_text(k):
+                parts.append(f"<p class=meta><i>{e(paper_text(k))}</i></p>")
         if c.get("plot"):
             data = base64.b64encode((root / c["plot"]).read_bytes()).decode("ascii")
             parts.append(f'<p><img alt="{e(c["id"])} plot" src="data:image/png;base64,{data}"></p>')

@@ -36,6 +36,10 @@ def test_every_claim_of_the_issue_ships_and_validates():
     (lambda d: d["settings"]["quick"].update(published_flops=[1.0]), "'published_flops' needs one value per ratio"),
     (lambda d: d["settings"]["quick"].update(epochs=3), "settings.quick: unknown setting 'epochs'"),
     (lambda d: d.update(checks=[]), "'checks' must be a non-empty list"),
+    (lambda d: d["checks"][0].update(paper={"values": [1.0]}), "checks[0].paper must have where (and optionally values)"),
+    (lambda d: d["checks"][0].update(paper={"where": "Table 5", "values": [None]}),
+     "checks[0].paper: 'values' must be a list of numbers or nulls with at least one number"),
+    (lambda d: d["checks"][0].update(paper={"where": "Table 5", "value": 3}), "checks[0].paper must have where"),
 ])
 def test_bad_definitions_are_refused_naming_the_file(edit, message):
     data = copy.deepcopy(raw_claim("dapperfl-footprint"))
@@ -123,3 +127,16 @@ def test_replicates_are_refused_for_a_claim_whose_measurements_do_not_vary_with_
     data["settings"]["quick"] = dict(data["settings"]["quick"], replicates=2)
     with pytest.raises(HetbenchError, match="'replicates' is for claims whose measurements vary with the seed"):
         parse_claim(data, "x.yaml")
+
+
+def test_the_papers_printed_numbers_are_declared_where_a_check_measures_what_the_paper_prints():
+    """Table 4's and Table 1's differences, as the measures compute them; figure-only claims say so."""
+    paper = {(cid, k.measure): k.paper for cid in claim_ids() for k in load_claim(cid).checks}
+    assert paper["heteroswitch-table4", "variance_change"]["values"] == [pytest.approx(1.77 - 8.63)]
+    assert paper["heteroswitch-table4", "worst_device_change"]["values"] == [pytest.approx(64.71 - 61.17)]
+    assert paper["heteroswitch-table4", "average_change"]["values"] == [pytest.approx(67.38 - 64.01)]
+    table1 = ((96.25 + 86.30 + 82.45 + 37.26) - (95.89 + 86.84 + 78.39 + 33.63)) / 4
+    assert paper["dapperfl-domains", "mean_gap"]["values"] == [pytest.approx(table1, abs=0.005)]
+    assert paper["dapperfl-domains", "domain_wins"]["values"] == [3]
+    assert "figure only" in paper["hsu-label-skew", "accuracy_vs_alpha"]["where"]
+    assert "values" not in paper["heteroswitch-stage-drop", "wb_tone_minus_others"]

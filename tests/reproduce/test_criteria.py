@@ -205,3 +205,26 @@ def test_every_criterion_has_a_doc_and_validates_its_own_required_parameters():
         if name == "ratio_scaling":
             spec = {"name": name, "slope_min": -1.0, "slope_max": -0.5}
         assert check_criterion(spec, "x")["name"] == name
+
+
+def test_a_claim_plot_draws_the_papers_number_beside_the_measured_one(tmp_path, monkeypatch):
+    from hetbench.plotting import pyplot
+    from hetbench.reproduce.plots import Panel, plot_claim
+    from hetbench.reproduce.runners.base import Axes
+
+    drawn = []
+    plt = pyplot()
+    close = plt.close
+    monkeypatch.setattr(plt, "close", lambda fig=None: (drawn.append(fig), close(fig)))
+    m = Measurement([[-1.2, -0.4, -2.0, 0.3, -1.5]])
+    c = {"name": "greater_than", "threshold": 0, "min_effect": 1}
+    note = Measurement([[2.0, 3.0, 2.0, 3.0, 2.0]])
+    panels = [Panel("mean_gap", m, Axes(), c, evaluate(m, c), {"where": "Table 1", "values": [1.88]}),
+              Panel("wins", note, Axes(), c, evaluate(note, c), {"where": "Fig. 2, figure only"})]
+    assert plot_claim("demo", "not reproduced", panels, [], tmp_path / "demo.png")
+    gap, wins = drawn[0].axes[:2]
+    star = [line for line in gap.get_lines() if line.get_label().startswith("paper: Table 1")]
+    assert len(star) == 1 and list(star[0].get_ydata()) == [1.88] and gap.get_ylim()[1] > 1.88
+    assert any(t.get_text() == "1.88" for t in gap.texts)  # the number written beside the star
+    legend = [t.get_text() for t in wins.get_legend().get_texts()]
+    assert any(t.startswith("paper: Fig. 2, figure only") for t in legend)  # says why nothing is drawn
