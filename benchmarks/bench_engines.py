@@ -12,6 +12,8 @@
     runs' results are checked to be the same bytes.
 (b) Flower for training: ``benchmarks/engines_flower.py``'s ``run(report)`` (written alongside),
     when that file is present; skipped with a note otherwise.
+(c) with (b), not under ``--quick``: ``engines_flower.sweep_route``, the README's two-algorithm sweep
+    with ``--engine flower`` and ``--engine local`` against the 33 s of the earlier in-process route.
 
 Run: ``python benchmarks/bench_engines.py`` (about 2 minutes on 2 cores); ``--quick`` for a smoke run
 (4 captures, stages wb,tone); ``--skip-flower`` leaves (b) out. Needs the ``ray`` extra for (a) and the
@@ -87,7 +89,10 @@ def part_b(say: Callable[[str], None], quick: bool) -> dict | None:
         return None
     import engines_flower
 
-    return engines_flower.run(say, quick=quick)
+    out = engines_flower.run(say, quick=quick)
+    if not quick:  # (c): the README's two-algorithm sweep against run_simulation's earlier cost
+        out["sweep_route"] = engines_flower.sweep_route(say)
+    return out
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -11,7 +11,15 @@ per-round cost of each engine: for Flower, configure, messages through Ray, Clie
 aggregation), the fixed cost outside the rounds (interpreter, imports, split, and for Flower starting Ray,
 its actors and the node handshake) and the accuracy of each (equal: the engines compute the same model).
 
-Run on its own: ``python benchmarks/engines_flower.py [--quick]``.
+``sweep_route(report)`` times the README's sweep, ``hetbench train --algo fedavg,scaffold --rounds 3
+--flower-actors 2`` on the default (embedded) split, with ``--engine flower`` and ``--engine local``,
+alternately, ``repeats`` times each: the cost of Flower's supported route (``flwr run`` on a SuperLink of
+hetbench's own) that issue 48 compares with the 33 s the in-process ``run_simulation`` took (target: at
+most 1.2x, 39.6 s). The floor is the route's fixed cost: wall time less both jobs' training and evaluation
+(the ``timing`` blocks), which is starting the SuperLink, ``flwr run``, ``flwr-simulation`` importing
+hetbench, Ray and its actors, and the node handshake.
+
+Run on its own: ``python benchmarks/engines_flower.py [--quick] [--sweep-route]``.
 """
 
 from __future__ import annotations
@@ -105,13 +113,68 @@ def run(report: Callable[[str], None], quick: bool = False, seed: int = 0) -> di
     return out
 
 
+#: the in-process ``run_simulation`` route's wall time for the sweep (issue 31, 2 busy cores) and the target
+RUN_SIMULATION_S = 33.0
+TARGET_RATIO = 1.2
+
+
+def sweep_route(report: Callable[[str], None], repeats: int = 2) -> dict:
+    """Time the README's two-algorithm sweep with ``--engine flower`` and ``--engine local``, alternately.
+
+    Returns
+    -------
+    dict
+        Per engine the wall times (``walls_s``) and for Flower ``floor_s`` (each run's wall time less its
+        jobs' training and evaluation); ``median_s``, ``target_s`` and whether it is met.
+    """
+    import statistics
+    import subprocess
+    import time
+
+    report(f"(c) the README's sweep: hetbench train --algo fedavg,scaffold --rounds 3 --flower-actors 2, default split; "
+           f"{repeats} runs per engine, alternately")
+    walls: dict[str, list[float]] = {"local": [], "flower": []}
+    floors: list[float] = []
+    with tempfile.TemporaryDirectory(prefix="hetbench-flower-route-") as name:
+        tmp = Path(name)
+        env = dict(os.environ, RAY_TMPDIR=str(tmp / "ray"))
+        (tmp / "ray").mkdir()
+        base = hetbench_exe() + ["train", "--algo", "fedavg,scaffold", "--rounds", "3", "--quiet"]
+        subprocess.run(base + ["--engine", "local", "--out", "warm"], cwd=tmp, env=env, check=True,
+                       stdout=subprocess.DEVNULL)  # builds the default split and the decode cache, untimed
+        for i in range(repeats):
+            for engine in ("local", "flower"):
+                out = tmp / f"{engine}-{i}"
+                extra = ["--flower-actors", "2"] if engine == "flower" else []
+                t0 = time.perf_counter()
+                subprocess.run(base + ["--engine", engine, "--out", str(out), *extra], cwd=tmp, env=env, check=True,
+                               stdout=subprocess.DEVNULL)
+                wall = time.perf_counter() - t0
+                walls[engine].append(wall)
+                if engine == "flower":
+                    inside = sum(d["timing"]["train_s"] + d["timing"]["eval_s"]
+                                 for d in (json.loads(p.read_text()) for p in out.glob("**/*.json")) if "timing" in d)
+                    floors.append(wall - inside)
+    med = {k: statistics.median(v) for k, v in walls.items()}
+    target = RUN_SIMULATION_S * TARGET_RATIO
+    report(f"  --engine local:  {', '.join(f'{w:.1f}' for w in walls['local'])} s (median {med['local']:.1f})")
+    report(f"  --engine flower: {', '.join(f'{w:.1f}' for w in walls['flower'])} s (median {med['flower']:.1f}); "
+           f"fixed cost of the route (the floor): {', '.join(f'{f:.1f}' for f in floors)} s")
+    report(f"  flower / run_simulation's {RUN_SIMULATION_S:.0f} s = {med['flower'] / RUN_SIMULATION_S:.2f}x "
+           f"(target <= {TARGET_RATIO}x, {target:.1f} s: {'met' if med['flower'] <= target else 'NOT met'}); "
+           f"flower / local = {med['flower'] / med['local']:.1f}x")
+    return {"walls_s": walls, "floor_s": floors, "median_s": med, "target_s": target, "met": med["flower"] <= target}
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true", help="smoke-run sizes (100 clients, 3 rounds x 10)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--json", default=None, help="also write the figures here")
+    ap.add_argument("--sweep-route", action="store_true", help="time only the README's sweep (c)")
+    ap.add_argument("--repeats", type=int, default=2, help="runs per engine in (c)")
     args = ap.parse_args(argv)
-    result = run(print, quick=args.quick, seed=args.seed)
+    result = sweep_route(print, args.repeats) if args.sweep_route else run(print, quick=args.quick, seed=args.seed)
     if args.json:
         Path(args.json).write_text(json.dumps(result, indent=1))
     return 0
