@@ -143,9 +143,12 @@ def plot_label_heatmap(report: Mapping[str, Any], clients: ClientStats, path: Pa
     total = clients.num_clients
     sampled = n_cl < total
     heat_inches = min(4.5 + 0.35 * n_c, 14)
-    fig, (ax, size_ax) = plt.subplots(  # the size panel about 1.2 inches wide whatever the classes
-        1, 2, sharey=True, figsize=(heat_inches + 1.4, min(2.2 + 0.2 * n_cl, 9)), dpi=110,
-        gridspec_kw={"width_ratios": [1.0, 1.2 / (heat_inches - 1.5)], "wspace": 0.04})
+    fig = plt.figure(figsize=(heat_inches + 1.4, min(2.2 + 0.2 * n_cl, 9)), dpi=110)
+    inches = heat_inches - 1.5  # the heatmap's own width: the size panel about 1.2 inches, the colour bar 0.15
+    grid = fig.add_gridspec(1, 3, width_ratios=[1.0, 1.2 / inches, 0.15 / inches])
+    ax = fig.add_subplot(grid[0])
+    size_ax = fig.add_subplot(grid[1], sharey=ax)
+    size_ax.tick_params(axis="y", labelleft=False)
     extent = (-0.5, n_c * width - 0.5, n_cl - 0.5, -0.5)  # x in class indices, also when binned
     im = ax.imshow(q, aspect="auto", interpolation="nearest", cmap="viridis", vmin=0, vmax=1, extent=extent)
     ax.set_xlabel(f"class index ({n_classes:,} classes, {width} per column)" if width > 1 else "class")
@@ -159,8 +162,7 @@ def plot_label_heatmap(report: Mapping[str, Any], clients: ClientStats, path: Pa
     _size_bars(size_ax, clients.sizes[shown])
     if groups is not None:
         _mark_groups(ax, size_ax, groups.of_client[shown], groups.names)
-    pad = 0.04 if groups is None else 0.03 + 0.01 * max(len(n) for n in groups.names)  # room for group names
-    fig.colorbar(im, ax=[ax, size_ax], label="share of the client's samples", pad=pad)
+    fig.colorbar(im, cax=fig.add_subplot(grid[2]), label="share of the client's samples")
     default = f"Label distribution per client (EMD {report['emd']:.3f})"
     if sampled:
         default = (
@@ -168,7 +170,8 @@ def plot_label_heatmap(report: Mapping[str, Any], clients: ClientStats, path: Pa
             f"(sampled evenly by size rank; EMD of all clients {report['emd']:.3f})"
         )
     ax.set_title(title or default, fontsize=10 if sampled else None)
-    fig.savefig(path, bbox_inches="tight")
+    fig.tight_layout()
+    fig.savefig(path)
     plt.close(fig)
 
 
