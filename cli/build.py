@@ -10,15 +10,39 @@ from hetbench.builders.captures import CROP_SIZE, CROPS_PER_PHOTO
 from hetbench.cli.licence_options import licence_options
 
 
+#: skipped items a build's summary names, with their reasons (report.json lists them all)
+SUMMARY_SKIPPED = 2
+
+
+def skipped_text(report: dict, noun: str) -> str:
+    """The summary's account of skipped items: how many, the first :data:`SUMMARY_SKIPPED` by name with
+    their reasons, and where the rest are; "" when none was skipped.
+
+    Examples
+    --------
+    >>> skipped_text({"num_skipped": 1, "skipped": [{"file": "a.dng", "reason": "not a CFA mosaic"}]}, "capture")
+    '; 1 capture skipped: a.dng (not a CFA mosaic)'
+    >>> skipped_text({"num_skipped": 4, "skipped": [{"file": f"{i}.png", "reason": "truncated"} for i in range(4)]},
+    ...              "image")
+    '; 4 images skipped: 0.png (truncated), 1.png (truncated) and 2 more (report.json lists every one)'
+    """
+    n = int(report.get("num_skipped", 0))
+    if not n:
+        return ""
+    named = [f"{s['file']} ({s['reason']})" for s in report.get("skipped", [])[:SUMMARY_SKIPPED]]
+    rest = n - len(named)
+    return (f"; {n} {noun}{'s' if n != 1 else ''} skipped: {', '.join(named)}"
+            + (f" and {rest} more (report.json lists every one)" if rest else ""))
+
+
 def _summary(out: Path, report: dict) -> None:
-    skipped = report.get("num_skipped", 0)
     # every device renders every capture: its test images are the held-out captures
     per_device = report.get("captures", {}).get("test")
     click.echo(
         f"wrote {out}: {report['num_clients']} clients on {len(report['devices'])} devices, "
         f"{report['num_samples']:,} training images, {report['splits']['test']['num_rows']:,} test images"
         + (f"; test images per device: {per_device:,}" if per_device is not None else "")
-        + (f"; {skipped} capture(s) skipped (see report.json)" if skipped else "")
+        + skipped_text(report, "capture")
     )
 
 
@@ -226,11 +250,10 @@ def real_devices_cmd(recipe, data_dir, dataset, clients, clients_per_device, siz
         quiet=quiet, purity=purity,
     )
     if not quiet:
-        skipped = report.get("num_skipped", 0)
         click.echo(
             f"wrote {out_path}: {report['num_clients']} clients on {len(report['devices'])} devices, "
             f"{report['num_samples']:,} training images, {report['splits']['test']['num_rows']:,} test images"
-            + (f"; {skipped} image(s) skipped (see report.json)" if skipped else "")
+            + skipped_text(report, "image")
         )
 
 

@@ -79,7 +79,9 @@ def test_iso_isp_on_real_raw_captures_skips_what_it_cannot_read(tmp_path, run_cl
     assert "canon_eos6d_linearraw_lossy.dng" in skipped and "truncated.dng" in skipped
     assert skipped["singular-matrix.dng"].startswith("malformed colour matrices: a ColorMatrix is singular")
     assert report["num_skipped"] == 3
-    assert "3 capture(s) skipped" in stdout
+    first = report["skipped"][0]  # the summary names the first two with their reasons
+    assert f"3 captures skipped: {first['file']} ({first['reason']})" in stdout
+    assert "and 1 more (report.json lists every one)" in stdout
     ds = datasets.load_dataset(str(out))
     assert len(ds["train"]) + len(ds["test"]) == 5 * 3  # 5 usable captures x 3 wb variants
 
