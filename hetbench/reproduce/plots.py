@@ -132,7 +132,7 @@ def _panel(ax, m: Measurement, axes: Axes, criterion: dict[str, Any], result: Ch
         ax.plot(np.zeros(len(seeds)), seeds, "o", color="#1f5fa8", alpha=0.45, ms=6, label=f"seeds (n={len(seeds)})")
         ax.errorbar([0], means, yerr=bars, fmt="D", color="#1f5fa8", capsize=6, ms=8,
                     label=f"mean and {pct} t interval")
-        published = _draw_paper(ax, paper, x, s)
+        paper_drawn = _draw_paper(ax, paper, x, s)
         if "threshold" in criterion:
             t = criterion["threshold"] / s
             sign = -1 if name == "less_than" else 1
@@ -141,8 +141,8 @@ def _panel(ax, m: Measurement, axes: Axes, criterion: dict[str, Any], result: Ch
             if edge != t:
                 ax.axhline(edge, color="#c62828", ls="--", lw=1,
                            label=f"the whole interval must be {'below' if sign < 0 else 'above'} {edge:g}")
-            lo = min(float(seeds.min()), edge, t, float(means[0] - bars[0, 0]), *published)
-            hi = max(float(seeds.max()), edge, t, float(means[0] + bars[1, 0]), *published)
+            lo = min(float(seeds.min()), edge, t, float(means[0] - bars[0, 0]), *paper_drawn)
+            hi = max(float(seeds.max()), edge, t, float(means[0] + bars[1, 0]), *paper_drawn)
             pad = 0.15 * (hi - lo or 1.0)
             ax.set_ylim(lo - pad, hi + pad)
         ci = intervals[0]
@@ -165,7 +165,7 @@ def _panel(ax, m: Measurement, axes: Axes, criterion: dict[str, Any], result: Ch
         categories = name == "every_greater_than"  # points that are no grid (algorithms): no line between them
         ax.errorbar(x, means, yerr=bars if n > 1 else None, fmt="o" if categories else "o-", color="#1f5fa8",
                     capsize=4, label=label)
-        published = _draw_paper(ax, paper, x, s)
+        paper_drawn = _draw_paper(ax, paper, x, s)
         if categories:
             t = criterion["threshold"] / s
             edge = t + criterion.get("min_effect", 0.0) / s
@@ -174,7 +174,7 @@ def _panel(ax, m: Measurement, axes: Axes, criterion: dict[str, Any], result: Ch
                 ax.axhline(edge, color="#c62828", ls="--", lw=1, label=f"every interval must be above {edge:g}")
             ax.set_xticks(x, m.point_labels(), rotation=45 if len(means) > 5 else 0,
                           ha="right" if len(means) > 5 else "center")
-            ax.set_ylim(min(t, float(np.min(means - bars[0])), *published) - 5 / s, None)
+            ax.set_ylim(min(t, float(np.min(means - bars[0])), *paper_drawn) - 5 / s, None)
         if len(means) <= 8:  # the numbers beside their points
             for k, (xi, mi) in enumerate(zip(x, means)):  # alternately above and below: neighbours stay apart
                 ax.annotate(_short(mi) if n == 1 else f"{mi:.3g}", (xi, mi), textcoords="offset points",
