@@ -66,6 +66,15 @@ PAPERS: dict[str, str] = {
   volume    = {37},
   year      = {2024}
 }""",
+    "karimireddy2020scaffold": """@inproceedings{karimireddy2020scaffold,
+  title     = {{SCAFFOLD}: Stochastic Controlled Averaging for Federated Learning},
+  author    = {Karimireddy, Sai Praneeth and Kale, Satyen and Mohri, Mehryar and Reddi, Sashank and Stich, Sebastian and Suresh, Ananda Theertha},
+  booktitle = {Proceedings of the 37th International Conference on Machine Learning (ICML)},
+  series    = {Proceedings of Machine Learning Research},
+  volume    = {119},
+  pages     = {5132--5143},
+  year      = {2020}
+}""",
     "borazjani2025redefining": """@misc{borazjani2025redefining,
   title  = {Redefining non-{IID} Data in Federated Learning for Computer Vision Tasks: Migrating from Labels to Embeddings for Task-Specific Data Distributions},
   author = {Borazjani, Kasra and Abdisarabshali, Payam and Khosravan, Naji and Hosseinalipour, Seyyedali},

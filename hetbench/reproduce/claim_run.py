@@ -121,7 +121,7 @@ def run_stored(claim: Claim, mode: str, seeds: list[int], store: RunStore, work:
     if not quiet:
         print(f"{claim.id}: running ({mode} mode, seeds {','.join(map(str, seeds))}; {needed} training runs)",
               file=sys.stderr)
-    store.begin_claim(claim.id)
+    store.begin_claim(claim.id, RUNNERS[claim.runner].borrows_runs_from)
     start = time.perf_counter()
     try:
         record = run_claim(claim, mode, seeds, ctx, plots)
@@ -132,8 +132,12 @@ def run_stored(claim: Claim, mode: str, seeds: list[int], store: RunStore, work:
     record["seconds"] = round(wall, 1)  # wall time (the only clock-dependent field)
     if needed:
         records = store.records()
+        own = [r for r in records if "borrowed_from" not in r]  # a borrowed run's time is its own claim's
         record["runs"] = {"done": store.done, "needed": needed, "store": f"{claim.id}/", "machines": machines(records),
-                          "train_seconds": round(sum(float(r.get("seconds", 0.0)) for r in records), 1)}
+                          "train_seconds": round(sum(float(r.get("seconds", 0.0)) for r in own), 1)}
+        if len(own) < len(records):
+            record["runs"]["borrowed"] = {"runs": len(records) - len(own),
+                                          "from": sorted({r["borrowed_from"] for r in records if r not in own})}
     if prune and store.done >= needed:
         gone = store.prune()
         if gone and not quiet:

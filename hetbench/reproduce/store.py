@@ -132,6 +132,7 @@ class RunStore:
         self.claim = ""
         self.done = 0
         self.trained = 0
+        self.borrows: tuple[str, ...] = ()
         self.touched: list[str] = []
 
     @staticmethod
@@ -158,21 +159,19 @@ class RunStore:
         cls.check(folder)
         return cls(folder, deadline)  # the folder and its marker are made with the first record (put)
 
-    def begin_claim(self, claim: str) -> None:
-        """Count the runs of ``claim`` from now on."""
+    def begin_claim(self, claim: str, borrows: tuple[str, ...] = ()) -> None:
+        """Count the runs of ``claim`` from now on; a run it asks for that is not in its own records but in
+        those of a claim of ``borrows`` with the same identity is copied over (:meth:`get`), so that two
+        claims resting on the same runs (dapperfl-ablation on dapperfl-domains' DapperFL) train them once."""
         self.claim, self.done, self.trained = claim, 0, 0
+        self.borrows = tuple(borrows)
         self.touched: list[str] = []  # the keys found or kept since, in order
 
-    def path(self, key: str) -> Path:
-        return self.folder / self.claim / f"{key[:16]}.json"
+    def path(self, key: str, claim: str | None = None) -> Path:
+        return self.folder / (claim or self.claim) / f"{key[:16]}.json"
 
-    def get(self, identity: dict[str, Any]) -> dict[str, Any] | None:
-        """The stored results document of the run ``identity`` (None: not stored). A record that is not one
-        hetbench wrote for this identity is refused (HetbenchError), never used."""
-        key = run_key(self.claim, identity)
-        path = self.path(key)
-        if not path.exists():
-            return None
+    def _read(self, path: Path, key: str) -> dict[str, Any]:
+        """The record at ``path``, checked to be hetbench's for ``key`` (HetbenchError, one line, if not)."""
         try:
             record = json.loads(path.read_text())
             result = record.get("result") if isinstance(record, dict) else None
@@ -183,6 +182,28 @@ class RunStore:
         if not ok:
             raise HetbenchError(f"run store '{self.folder}': '{path.relative_to(self.folder)}' is not a run record "
                                 "hetbench wrote for this run (corrupt or foreign); remove it to train the run again")
+        return record
+
+    def get(self, identity: dict[str, Any]) -> dict[str, Any] | None:
+        """The stored results document of the run ``identity`` (None: not stored). A record that is not one
+        hetbench wrote for this identity is refused (HetbenchError), never used. A run found only among the
+        records of a claim this one borrows from is copied under this claim, its machine and seconds kept and
+        ``borrowed_from`` naming the claim."""
+        key = run_key(self.claim, identity)
+        path = self.path(key)
+        if path.exists():
+            record = self._read(path, key)
+        else:
+            for other in self.borrows:
+                other_key = run_key(other, identity)
+                if self.path(other_key, other).exists():
+                    found = self._read(self.path(other_key, other), other_key)
+                    record = {**found, "key": key, "claim": self.claim, "borrowed_from": other}
+                    path.parent.mkdir(parents=True, exist_ok=True)
+                    _write_json(path, record)
+                    break
+            else:
+                return None
         self.done += 1
         self.touched.append(key)
         return record["result"]

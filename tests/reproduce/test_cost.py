@@ -24,7 +24,9 @@ def test_every_training_claim_lists_its_runs_as_the_committed_quick_run_trained_
         if not runner.trains:
             assert work == [], claim.id
             continue
-        assert sum(w.runs for w in work) == record["runs"]["needed"] == record["runs"]["done"], claim.id
+        assert sum(w.runs for w in work) == record["runs"]["needed"] <= record["runs"]["done"], claim.id
+        if record["runs"]["done"] > record["runs"]["needed"]:  # the runs at a rate that diverged and was left
+            assert any(record["facts"]["evaluation_fallbacks"].values()), claim.id
         assert len(record["settling"]["runs"]) <= record["runs"]["needed"], claim.id  # tuning runs are not judged
         for w in work:
             assert w.train_examples > 0 and w.eval_examples > 0 and w.batch_size > 0, (claim.id, w)

@@ -83,6 +83,24 @@ def test_a_record_comes_back_and_a_foreign_or_corrupt_one_is_refused(tmp_path):
         store.get(a)
 
 
+def test_a_claim_takes_a_run_of_the_same_identity_from_a_claim_it_borrows_from_and_no_other(tmp_path):
+    store = RunStore.open(tmp_path / "s")
+    result = {"final": {"accuracy": 1.0, "last_k": {"accuracy": 1.0}}, "curves": {"round": [1], "accuracy": [1.0]},
+              "groups": {}}
+    store.begin_claim("dapperfl-domains")
+    store.put({"seed": 0}, result, seconds=50.0)
+    store.begin_claim("other")
+    assert store.get({"seed": 0}) is None  # a claim that borrows nothing trains its own
+    store.begin_claim("dapperfl-ablation", borrows=("dapperfl-domains",))
+    assert store.get({"seed": 1}) is None  # another identity is not there
+    assert store.get({"seed": 0}) == result and (store.done, store.trained) == (1, 0)
+    copied = json.loads(store.path(run_key("dapperfl-ablation", {"seed": 0})).read_text())
+    assert copied["borrowed_from"] == "dapperfl-domains" and copied["claim"] == "dapperfl-ablation"
+    assert copied["seconds"] == 50.0 and copied["identity"] == {"seed": 0}
+    store.begin_claim("dapperfl-ablation")  # the copy is the claim's own now: found without borrowing
+    assert store.get({"seed": 0}) == result
+
+
 def test_a_run_that_diverged_is_kept_as_diverged_and_not_trained_again(tmp_path, monkeypatch):
     """A grid point that diverges (hsu-fedavgm's largest rates) is stored as such: a resumed run raises
     the same TrainingDiverged without training, so resuming loses nothing and chooses the same rates."""

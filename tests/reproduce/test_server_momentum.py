@@ -13,7 +13,8 @@ from hetbench.errors import HetbenchError
 from hetbench.reproduce.claims import parse_claim
 from hetbench.reproduce.criteria import Measurement, evaluate
 from hetbench.reproduce.runners.base import Context
-from hetbench.reproduce.runners.server_momentum import ServerMomentumRunner, choose_step, momentum_hyper
+from hetbench.reproduce.runners.server_momentum import ServerMomentumRunner, momentum_hyper
+from hetbench.reproduce.runners.tuning import choose_step
 from claim_definitions import raw_claim
 
 TINY = {

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from hetbench.registry import Registry
+from hetbench.reproduce.runners.ablation import AblationRunner
 from hetbench.reproduce.runners.base import Axes, Context, Runner, RunOutput
+from hetbench.reproduce.runners.cross_device import CrossDeviceRunner
 from hetbench.reproduce.runners.defaults_learn import DefaultsLearnRunner
 from hetbench.reproduce.runners.device_fairness import DeviceFairnessRunner
 from hetbench.reproduce.runners.domains import DomainsRunner
@@ -13,11 +15,14 @@ from hetbench.reproduce.runners.geo import GeoClientsRunner
 from hetbench.reproduce.runners.isp_stage_drop import IspStageDropRunner
 from hetbench.reproduce.runners.label_skew import LabelSkewRunner
 from hetbench.reproduce.runners.server_momentum import ServerMomentumRunner
+from hetbench.reproduce.runners.tuned_pair import TunedPairRunner
 from hetbench.reproduce.runners.virtual_clients import VirtualClientsRunner
 
 RUNNERS: Registry[Runner] = Registry(
     "claim runner",
     {
+        "cross_device": CrossDeviceRunner(),
+        "dapperfl_ablation": AblationRunner(),
         "dapperfl_domains": DomainsRunner(),
         "dapperfl_footprint": FootprintRunner(),
         "defaults_learn": DefaultsLearnRunner(),
@@ -27,6 +32,7 @@ RUNNERS: Registry[Runner] = Registry(
         "isp_stage_drop": IspStageDropRunner(),
         "label_skew": LabelSkewRunner(),
         "server_momentum": ServerMomentumRunner(),
+        "tuned_pair": TunedPairRunner(),
         "virtual_clients": VirtualClientsRunner(),
     },
 )

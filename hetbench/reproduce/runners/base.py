@@ -216,6 +216,9 @@ class Runner(ABC):
     #: whether its measurements vary with the seed (training, K-means, sampling): then a claim needs at
     #: least :data:`hetbench.reproduce.claims.MIN_SEEDS` seeds for its t intervals
     seeded: bool = False
+    #: claims whose stored runs this runner's claim may take when it asks for a run of the same identity
+    #: (:meth:`hetbench.reproduce.store.RunStore.begin_claim`)
+    borrows_runs_from: tuple[str, ...] = ()
 
     def check_settings(self, settings: dict[str, Any], where: str) -> dict[str, Any]:
         """Validate one mode's settings (``where`` names them in errors); returns them."""

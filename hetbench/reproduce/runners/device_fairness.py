@@ -83,6 +83,26 @@ def expected_test_images(crops_per_photo: int, test_fraction: float) -> int:
     return int(min(max(np.rint(test_fraction * n), 1), n - 1))
 
 
+def build_device_split(settings: dict[str, Any], ctx: Context, name: str,
+                       device_weights: str | None = None) -> tuple[Any, dict[str, Any], dict[str, int]]:
+    """``hetbench build devices`` of a device claim's settings in ``ctx.work / name``, its test rows per
+    device checked against ``min_test_examples`` (:func:`require_test_rows`): the folder, the build's
+    report and the test rows per device. ``device_weights``: a weights file (None: market shares)."""
+    from hetbench.builders.devices import build_devices
+
+    folder = ctx.work / name
+    ctx.note(f"building {name}: {settings['crops_per_photo']} crops of {SCENES} photographs x every device")
+    _, report = build_devices(folder, name=name, profiles=settings["profiles"], size=settings["size"],
+                              clients=settings["clients"], device_weights=device_weights,
+                              test_fraction=settings["test_fraction"], seed=settings.get("split_seed", 0),
+                              num_proc=max(1, min(8, available_cores())),
+                              crops_per_photo=settings["crops_per_photo"], crop_size=settings["crop_size"],
+                              quiet=True)
+    test_rows = require_test_rows(folder, list(report["devices"]), settings["min_test_examples"],
+                                  named="its devices")
+    return folder, report, test_rows
+
+
 def _mean_se(values: list[float]) -> list[float]:
     """[mean, standard error] over seeds, rounded for the facts."""
     se = float(np.std(values, ddof=1) / np.sqrt(len(values))) if len(values) > 1 else 0.0
@@ -145,22 +165,14 @@ class DeviceFairnessRunner(Runner):
                                    algorithms=ALGORITHMS)]
 
     def run(self, settings: dict[str, Any], ctx: Context) -> RunOutput:
-        from hetbench.builders.devices import build_devices
         from hetbench.sweep import sweep
 
         config = dataclasses.replace(train_config(dict(settings["train"]), "train"), device=ctx.device,
                                      group_by="device")
         split_seed = settings.get("split_seed", 0)
-        name = f"devices-{settings['profiles']}-n{settings['clients']}-s{split_seed}"
-        folder = ctx.work / name
-        ctx.note(f"building {name}: {settings['crops_per_photo']} crops of {SCENES} photographs x every device")
-        _, report = build_devices(folder, name=name, profiles=settings["profiles"], size=settings["size"],
-                                  clients=settings["clients"], test_fraction=settings["test_fraction"],
-                                  seed=split_seed, num_proc=max(1, min(8, available_cores())),
-                                  crops_per_photo=settings["crops_per_photo"], crop_size=settings["crop_size"],
-                                  quiet=True)
+        folder, report, test_rows = build_device_split(
+            settings, ctx, f"devices-{settings['profiles']}-n{settings['clients']}-s{split_seed}")
         devices = list(report["devices"])
-        test_rows = require_test_rows(folder, devices, settings["min_test_examples"], named="its devices")
 
         # per algorithm: one dict of per-device accuracies per seed
         accuracy: dict[str, list[dict[str, float]]] = {a: [] for a in ALGORITHMS}

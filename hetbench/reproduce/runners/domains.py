@@ -59,6 +59,35 @@ def compare(fedavg: dict[str, float], dapperfl: dict[str, float]) -> tuple[float
 
 
 
+def check_split_settings(settings: dict[str, Any], where: str) -> None:
+    """The digits-domains split and training settings every DapperFL claim shares: ``fraction`` in (0, 1],
+    at least 4 ``clients`` (one per domain), one ``split_seed`` and the ``train`` options.
+
+    Examples
+    --------
+    >>> from hetbench.reproduce.runners.domains import check_split_settings
+    >>> check_split_settings({"clients": 3, "fraction": 0.3, "train": {}}, "x.yaml")
+    Traceback (most recent call last):
+    hetbench.errors.HetbenchError: x.yaml: 'clients' must be at least 4 (every domain needs one)
+    """
+    if not 0 < settings["fraction"] <= 1:
+        raise HetbenchError(f"{where}: 'fraction' must be in (0, 1]")
+    if settings["clients"] < 4:
+        raise HetbenchError(f"{where}: 'clients' must be at least 4 (every domain needs one)")
+    if "split_seed" in settings and len(settings["split_seed"]) != 1:
+        raise HetbenchError(f"{where}: 'split_seed' must list one seed")
+    train_config(dict(settings["train"]), f"{where}.train")
+
+
+def build_domains_split(settings: dict[str, Any], ctx: Context) -> tuple[Any, dict[str, Any]]:
+    """``hetbench build digits-domains`` of a DapperFL claim's settings (``clients``, ``fraction``, its one
+    ``split_seed``) in ``ctx.work``: the folder and the build's report. The same settings give the same split,
+    so two claims on it ask the run store for the same runs."""
+    from hetbench.builders.digits_domains import build_digits_domains
+
+    return build_digits_domains(ctx.work / "digits-domains", overwrite=True, quiet=True, clients=settings["clients"],
+                                fraction=float(settings["fraction"]), seed=(settings.get("split_seed") or [0])[0])
+
 class DomainsRunner(Runner):
     trains = True
     seeded = True
@@ -74,17 +103,11 @@ class DomainsRunner(Runner):
 
     def check_settings(self, settings: dict[str, Any], where: str) -> dict[str, Any]:
         super().check_settings(settings, where)
-        if not 0 < settings["fraction"] <= 1:
-            raise HetbenchError(f"{where}: 'fraction' must be in (0, 1]")
-        if settings["clients"] < 4:
-            raise HetbenchError(f"{where}: 'clients' must be at least 4 (every domain needs one)")
-        if "split_seed" in settings and len(settings["split_seed"]) != 1:
-            raise HetbenchError(f"{where}: 'split_seed' must list one seed")
+        check_split_settings(settings, where)
         for key in ("published_fedavg", "published_dapperfl"):
             if len(settings[key]) != 4:
                 raise HetbenchError(f"{where}: '{key}' needs Table 1's four domain accuracies "
                                     "(MNIST, USPS, SVHN, SYN)")
-        train_config(dict(settings["train"]), f"{where}.train")
         from hetbench.train.algorithms import make_algorithm
 
         try:
@@ -104,16 +127,13 @@ class DomainsRunner(Runner):
                                    algorithms=ALGOS)]
 
     def run(self, settings: dict[str, Any], ctx: Context) -> RunOutput:
-        from hetbench.builders.digits_domains import build_digits_domains
         from hetbench.sweep import sweep
         from hetbench.train.algorithms import options_for
 
         config = dataclasses.replace(train_config(dict(settings["train"]), "train"), device=ctx.device,
                                      group_by="domain")
         split_seed = (settings.get("split_seed") or [0])[0]
-        folder, report = build_digits_domains(ctx.work / "digits-domains", overwrite=True, quiet=True,
-                                              clients=settings["clients"], fraction=float(settings["fraction"]),
-                                              seed=split_seed)
+        folder, report = build_domains_split(settings, ctx)
         hyper = dict(settings.get("hyper") or {})
         acc: dict[str, list[dict[str, float]]] = {a: [] for a in ALGOS}
         test_rows: dict[str, int] = {}

@@ -32,37 +32,17 @@ from hetbench.errors import HetbenchError
 from hetbench.reproduce.criteria import Measurement
 from hetbench.reproduce.runners.base import Axes, Context, Runner, RunOutput, last_k_accuracy
 from hetbench.reproduce.runners.label_skew import TRAIN_KEYS, train_config
+from hetbench.reproduce.runners.tuning import check_tuning_settings, tune_on_grid
 
 #: the two algorithms compared, in the order of the facts
 ALGOS = ("fedavg", "fedavgm")
 
 
-def check_seed_setting(settings: dict[str, Any], key: str, where: str, default: int | None = None) -> int:
-    """A non-negative integer setting (a split seed); ``default`` when absent (None: required).
-
-    Examples
-    --------
-    >>> from hetbench.reproduce.runners.server_momentum import check_seed_setting
-    >>> check_seed_setting({"split_seed": 3}, "split_seed", "x")
-    3
-    >>> check_seed_setting({"split_seed": -1}, "split_seed", "x.yaml: settings.quick")
-    Traceback (most recent call last):
-    hetbench.errors.HetbenchError: x.yaml: settings.quick: 'split_seed' must be a non-negative integer (got -1)
-    """
-    if key not in settings:
-        if default is None:
-            raise HetbenchError(f"{where}: missing setting '{key}'")
-        return default
-    v = settings[key]
-    if isinstance(v, bool) or not isinstance(v, int) or v < 0:
-        raise HetbenchError(f"{where}: '{key}' must be a non-negative integer (got {v!r})")
-    return v
-
-
 def dirichlet_split(table, work: Path, name: str, clients: int, alpha: float, split_seed: int,
-                    test_fraction: float, sizes: list[int] | None = None, tag: str = "") -> tuple[Path, dict[str, Any]]:
-    """A client-scheme Dirichlet split (Hsu et al.: q_k ~ Dir(alpha p), the given client sizes or equal
-    ones) built in ``work`` by :func:`hetbench.pipeline.make_split`; its folder and a summary from the
+                    test_fraction: float, sizes: list[int] | None = None, tag: str = "", scheme: str = "client",
+                    min_size: int = 0) -> tuple[Path, dict[str, Any]]:
+    """A label-Dirichlet split (by default Hsu et al.'s client scheme: q_k ~ Dir(alpha p), the given client
+    sizes or equal ones; ``scheme="class"``: each class cut among the clients by Dir(alpha), Li et al. 2022) built in ``work`` by :func:`hetbench.pipeline.make_split`; its folder and a summary from the
     split's report: ``emd`` (the size-weighted mean ||q_k - p||_1 of the clients' training rows, Hsu et al.
     2020 sec. 6.1), ``size_stats`` (training rows per client: min, median, max, cv, gini, ...) and
     ``test_examples`` (the held-out rows every accuracy rests on).
@@ -80,6 +60,9 @@ def dirichlet_split(table, work: Path, name: str, clients: int, alpha: float, sp
         Client sizes summing to the source's rows (default: equal).
     tag : str
         Added to the folder's name (splits that differ only in ``sizes`` need different tags).
+    scheme, min_size
+        :class:`~hetbench.partitioners.DirichletPartitioner`'s scheme (``client`` or ``class``) and, for
+        ``class``, the fewest training rows a client may end with.
 
     Examples
     --------
@@ -94,10 +77,11 @@ def dirichlet_split(table, work: Path, name: str, clients: int, alpha: float, sp
     from hetbench.partitioners import DirichletPartitioner
     from hetbench.pipeline import make_split
 
-    folder = work / f"{name}-a{alpha:g}-n{clients}-s{split_seed}{tag}"
-    partitioner = DirichletPartitioner(clients, alpha, "client", None if sizes is None else list(sizes), 0)
+    folder = work / f"{name}-a{alpha:g}-n{clients}-s{split_seed}{tag}{'' if scheme == 'client' else '-' + scheme}"
+    partitioner = DirichletPartitioner(clients, alpha, scheme, None if sizes is None else list(sizes), min_size)
+    # the class scheme's min_size counts training rows, as ``hetbench partition`` does
     _, report = make_split(table, partitioner, folder, seed=split_seed, test_fraction=test_fraction, quiet=True,
-                           overwrite=True)
+                           overwrite=True, count_training_rows=True if scheme == "class" else None)
     manifest = json.loads((folder / "hetbench.json").read_text())
     return folder, {"emd": float(report["emd"]), "size_stats": dict(report["size_stats"]),
                     "test_examples": int(manifest["splits"]["test"]["num_rows"])}
@@ -120,19 +104,6 @@ def momentum_hyper(algo: str, step: float, beta: float) -> tuple[dict[str, float
     return {"server_momentum": float(beta), "server_lr": 1.0}, round(float(step) * (1.0 - float(beta)), 12)
 
 
-def choose_step(grid: list[float], accuracy: list[float]) -> float:
-    """The step of ``grid`` with the highest accuracy (the first of the grid on a tie).
-
-    Examples
-    --------
-    >>> from hetbench.reproduce.runners.server_momentum import choose_step
-    >>> choose_step([0.3, 1.0, 3.0], [50.0, 61.0, 61.0])
-    1.0
-    """
-    best = max(range(len(grid)), key=lambda i: (accuracy[i], -i))
-    return grid[best]
-
-
 class ServerMomentumRunner(Runner):
     trains = True
     seeded = True
@@ -147,24 +118,10 @@ class ServerMomentumRunner(Runner):
     }
 
     def check_settings(self, settings: dict[str, Any], where: str) -> dict[str, Any]:
-        split = check_seed_setting(settings, "split_seed", where)
-        tune = check_seed_setting(settings, "tune_split_seed", where)
-        super().check_settings({k: v for k, v in settings.items() if k not in ("split_seed", "tune_split_seed")},
-                               where)
-        if split == tune:
-            raise HetbenchError(f"{where}: 'tune_split_seed' must differ from 'split_seed' (the step is chosen on "
-                                "another split than the one it is measured on)")
-        if settings["alpha"] <= 0:
-            raise HetbenchError(f"{where}: 'alpha' must be a positive number (got {settings['alpha']!r})")
+        check_tuning_settings(settings, where, super().check_settings, "effective_steps",
+                              "the client rate is eta_eff (1 - beta) for each effective rate of 'effective_steps'")
         if not 0 < settings["server_momentum"] < 1:
             raise HetbenchError(f"{where}: 'server_momentum' must be in (0, 1) (got {settings['server_momentum']!r})")
-        steps = settings["effective_steps"]
-        if len(set(steps)) != len(steps) or list(steps) != sorted(steps):
-            raise HetbenchError(f"{where}: 'effective_steps' must be distinct and increasing (got {steps!r})")
-        train_config(dict(settings["train"]), f"{where}.train")
-        if "lr" in settings["train"]:
-            raise HetbenchError(f"{where}.train: 'lr' is not a setting of this claim: the client rate is "
-                                "eta_eff (1 - beta) for each effective rate of 'effective_steps'")
         return settings
 
     def workloads(self, settings: dict[str, Any], seeds: list[int]) -> list:
@@ -182,8 +139,6 @@ class ServerMomentumRunner(Runner):
     def run(self, settings: dict[str, Any], ctx: Context) -> RunOutput:
         from hetbench.sources import load_table
         from hetbench.sweep import sweep
-        from hetbench.train.local import TrainingDiverged
-
         config = dataclasses.replace(train_config(dict(settings["train"]), "train"), device=ctx.device)
         beta = float(settings["server_momentum"])
         alpha = float(settings["alpha"])
@@ -204,23 +159,9 @@ class ServerMomentumRunner(Runner):
                          out=out / f"eta_eff-{step:g}", quiet=True, threads=ctx.threads, store=ctx.store)
             return [last_k_accuracy(r.doc) for r in runs]
 
-        tuning: dict[str, dict[str, float | str]] = {}
-        chosen: dict[str, float] = {}
-        for algo in ALGOS:
-            means = []
-            for step in grid:
-                try:
-                    acc = train(tune_folder, algo, step, tune_seeds, ctx.work / "tuning")  # not judged for settling
-                except TrainingDiverged:  # a rate of the grid too large to train: never chosen, reported
-                    means.append(float("-inf"))
-                    ctx.note(f"tuning {algo} step {step:g}: diverged")
-                    continue
-                means.append(sum(acc) / len(acc))
-                ctx.note(f"tuning {algo} step {step:g}: {means[-1]:.2f}%")
-            if all(m == float("-inf") for m in means):
-                raise HetbenchError(f"{algo} diverged at every effective rate of the grid {grid}: lower the rates")
-            tuning[algo] = {f"{s:g}": round(m, 4) if m > float("-inf") else "diverged" for s, m in zip(grid, means)}
-            chosen[algo] = choose_step(grid, means)
+        # the tuning runs stay in the scratch folder: they are not judged for settling
+        tuning, chosen = tune_on_grid(ALGOS, grid, lambda algo, step: train(tune_folder, algo, step, tune_seeds,
+                                                                            ctx.work / "tuning"), ctx.note)
         accuracy = {algo: train(eval_folder, algo, chosen[algo], list(ctx.seeds), ctx.runs) for algo in ALGOS}
         for algo in ALGOS:
             ctx.note(f"{algo} at step {chosen[algo]:g}: {accuracy[algo]}")

@@ -25,7 +25,8 @@ from hetbench.errors import HetbenchError
 from hetbench.reproduce.criteria import Measurement
 from hetbench.reproduce.runners.base import Axes, Context, Runner, RunOutput, last_k_accuracy
 from hetbench.reproduce.runners.label_skew import TRAIN_KEYS, train_config
-from hetbench.reproduce.runners.server_momentum import check_seed_setting, dirichlet_split
+from hetbench.reproduce.runners.server_momentum import dirichlet_split
+from hetbench.reproduce.runners.tuning import check_seed_setting
 
 #: every client's smallest size (rows before the per-client test hold-out), so that each keeps training rows
 MIN_CLIENT_ROWS = 5
