@@ -24,6 +24,10 @@ from hetbench.reproduce import DEFAULT_OUT, claim_ids, dry_run as estimate_claim
 @click.option("--metadata", default=None, metavar="TABLE",
               help="A real geo-tagged table for hsu-geo-clients; inat2017:train2017.json+train2017_locations.json "
               "also compares with TFF's exact counts (without it those checks are 'not run').")
+@click.option("--data", multiple=True, metavar="KEY=FOLDER_OR_HUB_ID",
+              help="The paper's own data set where you have it, e.g. cifar10=~/data/cifar10 (Hugging Face's "
+              "parquet layout or a cached hub id; nothing downloads): claims that declare it run on it in place "
+              "of their built-in source.")
 @click.option("--device", default="auto", show_default=True,
               help="Where models train: auto (cuda when torch sees a GPU, else cpu), cpu, cuda, cuda:N or mps.")
 @click.option("--threads", default=None, type=int, help="Torch threads of the centralised runs (default 1, as "
@@ -43,9 +47,9 @@ from hetbench.reproduce import DEFAULT_OUT, claim_ids, dry_run as estimate_claim
 @click.option("--overwrite", is_flag=True, help="Replace --out's reports if it exists (its run store is kept and "
               "reused).")
 @click.option("--quiet", "-q", is_flag=True, help="No progress lines and no summary.")
-def reproduce(claims: str, quick: bool, smoke: bool, seeds: str | None, out: str, metadata: str | None, device: str,
-              threads: int | None, dry_run: bool, allow_cpu: bool, store: str | None, budget: float | None,
-              prune_store: bool, overwrite: bool, quiet: bool) -> None:
+def reproduce(claims: str, quick: bool, smoke: bool, seeds: str | None, out: str, metadata: str | None,
+              data: tuple[str, ...], device: str, threads: int | None, dry_run: bool, allow_cpu: bool,
+              store: str | None, budget: float | None, prune_store: bool, overwrite: bool, quiet: bool) -> None:
     """Check published claims (Hsu et al., HeteroSwitch, Borazjani et al., DapperFL) against declared criteria.
 
     Each claim's definition (manifests/claims/<id>.yaml) declares its protocol and the criterion that
@@ -62,11 +66,12 @@ def reproduce(claims: str, quick: bool, smoke: bool, seeds: str | None, out: str
       hetbench reproduce --full --dry-run
       hetbench reproduce --quick --claims all --out claims --budget 1800   # again later: continues
       hetbench reproduce --smoke --out claims-smoke   # seconds: does it run here? (no verdicts)
+      hetbench reproduce --quick --claims hsu-label-skew --data cifar10=~/data/cifar10 --out claims-cifar
     \f
 
     Parameters
     ----------
-    claims, quick, seeds, out, metadata, device, threads, allow_cpu, store, budget, prune_store, overwrite, quiet
+    claims, quick, seeds, out, metadata, data, device, threads, allow_cpu, store, budget, prune_store, overwrite, quiet
         As :func:`hetbench.reproduce.reproduce` (``quick`` False is ``mode="full"``).
     smoke : bool
         ``mode="smoke"``: toy settings, no verdicts (refused with ``--full``).
@@ -95,7 +100,8 @@ def reproduce(claims: str, quick: bool, smoke: bool, seeds: str | None, out: str
         click.echo(f"{'total':<{width}}  {format_duration(sum(c.seconds for c in costs)):>9}")
         return
     done = run_claims(claims, mode, seeds, out, overwrite=overwrite, quiet=quiet, device=device, metadata=metadata,
-                      threads=threads, allow_cpu=allow_cpu, store=store, budget=budget, prune_store=prune_store)
+                      threads=threads, allow_cpu=allow_cpu, store=store, budget=budget, prune_store=prune_store,
+                      data=data or None)
     if not quiet:
         for line in done.summary():
             click.echo(line)

@@ -23,6 +23,7 @@ Keys (all required but ``notes``, and ``settle`` only for a runner that trains):
         # point, null where it has none, drawn beside the measurement; without them, why there are none)
     settle: {evaluations: 4, max_change: 3.0}   # claims whose runner trains (hetbench.reproduce.settling)
     notes: ...                         # optional
+    paper_data: cifar10                # optional: --data cifar10=REF runs it on REF (hetbench.reproduce.paper_data)
 """
 
 from __future__ import annotations
@@ -125,7 +126,7 @@ def _checked_replicates(settings: dict[str, Any], seeded: bool, where: str) -> i
 
 
 _TEXT_KEYS = ("paper", "where", "claim", "protocol")
-_KEYS = ("id", *_TEXT_KEYS, "runner", "settings", "checks", "settle", "notes")
+_KEYS = ("id", *_TEXT_KEYS, "runner", "settings", "checks", "settle", "notes", "paper_data")
 
 
 @dataclass(frozen=True)
@@ -157,6 +158,7 @@ class Claim:
     checks: tuple[Check, ...]
     notes: str = ""
     settle: dict[str, Any] | None = None  # how settled its training runs must be (hetbench.reproduce.settling)
+    paper_data: str = ""  # the paper's data set --data may give in place of `source` (hetbench.reproduce.paper_data)
 
 
 def _folder():
@@ -231,7 +233,7 @@ def parse_claim(data: Any, where: str) -> Claim:
     if not isinstance(data, Mapping):
         raise HetbenchError(f"{where}: a claim definition is a mapping of {', '.join(_KEYS)}")
     for key in _KEYS:
-        if key not in ("notes", "settle") and key not in data:
+        if key not in ("notes", "settle", "paper_data") and key not in data:
             raise HetbenchError(f"{where}: missing key '{key}'")
     unknown = sorted(set(data) - set(_KEYS))
     if unknown:
@@ -290,8 +292,16 @@ def parse_claim(data: Any, where: str) -> Claim:
         settle = check_settle(data["settle"], where)
     elif "settle" in data:
         raise HetbenchError(f"{where}: 'settle' is for claims whose runner trains; '{data['runner']}' does not")
+    paper_data = data.get("paper_data") or ""
+    if paper_data:
+        from hetbench.reproduce.paper_data import PAPER_DATA
+
+        if paper_data not in PAPER_DATA:
+            raise HetbenchError(f"{where}: 'paper_data' must be one of {', '.join(PAPER_DATA)} (got {paper_data!r})")
+        if not all("source" in checked[mode] for mode in ALL_MODES):
+            raise HetbenchError(f"{where}: 'paper_data' replaces the 'source' setting, which its runner has not")
     return Claim(
-        settle=settle,
+        settle=settle, paper_data=paper_data,
         id=data["id"], paper=" ".join(data["paper"].split()), where=data["where"], claim=" ".join(data["claim"].split()),
         protocol=" ".join(data["protocol"].split()), runner=data["runner"], settings=checked, checks=tuple(out),
         notes=" ".join(str(data.get("notes") or "").split()),

@@ -28,8 +28,8 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from hetbench.errors import HetbenchError
-from hetbench.reproduce.claims import (ALL_MODES, SMOKE, Claim, check_seed_count, load_claim, replicated_seeds,
-                                      select_claims)
+from hetbench.reproduce.claims import (ALL_MODES, SMOKE, Claim, check_seed_count, claim_ids, load_claim,
+                                      replicated_seeds, select_claims)
 from hetbench.reproduce.runners import RUNNERS
 from hetbench.reproduce.write import coverage
 
@@ -286,6 +286,7 @@ def reproduce(
     store: str | os.PathLike | None = None,
     budget: float | None = None,
     prune_store: bool = False,
+    data: str | Sequence[str] | None = None,
 ) -> Reproduced:
     """Run ``claims`` and write ``claims.json``, ``claims.md``, ``claims.html`` and the plots to ``out``.
 
@@ -327,6 +328,10 @@ def reproduce(
     prune_store : bool
         After each claim whose runs were all found or kept, remove that claim's records the claim did not
         read from the store (runs of settings it no longer has): how a committed record stays compact.
+    data : str or sequence of str, optional
+        The papers' own data sets where the user has them, ``KEY=FOLDER_OR_HUB_ID`` (``cifar10=...``): a claim
+        that declares ``paper_data: KEY`` runs on it in place of its ``source``
+        (:mod:`hetbench.reproduce.paper_data`; its layout is checked before anything is written).
 
     Returns
     -------
@@ -353,11 +358,13 @@ def reproduce(
     from hetbench.atomic import check_out_dir, release_lock
     from hetbench.reproduce.claim_run import run_stored
     from hetbench.reproduce.output import begin, check_store_dir, interrupted, publish_reports
+    from hetbench.reproduce.paper_data import check_data, parse_data, with_paper_data
     from hetbench.reproduce.store import RunStore
     from hetbench.version import __version__
 
     ids, seed_list, loaded = _checked_claims(claims, mode, seeds)
     check_metadata(metadata)
+    data_refs = check_data(parse_data(data), loaded, [load_claim(c) for c in claim_ids()] if data else ())
     if threads is not None and not threads > 0:
         raise HetbenchError(f"--threads must be a positive number (got {threads})")
     if any(RUNNERS[c.runner].trains for c in loaded):
@@ -381,8 +388,11 @@ def reproduce(
         try:
             for claim in loaded:
                 claim_seeds = seeds_of(claim, mode, seed_list)
+                claim, used = with_paper_data(claim, data_refs)
                 record, seconds[claim.id] = run_stored(claim, mode, claim_seeds, runs_store, work, work / "plots",
                                                        device, metadata, threads, quiet, prune=prune_store)
+                if used:
+                    record["data"] = used  # the paper's data the claim ran on, in place of its source
                 records.append(record)
             from hetbench.reproduce.write import machine_record, summary_counts, write_html, write_json, write_markdown
 
