@@ -364,7 +364,8 @@ def build_split(
     class_map = present_classes(table, outputs)
     if not allow_empty:
         check_no_empty_clients(part.num_clients, outputs["train"].client_ids)
-    fs = FederatedSplit(table=table, partition=part, outputs=outputs, recipe=recipe, dropped=dropped,
+    # the split's own copy of the table: derive_columns adds columns to it, never to the caller's
+    fs = FederatedSplit(table=table.copy(), partition=part, outputs=outputs, recipe=recipe, dropped=dropped,
                         class_map=class_map, embeddings=getattr(partitioner, "last_embedding", None) or None,
                         local_paths=local)
     partitioner.derive_columns(fs)  # cluster, s2_cell, renamed columns: part of the split, re-derived by verify

@@ -386,3 +386,18 @@ def test_a_split_and_its_table_print_as_one_line_summaries():
     table = load_table("builtin:digits")
     assert repr(build_split(table, IIDPartitioner(4))) == "FederatedSplit(iid, 4 clients; train: 1,437 rows, test: 360 rows; 10 classes)"
     assert "\n" not in repr(table) and "array" not in repr(table)
+
+
+def test_a_table_in_memory_can_be_split_again_and_keeps_its_columns(tmp_path):
+    """make_split adds derived columns (``cluster``) to the split's own copy, never to the caller's table."""
+    from hetbench.partitioners import EmbeddingPartitioner
+    from hetbench.pipeline import make_split
+    from hetbench.sources import load_table
+
+    table = load_table("builtin:digits")
+    columns = list(table.splits["train"].column_names)
+    for alpha in (100.0, 0.1):  # the second build used to fail: 'cluster' was already a column
+        fs, _ = make_split(table, EmbeddingPartitioner(4, alpha, 4, embedder="pixels:4"), tmp_path / f"a{alpha:g}",
+                           seed=0, quiet=True)
+        assert "cluster" in fs.table.splits["train"].column_names
+    assert table.splits["train"].column_names == columns
