@@ -271,7 +271,7 @@ def _cannot_write(folder: Path, exc: OSError) -> HetbenchError:
 def _writable(folder: Path) -> None:
     try:
         folder.mkdir(parents=True, exist_ok=True)
-        probe = folder / f".probe-{os.getpid()}"
+        probe = folder / f".probe-{os.getpid()}-{os.urandom(4).hex()}"  # two loads at once in one process: two probes
         probe.write_bytes(b"")
         probe.unlink()
     except OSError as exc:
