@@ -224,19 +224,21 @@ def iid_cmd(clients: int, sizes: str | None):
 @click.option("--min-size", default=0, show_default=True, type=int,
               help="--scheme class: fewest training rows per client, as the summary counts them (after --test-split "
               "client's per-client hold-out), met by a deterministic repair.")
+@click.option("--partition-by", default=None, metavar="COLUMN", help="Skew clients over this column, not the label.")
 @_common
-def dirichlet_cmd(clients: int, alpha: float, scheme: str, sizes: str | None, min_size: int):
+def dirichlet_cmd(clients: int, alpha: float, scheme: str, sizes: str | None, min_size: int, partition_by: str | None):
     """Label Dirichlet split (Hsu et al. 2019/2020 Appendix B, or the per-class variant).
 
     Example: hetbench partition dirichlet --alpha 0.1 --clients 20
     """
     from hetbench.partitioners import DirichletPartitioner
 
-    p, tag = DirichletPartitioner(clients, alpha, scheme, _parse_sizes(sizes), min_size), f"dirichlet-{scheme}-a{_fmt(alpha)}-n{clients}"
+    p = DirichletPartitioner(clients, alpha, scheme, _parse_sizes(sizes), min_size, partition_by=partition_by)
+    tag = f"dirichlet-{scheme}-a{_fmt(alpha)}-n{clients}" + (f"-by-{partition_by}" if partition_by else "")
     if p.scheme != "class" or p.min_size < 2:  # bad options were refused above, before the data is read
         return p, tag
     holdout, table = _client_holdout()  # --min-size counts training rows: the hold-out comes on top
-    return DirichletPartitioner(clients, alpha, scheme, None, min_size, holdout), tag, None, table
+    return DirichletPartitioner(clients, alpha, scheme, None, min_size, holdout, partition_by), tag, None, table
 
 
 @partition.command("shards", short_help="Sorted-label shards, k per client (McMahan et al. 2017).")

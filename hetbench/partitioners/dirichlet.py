@@ -314,6 +314,10 @@ class DirichletPartitioner(Partitioner):
         gives every client the rows :func:`~hetbench.partitioners.base.rows_for_training` computes,
         which leave ``min_size`` training rows. Recorded in the recipe only when ``min_size`` is
         above 1.
+    partition_by : str, optional
+        Draw the Dirichlet over the values of this column instead of the label (Flower Datasets'
+        ``partition_by``): e.g. skew clients over digit classes while the task's label is the domain.
+        Recorded in the recipe only when set.
 
     References
     ----------
@@ -355,6 +359,7 @@ class DirichletPartitioner(Partitioner):
         sizes: Sequence[int] | None = None,
         min_size: int = 0,
         holdout_fraction: float | None = None,
+        partition_by: str | None = None,
     ) -> None:
         if scheme not in SCHEMES:
             raise HetbenchError(f"unknown --scheme '{scheme}'; choose one of: {', '.join(SCHEMES)}")
@@ -372,6 +377,9 @@ class DirichletPartitioner(Partitioner):
         self.sizes = None if sizes is None else [int(s) for s in sizes]
         self.min_size = int(min_size)
         self.holdout_fraction = check_holdout(holdout_fraction, self.min_size if scheme == "class" else 0)
+        if partition_by is not None and (not isinstance(partition_by, str) or not partition_by):
+            raise HetbenchError(f"partition_by must be a column name (got {partition_by!r})")
+        self.partition_by = partition_by
         if self.scheme == "client" and self.alpha == 0 and self.sizes is not None:
             raise HetbenchError("alpha = 0 gives one class per client, whose sizes follow the class sizes; drop --sizes")
 
@@ -386,6 +394,8 @@ class DirichletPartitioner(Partitioner):
         }
         if self.holdout_fraction is not None:  # only when set: recipes without it stay as they were
             params["holdout_fraction"] = self.holdout_fraction
+        if self.partition_by is not None:  # likewise
+            params["partition_by"] = self.partition_by
         return params
 
     def holding_out(self, fraction: float) -> "DirichletPartitioner":
@@ -421,7 +431,15 @@ class DirichletPartitioner(Partitioner):
         return hsu_client_counts(class_counts, sizes, self.alpha, rng)
 
     def _assign(self, table, split, rng):
-        labels = table.labels[split]
-        counts = self.client_counts(labels, table.num_classes, rng)
+        labels, num_classes = table.labels[split], table.num_classes
+        if self.partition_by is not None:  # the values of another column take the labels' place, sorted
+            if self.partition_by not in table.splits[split].column_names:
+                raise HetbenchError(f"partition_by: no column '{self.partition_by}' in the {split} split")
+            try:
+                values, labels = np.unique(table.column(split, self.partition_by), return_inverse=True)
+            except TypeError:  # None beside strings, or mixed types: no order to sort them in
+                raise HetbenchError(f"partition_by: column '{self.partition_by}' has missing or mixed-type values") from None
+            labels, num_classes = labels.astype(np.int64), int(values.size)
+        counts = self.client_counts(labels, num_classes, rng)
         assignment, reason = assign_from_counts(labels, counts, rng, DropReason.CLASS_UNASSIGNED)
         return assignment, reason, self.num_clients, default_client_names(self.num_clients)

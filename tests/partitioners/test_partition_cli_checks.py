@@ -67,3 +67,26 @@ def test_bad_alpha_one_line_exit_2(run_cli, tmp_path, command, alpha):
     code, _, err = run_cli("partition", command, "--alpha", alpha, *extra, "--out", tmp_path / "s")
     assert one_line_error(code, err), err
     assert "--alpha" in err and not (tmp_path / "s").exists()
+
+
+def test_partition_by_skews_another_column_than_the_label(run_cli, tmp_path):
+    """--label-col domain --partition-by label: the clients are skewed over the digits, the task stays the domain."""
+    import json
+
+    import pyarrow.parquet as pq
+
+    out = tmp_path / "split"
+    code, _, err = run_cli("partition", "dirichlet", "--dataset", "builtin:digits-domains", "--label-col", "domain",
+                           "--partition-by", "label", "--alpha", "0.05", "--clients", "8", "--out", out)
+    assert code == 0, err
+    manifest = json.loads((out / "hetbench.json").read_text())
+    assert manifest["recipe"]["partition"]["params"]["partition_by"] == "label"
+    assert manifest["source"]["label_col"] == "domain" and manifest["class_names"] == ["mnist", "mnistm", "syn", "usps"]
+    rows = pq.read_table([out / f for f in manifest["splits"]["train"]["files"]][0]).to_pydict()
+    digits_per_client = {}
+    for client, digit in zip(rows["client_id"], rows["source_label"]):  # the source's own 'label' column
+        digits_per_client.setdefault(client, set()).add(digit)
+    assert sum(map(len, digits_per_client.values())) / len(digits_per_client) < 5  # skewed over the digits
+    code, _, err = run_cli("partition", "dirichlet", "--partition-by", "writer", "--out", tmp_path / "bad")
+    assert one_line_error(code, err), err
+    assert "no column 'writer'" in err and not (tmp_path / "bad").exists()

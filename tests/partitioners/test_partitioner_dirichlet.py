@@ -408,3 +408,23 @@ def test_class_scheme_equal_shares_cut_exactly_for_inf_and_alphas_that_split_as_
         counts = class_dirichlet_counts(np.array([7, 30]), 7, alpha, np.random.default_rng(0))
         assert counts[:, 0].tolist() == [1] * 7
         assert counts[:, 1].tolist() == [4, 4, 4, 5, 4, 4, 5]  # floor(30 k / 7) - floor(30 (k - 1) / 7)
+
+
+def test_partition_by_the_label_column_is_the_plain_split_and_another_column_is_skewed_instead():
+    from hetbench.sources import load_table
+
+    digits = load_table("builtin:digits")
+    plain = DirichletPartitioner(5, alpha=0.5).partition(digits, seed=3)
+    by_label = DirichletPartitioner(5, alpha=0.5, partition_by="label").partition(digits, seed=3)
+    assert np.array_equal(plain.assignment, by_label.assignment)
+    assert "partition_by" not in plain.recipe["params"] and by_label.recipe["params"]["partition_by"] == "label"
+    domains = load_table("builtin:digits-domains", label_col="domain")
+    part = DirichletPartitioner(8, alpha=0.05, partition_by="label").partition(domains, seed=0)
+    digit = np.asarray(domains.column("train", "label"))
+    keep = part.assignment >= 0
+    digit_counts = np.zeros((8, 10), np.int64)
+    np.add.at(digit_counts, (part.assignment[keep], digit[keep]), 1)
+    domain_counts = part.label_matrix(domains.labels["train"], domains.num_classes)
+    assert emd(digit_counts) > 1.0 > 0.5 > emd(domain_counts)  # skewed over the digits, not over the domains
+    with pytest.raises(HetbenchError, match="partition_by must be a column name"):
+        DirichletPartitioner(5, partition_by="")
