@@ -172,8 +172,8 @@ def claim_ids() -> list[str]:
     --------
     >>> from hetbench.reproduce.claims import claim_ids
     >>> claim_ids()
-    ['borazjani-zeta', 'dapperfl-ablation', 'dapperfl-domains', 'dapperfl-footprint', 'defaults-learn',
-     'heteroswitch-stage-drop', 'heteroswitch-table2', 'heteroswitch-table4', 'hsu-fedavgm', 'hsu-fedvc-fedir',
+    ['borazjani-thesis', 'borazjani-zeta', 'dapperfl-ablation', 'dapperfl-domains', 'dapperfl-footprint',
+     'defaults-learn', 'heteroswitch-stage-drop', 'heteroswitch-table2', 'heteroswitch-table4', 'hsu-fedavgm', 'hsu-fedvc-fedir',
      'hsu-geo-clients', 'hsu-label-skew', 'scaffold-collapse']
     """
     return sorted(p.name[:-5] for p in _folder().iterdir() if p.name.endswith(".yaml"))
@@ -349,7 +349,7 @@ def select_claims(spec: str | None) -> list[str]:
     ['hsu-geo-clients', 'dapperfl-footprint']
     >>> select_claims("hsu-fedmagic")
     Traceback (most recent call last):
-    hetbench.errors.HetbenchError: unknown claim 'hsu-fedmagic'; valid claims: borazjani-zeta, dapperfl-ablation, ...
+    hetbench.errors.HetbenchError: unknown claim 'hsu-fedmagic'; valid claims: borazjani-thesis, borazjani-zeta, ...
     """
     ids = claim_ids()
     if spec is None or spec.strip().lower() == "all":

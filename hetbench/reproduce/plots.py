@@ -150,7 +150,7 @@ def _panel(ax, m: Measurement, axes: Axes, criterion: dict[str, Any], result: Ch
         ax.annotate(label, (0, means[0]),
                     textcoords="offset points", xytext=(10, 0), va="center", fontsize=8, color="#1f5fa8")
         ax.set_xticks([0], [m.point_labels()[0]])
-        ax.set_xlim(-0.6, 5.6 if paper else 4.2)  # the legend sits right of the points and their interval's label
+        ax.set_xlim(-0.6, 6.6 if paper else 4.2)  # the legend sits right of the points and their interval's label
         if all(float(v).is_integer() for v in seeds):  # a count (domains won): whole-number ticks
             from matplotlib.ticker import MaxNLocator
 

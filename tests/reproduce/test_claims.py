@@ -11,7 +11,7 @@ from hetbench.reproduce.claims import claim_ids, load_claim, parse_claim, select
 from claim_definitions import raw_claim
 
 #: every claim id the issue names (part of the command-line interface)
-ISSUE_IDS = ["borazjani-zeta", "dapperfl-ablation", "dapperfl-domains", "dapperfl-footprint", "defaults-learn",
+ISSUE_IDS = ["borazjani-thesis", "borazjani-zeta", "dapperfl-ablation", "dapperfl-domains", "dapperfl-footprint", "defaults-learn",
              "heteroswitch-stage-drop", "heteroswitch-table2", "heteroswitch-table4", "hsu-fedavgm", "hsu-fedvc-fedir",
              "hsu-geo-clients", "hsu-label-skew", "scaffold-collapse"]
 

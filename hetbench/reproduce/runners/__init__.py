@@ -15,6 +15,7 @@ from hetbench.reproduce.runners.geo import GeoClientsRunner
 from hetbench.reproduce.runners.isp_stage_drop import IspStageDropRunner
 from hetbench.reproduce.runners.label_skew import LabelSkewRunner
 from hetbench.reproduce.runners.server_momentum import ServerMomentumRunner
+from hetbench.reproduce.runners.task_view import TaskViewRunner
 from hetbench.reproduce.runners.tuned_pair import TunedPairRunner
 from hetbench.reproduce.runners.virtual_clients import VirtualClientsRunner
 
@@ -32,6 +33,7 @@ RUNNERS: Registry[Runner] = Registry(
         "isp_stage_drop": IspStageDropRunner(),
         "label_skew": LabelSkewRunner(),
         "server_momentum": ServerMomentumRunner(),
+        "task_view": TaskViewRunner(),
         "tuned_pair": TunedPairRunner(),
         "virtual_clients": VirtualClientsRunner(),
     },
