@@ -41,7 +41,8 @@ import numpy as np
 from hetbench.errors import HetbenchError
 from hetbench.reproduce.criteria import Measurement
 from hetbench.reproduce.runners.base import Axes, Context, RunOutput
-from hetbench.reproduce.runners.device_fairness import SCENES, DeviceFairnessRunner, build_device_split
+from hetbench.reproduce.runners.device_fairness import (SCENES, DeviceFairnessRunner, build_device_split,
+                                                        scored_devices)
 from hetbench.reproduce.runners.label_skew import TRAIN_KEYS, train_config
 
 #: the one algorithm of Table 2 (the paper's baseline, FedAvg)
@@ -95,6 +96,24 @@ def pair_share(matrix: dict[str, dict[str, float]]) -> float:
     return sum(matrix[d][d] > matrix[d][e] for d, e in pairs) / len(pairs)
 
 
+def build_even_device_split(settings: dict[str, Any], ctx: Context) -> tuple[Any, list[str], dict[str, int],
+                                                                             dict[str, int]]:
+    """``hetbench build devices`` of a device claim's settings with every phone the same participation
+    weight, so the clients are spread evenly over the phones (checked): the folder, the devices in the
+    split's order, the clients per device and the test rows per device."""
+    from hetbench.isp.profiles import load_profiles
+
+    name = f"devices-{settings['profiles']}-even-n{settings['clients']}-s{settings.get('split_seed', 0)}"
+    weights = ctx.work / f"{name}-weights.json"
+    weights.write_text(json.dumps({d.name: 1 for d in load_profiles(settings["profiles"])}))
+    folder, report, test_rows = build_device_split(settings, ctx, name, str(weights))
+    devices = list(report["devices"])
+    per_device = {d: report["devices"][d]["clients"] for d in devices}
+    if len(set(per_device.values())) != 1:
+        raise HetbenchError(f"the split's clients are not spread evenly over the phones: {per_device}")
+    return folder, devices, per_device, test_rows
+
+
 class CrossDeviceRunner(DeviceFairnessRunner):
     measures = {
         "degradation_others": "the mean over training phones of own-phone accuracy minus the mean accuracy on "
@@ -127,20 +146,12 @@ class CrossDeviceRunner(DeviceFairnessRunner):
                                    algorithms=(ALGORITHM,))]
 
     def run(self, settings: dict[str, Any], ctx: Context) -> RunOutput:
-        from hetbench.isp.profiles import load_profiles
         from hetbench.sweep import sweep
 
         config = dataclasses.replace(train_config(dict(settings["train"]), "train"), device=ctx.device,
                                      group_by="device")
         split_seed = settings.get("split_seed", 0)
-        name = f"devices-{settings['profiles']}-even-n{settings['clients']}-s{split_seed}"
-        weights = ctx.work / f"{name}-weights.json"  # every phone the same weight: clients spread evenly
-        weights.write_text(json.dumps({d.name: 1 for d in load_profiles(settings["profiles"])}))
-        folder, report, test_rows = build_device_split(settings, ctx, name, str(weights))
-        devices = list(report["devices"])
-        per_device = {d: report["devices"][d]["clients"] for d in devices}
-        if len(set(per_device.values())) != 1:
-            raise HetbenchError(f"the split's clients are not spread evenly over the phones: {per_device}")
+        folder, devices, per_device, test_rows = build_even_device_split(settings, ctx)
 
         matrices: list[dict[str, dict[str, float]]] = []
         for seed in ctx.seeds:
@@ -151,11 +162,7 @@ class CrossDeviceRunner(DeviceFairnessRunner):
                 trained = run.doc["config"]["train_groups"]
                 if not trained or len(trained) != 1:
                     raise HetbenchError(f"{run.path.name}: trained on {trained}, not on one phone")
-                matrix[trained[0]] = {g: float(a) for g, a in run.doc["final"]["last_k"]["group_accuracy"].items()}
-                counted = {g: int(v["num_test"]) for g, v in run.doc["groups"].items()}
-                if counted != test_rows:
-                    raise HetbenchError(f"{run.path.name}: the trainer scored {counted} test images per device, "
-                                        f"the split holds {test_rows}")
+                matrix[trained[0]] = scored_devices(run, test_rows)
             matrices.append(matrix)
             rows = table2_rows(matrix)
             ctx.note(f"seed {seed}: mean others {np.mean([r['degradation'] for r in rows.values()]):.1f} points, "

@@ -103,6 +103,48 @@ def build_device_split(settings: dict[str, Any], ctx: Context, name: str,
     return folder, report, test_rows
 
 
+def scored_devices(run: Any, test_rows: dict[str, int]) -> dict[str, float]:
+    """A device run's accuracy (%) per device, the trainer's mean of the last k evaluations
+    (``final.last_k.group_accuracy``), once the trainer's own record shows it scored every device of the split
+    on all of that device's test images.
+
+    Parameters
+    ----------
+    run : RunResult
+        One run of :func:`hetbench.sweep.sweep` with ``group_by="device"``.
+    test_rows : dict
+        The split's test images per device (:func:`build_device_split`).
+
+    Raises
+    ------
+    HetbenchError
+        When the record's devices or test counts are not the split's.
+
+    Examples
+    --------
+    >>> from pathlib import Path
+    >>> from types import SimpleNamespace
+    >>> from hetbench.reproduce.runners.device_fairness import scored_devices
+    >>> run = SimpleNamespace(path=Path("fedavg-s0.json"), doc={
+    ...     "final": {"last_k": {"group_accuracy": {"G4": 61.5}}}, "groups": {"G4": {"num_test": 106}}})
+    >>> scored_devices(run, {"G4": 106})
+    {'G4': 61.5}
+    >>> scored_devices(run, {"G4": 105})
+    Traceback (most recent call last):
+    hetbench.errors.HetbenchError: fedavg-s0.json: the trainer scored {'G4': 106} test images per device, the split holds {'G4': 105}
+    """
+    doc = run.doc
+    acc = {g: float(a) for g, a in doc["final"]["last_k"]["group_accuracy"].items()}
+    if sorted(acc) != sorted(test_rows):  # the trainer's record, not the runner's wish
+        raise HetbenchError(f"{run.path.name}: per-device accuracy for {sorted(acc)}, not for the split's devices "
+                            f"{sorted(test_rows)}")
+    counted = {g: int(v["num_test"]) for g, v in doc["groups"].items()}
+    if counted != test_rows:
+        raise HetbenchError(f"{run.path.name}: the trainer scored {counted} test images per device, the split "
+                            f"holds {test_rows}")
+    return acc
+
+
 def _mean_se(values: list[float]) -> list[float]:
     """[mean, standard error] over seeds, rounded for the facts."""
     se = float(np.std(values, ddof=1) / np.sqrt(len(values))) if len(values) > 1 else 0.0
@@ -183,14 +225,7 @@ class DeviceFairnessRunner(Runner):
                 run = sweep(folder, algo, seeds=[seed], config=config, out=ctx.runs, quiet=True,
                             threads=ctx.threads, store=ctx.store)[0]
                 doc = run.doc
-                acc = {g: float(a) for g, a in doc["final"]["last_k"]["group_accuracy"].items()}
-                if sorted(acc) != sorted(devices):  # the trainer's record, not this runner's wish
-                    raise HetbenchError(f"{run.path.name}: per-device accuracy for {sorted(acc)}, not for the "
-                                        f"split's devices {sorted(devices)}")
-                counted = {g: int(v["num_test"]) for g, v in doc["groups"].items()}
-                if counted != test_rows:
-                    raise HetbenchError(f"{run.path.name}: the trainer scored {counted} test images per device, "
-                                        f"the split holds {test_rows}")
+                acc = scored_devices(run, test_rows)
                 accuracy[algo].append(acc)
                 overall[algo].append(float(doc["final"]["last_k"]["accuracy"]))
                 if algo == "heteroswitch":
