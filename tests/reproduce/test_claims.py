@@ -12,7 +12,8 @@ from claim_definitions import raw_claim
 
 #: every claim id the issue names (part of the command-line interface)
 ISSUE_IDS = ["borazjani-thesis", "borazjani-zeta", "dapperfl-ablation", "dapperfl-domains", "dapperfl-footprint", "defaults-learn",
-             "heteroswitch-stage-drop", "heteroswitch-table2", "heteroswitch-table4", "hsu-fedavgm", "hsu-fedvc-fedir",
+             "heteroswitch-lodo", "heteroswitch-stage-drop", "heteroswitch-table2", "heteroswitch-table4", "hsu-fedavgm",
+             "hsu-fedvc-fedir",
              "hsu-geo-clients", "hsu-label-skew", "scaffold-collapse"]
 
 

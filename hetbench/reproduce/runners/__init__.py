@@ -8,6 +8,7 @@ from hetbench.reproduce.runners.base import Axes, Context, Runner, RunOutput
 from hetbench.reproduce.runners.cross_device import CrossDeviceRunner
 from hetbench.reproduce.runners.defaults_learn import DefaultsLearnRunner
 from hetbench.reproduce.runners.device_fairness import DeviceFairnessRunner
+from hetbench.reproduce.runners.device_generalisation import LeaveOneDeviceOutRunner
 from hetbench.reproduce.runners.domains import DomainsRunner
 from hetbench.reproduce.runners.embedding_zeta import EmbeddingZetaRunner
 from hetbench.reproduce.runners.footprint import FootprintRunner
@@ -32,6 +33,7 @@ RUNNERS: Registry[Runner] = Registry(
         "geo_clients": GeoClientsRunner(),
         "isp_stage_drop": IspStageDropRunner(),
         "label_skew": LabelSkewRunner(),
+        "leave_one_device_out": LeaveOneDeviceOutRunner(),
         "server_momentum": ServerMomentumRunner(),
         "task_view": TaskViewRunner(),
         "tuned_pair": TunedPairRunner(),
