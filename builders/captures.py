@@ -32,6 +32,13 @@ MAX_CROPS_PER_PHOTO = 500
 #: photographs (astronaut, 512 x 512). A photograph smaller than the crop gives crops of its own shorter side
 #: (chelsea: 300); a larger value would only be clamped, so it is refused.
 CROP_SIZE_RANGE = (32, 512)
+#: How the embedded photographs' test crops are chosen (``--test-crops``): ``random`` holds out
+#: ``test_fraction`` of one pool of random crops, stratified by scene (a test crop may overlap training
+#: crops: the test measures scenes the model has seen); ``unseen-region`` cuts each photograph's test crops
+#: from a band at one end of it that no training crop touches
+#: (:func:`hetbench.sources.photographs.region_crops`): the test measures parts of each scene no training
+#: image showed.
+TEST_CROPS = ("random", "unseen-region")
 
 #: arguments of a builder's ``prepare`` that its rebuild passes itself (never read from a manifest)
 REBUILD_PASSES = ("seed", "num_proc", "quiet", "title", "engine", "on_checked")
@@ -135,18 +142,65 @@ def _labels_by_path(rows: list[dict], root, labels_csv: str) -> dict[str, str]:
     return by_path
 
 
-def embedded_sources(crops_per_photo: int, crop_size: int, seed: int) -> list[tuple[str, str, PhotoSource]]:
-    """(capture_id, label, source) for the embedded default: crops of the real photographs that
-    ship inside scikit-image and scikit-learn, label = scene."""
-    from hetbench.sources.photographs import embedded_photographs, scene_crops
+def embedded_sources(crops_per_photo: int, crop_size: int, seed: int, test_crops: str = "random",
+                     test_fraction: float = 0.2) -> list[tuple[str, str, PhotoSource, bool | None]]:
+    """(capture_id, label, source, held_out) for the embedded default: crops of the real photographs that
+    ship inside scikit-image and scikit-learn, label = scene.
 
-    out = []
+    With ``test_crops`` ``random`` every crop is drawn from the whole photograph and ``held_out`` is None
+    (the split holds out ``test_fraction`` of the captures, :func:`hetbench.builders.device_split.held_out_captures`);
+    with ``unseen-region`` each photograph gives ``round(test_fraction x crops_per_photo)`` (at least 1)
+    test crops from a band no training crop touches (:func:`hetbench.sources.photographs.region_crops`,
+    the band a ``test_fraction`` share of the longer side) and ``held_out`` says which.
+
+    Examples
+    --------
+    >>> from hetbench.builders.captures import embedded_sources
+    >>> found = embedded_sources(5, 64, 0, "unseen-region", 0.2)
+    >>> [(cid, held) for cid, _, _, held in found[:5]]
+    [('astronaut-00', False), ('astronaut-01', False), ('astronaut-02', False), ('astronaut-03', False), ('astronaut-04', True)]
+    """
+    from hetbench.sources.photographs import embedded_photographs, region_crops, scene_crops
+
+    check_test_crops(test_crops, crops_per_photo, test_fraction)
+    out: list[tuple[str, str, PhotoSource, bool | None]] = []
     for si, (scene, image) in enumerate(embedded_photographs()):
-        crops = scene_crops(image, crops_per_photo, crop_size, make_rng(seed, 10_000 + si))
-        for ci, crop in enumerate(crops):
+        rng = make_rng(seed, 10_000 + si)
+        if test_crops == "random":
+            crops, held = scene_crops(image, crops_per_photo, crop_size, rng), [None] * crops_per_photo
+        else:
+            n_test = min(crops_per_photo - 1, max(1, round(test_fraction * crops_per_photo)))
+            try:
+                train, test = region_crops(image, crops_per_photo - n_test, n_test, crop_size, test_fraction, rng)
+            except ValueError as exc:
+                raise HetbenchError(f"--test-crops unseen-region: photograph '{scene}': {exc}; lower --crop-size "
+                                    "or --test-fraction") from None
+            crops, held = train + test, [False] * len(train) + [True] * len(test)
+        for ci, (crop, is_test) in enumerate(zip(crops, held)):
             cid = f"{scene}-{ci:02d}"
-            out.append((cid, scene, PhotoSource(cid, crop)))
+            out.append((cid, scene, PhotoSource(cid, crop), is_test))
     return out
+
+
+def check_test_crops(test_crops: object, crops_per_photo: int, test_fraction: float) -> None:
+    """Refuse an unknown ``--test-crops`` or an ``unseen-region`` one that cannot split, in one line.
+
+    Examples
+    --------
+    >>> from hetbench.builders.captures import check_test_crops
+    >>> check_test_crops("unseen-region", 2, 0.2)
+    >>> check_test_crops("unseen-region", 1, 0.2)
+    Traceback (most recent call last):
+    ...
+    hetbench.errors.HetbenchError: --test-crops unseen-region needs at least 2 crops per photograph, one to train on and one to test (got --crops-per-photo 1)
+    """
+    if test_crops not in TEST_CROPS:
+        raise HetbenchError(f"--test-crops must be one of {', '.join(TEST_CROPS)} (got {test_crops!r})")
+    if test_crops == "unseen-region" and crops_per_photo < 2:
+        raise HetbenchError("--test-crops unseen-region needs at least 2 crops per photograph, one to train on and "
+                            f"one to test (got --crops-per-photo {crops_per_photo})")
+    if not 0.0 < test_fraction < 1.0:
+        raise HetbenchError(f"--test-fraction must be between 0 and 1 (got {test_fraction})")
 
 
 def read_device_weights(path: str | None, devices: Sequence[str]) -> dict[str, float]:
@@ -367,17 +421,22 @@ def check_crops(crops_per_photo: object, crop_size: object) -> None:
 
 
 def capture_jobs(raw_dir, labels, renders, size, seed, crops_per_photo, crop_size, profile_set="heteroswitch9",
-                 label_of: dict[str, str] | None = None, lens_shading: str | None = None) -> list[CaptureJob]:
+                 label_of: dict[str, str] | None = None, lens_shading: str | None = None, test_crops: str = "random",
+                 test_fraction: float = 0.2) -> list[CaptureJob]:
     """One job per capture, from RAW files (``raw_dir``, labels from ``labels``, or the files and
     labels of ``label_of``, a corpus recipe's) or the embedded photographs (``crops_per_photo``
-    crops of side ``crop_size``, unprocessed by the profiles of ``profile_set`` in turn); every job
-    renders ``renders`` at ``size``. ``lens_shading`` (RAW files only; None: ``dng``) is
-    :func:`hetbench.isp.raw.read_raw`'s: ``dng``, ``none`` or ``cos4:C``; it is checked here, in one line."""
+    crops of side ``crop_size``, unprocessed by the profiles of ``profile_set`` in turn, test crops chosen
+    by ``test_crops``, :func:`embedded_sources`); every job renders ``renders`` at ``size``.
+    ``lens_shading`` (RAW files only; None: ``dng``) is :func:`hetbench.isp.raw.read_raw`'s: ``dng``,
+    ``none`` or ``cos4:C``; it is checked here, in one line."""
     from pathlib import Path
 
     from hetbench.isp.profiles import load_profiles
 
     shading = check_lens_shading(lens_shading, raw_dir)
+    if raw_dir is not None and test_crops != "random":
+        raise HetbenchError(f"--test-crops {test_crops} applies to the embedded photographs; RAW files are "
+                            "held out whole (by capture)")
     if raw_dir is not None:
         files = raw_files(raw_dir) if label_of is None else sorted(label_of)
         label_of = read_labels(labels, files, raw_dir) if label_of is None else label_of
@@ -391,8 +450,10 @@ def capture_jobs(raw_dir, labels, renders, size, seed, crops_per_photo, crop_siz
     check_crops(crops_per_photo, crop_size)
     profiles = [p.name for p in load_profiles(profile_set)]
     return [
-        CaptureJob(i, cid, label, src, tuple(renders), size, seed, base_profile=profiles[i % len(profiles)], profile_set=profile_set)
-        for i, (cid, label, src) in enumerate(embedded_sources(crops_per_photo, crop_size, seed))
+        CaptureJob(i, cid, label, src, tuple(renders), size, seed, base_profile=profiles[i % len(profiles)],
+                   profile_set=profile_set, held_out=held)
+        for i, (cid, label, src, held) in enumerate(embedded_sources(crops_per_photo, crop_size, seed, test_crops,
+                                                                     test_fraction))
     ]
 
 

@@ -154,7 +154,8 @@ def rendered_table(
     description: str,
     license: str,
 ) -> RenderedCaptures:
-    """Rows of every usable capture under every device; captures held out for testing by label.
+    """Rows of every usable capture under every device; captures held out for testing by label, or as
+    their jobs say (``CaptureJob.held_out``, the embedded photographs' ``unseen-region`` test crops).
 
     ``results`` may be a stream (:func:`hetbench.builders.captures.run_jobs` with ``stream=True``): each
     capture's images go to disk as it arrives (:class:`RowSpill`), so memory holds one capture at a time,
@@ -168,6 +169,7 @@ def rendered_table(
     root = os.path.commonpath([os.path.dirname(p) for p in paths]) if paths else ""
     out = RenderedCaptures(table=None)  # type: ignore[arg-type]
     kept: list[tuple[str, str, int]] = []  # (capture id, label, its first spill row)
+    chosen: list[bool | None] = []  # a kept capture's held_out, where its job chose it (unseen-region test crops)
     spill = RowSpill()
     try:
         for j, r in zip(jobs, results):
@@ -177,6 +179,7 @@ def rendered_table(
                 out.skipped.append({"file": where, "reason": r.skipped})
                 continue
             kept.append((r.capture_id, r.label, len(spill)))
+            chosen.append(j.held_out)
             for d, png, st in zip(devices, r.images, r.stats):
                 spill.add(png)
                 out.stats.append(st)
@@ -187,7 +190,13 @@ def rendered_table(
             skipped = out.skipped
             raise HetbenchError(f"no capture could be rendered ({len(skipped)} skipped: {skipped[0]['reason'] if skipped else 'none'})")
         class_names = sorted({label for _, label, _ in kept})
-        held = held_out_captures([label for _, label, _ in kept], test_fraction, seed)
+        if any(c is not None for c in chosen):  # each job says whether it is a test capture
+            held = np.array([bool(c) for c in chosen])
+            if held.all() or not held.any():
+                raise HetbenchError(f"the usable captures are all {'test' if held.all() else 'training'} captures "
+                                    f"({len(kept)} of {len(jobs)} could be rendered)")
+        else:
+            held = held_out_captures([label for _, label, _ in kept], test_fraction, seed)
         if held.all() or len(kept) < 2:
             raise HetbenchError(f"need at least 2 usable captures to split train/test by capture (have {len(kept)})")
     except BaseException:

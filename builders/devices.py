@@ -42,6 +42,7 @@ def prepare_devices(
     on_checked: Callable[[], None] | None = None,
     lens_shading: str | None = None,
     purity: float = 1.0,
+    test_crops: str = "random",
 ) -> PreparedSplit:
     """Capture every scene with every emulated phone of ``profiles``; the split, not yet published.
 
@@ -54,7 +55,8 @@ def prepare_devices(
     Others
         As for :func:`hetbench.builders.iso_isp.prepare_iso_isp` (``engine`` included: not part of
         the recipe; ``lens_shading`` too: RAW files only, each phone's lens otherwise comes from its profile;
-        ``purity``: the share of a client's images taken by its own phone).
+        ``purity``: the share of a client's images taken by its own phone; ``test_crops``: ``random`` or
+        ``unseen-region``, the embedded photographs' test crops).
 
     References
     ----------
@@ -87,7 +89,7 @@ def prepare_devices(
         "devices", {"profiles": profiles}, isp_of, weights, [Render(d, isp_of[d], profile=d) for d in devices],
         raw_dir, labels, size, clients, device_weights, test_fraction, seed, num_proc, crops_per_photo, crop_size,
         quiet, description, f"capturing {{n}} scenes x {len(devices)} devices", profile_set=profiles, title=title, engine=engine,
-        on_checked=on_checked, lens_shading=lens_shading, purity=purity,
+        on_checked=on_checked, lens_shading=lens_shading, purity=purity, test_crops=test_crops,
     )
 
 
@@ -96,7 +98,7 @@ def build_devices(
     profiles: str = "heteroswitch9", clients: int | None = 50, raw_dir: str | None = None, labels: str | None = None,
     lens_shading: str = "dng", size: int | None = 224, device_weights: str | None = None, test_fraction: float = 0.2,
     crops_per_photo: int = CROPS_PER_PHOTO, crop_size: int = CROP_SIZE, num_proc: int | None = None,
-    purity: float = 1.0, seed: int = 0, engine: EngineSpec | None = None,
+    purity: float = 1.0, seed: int = 0, engine: EngineSpec | None = None, test_crops: str = "random",
 ) -> tuple[Path, dict[str, Any]]:
     """Capture every scene with every emulated phone of ``profiles`` and publish the device split
     (``hetbench build devices``); returns the folder and its report.
@@ -148,6 +150,9 @@ def build_devices(
         Seed of every random choice (default 0).
     engine : EngineSpec, optional
         What runs the renders (default None: local worker processes); never recorded.
+    test_crops : {"random", "unseen-region"}
+        Embedded photographs only: how the test crops are chosen, as for
+        :func:`hetbench.builders.iso_isp.build_iso_isp` (default ``random``).
 
     Returns
     -------
@@ -179,8 +184,9 @@ def build_devices(
     params = {"profiles": profiles, "raw_dir": raw_dir, "labels": labels, "size": size, "clients": clients,
               "device_weights": device_weights, "test_fraction": test_fraction, "seed": seed, "num_proc": num_proc,
               "crops_per_photo": crops_per_photo, "crop_size": crop_size, "quiet": quiet, "engine": engine,
-              "lens_shading": lens_shading, "purity": purity}
-    tag = f"devices-{profiles}-n{clients}{f'-p{purity:g}' if purity != 1.0 else ''}-s{seed}"
+              "lens_shading": lens_shading, "purity": purity, "test_crops": test_crops}
+    tag = (f"devices-{profiles}-n{clients}{f'-p{purity:g}' if purity != 1.0 else ''}"
+           f"{'-unseen' if test_crops == 'unseen-region' else ''}-s{seed}")
     return publish_checked(prepare_devices, Path(out) if out else SPLITS_ROOT / tag, name or tag, overwrite, params)
 
 

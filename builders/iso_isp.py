@@ -64,6 +64,7 @@ def prepare_iso_isp(
     lens_shading: str | None = None,
     purity: float = 1.0,
     reference: str = "phone",
+    test_crops: str = "random",
 ) -> PreparedSplit:
     """Render every capture under every Table 3 variant of ``stages``; the split, not yet published.
 
@@ -112,6 +113,10 @@ def prepare_iso_isp(
         The ``baseline`` device every variant changes one stage of: ``phone`` (default), hetbench's
         phone-like rendering (grey-edge WB, mild chroma smoothing and sharpening), or ``paper``, Table 3's
         Baseline column (gray-world WB, no chroma or sharpening stage) (:data:`hetbench.isp.pipeline.REFERENCES`).
+    test_crops : {"random", "unseen-region"}
+        Embedded photographs only: ``random`` (default) holds out ``test_fraction`` of the crops, which may
+        overlap training crops; ``unseen-region`` cuts each photograph's test crops from a band at one end no
+        training crop touches (:data:`hetbench.builders.captures.TEST_CROPS`).
 
     References
     ----------
@@ -144,7 +149,7 @@ def prepare_iso_isp(
         "iso-isp", {"stages": stages, **({"reference": reference} if reference != "phone" else {})}, isp_of, weights, [Render(d, isp_of[d]) for d in devices],
         raw_dir, labels, size, clients, device_weights, test_fraction, seed, num_proc, crops_per_photo, crop_size,
         quiet, description, f"rendering {{n}} captures x {len(devices)} ISP variants", title=title, engine=engine,
-        on_checked=on_checked, corpus=corpus, lens_shading=lens_shading, purity=purity,
+        on_checked=on_checked, corpus=corpus, lens_shading=lens_shading, purity=purity, test_crops=test_crops,
     )
 
 
@@ -184,6 +189,7 @@ def render_device_split(
     crops_per_photo, crop_size, quiet, description: str, progress: str, profile_set: str = "heteroswitch9",
     title: str | None = None, engine: EngineSpec | None = None, on_checked: Callable[[], None] | None = None,
     corpus: CorpusLabels | None = None, lens_shading: str | None = None, purity: float = 1.0,
+    test_crops: str = "random",
 ) -> PreparedSplit:
     """What every device builder shares: check, render every capture for every device, record the
     build's recipe, and hand the table to the :class:`DevicePartitioner` (``deal`` allocation)."""
@@ -194,7 +200,8 @@ def render_device_split(
 
         check_purity(purity, len(devices), "devices")
     jobs = capture_jobs(raw_dir, labels, renders, size, seed, crops_per_photo, crop_size, profile_set=profile_set,
-                        label_of=None if corpus is None else corpus.label_of, lens_shading=lens_shading)
+                        label_of=None if corpus is None else corpus.label_of, lens_shading=lens_shading,
+                        test_crops=test_crops, test_fraction=test_fraction)
     check_clients_fit(clients, weights, len(jobs), training=False)
     if on_checked is not None:  # the inputs are checked: the output folder next, before any rendering
         on_checked()
@@ -213,6 +220,8 @@ def render_device_split(
         params["recipe"] = corpus.recipe
     if purity != 1.0:  # only when set: the recipes of pure splits stay as they were
         params["purity"] = float(purity)
+    if test_crops != "random":  # likewise: the recipes of random test crops stay as they were
+        params["test_crops"] = test_crops
     dataset = (raw_dir or EMBEDDED) if corpus is None else f"{corpus.recipe}:{raw_dir}"
     source = {"dataset": dataset, "label_col": "label", "id_col": "sample_id", "labels": labels}
     # the embedded photographs carry mixed licences (CC BY 2.0 among them), credited on the card
@@ -232,7 +241,7 @@ def build_iso_isp(
     labels: str | None = None, lens_shading: str = "dng", size: int | None = 224, device_weights: str | None = None,
     test_fraction: float = 0.2, crops_per_photo: int = CROPS_PER_PHOTO, crop_size: int = CROP_SIZE,
     num_proc: int | None = None, purity: float = 1.0, seed: int = 0, engine: EngineSpec | None = None,
-    reference: str = "phone",
+    reference: str = "phone", test_crops: str = "random",
 ) -> tuple[Path, dict[str, Any]]:
     """Render the same captures under every Table 3 ISP option of ``stages`` and publish the device split
     (``hetbench build iso-isp``); returns the folder and its report.
@@ -293,6 +302,11 @@ def build_iso_isp(
     reference : {"phone", "paper"}
         The ``baseline`` device: hetbench's phone-like pipeline (default) or Table 3's Baseline column
         (gray-world WB, no chroma or sharpening stage); recorded in the recipe when ``paper``.
+    test_crops : {"random", "unseen-region"}
+        Embedded photographs only: ``random`` (default) holds out a share of one pool of crops (a test crop
+        may overlap training crops); ``unseen-region`` takes each photograph's test crops from a band at one
+        end that no training crop touches, so the test is on parts of the scenes never trained on; recorded
+        in the recipe when ``unseen-region``.
 
     Returns
     -------
@@ -321,9 +335,10 @@ def build_iso_isp(
     params = {"stages": stages, "raw_dir": raw_dir, "labels": labels, "size": size, "clients": clients,
               "device_weights": device_weights, "test_fraction": test_fraction, "seed": seed, "num_proc": num_proc,
               "crops_per_photo": crops_per_photo, "crop_size": crop_size, "quiet": quiet, "engine": engine,
-              "recipe": recipe, "lens_shading": lens_shading, "purity": purity, "reference": reference}
+              "recipe": recipe, "lens_shading": lens_shading, "purity": purity, "reference": reference,
+              "test_crops": test_crops}
     tag = (f"{recipe or 'iso-isp'}-{stages.replace(',', '+')}{f'-p{purity:g}' if purity != 1.0 else ''}"
-           f"{'-paper' if reference == 'paper' else ''}-s{seed}")
+           f"{'-paper' if reference == 'paper' else ''}{'-unseen' if test_crops == 'unseen-region' else ''}-s{seed}")
     return publish_checked(prepare_iso_isp, Path(out) if out else SPLITS_ROOT / tag, name or tag, overwrite, params)
 
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from hetbench.builders.captures import CROP_SIZE, CROPS_PER_PHOTO
+from hetbench.builders.captures import CROP_SIZE, CROPS_PER_PHOTO, TEST_CROPS
 from hetbench.cli.licence_options import licence_options
 
 
@@ -105,6 +105,10 @@ def _isp_options(fn):
                      f"{round(0.2 * 7 * CROPS_PER_PHOTO)} held out at --test-fraction 0.2); fewer make per-device accuracies noisier."),
         click.option("--crop-size", default=CROP_SIZE, show_default=True, type=int,
                      help="Embedded default: side of each crop (pixels; render time grows with its square)."),
+        click.option("--test-crops", default="random", show_default=True, type=click.Choice(list(TEST_CROPS)),
+                     help="Embedded default: random holds out --test-fraction of the crops (a test crop may overlap "
+                     "training crops); unseen-region cuts each photograph's test crops from a band at one end that no "
+                     "training crop touches (scenes' unseen parts)."),
         click.option("--num-proc", default=None, type=int,
                      help=f"Worker processes rendering captures. {NUM_PROC_DEFAULT}"),
         PURITY_OPTION,
@@ -143,8 +147,8 @@ def build() -> None:
               help="The baseline device: hetbench's phone-like pipeline, or Table 3's Baseline column (gray-world "
               "WB, no chroma smoothing or sharpening).")
 @_isp_options
-def iso_isp_cmd(stages, clients, recipe, reference, raw_dir, labels, lens_shading, size, device_weights, test_fraction, crops_per_photo, crop_size, num_proc,
-                purity, seed, out, name, overwrite, quiet, engine, ray_address, ray_inputs):
+def iso_isp_cmd(stages, clients, recipe, reference, raw_dir, labels, lens_shading, size, device_weights, test_fraction, crops_per_photo, crop_size,
+                test_crops, num_proc, purity, seed, out, name, overwrite, quiet, engine, ray_address, ray_inputs):
     """Re-render the same captures per ISP stage option: one device per Table 3 variant.
 
     \b
@@ -159,7 +163,7 @@ def iso_isp_cmd(stages, clients, recipe, reference, raw_dir, labels, lens_shadin
         out, name=name, overwrite=overwrite, stages=stages, raw_dir=raw_dir, labels=labels, size=size, clients=clients,
         device_weights=device_weights, test_fraction=test_fraction, seed=seed, num_proc=num_proc,
         crops_per_photo=crops_per_photo, crop_size=crop_size, quiet=quiet, engine=_engine(engine, ray_address, ray_inputs),
-        recipe=recipe, lens_shading=lens_shading, purity=purity, reference=reference,
+        recipe=recipe, lens_shading=lens_shading, purity=purity, reference=reference, test_crops=test_crops,
     )
     if not quiet:
         _summary(out_path, report)
@@ -175,7 +179,8 @@ def iso_isp_cmd(stages, clients, recipe, reference, raw_dir, labels, lens_shadin
 @click.option("--label-col", default=None, help="With --synthetic-color: the label column.")
 @_isp_options
 def devices_cmd(profiles, clients, synthetic_color, dataset, label_col, raw_dir, labels, lens_shading, size, device_weights, test_fraction,
-                crops_per_photo, crop_size, num_proc, purity, seed, out, name, overwrite, quiet, engine, ray_address, ray_inputs):
+                crops_per_photo, crop_size, test_crops, num_proc, purity, seed, out, name, overwrite, quiet, engine, ray_address,
+                ray_inputs):
     """Every client is one emulated phone: its sensor profile and its own ISP.
 
     \b
@@ -189,9 +194,10 @@ def devices_cmd(profiles, clients, synthetic_color, dataset, label_col, raw_dir,
 
         if spec.name != "local":
             raise click.UsageError("--synthetic-color renders no captures; it takes no --engine ray")
-        if raw_dir or labels or device_weights or lens_shading != "dng" or purity != 1.0:
+        if raw_dir or labels or device_weights or lens_shading != "dng" or purity != 1.0 or test_crops != "random":
             raise click.UsageError("--synthetic-color works on --dataset; it takes no --raw-dir, --labels, "
-                                   "--lens-shading, --device-weights or --purity (each row is rendered by one device)")
+                                   "--lens-shading, --device-weights, --purity or --test-crops (each row is rendered "
+                                   "by one device)")
         size = None if size == 224 and dataset.startswith("builtin:") else size  # keep the digits' own size
         out_path, report = build_synthetic_color(
             out, name=name, overwrite=overwrite, num_devices=synthetic_color, dataset=dataset, label_col=label_col,
@@ -204,7 +210,7 @@ def devices_cmd(profiles, clients, synthetic_color, dataset, label_col, raw_dir,
             out, name=name, overwrite=overwrite, profiles=profiles, raw_dir=raw_dir, labels=labels, size=size,
             clients=clients, device_weights=device_weights, test_fraction=test_fraction, seed=seed, num_proc=num_proc,
             crops_per_photo=crops_per_photo, crop_size=crop_size, quiet=quiet, engine=spec, lens_shading=lens_shading,
-            purity=purity,
+            purity=purity, test_crops=test_crops,
         )
     if not quiet:
         _summary(out_path, report)

@@ -61,6 +61,7 @@ class CaptureJob:
     base_profile: str | None = None  # profile that unprocesses a PhotoSource when a Render has none
     profile_set: str = "heteroswitch9"
     refused: str | None = None  # why its file must not be read (a link out of its folder): skipped unread
+    held_out: bool | None = None  # a test capture (True) or a training one; None: the split holds out by label
 
 
 @dataclass

@@ -122,3 +122,77 @@ def scene_crops(image: np.ndarray, n: int, size: int, rng: np.random.Generator) 
     ys = rng.integers(0, h - side + 1, size=n)
     xs = rng.integers(0, w - side + 1, size=n)
     return [img[y : y + side, x : x + side].copy() for y, x in zip(ys.tolist(), xs.tolist())]
+
+
+def region_crops(image: np.ndarray, n_train: int, n_test: int, size: int, test_share: float,
+                 rng: np.random.Generator) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    """Training and test crops of ``image`` that share no pixel: the test crops come from a band at one end
+    of the image's longer side, the training crops from the rest.
+
+    The band spans the whole shorter side and ``max(side, ceil(test_share x L))`` pixels of the longer side L
+    (``side = min(size, H, W)``); which end it sits at is drawn from ``rng``, then the test crops' positions
+    inside it, then the training crops' positions outside it. A model trained on the training crops has never
+    seen any pixel of a test crop: the test measures the scene's unseen parts, not crops that overlap the
+    ones it learned (as random crops held out from one pool do).
+
+    Parameters
+    ----------
+    image : numpy.ndarray
+        An image with at least two dimensions (H, W, ...).
+    n_train, n_test : int
+        Number of training and of test crops (0 or more each).
+    size : int
+        Side of every crop, or ``min(H, W)`` where the image is smaller.
+    test_share : float
+        Share of the longer side the test band takes, in (0, 1); at least one crop's side.
+    rng : numpy.random.Generator
+        Draws the band's end and every position (the same state gives the same crops).
+
+    Returns
+    -------
+    train, test : list of numpy.ndarray
+        Copies of the crops.
+
+    Raises
+    ------
+    ValueError
+        The image's longer side cannot hold the band and one training crop beside it.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from hetbench.sources.photographs import region_crops
+    >>> img = np.arange(100 * 300).reshape(100, 300)
+    >>> train, test = region_crops(img, 3, 2, 64, 0.2, np.random.default_rng(0))
+    >>> [c.shape for c in train + test]
+    [(64, 64), (64, 64), (64, 64), (64, 64), (64, 64)]
+    >>> seen = set(np.concatenate([c.ravel() for c in train]).tolist())
+    >>> any(v in seen for c in test for v in c.ravel().tolist())
+    False
+    """
+    img = np.asarray(image)
+    if img.ndim < 2:
+        raise ValueError(f"expected an image with at least 2 dimensions, got shape {img.shape}")
+    if n_train < 0 or n_test < 0 or size < 1 or not 0.0 < test_share < 1.0:
+        raise ValueError(f"need n_train, n_test >= 0, size >= 1 and 0 < test_share < 1, got {n_train}, {n_test}, "
+                         f"{size}, {test_share}")
+    h, w = img.shape[:2]
+    side = min(int(size), h, w)
+    long_axis = 1 if w >= h else 0
+    length, short = (w, h) if long_axis == 1 else (h, w)
+    band = max(side, int(np.ceil(test_share * length)))
+    if length - band < side:
+        raise ValueError(f"a {h} x {w} image cannot hold a test band of {band} pixels and a {side}-pixel training "
+                         "crop beside it")
+    at_start = bool(rng.integers(0, 2))
+    lo_test, lo_train = (0, band) if at_start else (length - band, 0)
+    hi_test, hi_train = lo_test + band - side, lo_train + (length - band) - side
+
+    def cut(n: int, lo: int, hi: int) -> list[np.ndarray]:
+        along = rng.integers(lo, hi + 1, size=n)
+        across = rng.integers(0, short - side + 1, size=n)
+        ys, xs = (across, along) if long_axis == 1 else (along, across)
+        return [img[y : y + side, x : x + side].copy() for y, x in zip(ys.tolist(), xs.tolist())]
+
+    test = cut(n_test, lo_test, hi_test)
+    return cut(n_train, lo_train, hi_train), test
