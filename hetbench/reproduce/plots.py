@@ -147,8 +147,11 @@ def _panel(ax, m: Measurement, axes: Axes, criterion: dict[str, Any], result: Ch
             ax.set_ylim(lo - pad, hi + pad)
         ci = intervals[0]
         label = f"{ci.mean / s:.3g}" if ci.low == ci.high else f"{ci.mean / s:.3g} [{ci.low / s:.3g}, {ci.high / s:.3g}]"
-        ax.annotate(label, (0, means[0]),
-                    textcoords="offset points", xytext=(10, 0), va="center", fontsize=8, color="#1f5fa8")
+        low, high = ax.get_ylim()
+        # the paper's star sits just right of the point: a number near the mean moves the mean's label below it
+        near = any(abs(v - means[0]) < 0.06 * ((high - low) or 1.0) for v in paper_drawn)
+        ax.annotate(label, (0, means[0]), textcoords="offset points", xytext=(10, -11 if near else 0),
+                    va="top" if near else "center", fontsize=8, color="#1f5fa8")
         ax.set_xticks([0], [m.point_labels()[0]])
         ax.set_xlim(-0.6, 6.6 if paper else 4.2)  # the legend sits right of the points and their interval's label
         if all(float(v).is_integer() for v in seeds):  # a count (domains won): whole-number ticks
@@ -201,25 +204,33 @@ def _panel(ax, m: Measurement, axes: Axes, criterion: dict[str, Any], result: Ch
     ax.set_xlabel(axes.xlabel)
     ax.set_ylabel(textwrap.fill(axes.ylabel, 42))  # a long label wraps instead of leaving the figure
     ax.grid(True, which="major", alpha=0.3)
-    if len(means) == 1:  # the legend right of the point, in the band that hides fewest threshold and margin lines
-        ax.legend(fontsize=8, loc=_clear_band(ax, float(means[0])))
+    if len(means) == 1:  # the legend right of the point, in a band that hides no threshold, margin or the point's label
+        loc = _clear_band(ax, float(means[0]))
+        if loc is None:  # every band hides one: room above the data for the legend
+            low, high = ax.get_ylim()
+            ax.set_ylim(low, high + (high - low))  # everything drawn in the lower half, under the upper band
+            loc = "upper right"
+        ax.legend(fontsize=8, loc=loc)
     else:
         ax.legend(fontsize=8, loc="best")
     ax.set_title(title, fontsize=10, color=VERDICT_COLOURS.get(result.verdict, "#222222"))
 
 
-def _clear_band(ax, point: float) -> str:
-    """Where a one-point panel's legend goes: the right-hand band (upper, center or lower) that crosses the fewest
-    horizontal lines (thresholds, margins), then the one farthest from the point, so the legend never hides the
-    line a reader checks the interval against.
+def _clear_band(ax, point: float) -> str | None:
+    """Where a one-point panel's legend goes: the right-hand band (upper, center or lower) that crosses no
+    horizontal line (thresholds, margins) and not the point (its label is written beside it), the one farthest
+    from the point first; None when every band crosses one (the caller makes room above the data), so the legend
+    never hides the line a reader checks the interval against nor the interval's numbers.
 
     Examples
     --------
     >>> from hetbench.plotting import pyplot
     >>> fig, ax = pyplot().subplots()
     >>> _ = ax.set_ylim(-14, 3); _ = ax.axhline(0); _ = ax.axhline(1)
-    >>> _clear_band(ax, -8.0)  # the threshold (0) and margin (1) lines lie in the upper band
+    >>> _clear_band(ax, -12.0)  # the threshold (0) and margin (1) lines lie in the upper band, the point low
     'center right'
+    >>> _clear_band(ax, -8.0) is None  # the point in the centre and lower bands, the lines in the upper one
+    True
     >>> pyplot().close(fig)
     """
     low, high = ax.get_ylim()
@@ -228,12 +239,9 @@ def _clear_band(ax, point: float) -> str:
             for y in [line.get_ydata()] if len(y) == 2 and y[0] == y[1] for y in [float(y[0])]]
     where = (point - low) / span
     bands = {"upper right": (0.55, 1.0), "center right": (0.28, 0.72), "lower right": (0.0, 0.45)}
-
-    def cost(item):
-        lo, hi = item[1]
-        return sum(lo <= r <= hi for r in rows), -abs((lo + hi) / 2 - where)
-
-    return min(bands.items(), key=cost)[0]
+    clear = [(name, (lo, hi)) for name, (lo, hi) in bands.items()
+             if not any(lo <= r <= hi for r in rows + [where])]
+    return max(clear, key=lambda item: abs((item[1][0] + item[1][1]) / 2 - where))[0] if clear else None
 
 
 def plot_claim(claim_id: str, verdict: str, panels: Sequence[Panel], not_run: Sequence[tuple[str, str]], path: Path,

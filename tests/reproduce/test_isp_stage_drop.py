@@ -39,8 +39,12 @@ def tiny_run(tmp_path_factory):
 def test_the_shipped_claim_validates_with_the_declared_criteria():
     claim = parse_claim(raw_claim(CLAIM), f"manifests/claims/{CLAIM}.yaml")
     assert claim.runner == "isp_stage_drop"
-    assert [(k.measure, k.criterion["name"]) for k in claim.checks] == [
-        ("wb_tone_minus_others", "greater_than"), ("weakest_wb_tone_minus_strongest_other", "greater_than")]
+    assert [(k.measure, k.criterion) for k in claim.checks] == [
+        ("wb_tone_minus_others", {"name": "greater_than", "threshold": 0, "min_effect": 5}),
+        ("weakest_wb_tone_minus_strongest_other", {"name": "greater_than", "threshold": 0, "min_effect": 0}),
+        # the same two criteria on the split whose test crops no training crop touches
+        ("wb_tone_minus_others_unseen", {"name": "greater_than", "threshold": 0, "min_effect": 5}),
+        ("weakest_wb_tone_minus_strongest_other_unseen", {"name": "greater_than", "threshold": 0, "min_effect": 0})]
     quick = claim.settings["quick"]
     # >= 100 test images per variant are asked for in quick mode (and checked on the built split)
     assert quick["min_test_examples"] >= 100 and quick["clients_per_device"] >= 2
@@ -66,9 +70,10 @@ def test_tiny_run_trains_only_baseline_clients_and_measures_per_seed(tiny_run):
     phone = facts["other_references"]["phone"]
     assert "wb=grey-edge" in phone["baseline_pipeline"] and len(phone["variant_drop"]) == 6
     assert set(phone) >= {"wb_tone_minus_others", "weakest_wb_tone_minus_strongest_other", "baseline_accuracy"}
-    # only the checks' reference's runs are where the settling rule reads; the phone reference's are apart
+    # only the checks' reference's runs (random and unseen-region test crops) are where the settling rule reads;
+    # the phone reference's are apart
     folders = sorted(p.name for p in ctx.runs.iterdir())
-    assert len(folders) == 1 and "-paper-s0-" in folders[0]
+    assert len(folders) == 2 and "-paper-s0-" in folders[0] and "-paper-unseen-s0-" in folders[1]
     assert len(list((ctx.work / "references").rglob("fedavg-train_baseline-s*.json"))) == 2
     paper_runs = next(ctx.runs.glob("*-paper-s0-*"))
     docs = [json.loads(p.read_text()) for p in sorted(paper_runs.glob("fedavg-train_baseline-s*.json"))]
@@ -84,6 +89,15 @@ def test_tiny_run_trains_only_baseline_clients_and_measures_per_seed(tiny_run):
         assert {v["num_test"] for v in doc["groups"].values()} == {facts["test_examples"]}
         # the measurement is the contrast of the run's per-group last-k accuracies
         assert (a, b) == pytest.approx(contrasts(doc["final"]["last_k"]["group_accuracy"]))
+    # the unseen-region split: the same devices, its test crops from each photograph's band, its contrasts measured
+    unseen = facts["unseen_region"]
+    assert unseen["split"].endswith("-paper-unseen-s0") and unseen["test_examples"] == 7  # one crop of 7 photographs
+    unseen_runs = next(ctx.runs.glob("*-paper-unseen-s0-*"))
+    docs = [json.loads(p.read_text()) for p in sorted(unseen_runs.glob("fedavg-train_baseline-s*.json"))]
+    pairs = [contrasts(doc["final"]["last_k"]["group_accuracy"]) for doc in docs]
+    assert out.measurements["wb_tone_minus_others_unseen"].samples[0] == pytest.approx([p[0] for p in pairs])
+    assert out.measurements["weakest_wb_tone_minus_strongest_other_unseen"].samples[0] == pytest.approx(
+        [p[1] for p in pairs])
 
 
 def test_contrasts_group_the_variants_by_stage_and_the_criterion_decides():

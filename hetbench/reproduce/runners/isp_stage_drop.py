@@ -26,6 +26,14 @@ measures
   drop_compress) over stages (every WB / tone stage above every other stage).
 
 Gamut variants (``stages: all``, Fig. 3's sixth stage) are tested and reported but in neither group.
+
+The checks' reference is built twice: with ``--test-crops random`` (test crops held out from one pool of
+random crops, so they may overlap training crops: the test sees the scenes the model learned) and with
+``--test-crops unseen-region`` (each photograph's test crops from a band at one end that no training crop
+touches). The second pair of measures (``*_unseen``) is the same two contrasts on parts of the scenes the
+model never saw: the paper tests on ImageNet images none of its clients trained on, and 7 photographs
+cannot give unseen photographs of the same scene (the label), so an unseen region of each is the nearest
+offline test of that.
 """
 
 from __future__ import annotations
@@ -187,6 +195,9 @@ class IspStageDropRunner(Runner):
         "weakest_wb_tone_minus_strongest_other": "the smaller of the WB and tone stage drops minus the largest "
                                                  "demosaic / denoise / compression stage drop (a stage's drop: its "
                                                  "largest variant drop), per seed",
+        "wb_tone_minus_others_unseen": "wb_tone_minus_others on the split whose test crops come from a region of "
+                                       "each photograph no training crop touches (--test-crops unseen-region)",
+        "weakest_wb_tone_minus_strongest_other_unseen": "weakest_wb_tone_minus_strongest_other on that split",
     }
     schema = {
         "split_seed": ("seed", False),
@@ -227,15 +238,18 @@ class IspStageDropRunner(Runner):
         devices = len(table3_variants(_stage_list(settings["stages"], "stages")))
         captures = SCENES * settings["crops_per_photo"]
         test = round(captures * settings["test_fraction"])
-        references = len(settings.get("references", ["paper", "phone"]))
-        # every capture is rendered by every device; only the baseline's clients train; a split per reference
+        # a split per reference, and the checks' reference once more with unseen-region test crops
+        splits = len(settings.get("references", ["paper", "phone"])) + 1
+        # every capture is rendered by every device; only the baseline's clients train
         train = {**settings["train"], "image_size": settings["size"]}
-        return [federated_workload(f"fedavg on the baseline, {references} reference(s)", train, len(seeds) * references,
+        return [federated_workload(f"fedavg on the baseline, {splits} split(s)", train, len(seeds) * splits,
                                    (captures - test) / settings["clients_per_device"], test * devices, 3, SCENES)]
 
-    def _reference(self, settings: dict[str, Any], ctx: Context, reference: str, config, out) -> dict[str, Any]:
-        """Build the split around ``reference``, train FedAvg on its baseline device with every seed and
-        return the devices, the test rows and every seed's per-device accuracy."""
+    def _reference(self, settings: dict[str, Any], ctx: Context, reference: str, config, out,
+                   test_crops: str = "random") -> dict[str, Any]:
+        """Build the split around ``reference`` (its test crops chosen by ``test_crops``), train FedAvg on its
+        baseline device with every seed and return the devices, the test rows and every seed's per-device
+        accuracy."""
         from hetbench.builders.iso_isp import build_iso_isp
         from hetbench.isp.pipeline import Pipeline, table3_variants
         from hetbench.sweep import sweep
@@ -244,15 +258,16 @@ class IspStageDropRunner(Runner):
         base = Pipeline.reference(reference)
         devices = [p.name_against(base) for p in table3_variants(stages, base)]
         split_seed = settings.get("split_seed", 0)
-        name = f"iso-isp-{'+'.join(stages)}{'-paper' if reference == 'paper' else ''}-s{split_seed}"
+        unseen = "-unseen" if test_crops == "unseen-region" else ""
+        name = f"iso-isp-{'+'.join(stages)}{'-paper' if reference == 'paper' else ''}{unseen}-s{split_seed}"
         folder = ctx.work / name
         ctx.note(f"building {name}: {len(devices)} devices around the {reference} reference x "
-                 f"{settings['crops_per_photo']} crops of 7 photographs")
+                 f"{settings['crops_per_photo']} crops of 7 photographs ({test_crops} test crops)")
         build_iso_isp(folder, name=name, stages=",".join(stages), size=settings["size"],
                       clients=settings["clients_per_device"] * len(devices), test_fraction=settings["test_fraction"],
                       seed=split_seed, num_proc=_build_processes(settings["crops_per_photo"]),
                       crops_per_photo=settings["crops_per_photo"], crop_size=settings["crop_size"], quiet=True,
-                      reference=reference)
+                      reference=reference, test_crops=test_crops)
         test_rows = require_test_rows(folder, devices, settings["min_test_examples"], named="the Table 3 variants")
         accuracy: list[dict[str, float]] = []
         trained_clients: set[int] = set()
@@ -266,7 +281,7 @@ class IspStageDropRunner(Runner):
             trained_clients.add(int(doc["split"]["num_clients"]))
             acc = {g: float(a) for g, a in doc["final"]["last_k"]["group_accuracy"].items()}
             accuracy.append(acc)
-            ctx.note(f"fedavg seed {seed} ({reference}): baseline {acc[BASELINE]:.1f}%, "
+            ctx.note(f"fedavg seed {seed} ({reference}{unseen}): baseline {acc[BASELINE]:.1f}%, "
                        + ", ".join(f"{v} {acc[BASELINE] - acc[v]:+.1f}" for v in devices[1:]) + f" ({run.path.name})")
         return {"name": name, "stages": stages, "devices": devices, "test_rows": test_rows, "accuracy": accuracy,
                 "trained_clients": trained_clients, "pipeline": str(base)}
@@ -294,9 +309,11 @@ class IspStageDropRunner(Runner):
         refs = [self._reference(settings, ctx, r, config, ctx.runs if i == 0 else ctx.work / "references")
                 for i, r in enumerate(references)]
         main = refs[0]  # the checks' reference; the others are reported beside it
+        unseen = self._reference(settings, ctx, references[0], config, ctx.runs, "unseen-region")
         stages, devices, accuracy, test_rows = main["stages"], main["devices"], main["accuracy"], main["test_rows"]
         pairs = [contrasts(a) for a in accuracy]
-        trained_clients = set().union(*(r["trained_clients"] for r in refs))
+        unseen_pairs = [contrasts(a) for a in unseen["accuracy"]]
+        trained_clients = set().union(*(r["trained_clients"] for r in refs + [unseen]))
         counts = sorted(set(test_rows.values()))
         neither = [v for v in devices[1:] if variant_stage(v) not in HIGH + LOW]
         n = len(ctx.seeds)
@@ -308,9 +325,16 @@ class IspStageDropRunner(Runner):
                 "weakest_wb_tone_minus_strongest_other": Measurement(
                     [[p[1] for p in pairs]], unit="accuracy points",
                     labels=["min(WB, tone) - max(others)"]),
+                "wb_tone_minus_others_unseen": Measurement([[p[0] for p in unseen_pairs]], unit="accuracy points",
+                                                           labels=["mean(WB, tone) - mean(others), unseen region"]),
+                "weakest_wb_tone_minus_strongest_other_unseen": Measurement(
+                    [[p[1] for p in unseen_pairs]], unit="accuracy points",
+                    labels=["min(WB, tone) - max(others), unseen region"]),
             },
             axes={"wb_tone_minus_others": Axes(_XLABEL, "variant drops: WB/tone - others (points)"),
-                  "weakest_wb_tone_minus_strongest_other": Axes(_XLABEL, "stage drops: WB/tone - others (points)")},
+                  "weakest_wb_tone_minus_strongest_other": Axes(_XLABEL, "stage drops: WB/tone - others (points)"),
+                  "wb_tone_minus_others_unseen": Axes(_XLABEL, "unseen: variant drops, WB/tone - others"),
+                  "weakest_wb_tone_minus_strongest_other_unseen": Axes(_XLABEL, "unseen: stage drops, WB/tone - others")},
             facts={
                 "split": main["name"], "reference": references[0], "baseline_pipeline": main["pipeline"],
                 "stages": stages, "devices": devices,
@@ -326,6 +350,9 @@ class IspStageDropRunner(Runner):
                 "seeds": list(ctx.seeds), "split_seed": split_seed,
                 "baseline_accuracy": summary["baseline_accuracy"],
                 "variant_drop": summary["variant_drop"], "stage_drop": summary["stage_drop"],
+                "unseen_region": {**self._summary(unseen), "test_examples": min(unseen["test_rows"].values()),
+                                  "test_crops": "each photograph's test crops from a band at one end that no training "
+                                                "crop touches (--test-crops unseen-region)"},
                 **({"other_references": {r: self._summary(ref) for r, ref in zip(references[1:], refs[1:])}}
                    if len(refs) > 1 else {}),
                 "train": {k: getattr(config, k) for k in TRAIN_KEYS}, "algorithm": "fedavg",
