@@ -13,7 +13,8 @@ import os
 from pathlib import Path
 from typing import Any, Callable
 
-from hetbench.builders.captures import CROP_SIZE, CROPS_PER_PHOTO, check_size, read_device_weights, rebuild_from_recipe
+from hetbench.builders.captures import check_size, read_device_weights, rebuild_from_recipe
+from hetbench.builders.embedded_crops import CROP_SIZE, CROPS_PER_PHOTO
 from hetbench.builders.iso_isp import render_device_split
 from hetbench.engines import EngineSpec
 from hetbench.isp.jobs import Render

@@ -17,8 +17,6 @@ from pathlib import Path
 from typing import Any, Callable
 
 from hetbench.builders.captures import (
-    CROP_SIZE,
-    CROPS_PER_PHOTO,
     capture_jobs,
     check_clients,
     check_clients_fit,
@@ -28,6 +26,7 @@ from hetbench.builders.captures import (
     run_jobs,
 )
 from hetbench.builders.device_split import device_extras, rendered_table
+from hetbench.builders.embedded_crops import CROP_SIZE, CROPS_PER_PHOTO
 from hetbench.engines import EngineSpec
 from hetbench.errors import HetbenchError
 from hetbench.isp.jobs import Render
@@ -116,7 +115,7 @@ def prepare_iso_isp(
     test_crops : {"random", "unseen-region"}
         Embedded photographs only: ``random`` (default) holds out ``test_fraction`` of the crops, which may
         overlap training crops; ``unseen-region`` cuts each photograph's test crops from a band at one end no
-        training crop touches (:data:`hetbench.builders.captures.TEST_CROPS`).
+        training crop touches (:data:`hetbench.builders.embedded_crops.TEST_CROPS`).
 
     References
     ----------

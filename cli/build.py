@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from hetbench.builders.captures import CROP_SIZE, CROPS_PER_PHOTO, TEST_CROPS
+from hetbench.builders.embedded_crops import CROP_SIZE, CROPS_PER_PHOTO, TEST_CROPS
 from hetbench.cli.licence_options import licence_options
 
 

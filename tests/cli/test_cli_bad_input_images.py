@@ -208,7 +208,7 @@ def test_crops_out_of_range_are_refused_not_clamped(args, needle, tmp_path, run_
 
 
 def test_the_crop_range_ends_at_the_largest_photograph_s_shorter_side():
-    from hetbench.builders.captures import CROP_SIZE_RANGE, MAX_CROPS_PER_PHOTO, RECIPE_CROPS_IF_UNRECORDED
+    from hetbench.builders.embedded_crops import CROP_SIZE_RANGE, MAX_CROPS_PER_PHOTO, RECIPE_CROPS_IF_UNRECORDED
     from hetbench.sources.photographs import embedded_photographs
 
     assert CROP_SIZE_RANGE[1] == max(min(img.shape[:2]) for _, img in embedded_photographs())
