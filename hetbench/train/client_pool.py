@@ -24,12 +24,14 @@ import torch
 
 from hetbench.cores import RunRegistration, available_cores, share_of_cores
 from hetbench.train.algorithms import Algorithm, RunState, TrainConfig
+from hetbench.train.algorithms.base import StackedUpdates
 from hetbench.train.device import check_amp
 from hetbench.train.evaluate import predict_rows
 from hetbench.train.flat import FlatModel
 from hetbench.train.local import Workspace
 from hetbench.train.lockstep import LockstepGroup, choose_client_exec, lockstep_chunk, lockstep_refusal
 from hetbench.train.models import build_model
+from hetbench.train.stacked import StackedClients, stacked_chunk, stacked_refusal
 from hetbench.train.sampling import draw_numbers
 
 EVAL_BATCH = 256  # test rows per forward pass (fewer for large images: eval_rows)
@@ -138,7 +140,14 @@ class ClientPool:
         refusal = lockstep_refusal(algorithm, per_round, self.stochastic)
         self.client_exec, self.exec_reason = choose_client_exec(config.client_exec, refusal, device)
         lockstep = self.client_exec == "lockstep"
-        self.chunk = lockstep_chunk(device, per_round) if lockstep else 1
+        # in lockstep, a round's clients train as one stacked computation where the algorithm and model allow
+        # (hetbench.train.stacked), else in a thread group that batches their gradient requests
+        self.stacked_reason = stacked_refusal(algorithm, run.main_ws.model) if lockstep else None
+        self.stacked = lockstep and self.stacked_reason is None
+        if self.stacked:
+            self.chunk = stacked_chunk(device, per_round, config.batch_size)
+        else:
+            self.chunk = lockstep_chunk(device, per_round) if lockstep else 1
         serial = per_round <= 1 or self.stochastic or not self.on_cpu
         units = -(-per_round // self.chunk)  # lockstep: chunks of clients; sequential: clients
         self.workers = 1 if serial else max(1, min(int(wanted), units))
@@ -164,12 +173,13 @@ class ClientPool:
         for w in self.spaces:
             self.free.put(w)
         self.executor = ThreadPoolExecutor(self.workers) if self.workers > 1 else None
-        self.groups: list[LockstepGroup] = []
+        self.groups: list[LockstepGroup | StackedClients] = []
         if lockstep:
             def make_model() -> torch.nn.Module:
                 return build_model(model_name, data.in_channels, data.num_classes, data.image_size, config.norm)
 
-            self.groups = [LockstepGroup(data, make_model, self.chunk, device, amp=bool(config.amp))
+            self.groups = [StackedClients(data, make_model, device, amp=bool(config.amp)) if self.stacked
+                           else LockstepGroup(data, make_model, self.chunk, device, amp=bool(config.amp))
                            for _ in range(self.workers)]
         self.free_groups: queue.SimpleQueue = queue.SimpleQueue()
         for g in self.groups:
@@ -196,9 +206,38 @@ class ClientPool:
         """One chunk of clients trained in lockstep on a free group (slots take the items in order)."""
         group = self.free_groups.get()
         try:
+            if self.stacked:
+                return self._stacked(group, round_index, items)
             return group.run(lambda ws, i: self._update(ws, round_index, *items[i]), list(range(len(items))))
         finally:
             self.free_groups.put(group)
+
+    def _stacked(self, engine: StackedClients, round_index: int, items: list[tuple[int, int]]) -> list:
+        """A chunk's updates trained as one stacked computation: each client's local plan (its batches, drawn
+        from its own random streams) is read first, then every step of every client runs at once."""
+        run, algorithm, config = self.run, self.algorithm, self.run.config
+        ws = self.free.get()  # the workspace the plans and updates are read under (run.rng reads its draw)
+        try:
+            run.bind(ws)
+            plans = []
+            for client, draw in items:
+                ws.round, ws.client, ws.draw = round_index, client, int(draw)
+                plans.append(algorithm.local_plan(run, round_index, client))
+            out = engine.train(plans, run.global_params, run.global_buffers, config.lr, config.momentum,
+                               config.weight_decay)
+            finite = torch.isfinite(out.params).all(dim=1).tolist()
+            for j, (client, draw) in enumerate(items):  # Python floats and bools: no tensor work per client
+                ws.round, ws.client, ws.draw = round_index, client, int(draw)
+                ws.check_finite(out.mean_loss[j])
+                if not finite[j]:
+                    ws.check_finite(float("nan"), "model")
+            clients = [client for client, _ in items]
+            return [StackedUpdates(clients, out.params, out.buffers, [algorithm.update_weight(run, k) for k in clients],
+                                   out.mean_loss, out.steps, out.num_samples)]
+        finally:
+            ws.client, ws.draw = -1, 0
+            run.bind(None)
+            self.free.put(ws)
 
     def _update(self, ws: Workspace, round_index: int, client: int, draw: int = 0):
         """``client``'s update for ``round_index`` on workspace ``ws`` (bound to the calling thread);
@@ -222,7 +261,18 @@ class ClientPool:
             self.run.bind(None)
 
     def updates(self, round_index: int, clients: np.ndarray, draws: Sequence[int] | None = None):
-        """Yield the clients' updates in client order. The work goes in units: one client each, or in
+        """Yield the clients' updates in client order, one :class:`ClientUpdate` each (:meth:`round_updates`,
+        a stacked chunk split into its clients' updates)."""
+        for update in self.round_updates(round_index, clients, draws):
+            if isinstance(update, StackedUpdates):
+                yield from update.split()
+            else:
+                yield update
+
+    def round_updates(self, round_index: int, clients: np.ndarray, draws: Sequence[int] | None = None):
+        """Yield the clients' updates in client order: a :class:`ClientUpdate` per client, or a
+        :class:`StackedUpdates` per chunk trained as one stacked computation (the round loop folds it into the
+        round at once, :meth:`Algorithm.accumulate_stacked`). The work goes in units: one client each, or in
         lockstep chunks of :attr:`chunk` clients trained together; units are dealt to the workers, at most
         :meth:`active_workers` in flight, and their updates come back in order.
 
@@ -278,6 +328,7 @@ class ClientPool:
         out: dict[str, object] = {"clients": self.client_exec, "reason": self.exec_reason}
         if self.groups:
             out["clients_per_group"] = self.chunk
+            out["batched"] = "stacked" if self.stacked else f"client threads: {self.stacked_reason}"
         return out
 
     def lockstep_counts(self) -> dict[str, int]:

@@ -181,7 +181,7 @@ def results_document(
     Examples
     --------
     >>> from types import SimpleNamespace as NS
-    >>> from hetbench.train.algorithms.base import TrainConfig
+    >>> from hetbench.train.algorithms.config import TrainConfig
     >>> from hetbench.train.document import History, results_document
     >>> h = History(["base", "dark"])
     >>> for r, (b, d) in enumerate([(60.0, 50.0), (80.0, 70.0), (90.0, 60.0)], 1):

@@ -10,7 +10,9 @@ normalisation statistics (BatchNorm running statistics are per-slot buffers, upd
 ``vmap``) and its own loss arguments (FedIR's class weights). Everything else in a step -- weight decay,
 FedProx's proximal term, SCAFFOLD's correction, momentum, pruning masks, SWA averages, HeteroSwitch's
 random ISP -- stays in the client's own code on its own row, so every algorithm whose client update is
-gradient steps runs in lockstep with no code of its own.
+gradient steps runs in lockstep with no code of its own. Algorithms whose client update is a plain local plan
+(FedAvg, FedProx, ...) on models without batch statistics train as one stacked computation instead, with no
+thread per client (:mod:`hetbench.train.stacked`); this group runs the others.
 
 Clients that take fewer steps simply stop asking; clients whose batches have different sizes at the same
 step (the short last batch of an epoch) or different loss functions are computed in separate batched
@@ -39,7 +41,7 @@ Examples
 >>> from hetbench.train.session import TrainingSession
 >>> from hetbench.sweep import default_split
 >>> data = load_federated(default_split(quiet=True), quiet=True)
->>> session = TrainingSession.start(data, make_algorithm("fedprox"), TrainConfig(workers=1, client_exec="lockstep"))
+>>> session = TrainingSession.start(data, make_algorithm("scaffold"), TrainConfig(workers=1, client_exec="lockstep"))
 >>> session.pool.client_exec
 'lockstep'
 >>> clients = session.algorithm.select(session.run, 1)
@@ -155,9 +157,9 @@ def choose_client_exec(requested: str, refusal: str | None, device: torch.device
     (:class:`ClientExecRefused`). ``auto`` trains in lockstep on a GPU whenever it can, where one client's
     step is far too small to fill the device, and sequentially on a CPU: there the batched kernels
     (grouped convolutions, ``bmm``) run no faster per client than the separate ones, and a compute-bound
-    step runs slower (``benchmarks/bench_trainer.py`` part (d): 0.46-0.78x on digits-cnn at 16 px, LeNet and
-    ResNet-10; 0.9-1.1x on 8 px digits with batches of 2-20; 1.4x in CPU time on 50 one-step clients of 2-3
-    images). The rule depends only on the options and the device, so a run's mode, and so its bits, never
+    step runs slower (``benchmarks/results_trainer_lockstep.txt``, stacked, one thread: 0.32-0.67x of
+    sequential on digits-cnn at 16 px, LeNet and ResNet-10; 1.34x on 50 clients of 2-3 images at 8 px, and
+    1.06x there on both cores, where a stacked round keeps one worker). The rule depends only on the options and the device, so a run's mode, and so its bits, never
     change from one start to the next.
 
     Examples

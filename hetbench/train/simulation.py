@@ -30,6 +30,7 @@ import numpy as np
 
 from hetbench.errors import HetbenchError
 from hetbench.train.algorithms import Algorithm, ClientUpdate, RunState, TrainConfig
+from hetbench.train.algorithms.base import StackedUpdates
 from hetbench.train.checkpoint import restore_checkpoint, run_identity, save_checkpoint
 from hetbench.train.data import FederatedData
 from hetbench.train.device import device_info
@@ -45,14 +46,15 @@ class ClientBackend(Protocol):
     """What carries a round's client work: the one thing an engine provides.
 
     ``engine`` names it in the results (``local``, ``flower``); ``updates`` runs the clients' updates for
-    a round and yields them in selection order (clients that failed may be left out; when all fail it
-    raises); ``timing`` and ``report`` add the engine's own figures to the results' ``timing`` block and
+    a round and yields them in selection order, a :class:`ClientUpdate` per client or a
+    :class:`StackedUpdates` per chunk of clients trained as one computation (clients that failed may be left
+    out; when all fail it raises); ``timing`` and ``report`` add the engine's own figures to the results' ``timing`` block and
     the document; ``close`` releases what it holds.
     """
 
     engine: str
 
-    def updates(self, round_index: int, clients: np.ndarray) -> Iterable[ClientUpdate]: ...
+    def updates(self, round_index: int, clients: np.ndarray) -> Iterable[ClientUpdate | StackedUpdates]: ...
 
     def timing(self) -> dict[str, Any]: ...
 
@@ -69,8 +71,8 @@ class LocalClients:
     def __init__(self, session: TrainingSession) -> None:
         self.pool = session.pool
 
-    def updates(self, round_index: int, clients: np.ndarray) -> Iterable[ClientUpdate]:
-        return self.pool.updates(round_index, clients)
+    def updates(self, round_index: int, clients: np.ndarray) -> Iterable[ClientUpdate | StackedUpdates]:
+        return self.pool.round_updates(round_index, clients)
 
     def timing(self) -> dict[str, Any]:
         out: dict[str, Any] = {"workers": self.pool.workers, "client_threads": self.pool.client_threads,
@@ -185,6 +187,12 @@ def run_training(
             algorithm.begin_round(run, r)
             loss_sum = weight_sum = 0.0
             for update in clients_backend.updates(r, clients):
+                if isinstance(update, StackedUpdates):  # a chunk trained as one computation, folded in at once
+                    for n, loss in zip(update.num_samples, update.losses):
+                        loss_sum += n * loss
+                        weight_sum += n
+                    algorithm.accumulate_stacked(run, r, update)
+                    continue
                 loss_sum += update.num_samples * update.loss
                 weight_sum += update.num_samples
                 algorithm.accumulate(run, r, update)

@@ -34,5 +34,6 @@ def test_a_loop_over_clients_dispatches_in_proportion_to_them(tmp_path, monkeypa
     per_index = dispatch.main()
     ratio = per_index["sequential"][20] / per_index["sequential"][2]
     assert 8 <= ratio <= 12  # ten times the clients, the same steps each: about ten times the operations
-    assert per_index["lockstep"][20] < per_index["sequential"][20]  # lockstep batches some of them already
+    # FedAvg in lockstep is one stacked computation: its operations per step do not grow with the clients
+    assert per_index["lockstep"][20] <= 1.1 * per_index["lockstep"][2]
     assert "ops per step index, 20 clients / 2 clients" in capsys.readouterr().out

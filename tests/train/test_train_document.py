@@ -8,7 +8,7 @@ from types import SimpleNamespace
 import pytest
 
 from hetbench.train.algorithms import make_algorithm
-from hetbench.train.algorithms.base import TrainConfig
+from hetbench.train.algorithms.config import TrainConfig
 from hetbench.train.document import History, results_document
 from hetbench.train.results import (
     EVAL_METRICS,

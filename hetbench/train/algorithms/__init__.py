@@ -27,7 +27,8 @@ from __future__ import annotations
 
 from hetbench.errors import HetbenchError
 from hetbench.registry import Registry
-from hetbench.train.algorithms.base import DEFAULT_NORM, Algorithm, ClientUpdate, RunState, TrainConfig
+from hetbench.train.algorithms.base import Algorithm, ClientUpdate, RunState
+from hetbench.train.algorithms.config import DEFAULT_NORM, TrainConfig
 from hetbench.train.algorithms.central import Central
 from hetbench.train.algorithms.dapperfl import DapperFL
 from hetbench.train.algorithms.fedavg import FedAvg, FedAvgM

@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import torch
 
-from hetbench.train.algorithms.base import DEFAULT_LR, Algorithm, RunState
+from hetbench.train.algorithms.base import Algorithm, RunState
+from hetbench.train.algorithms.config import DEFAULT_LR
 from hetbench.train.algorithms.hyper import SERVER_LR, Hyper
 
 

@@ -13,6 +13,7 @@ from hetbench.train.algorithms.base import RunState
 from hetbench.train.algorithms.hyper import SERVER_LR, Hyper
 from hetbench.train.algorithms.fedavg import FedAvg
 from hetbench.train.local import LocalResult, local_sgd
+from hetbench.train.stacked import LocalPlan
 
 
 class FedProx(FedAvg):
@@ -46,6 +47,11 @@ class FedProx(FedAvg):
     citation = "Li et al. 2020, Federated optimization in heterogeneous networks"
     hyper = {"server_lr": SERVER_LR,
              "mu": Hyper(0.1, "FedProx proximal weight mu.", "HeteroSwitch Appendix A; DapperFL Table 4", low=0.0)}
+
+    stacked = True  # local_plan carries mu: the stacked step adds mu (w - w_global) as proximal() does
+
+    def local_plan(self, run: RunState, round_index: int, client: int) -> LocalPlan:
+        return LocalPlan(self.batches(run, round_index, client), prox_mu=float(self.params["mu"]))
 
     def train_locally(self, run: RunState, round_index: int, client: int, batches: list[np.ndarray]) -> LocalResult:
         c = run.config

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from hetbench.train.algorithms.base import ClientUpdate, RunState
+from hetbench.train.algorithms.base import RunState
 from hetbench.train.algorithms.fedavg import SERVER_MOMENTUM, FedAvg, ServerMomentum
 from hetbench.train.algorithms.hyper import SERVER_LR, Hyper
 from hetbench.train.sampling import select_proportional
@@ -69,7 +69,5 @@ class FedVC(ServerMomentum, FedAvg):
         b = run.config.batch_size
         return [rows[i : i + b] for i in range(0, n_vc, b)]
 
-    def client_update(self, run: RunState, round_index: int, client: int) -> ClientUpdate:
-        update = super().client_update(run, round_index, client)
-        update.weight = float(self.params["vc_size"])  # every virtual client has N_VC examples
-        return update
+    def update_weight(self, run: RunState, client: int) -> float:
+        return float(self.params["vc_size"])  # every virtual client has N_VC examples

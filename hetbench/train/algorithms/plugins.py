@@ -24,7 +24,8 @@ import re
 from typing import Any, Mapping
 
 from hetbench.errors import HetbenchError
-from hetbench.train.algorithms.base import Algorithm, TrainConfig
+from hetbench.train.algorithms.base import Algorithm
+from hetbench.train.algorithms.config import TrainConfig
 from hetbench.train.algorithms.hyper import Hyper
 
 #: names a hyper-parameter may not take: the trainer's settings (TrainConfig's fields) and the sweep's own

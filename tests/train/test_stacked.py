@@ -1,0 +1,184 @@
+"""Stacked clients (hetbench.train.stacked): a round's clients trained as one computation equal their sequential
+local SGD, whatever their sizes, and the operations a step dispatches do not grow with the clients."""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+import pytest
+import torch
+
+from hetbench.errors import HetbenchError
+from hetbench.train.local import Workspace, epoch_batches, local_sgd
+from hetbench.train.models import build_model
+from hetbench.train.stacked import LocalPlan, StackedClients, round_layout, stacked_refusal
+
+#: parameters after training within this relative distance of the sequential ones: the batched kernels sum in
+#: another order (grouped convolutions, bmm), a few float32 ulps per step; measured at most 3e-7 here
+REL = 1e-5
+
+
+@pytest.fixture(scope="module")
+def data():
+    from hetbench.sweep import default_split
+    from hetbench.train.data import load_federated
+
+    return load_federated(default_split(quiet=True), quiet=True)
+
+
+def _make(data, name="digits-cnn", norm="group"):
+    return lambda: build_model(name, data.in_channels, data.num_classes, data.image_size, norm)
+
+
+def _start(make):
+    torch.manual_seed(0)
+    model = make()
+    params = torch.cat([p.detach().reshape(-1) for p in model.parameters()])
+    floats = [b.reshape(-1) for b in model.buffers() if b.is_floating_point()]
+    return params, torch.cat(floats) if floats else torch.zeros(0)
+
+
+def _plans(data, mu: float, clients: int = 6) -> list[LocalPlan]:
+    """Clients of 3 to 28 rows in batches of 7 over 1 or 2 epochs: short last batches, a client smaller than a
+    batch, and 1 to 8 steps, so padding and masking both happen."""
+    rng = np.random.default_rng(0)
+    return [LocalPlan(epoch_batches(data.client_rows[c][: 3 + 5 * c], 7, 1 + c % 2, rng), prox_mu=mu)
+            for c in range(clients)]
+
+
+@pytest.mark.parametrize("momentum, weight_decay, mu", [(0.0, 0.0, 0.0), (0.9, 1e-4, 0.0), (0.9, 1e-4, 0.1)])
+def test_stacked_clients_equal_their_sequential_local_sgd(data, momentum, weight_decay, mu):
+    make = _make(data)
+    start, buffers = _start(make)
+    plans = _plans(data, mu)
+    out = StackedClients(data, make, torch.device("cpu")).train(plans, start, buffers, 0.05, momentum, weight_decay)
+    ws = Workspace(data, make())
+    for c, plan in enumerate(plans):
+        ws.flat.load(start, buffers)
+        params, anchor = ws.flat.params, start.clone()
+        hook = (lambda g: g.add_(params - anchor, alpha=mu)) if mu else None
+        seq = local_sgd(ws, plan.batches, 0.05, momentum, weight_decay, grad_hook=hook)
+        moved = float((ws.flat.params - start).norm())
+        assert moved > 1e-3  # the clients trained
+        assert float((ws.flat.params - out.params[c]).norm()) <= REL * float(ws.flat.params.norm()), c
+        assert (out.steps[c], out.num_samples[c]) == (seq.steps, seq.num_samples)
+        assert out.mean_loss[c] == pytest.approx(seq.mean_loss, rel=1e-5)
+
+
+def test_a_finished_client_stays_where_its_last_step_left_it(data):
+    """A client that finishes before the others (the round goes on without its row) ends where it would have
+    ended in a stacked round of clients as long as itself."""
+    make = _make(data)
+    start, buffers = _start(make)
+    plans = _plans(data, 0.0)
+    engine = StackedClients(data, make, torch.device("cpu"))
+    together = engine.train(plans, start, buffers, 0.05, 0.9)
+    short = int(np.argmin([len(p.batches) for p in plans]))
+    assert len(plans[short].batches) < max(len(p.batches) for p in plans)
+    alone = engine.train([plans[short]] + [plans[short]], start, buffers, 0.05, 0.9)
+    assert torch.equal(together.params[short], alone.params[0]) or \
+        float((together.params[short] - alone.params[0]).norm()) <= REL * float(alone.params[0].norm())
+    assert not torch.equal(together.params[short], start)
+
+
+def test_the_round_layout_pads_short_batches_and_trains_a_shrinking_prefix():
+    plans = [LocalPlan([np.array([7, 8])]), LocalPlan([np.array([1, 2, 3]), np.array([4])]), LocalPlan([np.array([5])])]
+    idx, real, order, live = round_layout(plans)
+    assert idx.shape == (2, 3, 3)
+    assert order.tolist() == [1, 0, 2] and live.tolist() == [3, 1]  # most steps first; ties keep plan order
+    assert idx[1, 0].tolist() == [4, 4, 4] and real[1, 0].tolist() == [True, False, False]
+    assert idx[0, 1].tolist() == [7, 8, 7] and real[0, 1].tolist() == [True, True, False]
+    with pytest.raises(HetbenchError, match="at least one non-empty batch"):
+        round_layout([LocalPlan([])])
+
+
+def test_which_runs_stack_and_why_the_others_do_not():
+    from hetbench.train.algorithms import make_algorithm
+
+    group = build_model("digits-cnn", 1, 10, 8, "group")
+    for name in ("fedavg", "fedavgm", "fedprox", "fedvc", "fedadam", "fedyogi", "fedadagrad"):
+        assert stacked_refusal(make_algorithm(name), group) is None, name
+    for name in ("scaffold", "qfedavg", "fedir", "fedbn", "dapperfl", "heteroswitch"):
+        assert "code of its own" in stacked_refusal(make_algorithm(name), group), name
+    assert "batch statistics" in stacked_refusal(make_algorithm("fedavg"), build_model("resnet10", 3, 10, 32, "batch"))
+
+
+class _Tally:
+    def __init__(self) -> None:
+        self.n = 0
+        self.lock = threading.Lock()
+
+
+def _count(fn) -> int:
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    tally = _Tally()
+
+    class Count(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            tally.n += 1
+            return func(*args, **(kwargs or {}))
+
+    with Count():
+        fn()
+    return tally.n
+
+
+def test_a_steps_operations_do_not_grow_with_the_clients(data):
+    """What predicts a GPU's speed (issue 46, item 6): the ATen operations of a stacked round of 50 one-step
+    clients are at most 1.1 times those of 5; a loop over clients dispatches ten times as many."""
+    make = _make(data)
+    start, buffers = _start(make)
+    engine = StackedClients(data, make, torch.device("cpu"))
+    rows = [data.client_rows[c % data.num_clients][:10] for c in range(50)]
+    counts = {k: _count(lambda: engine.train([LocalPlan([r]) for r in rows[:k]], start, buffers, 0.05, 0.9, 1e-4, ))
+              for k in (5, 50)}
+    assert counts[50] <= 1.1 * counts[5], counts
+    ws = Workspace(data, make())
+
+    def loop(k):
+        for r in rows[:k]:
+            ws.flat.load(start, buffers)
+            local_sgd(ws, [r], 0.05, 0.9, 1e-4)
+
+    assert _count(lambda: loop(50)) >= 8 * _count(lambda: loop(5))
+
+
+def test_the_server_folds_a_stacked_chunk_in_as_it_folds_its_clients_one_by_one():
+    from types import SimpleNamespace
+
+    from hetbench.train.algorithms import make_algorithm
+    from hetbench.train.algorithms.base import StackedUpdates
+
+    torch.manual_seed(0)
+    run = SimpleNamespace(global_params=torch.randn(50), global_buffers=torch.randn(3))
+    stacked = StackedUpdates([4, 1, 7], run.global_params + 0.01 * torch.randn(3, 50), torch.randn(3, 3),
+                             [12.0, 3.0, 40.0], [0.5, 0.7, 0.2], [2, 1, 4], [12, 3, 40])
+    for name in ("fedavg", "fedprox", "fedadam"):
+        together, one_by_one = make_algorithm(name), make_algorithm(name)
+        for algo in (together, one_by_one):
+            algo.begin_round(run, 1)
+        together.accumulate_stacked(run, 1, stacked)
+        for update in stacked.split():
+            one_by_one.accumulate(run, 1, update)
+        assert together._wsum == one_by_one._wsum == 55.0
+        assert torch.allclose(together._sum, one_by_one._sum, rtol=1e-5, atol=1e-6)
+        assert torch.allclose(together._bsum, one_by_one._bsum, rtol=1e-5, atol=1e-6)
+    assert [u.client for u in stacked.split()] == [4, 1, 7]
+    assert torch.equal(stacked.split()[2].params, stacked.params[2])
+
+
+def test_an_algorithm_with_its_own_accumulate_gets_each_clients_update(monkeypatch):
+    from types import SimpleNamespace
+
+    from hetbench.train.algorithms import make_algorithm
+    from hetbench.train.algorithms.base import StackedUpdates
+
+    algo = make_algorithm("scaffold")
+    seen = []
+    monkeypatch.setattr(type(algo), "accumulate", lambda self, run, r, update: seen.append(update.client))
+    run = SimpleNamespace(global_params=torch.zeros(4))
+    stacked = StackedUpdates([3, 9], torch.ones(2, 4), torch.zeros(2, 0), [1.0, 1.0], [0.1, 0.2], [1, 1], [5, 5])
+    algo.accumulate_stacked(run, 1, stacked)
+    assert seen == [3, 9]
