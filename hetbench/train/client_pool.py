@@ -228,12 +228,12 @@ class ClientPool:
             finite = torch.isfinite(out.params).all(dim=1).tolist()
             for j, (client, draw) in enumerate(items):  # Python floats and bools: no tensor work per client
                 ws.round, ws.client, ws.draw = round_index, client, int(draw)
+                if out.initial_loss is not None:
+                    ws.check_finite(out.initial_loss[j], "initial loss")
                 ws.check_finite(out.mean_loss[j])
                 if not finite[j]:
                     ws.check_finite(float("nan"), "model")
-            clients = [client for client, _ in items]
-            return [StackedUpdates(clients, out.params, out.buffers, [algorithm.update_weight(run, k) for k in clients],
-                                   out.mean_loss, out.steps, out.num_samples)]
+            return [algorithm.stacked_updates(run, round_index, [client for client, _ in items], plans, out)]
         finally:
             ws.client, ws.draw = -1, 0
             run.bind(None)

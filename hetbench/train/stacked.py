@@ -55,6 +55,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import nn
+from torch.func import functional_call
 
 from hetbench.errors import HetbenchError
 from hetbench.train.data import gather_rows
@@ -74,10 +75,28 @@ class LocalPlan:
         The training rows of each step, in order (:meth:`Algorithm.batches`).
     prox_mu : float
         FedProx's proximal weight mu: the gradient gets ``mu (w - w_global)`` (Li et al. 2020, Eq. 2); 0: none.
+    grad_offset : torch.Tensor, optional
+        A flat vector added to every gradient after weight decay and the proximal term, before momentum:
+        SCAFFOLD's correction ``c - c_i`` (Karimireddy et al. 2020, Alg. 1 line 10).
+    sum_gradients : bool
+        Return the sum of the client's gradients, taken before ``grad_offset`` is added
+        (:attr:`StackedResult.grad_sums`; SCAFFOLD's option II control variate is their mean).
+    class_weights : torch.Tensor, optional
+        One weight per class: the batch loss is ``sum_b l w(y) / sum_b w(y)``, FedIR's self-normalised
+        importance-weighted loss (Hsu et al. 2020, Eq. 3-4), instead of the mean cross-entropy.
+    loss_rows : numpy.ndarray, optional
+        Training rows whose mean cross-entropy at the start model is returned
+        (:attr:`StackedResult.initial_loss`; q-FedAvg's ``F_k(w_t)``, Li et al. 2020, Alg. 2).
+
+    Every plan of a stacked round sets the same of these options (the clients of one algorithm do).
     """
 
     batches: list[np.ndarray]
     prox_mu: float = 0.0
+    grad_offset: torch.Tensor | None = None
+    sum_gradients: bool = False
+    class_weights: torch.Tensor | None = None
+    loss_rows: np.ndarray | None = None
 
     @property
     def num_samples(self) -> int:
@@ -94,6 +113,10 @@ class StackedResult:
     steps: list[int]
     mean_loss: list[float]
     num_samples: list[int]
+    #: ``(C, size)``: each client's sum of gradients (plans with ``sum_gradients``), else None
+    grad_sums: torch.Tensor | None = None
+    #: each client's mean loss over its ``loss_rows`` at the start model (plans with ``loss_rows``), else None
+    initial_loss: list[float] | None = None
 
 
 def has_batch_statistics(model: nn.Module) -> bool:
@@ -184,6 +207,14 @@ def round_layout(plans: Sequence[LocalPlan]) -> tuple[np.ndarray, np.ndarray, np
     return idx, real, order, live
 
 
+def _shared(plans: Sequence[LocalPlan], name: str) -> bool:
+    """Whether the plans use the option ``name`` (set, or true); every plan of a round must agree."""
+    used = {getattr(p, name) is not None and getattr(p, name) is not False for p in plans}
+    if len(used) > 1:
+        raise HetbenchError(f"the clients of a stacked round set {name} alike (some do, some do not)")
+    return used.pop()
+
+
 class StackedClients:
     """Trains a chunk of clients as one computation (see the module).
 
@@ -200,7 +231,7 @@ class StackedClients:
     """
 
     def __init__(self, data, make_model: Callable[[], nn.Module], device: torch.device, amp: bool = False) -> None:
-        from torch.func import functional_call, grad_and_value, vmap
+        from torch.func import grad_and_value, vmap
 
         self.data = data
         self.device = torch.device(device)
@@ -227,7 +258,15 @@ class StackedClients:
         def loss(p: dict, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
             return F.cross_entropy(functional_call(base, {**p, **buffers}, (x,)), y, ignore_index=IGNORE)
 
+        def weighted_loss(p: dict, x: torch.Tensor, y: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+            """FedIR's Eq. 4 over the real rows: a padding row weighs 0."""
+            per_row = F.cross_entropy(functional_call(base, {**p, **buffers}, (x,)), y, reduction="none",
+                                      ignore_index=IGNORE)
+            weight = w.gather(0, y.clamp(min=0)) * (y != IGNORE)
+            return (per_row * weight).sum() / weight.sum()
+
         self._step = vmap(grad_and_value(loss), in_dims=(0, 0, 0), randomness="error")
+        self._weighted_step = vmap(grad_and_value(weighted_loss), in_dims=(0, 0, 0, 0), randomness="error")
         self.batched_calls = 0  # batched passes computed (for the results' timing block)
         self.client_steps = 0  # client steps they covered
 
@@ -236,21 +275,55 @@ class StackedClients:
         k = flat.shape[0]
         return [flat[:, a:b].view(k, *shape) for (a, b), shape in zip(self.bounds, self.shapes)]
 
+    def _load_buffers(self, buffers: torch.Tensor) -> None:
+        """The run's buffers, the same for every client (FlatModel's order: the float ones)."""
+        vec, at = buffers.to(self.device, torch.float32), 0
+        with torch.no_grad():
+            for b in self.float_buffers:
+                b.copy_(vec[at : at + b.numel()].view_as(b))
+                at += b.numel()
+
+    def _images(self, rows: np.ndarray, clients: int) -> torch.Tensor:
+        """Training rows as normalised float images on the device, ``(clients, rows / clients, C, H, W)``."""
+        x = to_device(gather_rows(self.data.x_train, rows, self.device.type == "cuda"), self.device)
+        return ((x.float().div_(255.0) - self.mean) / self.std).view(clients, -1, *self.data.x_train.shape[1:])
+
+    @torch.no_grad()
+    def _initial_losses(self, plans: Sequence[LocalPlan], start: torch.Tensor) -> list[float]:
+        """Each plan's mean cross-entropy over its ``loss_rows`` at ``start``: every client starts from the same
+        model, so all their rows pass through it together (in passes of :data:`STACKED_IMAGES` rows) and the
+        per-row losses are summed per client (:func:`hetbench.train.local.dataset_loss`, for a chunk)."""
+        rows = [np.asarray(p.loss_rows, dtype=np.int64) for p in plans]
+        sizes = np.array([r.size for r in rows])
+        every = np.concatenate(rows)
+        owner = torch.from_numpy(np.repeat(np.arange(len(rows)), sizes)).to(self.device)
+        flat = start.to(self.device, torch.float32)
+        weights = {n: flat[a:b].view(shape) for n, (a, b), shape in zip(self.names, self.bounds, self.shapes)}
+        labels = self.data.y_train
+        total = torch.zeros(len(rows), dtype=torch.float64, device=self.device)
+        width = STACKED_IMAGES["cpu" if self.device.type == "cpu" else "cuda"]
+        for at in range(0, every.size, width):
+            part = every[at : at + width]
+            y = to_device(labels.index_select(0, torch.from_numpy(part)), self.device)
+            with autocast(self.device, self.amp):
+                logits = functional_call(self.base, {**weights, **self.buffers}, (self._images(part, 1)[0],))
+            total.index_add_(0, owner[at : at + part.size], F.cross_entropy(logits.float(), y, reduction="none").double())
+        return (total / torch.from_numpy(np.maximum(sizes, 1)).to(self.device)).tolist()
+
     def train(self, plans: Sequence[LocalPlan], start: torch.Tensor, buffers: torch.Tensor, lr: float,
               momentum: float = 0.0, weight_decay: float = 0.0, anchor: torch.Tensor | None = None) -> StackedResult:
         """Train every plan from the flat parameters ``start`` (and ``buffers``, kept); returns each client's
         result. ``anchor`` is FedProx's ``w_global`` (default: ``start``).
 
         The step is :func:`hetbench.train.local.local_sgd`'s: ``g += weight_decay * w``, ``g += mu (w -
-        anchor)``, ``v = momentum * v + g`` and ``w -= lr * v`` (PyTorch's SGD, buffer fresh each round).
+        anchor)``, then the plan's ``grad_offset`` (SCAFFOLD's ``c - c_i``; the gradient summed before it),
+        ``v = momentum * v + g`` and ``w -= lr * v`` (PyTorch's SGD, buffer fresh each round).
         """
         idx, real, order, live = round_layout(plans)
-        if buffers.numel():  # the run's buffers, the same for every client (FlatModel's order: the float ones)
-            vec, at = buffers.to(self.device, torch.float32), 0
-            with torch.no_grad():
-                for b in self.float_buffers:
-                    b.copy_(vec[at : at + b.numel()].view_as(b))
-                    at += b.numel()
+        uses = {name: _shared(plans, name) for name in ("grad_offset", "sum_gradients", "class_weights", "loss_rows")}
+        if buffers.numel():
+            self._load_buffers(buffers)
+        initial = self._initial_losses(plans, start) if uses["loss_rows"] else None
         steps, k, _ = idx.shape
         labels = self.data.y_train.numpy()[idx]
         labels[~real] = IGNORE
@@ -264,23 +337,31 @@ class StackedClients:
                 raise HetbenchError("the clients of a stacked round share one proximal weight mu")
             centre = (start if anchor is None else anchor).to(self.device, torch.float32).reshape(1, -1)
             centres = [centre[:, a:b].view(1, *shape) for (a, b), shape in zip(self.bounds, self.shapes)]
+        offsets = self._views(self._stack(plans, order, "grad_offset")) if uses["grad_offset"] else None
+        sums = torch.zeros_like(flat) if uses["sum_gradients"] else None
+        sum_views = self._views(sums) if sums is not None else None
+        weights = self._stack(plans, order, "class_weights") if uses["class_weights"] else None
         velocity = [torch.zeros_like(p) for p in params] if momentum else None
         loss_sum = torch.zeros(k, dtype=torch.float32, device=self.device)
-        pin = self.device.type == "cuda"
-        x_shape = self.data.x_train.shape[1:]
         for s in range(steps):
             n = int(live[s])  # the clients still training: a prefix of the training order, views of its rows
             rows = params if n == k else [p[:n] for p in params]
-            x = to_device(gather_rows(self.data.x_train, idx[s, :n].reshape(-1), pin), self.device)
-            x = ((x.float().div_(255.0) - self.mean) / self.std).view(n, -1, *x_shape)
+            x = self._images(idx[s, :n].reshape(-1), n)
             with autocast(self.device, self.amp):
-                grads, values = self._step(dict(zip(self.names, rows)), x, labels_t[s, :n])
+                if weights is None:
+                    grads, values = self._step(dict(zip(self.names, rows)), x, labels_t[s, :n])
+                else:
+                    grads, values = self._weighted_step(dict(zip(self.names, rows)), x, labels_t[s, :n], weights[:n])
             g = [grads[name] if grads[name].dtype == torch.float32 else grads[name].float() for name in self.names]
             with torch.no_grad():
                 if weight_decay:
                     torch._foreach_add_(g, rows, alpha=weight_decay)
                 if prox:
                     torch._foreach_add_(g, torch._foreach_sub(rows, centres), alpha=float(mus[0]))
+                if sum_views is not None:
+                    torch._foreach_add_(sum_views if n == k else [t[:n] for t in sum_views], g)
+                if offsets is not None:
+                    torch._foreach_add_(g, offsets if n == k else [t[:n] for t in offsets])
                 if velocity is not None:
                     v = velocity if n == k else [t[:n] for t in velocity]
                     torch._foreach_mul_(v, momentum)
@@ -296,7 +377,13 @@ class StackedClients:
         means = (loss_sum.index_select(0, back) / torch.tensor(counts, dtype=torch.float32, device=self.device)).tolist()
         out_buffers = buffers.reshape(1, -1).expand(k, -1).clone() if buffers.numel() else buffers.reshape(1, 0).expand(k, 0)
         return StackedResult(params=flat, buffers=out_buffers, steps=counts, mean_loss=means,
-                             num_samples=[p.num_samples for p in plans])
+                             num_samples=[p.num_samples for p in plans],
+                             grad_sums=sums.index_select(0, back) if sums is not None else None,
+                             initial_loss=initial)
+
+    def _stack(self, plans: Sequence[LocalPlan], order: np.ndarray, name: str) -> torch.Tensor:
+        """The plans' tensors ``name`` as the rows of one tensor on the device, in training order."""
+        return torch.stack([getattr(plans[j], name) for j in order.tolist()]).to(self.device, torch.float32)
 
     def close(self) -> None:
         """Nothing to stop: a stacked computation starts no thread (the pool closes every group it holds)."""

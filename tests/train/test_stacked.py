@@ -66,6 +66,41 @@ def test_stacked_clients_equal_their_sequential_local_sgd(data, momentum, weight
         assert out.mean_loss[c] == pytest.approx(seq.mean_loss, rel=1e-5)
 
 
+def test_scaffold_fedir_and_qfedavg_plans_equal_their_sequential_hooks(data):
+    """The plan's options, together on padded and early-finishing clients: SCAFFOLD's gradient offset and the
+    sums of the gradients before it, FedIR's self-normalised weighted loss (a padding row weighs nothing) and
+    q-FedAvg's loss at the start model over the client's rows, each as the sequential hooks compute it."""
+    from hetbench.train.algorithms.fedir import importance_weighted_loss
+    from hetbench.train.local import dataset_loss
+
+    make = _make(data)
+    start, buffers = _start(make)
+    gen = torch.Generator().manual_seed(1)
+    plans = [LocalPlan(p.batches, grad_offset=0.05 * torch.randn(start.numel(), generator=gen), sum_gradients=True,
+                       class_weights=0.1 + torch.rand(data.num_classes, generator=gen),
+                       loss_rows=np.concatenate(p.batches[: 1 + c % 2]))
+             for c, p in enumerate(_plans(data, 0.0))]
+    out = StackedClients(data, make, torch.device("cpu")).train(plans, start, buffers, 0.05, 0.9, 1e-4)
+    ws = Workspace(data, make())
+    for c, plan in enumerate(plans):
+        ws.flat.load(start, buffers)
+        assert out.initial_loss[c] == pytest.approx(dataset_loss(ws, plan.loss_rows), rel=1e-5)
+        total = torch.zeros_like(start)
+
+        def hook(g, offset=plan.grad_offset, total=total):
+            total.add_(g)
+            return g.add_(offset)
+
+        seq = local_sgd(ws, plan.batches, 0.05, 0.9, 1e-4, loss_fn=importance_weighted_loss,
+                        loss_args=(plan.class_weights,), grad_hook=hook)
+        assert float((ws.flat.params - out.params[c]).norm()) <= REL * float(ws.flat.params.norm()), c
+        assert float((total - out.grad_sums[c]).norm()) <= REL * float(total.norm()), c
+        assert out.mean_loss[c] == pytest.approx(seq.mean_loss, rel=1e-5)
+    with pytest.raises(HetbenchError, match="set grad_offset alike"):
+        StackedClients(data, make, torch.device("cpu")).train([plans[0], LocalPlan(plans[1].batches)], start, buffers,
+                                                              0.05)
+
+
 def test_a_finished_client_stays_where_its_last_step_left_it(data):
     """A client that finishes before the others (the round goes on without its row) ends where it would have
     ended in a stacked round of clients as long as itself."""
@@ -97,9 +132,10 @@ def test_which_runs_stack_and_why_the_others_do_not():
     from hetbench.train.algorithms import make_algorithm
 
     group = build_model("digits-cnn", 1, 10, 8, "group")
-    for name in ("fedavg", "fedavgm", "fedprox", "fedvc", "fedadam", "fedyogi", "fedadagrad"):
+    for name in ("fedavg", "fedavgm", "fedprox", "fedvc", "fedadam", "fedyogi", "fedadagrad", "scaffold", "qfedavg",
+                 "fedir"):
         assert stacked_refusal(make_algorithm(name), group) is None, name
-    for name in ("scaffold", "qfedavg", "fedir", "fedbn", "dapperfl", "heteroswitch"):
+    for name in ("fedbn", "dapperfl", "heteroswitch"):
         assert "code of its own" in stacked_refusal(make_algorithm(name), group), name
     assert "batch statistics" in stacked_refusal(make_algorithm("fedavg"), build_model("resnet10", 3, 10, 32, "batch"))
 

@@ -19,7 +19,7 @@ import torch
 from hetbench.errors import HetbenchError
 from hetbench.train.algorithms.hyper import Hyper
 from hetbench.train.local import LocalResult, Workspace, epoch_batches, local_sgd
-from hetbench.train.stacked import LocalPlan
+from hetbench.train.stacked import LocalPlan, StackedResult
 from hetbench.train.algorithms.config import TrainConfig
 from hetbench.train.sampling import select_uniform
 
@@ -115,10 +115,13 @@ class StackedUpdates:
     losses: list[float]
     steps: list[int]
     num_samples: list[int]
+    #: each client's :attr:`ClientUpdate.extra` (None: none has any)
+    extras: list[dict[str, Any]] | None = None
 
     def split(self) -> list[ClientUpdate]:
         return [ClientUpdate(client=k, params=self.params[j], buffers=self.buffers[j], weight=self.weights[j],
-                             loss=self.losses[j], steps=self.steps[j], num_samples=self.num_samples[j])
+                             loss=self.losses[j], steps=self.steps[j], num_samples=self.num_samples[j],
+                             extra=dict(self.extras[j]) if self.extras else {})
                 for j, k in enumerate(self.clients)]
 
 
@@ -253,6 +256,14 @@ class Algorithm:
         gradient terms), for algorithms whose ``stacked`` is True: what :meth:`client_update` does, trained for
         a round's clients together."""
         return LocalPlan(self.batches(run, round_index, client))
+
+    def stacked_updates(self, run: RunState, round_index: int, clients: list[int], plans: list[LocalPlan],
+                        out: StackedResult) -> StackedUpdates:
+        """A stacked chunk's updates from its training (``out``, in the order of ``clients`` and ``plans``): what
+        :meth:`make_update` is to one client. An algorithm whose plans ask for more (SCAFFOLD's gradient sums,
+        q-FedAvg's initial losses) turns it into its ``extra`` and its client state here."""
+        return StackedUpdates(clients, out.params, out.buffers, [self.update_weight(run, k) for k in clients],
+                              out.mean_loss, out.steps, out.num_samples)
 
     def update_weight(self, run: RunState, client: int) -> float:
         """The client's aggregation weight: n_k, its training rows (McMahan et al. 2017, Alg. 1)."""

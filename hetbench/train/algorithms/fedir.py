@@ -17,6 +17,7 @@ from hetbench.train.algorithms.base import RunState
 from hetbench.train.algorithms.fedavg import SERVER_MOMENTUM, FedAvg, ServerMomentum
 from hetbench.train.algorithms.hyper import SERVER_LR
 from hetbench.train.local import LocalResult, local_sgd
+from hetbench.train.stacked import LocalPlan
 
 
 def importance_weights(population: np.ndarray, client: np.ndarray) -> np.ndarray:
@@ -73,12 +74,18 @@ class FedIR(ServerMomentum, FedAvg):
         rows = np.concatenate(d.client_rows) if d.client_rows else np.zeros(0, dtype=np.int64)
         self.population = np.bincount(d.y_train.numpy()[rows], minlength=d.num_classes).astype(np.float64)
 
+    stacked = True  # local_plan carries w_k(y): the stacked step weighs its loss as Eq. 4
+
+    def client_weights(self, run: RunState, client: int) -> torch.Tensor:
+        """Eq. 3's ``w_k(y)`` of ``client``, from its own class counts q_k (which stay on the client)."""
+        labels = run.data.y_train.numpy()[run.data.client_rows[client]]
+        q_counts = np.bincount(labels, minlength=run.data.num_classes).astype(np.float64)
+        return torch.tensor(importance_weights(self.population, q_counts), dtype=torch.float32, device=run.ws.device)
+
+    def local_plan(self, run: RunState, round_index: int, client: int) -> LocalPlan:
+        return LocalPlan(self.batches(run, round_index, client), class_weights=self.client_weights(run, client))
+
     def train_locally(self, run: RunState, round_index: int, client: int, batches: list[np.ndarray]) -> LocalResult:
         c = run.config
-        labels = run.data.y_train.numpy()[run.data.client_rows[client]]
-        q_counts = np.bincount(labels, minlength=run.data.num_classes).astype(np.float64)  # stays on the client
-        w = torch.tensor(importance_weights(self.population, q_counts), dtype=torch.float32, device=run.ws.device)
-
-
         return local_sgd(run.ws, batches, c.lr, c.momentum, c.weight_decay, loss_fn=importance_weighted_loss,
-                         loss_args=(w,))
+                         loss_args=(self.client_weights(run, client),))

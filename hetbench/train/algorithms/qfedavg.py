@@ -9,9 +9,10 @@ local models.
 
 from __future__ import annotations
 
-from hetbench.train.algorithms.base import Algorithm, ClientUpdate, RunState
+from hetbench.train.algorithms.base import Algorithm, ClientUpdate, RunState, StackedUpdates
 from hetbench.train.algorithms.hyper import Hyper
 from hetbench.train.local import dataset_loss
+from hetbench.train.stacked import LocalPlan, StackedResult
 
 
 class QFedAvg(Algorithm):
@@ -66,6 +67,17 @@ class QFedAvg(Algorithm):
         update = super().client_update(run, round_index, client)
         update.extra["f_k"] = max(f_k, 1e-12)
         return update
+
+    stacked = True  # local_plan asks for F_k(w_t) over the client's rows, computed for the chunk at once
+
+    def local_plan(self, run: RunState, round_index: int, client: int) -> LocalPlan:
+        return LocalPlan(self.batches(run, round_index, client), loss_rows=run.data.client_rows[client])
+
+    def stacked_updates(self, run: RunState, round_index: int, clients: list[int], plans: list[LocalPlan],
+                        out: StackedResult) -> StackedUpdates:
+        updates = super().stacked_updates(run, round_index, clients, plans, out)
+        updates.extras = [{"f_k": max(f_k, 1e-12)} for f_k in out.initial_loss]
+        return updates
 
     def begin_round(self, run: RunState, round_index: int) -> None:
         super().begin_round(run, round_index)

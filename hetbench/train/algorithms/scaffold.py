@@ -23,9 +23,10 @@ from __future__ import annotations
 
 import torch
 
-from hetbench.train.algorithms.base import Algorithm, ClientUpdate, RunState
+from hetbench.train.algorithms.base import Algorithm, ClientUpdate, RunState, StackedUpdates
 from hetbench.train.algorithms.hyper import Hyper
 from hetbench.train.local import local_sgd
+from hetbench.train.stacked import LocalPlan, StackedResult
 
 
 class Scaffold(Algorithm):
@@ -103,6 +104,27 @@ class Scaffold(Algorithm):
         self.c_i[client] = new
         update.weight = 1.0  # uniform over the sampled clients (Karimireddy et al. Alg. 1 line 16)
         return update
+
+    stacked = True  # local_plan carries (c - c_i) and asks for the gradient sums that give c_i+
+
+    def local_plan(self, run: RunState, round_index: int, client: int) -> LocalPlan:
+        c_i = self.c_i.get(client)
+        return LocalPlan(self.batches(run, round_index, client), grad_offset=self.c - c_i if c_i is not None else self.c,
+                         sum_gradients=True)
+
+    def stacked_updates(self, run: RunState, round_index: int, clients: list[int], plans: list[LocalPlan],
+                        out: StackedResult) -> StackedUpdates:
+        """:meth:`client_update`'s option II for a stacked chunk: ``c_i+`` is each row of gradient sums over its
+        steps; ``dc`` and the norms as rows, ``c_i+`` kept per client (a copy: not a view of the chunk)."""
+        new = out.grad_sums / torch.tensor(out.steps, dtype=out.grad_sums.dtype,
+                                           device=out.grad_sums.device).clamp(min=1).unsqueeze(1)
+        old = torch.stack([self.c_i.get(k, torch.zeros_like(self.c)) for k in clients])
+        dc = new - old
+        norms = torch.linalg.vector_norm(new, dim=1).tolist()
+        for j, k in enumerate(clients):
+            self.c_i[k] = new[j].clone()
+        return StackedUpdates(clients, out.params, out.buffers, [1.0] * len(clients), out.mean_loss, out.steps,
+                              out.num_samples, extras=[{"dc": dc[j], "c_i_norm": norms[j]} for j in range(len(clients))])
 
     def begin_round(self, run: RunState, round_index: int) -> None:
         super().begin_round(run, round_index)
