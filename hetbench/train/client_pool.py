@@ -223,13 +223,18 @@ class ClientPool:
             for client, draw in items:
                 ws.round, ws.client, ws.draw = round_index, client, int(draw)
                 plans.append(algorithm.local_plan(run, round_index, client))
+            initial = None
+            if plans[0].loss_rows is not None:  # the clients' losses at the global model, for the chunk at once
+                initial = engine.initial_losses(plans, run.global_params)
+                for j, (client, draw) in enumerate(items):
+                    ws.round, ws.client, ws.draw = round_index, client, int(draw)
+                    ws.check_finite(initial[j], "initial loss")
+                    plans[j] = algorithm.adjust_plan(run, round_index, client, plans[j], initial[j])
             out = engine.train(plans, run.global_params, run.global_buffers, config.lr, config.momentum,
-                               config.weight_decay)
+                               config.weight_decay, initial_loss=initial)
             finite = torch.isfinite(out.params).all(dim=1).tolist()
             for j, (client, draw) in enumerate(items):  # Python floats and bools: no tensor work per client
                 ws.round, ws.client, ws.draw = round_index, client, int(draw)
-                if out.initial_loss is not None:
-                    ws.check_finite(out.initial_loss[j], "initial loss")
                 ws.check_finite(out.mean_loss[j])
                 if not finite[j]:
                     ws.check_finite(float("nan"), "model")

@@ -88,7 +88,15 @@ class LocalPlan:
         Training rows whose mean cross-entropy at the start model is returned
         (:attr:`StackedResult.initial_loss`; q-FedAvg's ``F_k(w_t)``, Li et al. 2020, Alg. 2).
 
-    Every plan of a stacked round sets the same of these options (the clients of one algorithm do).
+    isp_draws : list of (torch.Tensor, torch.Tensor), optional
+        Per batch, the per-image channel gains ``(b, C)`` and gamma ``(b,)`` of HeteroSwitch's random ISP
+        (Kim et al. 2024, Eq. 2-3): the [0, 1] images become ``clamp(x r, 0, 1) ** gamma`` before normalisation.
+    average_weights : bool
+        Keep the running average of the weights after every step (HeteroSwitch's SWA, Alg. 1 line 17;
+        :attr:`StackedResult.averages`).
+
+    Every plan of a stacked round sets the same of the first four options (the clients of one algorithm do);
+    ``isp_draws`` and ``average_weights`` may differ between clients (HeteroSwitch's switch 1 is per client).
     """
 
     batches: list[np.ndarray]
@@ -97,6 +105,8 @@ class LocalPlan:
     sum_gradients: bool = False
     class_weights: torch.Tensor | None = None
     loss_rows: np.ndarray | None = None
+    isp_draws: list[tuple[torch.Tensor, torch.Tensor]] | None = None
+    average_weights: bool = False
 
     @property
     def num_samples(self) -> int:
@@ -117,6 +127,9 @@ class StackedResult:
     grad_sums: torch.Tensor | None = None
     #: each client's mean loss over its ``loss_rows`` at the start model (plans with ``loss_rows``), else None
     initial_loss: list[float] | None = None
+    #: ``(C, size)``: each client's running average of its weights after every step (any plan with
+    #: ``average_weights``; computed for every client then), else None
+    averages: torch.Tensor | None = None
 
 
 def has_batch_statistics(model: nn.Module) -> bool:
@@ -283,13 +296,33 @@ class StackedClients:
                 b.copy_(vec[at : at + b.numel()].view_as(b))
                 at += b.numel()
 
-    def _images(self, rows: np.ndarray, clients: int) -> torch.Tensor:
-        """Training rows as normalised float images on the device, ``(clients, rows / clients, C, H, W)``."""
+    def _images(self, rows: np.ndarray, clients: int, isp: tuple[torch.Tensor, torch.Tensor] | None = None
+                ) -> torch.Tensor:
+        """Training rows as normalised float images on the device, ``(clients, rows / clients, C, H, W)``;
+        ``isp``: per image, the random ISP's gains ``(clients, B, C)`` and gamma ``(clients, B)``, applied to
+        the [0, 1] images first (:func:`hetbench.train.algorithms.heteroswitch.random_isp`'s arithmetic)."""
         x = to_device(gather_rows(self.data.x_train, rows, self.device.type == "cuda"), self.device)
-        return ((x.float().div_(255.0) - self.mean) / self.std).view(clients, -1, *self.data.x_train.shape[1:])
+        x = x.float().div_(255.0).view(clients, -1, *self.data.x_train.shape[1:])
+        if isp is not None:
+            gains, gamma = isp
+            x = (x * gains[..., None, None]).clamp_(0.0, 1.0).pow_(gamma[..., None, None, None])
+        return (x - self.mean) / self.std
+
+    def _isp_layout(self, plans: Sequence[LocalPlan], order: np.ndarray, shape: tuple[int, int, int]
+                    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """The plans' random ISP draws as ``(steps, C, B, channels)`` gains and ``(steps, C, B)`` gammas in
+        training order, ones (the identity, bit for bit) for clients without them and for padding rows."""
+        steps, k, width = shape
+        gains = torch.ones(steps, k, width, self.data.in_channels)
+        gamma = torch.ones(steps, k, width)
+        for c, j in enumerate(order.tolist()):  # before the step loop, as round_layout
+            for s, (r, g) in enumerate(plans[j].isp_draws or ()):
+                gains[s, c, : r.shape[0]] = r.reshape(r.shape[0], -1)
+                gamma[s, c, : g.shape[0]] = g.reshape(-1)
+        return gains.to(self.device), gamma.to(self.device)
 
     @torch.no_grad()
-    def _initial_losses(self, plans: Sequence[LocalPlan], start: torch.Tensor) -> list[float]:
+    def initial_losses(self, plans: Sequence[LocalPlan], start: torch.Tensor) -> list[float]:
         """Each plan's mean cross-entropy over its ``loss_rows`` at ``start``: every client starts from the same
         model, so all their rows pass through it together (in passes of :data:`STACKED_IMAGES` rows) and the
         per-row losses are summed per client (:func:`hetbench.train.local.dataset_loss`, for a chunk)."""
@@ -311,9 +344,11 @@ class StackedClients:
         return (total / torch.from_numpy(np.maximum(sizes, 1)).to(self.device)).tolist()
 
     def train(self, plans: Sequence[LocalPlan], start: torch.Tensor, buffers: torch.Tensor, lr: float,
-              momentum: float = 0.0, weight_decay: float = 0.0, anchor: torch.Tensor | None = None) -> StackedResult:
+              momentum: float = 0.0, weight_decay: float = 0.0, anchor: torch.Tensor | None = None,
+              initial_loss: list[float] | None = None) -> StackedResult:
         """Train every plan from the flat parameters ``start`` (and ``buffers``, kept); returns each client's
-        result. ``anchor`` is FedProx's ``w_global`` (default: ``start``).
+        result. ``anchor`` is FedProx's ``w_global`` (default: ``start``); ``initial_loss``: the plans'
+        :meth:`initial_losses`, where the caller computed them already.
 
         The step is :func:`hetbench.train.local.local_sgd`'s: ``g += weight_decay * w``, ``g += mu (w -
         anchor)``, then the plan's ``grad_offset`` (SCAFFOLD's ``c - c_i``; the gradient summed before it),
@@ -323,7 +358,7 @@ class StackedClients:
         uses = {name: _shared(plans, name) for name in ("grad_offset", "sum_gradients", "class_weights", "loss_rows")}
         if buffers.numel():
             self._load_buffers(buffers)
-        initial = self._initial_losses(plans, start) if uses["loss_rows"] else None
+        initial = initial_loss if initial_loss is not None or not uses["loss_rows"] else self.initial_losses(plans, start)
         steps, k, _ = idx.shape
         labels = self.data.y_train.numpy()[idx]
         labels[~real] = IGNORE
@@ -341,12 +376,14 @@ class StackedClients:
         sums = torch.zeros_like(flat) if uses["sum_gradients"] else None
         sum_views = self._views(sums) if sums is not None else None
         weights = self._stack(plans, order, "class_weights") if uses["class_weights"] else None
+        isp = self._isp_layout(plans, order, idx.shape) if any(p.isp_draws for p in plans) else None
+        averages = flat.clone() if any(p.average_weights for p in plans) else None
         velocity = [torch.zeros_like(p) for p in params] if momentum else None
         loss_sum = torch.zeros(k, dtype=torch.float32, device=self.device)
         for s in range(steps):
             n = int(live[s])  # the clients still training: a prefix of the training order, views of its rows
             rows = params if n == k else [p[:n] for p in params]
-            x = self._images(idx[s, :n].reshape(-1), n)
+            x = self._images(idx[s, :n].reshape(-1), n, None if isp is None else (isp[0][s, :n], isp[1][s, :n]))
             with autocast(self.device, self.amp):
                 if weights is None:
                     grads, values = self._step(dict(zip(self.names, rows)), x, labels_t[s, :n])
@@ -369,6 +406,8 @@ class StackedClients:
                     g = v
                 torch._foreach_add_(rows, g, alpha=-lr)
                 (loss_sum if n == k else loss_sum[:n]).add_(values.float())
+                if averages is not None:  # W_SWA <- (W_SWA s + W) / (s + 1): the step index s is every live client's
+                    averages[:n].mul_(s / (s + 1)).add_(flat[:n], alpha=1.0 / (s + 1))
             self.batched_calls += 1
         self.client_steps += int(live.sum())
         back = torch.from_numpy(np.argsort(order)).to(self.device)  # training order -> plan order
@@ -379,7 +418,8 @@ class StackedClients:
         return StackedResult(params=flat, buffers=out_buffers, steps=counts, mean_loss=means,
                              num_samples=[p.num_samples for p in plans],
                              grad_sums=sums.index_select(0, back) if sums is not None else None,
-                             initial_loss=initial)
+                             initial_loss=initial,
+                             averages=averages.index_select(0, back) if averages is not None else None)
 
     def _stack(self, plans: Sequence[LocalPlan], order: np.ndarray, name: str) -> torch.Tensor:
         """The plans' tensors ``name`` as the rows of one tensor on the device, in training order."""

@@ -101,6 +101,43 @@ def test_scaffold_fedir_and_qfedavg_plans_equal_their_sequential_hooks(data):
                                                               0.05)
 
 
+def test_random_isp_and_weight_averaging_equal_heteroswitchs_hooks(data):
+    """HeteroSwitch's switch 1 in a plan, on some clients only (padded and early-finishing among them): the
+    random ISP draws applied to their images and the running weight average after every step equal
+    ``random_isp`` and the SWA hook of its sequential client update; the other clients train unchanged."""
+    from hetbench.train.algorithms.heteroswitch import isp_draw, random_isp
+
+    make = _make(data)
+    start, buffers = _start(make)
+    plans = []
+    for c, plan in enumerate(_plans(data, 0.0)):
+        if c % 2:
+            gen = torch.Generator().manual_seed(c)
+            plan.isp_draws = [isp_draw(b.size, data.in_channels, 0.3, 0.9, gen) for b in plan.batches]
+            plan.average_weights = True
+        plans.append(plan)
+    out = StackedClients(data, make, torch.device("cpu")).train(plans, start, buffers, 0.05, 0.9)
+    ws = Workspace(data, make())
+    for c, plan in enumerate(plans):
+        ws.flat.load(start, buffers)
+        gen = torch.Generator().manual_seed(c)
+        swa = start.clone()
+
+        def average(i, swa=swa):
+            swa.mul_(i / (i + 1)).add_(ws.flat.params, alpha=1.0 / (i + 1))
+
+        switched = plan.average_weights
+        local_sgd(ws, plan.batches, 0.05, 0.9, transform=(lambda x: random_isp(x, 0.3, 0.9, gen)) if switched else None,
+                  after_step=average)
+        assert float((ws.flat.params - out.params[c]).norm()) <= REL * float(ws.flat.params.norm()), c
+        assert float((swa - out.averages[c]).norm()) <= REL * float(swa.norm()), c
+    plain = StackedClients(data, make, torch.device("cpu")).train([LocalPlan(p.batches) for p in plans], start,
+                                                                  buffers, 0.05, 0.9)
+    assert not torch.allclose(plain.params[1], out.params[1])  # the draws changed what client 1 trained on
+    assert torch.equal(plain.params[0], out.params[0]) or \
+        float((plain.params[0] - out.params[0]).norm()) <= REL * float(out.params[0].norm())
+
+
 def test_a_finished_client_stays_where_its_last_step_left_it(data):
     """A client that finishes before the others (the round goes on without its row) ends where it would have
     ended in a stacked round of clients as long as itself."""
@@ -133,9 +170,9 @@ def test_which_runs_stack_and_why_the_others_do_not():
 
     group = build_model("digits-cnn", 1, 10, 8, "group")
     for name in ("fedavg", "fedavgm", "fedprox", "fedvc", "fedadam", "fedyogi", "fedadagrad", "scaffold", "qfedavg",
-                 "fedir"):
+                 "fedir", "heteroswitch"):
         assert stacked_refusal(make_algorithm(name), group) is None, name
-    for name in ("fedbn", "dapperfl", "heteroswitch"):
+    for name in ("fedbn", "dapperfl"):
         assert "code of its own" in stacked_refusal(make_algorithm(name), group), name
     assert "batch statistics" in stacked_refusal(make_algorithm("fedavg"), build_model("resnet10", 3, 10, 32, "batch"))
 

@@ -257,6 +257,12 @@ class Algorithm:
         a round's clients together."""
         return LocalPlan(self.batches(run, round_index, client))
 
+    def adjust_plan(self, run: RunState, round_index: int, client: int, plan: LocalPlan, initial_loss: float) -> LocalPlan:
+        """The plan once the client's loss at the global model is known (plans with ``loss_rows``; the chunk's
+        losses come from one pass): HeteroSwitch's switch 1 turns on its random ISP and weight averaging here.
+        The plan as it is by default."""
+        return plan
+
     def stacked_updates(self, run: RunState, round_index: int, clients: list[int], plans: list[LocalPlan],
                         out: StackedResult) -> StackedUpdates:
         """A stacked chunk's updates from its training (``out``, in the order of ``clients`` and ``plans``): what

@@ -18,13 +18,16 @@ aggregates with FedAvg weights.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import torch
 
-from hetbench.train.algorithms.base import ClientUpdate, RunState
+from hetbench.train.algorithms.base import ClientUpdate, RunState, StackedUpdates
 from hetbench.train.algorithms.hyper import SERVER_LR, Hyper
 from hetbench.train.algorithms.fedavg import FedAvg
 from hetbench.train.local import dataset_loss, local_sgd
+from hetbench.train.stacked import LocalPlan, StackedResult
 
 
 def ema_update(l_ema: float | None, l_cur: float, alpha: float) -> float:
@@ -42,14 +45,20 @@ def switch_two(switch1: bool, l_train: float, l_ema: float | None) -> bool:
     return bool(switch1) and l_ema is not None and l_train < l_ema
 
 
-def random_isp(x01: torch.Tensor, wb_degree: float, gamma_degree: float, gen: torch.Generator) -> torch.Tensor:
-    """Eq. 2 then Eq. 3 on a batch of [0, 1] images (B, C, H, W), fresh draws per image.
-
-    The draws come from ``gen`` (a CPU generator, so they are the same numbers on every device) and move
-    to the batch's device."""
-    b, c = x01.shape[:2]
+def isp_draw(b: int, c: int, wb_degree: float, gamma_degree: float, gen: torch.Generator
+             ) -> tuple[torch.Tensor, torch.Tensor]:
+    """One batch's random ISP draws: per image, channel gains ``r ~ U(1 - d, 1 + d)`` ``(b, c, 1, 1)`` (Eq. 2)
+    and a gamma ``~ U(1 - d, 1 + d)`` ``(b, 1, 1, 1)`` (Eq. 3), from ``gen`` (a CPU generator, so they are the
+    same numbers on every device)."""
     r = 1.0 + wb_degree * (2.0 * torch.rand((b, c, 1, 1), generator=gen) - 1.0)
     gamma = 1.0 + gamma_degree * (2.0 * torch.rand((b, 1, 1, 1), generator=gen) - 1.0)
+    return r, gamma
+
+
+def random_isp(x01: torch.Tensor, wb_degree: float, gamma_degree: float, gen: torch.Generator) -> torch.Tensor:
+    """Eq. 2 then Eq. 3 on a batch of [0, 1] images (B, C, H, W), fresh draws per image (:func:`isp_draw`,
+    moved to the batch's device)."""
+    r, gamma = isp_draw(x01.shape[0], x01.shape[1], wb_degree, gamma_degree, gen)
     return (x01 * r.to(x01.device)).clamp_(0.0, 1.0).pow_(gamma.to(x01.device))
 
 
@@ -101,8 +110,40 @@ class HeteroSwitch(FedAvg):
     }
     server_to_client = ("l_ema",)
 
+    #: local_plan asks for L_init; adjust_plan turns switch 1's random ISP (drawn as client_update draws it)
+    #: and SWA on; stacked_updates applies switch 2
+    stacked = True
+
     def setup(self, run: RunState) -> None:
         self.l_ema: float | None = None
+
+    def isp_generator(self, run: RunState, round_index: int, client: int) -> torch.Generator:
+        """The generator of a switched-on client's random ISP draws (its stream 2)."""
+        return torch.Generator().manual_seed(int(run.rng(round_index, client, 2).integers(2**62)))
+
+    def local_plan(self, run: RunState, round_index: int, client: int) -> LocalPlan:
+        return LocalPlan(self.batches(run, round_index, client), loss_rows=run.data.client_rows[client])
+
+    def adjust_plan(self, run: RunState, round_index: int, client: int, plan: LocalPlan, initial_loss: float) -> LocalPlan:
+        """Switch 1 (Alg. 1 lines 2-5): random ISP on every batch, drawn in batch order, and SWA."""
+        if not switch_one(initial_loss, self.l_ema):
+            return plan
+        gen = self.isp_generator(run, round_index, client)
+        wb, gd, c = float(self.params["wb_degree"]), float(self.params["gamma_degree"]), run.data.in_channels
+        return replace(plan, isp_draws=[isp_draw(b.size, c, wb, gd, gen) for b in plan.batches], average_weights=True)
+
+    def stacked_updates(self, run: RunState, round_index: int, clients: list[int], plans: list[LocalPlan],
+                        out: StackedResult) -> StackedUpdates:
+        """Switch 2 (Alg. 1 lines 22-29): a switched-on client whose training loss is below L_EMA returns its
+        averaged weights."""
+        updates = super().stacked_updates(run, round_index, clients, plans, out)
+        s1 = [p.average_weights for p in plans]
+        s2 = [switch_two(a, loss, self.l_ema) for a, loss in zip(s1, out.mean_loss)]
+        if any(s2):
+            rows = torch.tensor(s2, device=out.params.device).unsqueeze(1)
+            updates.params = torch.where(rows, out.averages, out.params)
+        updates.extras = [{"switch1": a, "switch2": b, "l_init": f} for a, b, f in zip(s1, s2, out.initial_loss)]
+        return updates
 
     def client_update(self, run: RunState, round_index: int, client: int) -> ClientUpdate:
         cfg = run.config
@@ -114,7 +155,7 @@ class HeteroSwitch(FedAvg):
         s1 = switch_one(l_init, self.l_ema)
         transform = swa_step = swa = None
         if s1:
-            gen = torch.Generator().manual_seed(int(run.rng(round_index, client, 2).integers(2**62)))
+            gen = self.isp_generator(run, round_index, client)
             wb, gd = float(self.params["wb_degree"]), float(self.params["gamma_degree"])
             transform = lambda x: random_isp(x, wb, gd, gen)  # noqa: E731
             swa = ws.flat.params.clone()
