@@ -31,7 +31,8 @@ from hetbench.train.flat import FlatModel
 from hetbench.train.local import Workspace
 from hetbench.train.lockstep import LockstepGroup, choose_client_exec, lockstep_chunk, lockstep_refusal
 from hetbench.train.models import build_model
-from hetbench.train.stacked import StackedClients, stacked_chunk, stacked_refusal
+from hetbench.train.local_plan import stacked_chunk, stacked_refusal
+from hetbench.train.stacked import StackedClients
 from hetbench.train.sampling import draw_numbers
 
 EVAL_BATCH = 256  # test rows per forward pass (fewer for large images: eval_rows)
@@ -225,7 +226,7 @@ class ClientPool:
                 plans.append(algorithm.local_plan(run, round_index, client))
             initial = None
             if plans[0].loss_rows is not None:  # the clients' losses at the global model, for the chunk at once
-                initial = engine.initial_losses(plans, run.global_params)
+                initial = engine.initial_losses(plans, run.global_params, run.global_buffers)
                 for j, (client, draw) in enumerate(items):
                     ws.round, ws.client, ws.draw = round_index, client, int(draw)
                     ws.check_finite(initial[j], "initial loss")

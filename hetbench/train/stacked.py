@@ -21,10 +21,9 @@ of its rows and carry the label -100, which ``F.cross_entropy`` ignores (its mea
 so the loss and gradient are those of the real rows. The clients train in order of their steps, most
 first, so the clients still training at a step are a prefix of the rows: a step computes that prefix (views
 of the stacked tensors, no copy) and a finished client's row is left exactly as its last step left it, with
-no computation spent on it. Padding needs
-every layer to treat a row on its own: a model with batch statistics (BatchNorm in training mode) would mix
-the padded rows into them, so those models keep the thread group (:mod:`hetbench.train.lockstep`), which
-batches only equal shapes (:func:`stacked_refusal`).
+no computation spent on it. A layer with batch statistics (BatchNorm in training mode) would mix the
+padding rows into them: its statistics are taken over the real rows only (:mod:`hetbench.train.masked_norm`),
+and each client's running statistics are rows of its own, updated in place under ``vmap``.
 
 Which clients can train this way is declared by their algorithm: ``Algorithm.stacked`` and its
 :meth:`~hetbench.train.algorithms.base.Algorithm.local_plan` (the batches and the gradient terms, as data).
@@ -35,7 +34,8 @@ Examples
 >>> from hetbench.sweep import default_split
 >>> from hetbench.train.data import load_federated
 >>> from hetbench.train.models import build_model
->>> from hetbench.train.stacked import LocalPlan, StackedClients
+>>> from hetbench.train.local_plan import LocalPlan
+>>> from hetbench.train.stacked import StackedClients
 >>> data = load_federated(default_split(quiet=True), quiet=True)
 >>> make = lambda: build_model("digits-cnn", data.in_channels, data.num_classes, data.image_size, "group")
 >>> engine = StackedClients(data, make, torch.device("cpu"))
@@ -48,7 +48,6 @@ Examples
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Callable, Sequence
 
 import numpy as np
@@ -60,172 +59,9 @@ from torch.func import functional_call
 from hetbench.errors import HetbenchError
 from hetbench.train.data import gather_rows
 from hetbench.train.device import autocast, to_device
-
-#: the label of a padding row: ``F.cross_entropy`` leaves it out of the mean
-IGNORE = -100
-
-
-@dataclass
-class LocalPlan:
-    """One client's local SGD as data, so that a round's clients can be trained as one computation.
-
-    Parameters
-    ----------
-    batches : list of numpy.ndarray
-        The training rows of each step, in order (:meth:`Algorithm.batches`).
-    prox_mu : float
-        FedProx's proximal weight mu: the gradient gets ``mu (w - w_global)`` (Li et al. 2020, Eq. 2); 0: none.
-    grad_offset : torch.Tensor, optional
-        A flat vector added to every gradient after weight decay and the proximal term, before momentum:
-        SCAFFOLD's correction ``c - c_i`` (Karimireddy et al. 2020, Alg. 1 line 10).
-    sum_gradients : bool
-        Return the sum of the client's gradients, taken before ``grad_offset`` is added
-        (:attr:`StackedResult.grad_sums`; SCAFFOLD's option II control variate is their mean).
-    class_weights : torch.Tensor, optional
-        One weight per class: the batch loss is ``sum_b l w(y) / sum_b w(y)``, FedIR's self-normalised
-        importance-weighted loss (Hsu et al. 2020, Eq. 3-4), instead of the mean cross-entropy.
-    loss_rows : numpy.ndarray, optional
-        Training rows whose mean cross-entropy at the start model is returned
-        (:attr:`StackedResult.initial_loss`; q-FedAvg's ``F_k(w_t)``, Li et al. 2020, Alg. 2).
-
-    isp_draws : list of (torch.Tensor, torch.Tensor), optional
-        Per batch, the per-image channel gains ``(b, C)`` and gamma ``(b,)`` of HeteroSwitch's random ISP
-        (Kim et al. 2024, Eq. 2-3): the [0, 1] images become ``clamp(x r, 0, 1) ** gamma`` before normalisation.
-    average_weights : bool
-        Keep the running average of the weights after every step (HeteroSwitch's SWA, Alg. 1 line 17;
-        :attr:`StackedResult.averages`).
-
-    Every plan of a stacked round sets the same of the first four options (the clients of one algorithm do);
-    ``isp_draws`` and ``average_weights`` may differ between clients (HeteroSwitch's switch 1 is per client).
-    """
-
-    batches: list[np.ndarray]
-    prox_mu: float = 0.0
-    grad_offset: torch.Tensor | None = None
-    sum_gradients: bool = False
-    class_weights: torch.Tensor | None = None
-    loss_rows: np.ndarray | None = None
-    isp_draws: list[tuple[torch.Tensor, torch.Tensor]] | None = None
-    average_weights: bool = False
-
-    @property
-    def num_samples(self) -> int:
-        return int(sum(b.size for b in self.batches))
-
-
-@dataclass
-class StackedResult:
-    """What :meth:`StackedClients.train` returns: each client's parameters and buffers (rows), steps, mean
-    mini-batch loss and training samples, in plan order."""
-
-    params: torch.Tensor
-    buffers: torch.Tensor
-    steps: list[int]
-    mean_loss: list[float]
-    num_samples: list[int]
-    #: ``(C, size)``: each client's sum of gradients (plans with ``sum_gradients``), else None
-    grad_sums: torch.Tensor | None = None
-    #: each client's mean loss over its ``loss_rows`` at the start model (plans with ``loss_rows``), else None
-    initial_loss: list[float] | None = None
-    #: ``(C, size)``: each client's running average of its weights after every step (any plan with
-    #: ``average_weights``; computed for every client then), else None
-    averages: torch.Tensor | None = None
-
-
-def has_batch_statistics(model: nn.Module) -> bool:
-    """Whether a layer of ``model`` normalises with its batch's statistics in training (BatchNorm).
-
-    Examples
-    --------
-    >>> from hetbench.train.models import build_model
-    >>> has_batch_statistics(build_model("resnet10", 3, 10, 32, "group"))
-    False
-    >>> has_batch_statistics(build_model("resnet10", 3, 10, 32, "batch"))
-    True
-    """
-    return any(isinstance(m, nn.modules.batchnorm._BatchNorm) for m in model.modules())
-
-
-def stacked_refusal(algorithm, model: nn.Module) -> str | None:
-    """Why a lockstep run cannot train its clients as one stacked computation (None: it can); it then uses the
-    thread group of :mod:`hetbench.train.lockstep`.
-
-    Examples
-    --------
-    >>> from hetbench.train.algorithms import make_algorithm
-    >>> from hetbench.train.models import build_model
-    >>> stacked_refusal(make_algorithm("fedprox"), build_model("digits-cnn", 1, 10, 8, "group")) is None
-    True
-    >>> stacked_refusal(make_algorithm("fedavg"), build_model("resnet10", 3, 10, 32, "batch"))
-    'the model normalises with batch statistics (padded rows would enter them)'
-    """
-    if not getattr(algorithm, "stacked", False):
-        return f"{algorithm.name}'s client update is code of its own, not a local plan"
-    if has_batch_statistics(model):
-        return "the model normalises with batch statistics (padded rows would enter them)"
-    return None
-
-
-#: Images per stacked step at most (clients x batch size): a round's clients train as one computation up to
-#: this many, in chunks of whole clients beyond it, so the activations of one step stay bounded. On a CPU one
-#: chunk keeps one core busy (a round bigger than the bound gives the other workers chunks of their own). The
-#: GPU bound is a first setting, not yet measured on a GPU (the probe script records peak memory there).
-STACKED_IMAGES = {"cpu": 2048, "cuda": 8192}
-
-
-def stacked_chunk(device: torch.device, clients_per_round: int, batch_size: int) -> int:
-    """Clients per stacked computation: the round's, up to :data:`STACKED_IMAGES` images a step. It depends on
-    the device and the options only, never on the workers, so a client's update does not either.
-
-    Examples
-    --------
-    >>> import torch
-    >>> stacked_chunk(torch.device("cpu"), 50, 10), stacked_chunk(torch.device("cpu"), 500, 10)
-    (50, 204)
-    """
-    cap = STACKED_IMAGES["cpu" if device.type == "cpu" else "cuda"]
-    return max(1, min(int(clients_per_round), cap // max(1, int(batch_size))))
-
-
-def round_layout(plans: Sequence[LocalPlan]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The round laid out before its step loop: ``idx``, the sample indices as one ``(steps, C, B)`` array with
-    the clients in *training order* (most steps first, ties in plan order); ``real``, which of them are real
-    rows (the others pad a short batch); ``order``, the plan position of each row; ``live``, how many clients
-    still train at each step (a prefix of the rows). See the module's *Clients of different sizes*.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> idx, real, order, live = round_layout([LocalPlan([np.array([9])]),
-    ...                                        LocalPlan([np.array([4, 5]), np.array([6])])])
-    >>> order.tolist(), live.tolist()
-    ([1, 0], [2, 1])
-    >>> idx[:, 0].tolist(), real[:, 0].astype(int).tolist()  # the two-step client, its short batch padded
-    ([[4, 5], [6, 6]], [[1, 1], [1, 0]])
-    """
-    if not plans or any(not p.batches or any(b.size == 0 for b in p.batches) for p in plans):
-        raise HetbenchError("every client of a stacked round needs at least one non-empty batch")
-    counts = np.array([len(p.batches) for p in plans])
-    order = np.argsort(-counts, kind="stable")
-    steps = int(counts.max())
-    width = max(b.size for p in plans for b in p.batches)
-    idx = np.zeros((steps, len(plans), width), dtype=np.int64)
-    real = np.zeros((steps, len(plans), width), dtype=bool)
-    for c, j in enumerate(order.tolist()):  # index arithmetic before the step loop; the steps loop over no client
-        for s, rows in enumerate(plans[j].batches):
-            idx[s, c, : rows.size] = rows
-            idx[s, c, rows.size :] = rows[0]
-            real[s, c, : rows.size] = True
-    live = (counts[None, :] > np.arange(steps)[:, None]).sum(axis=1)
-    return idx, real, order, live
-
-
-def _shared(plans: Sequence[LocalPlan], name: str) -> bool:
-    """Whether the plans use the option ``name`` (set, or true); every plan of a round must agree."""
-    used = {getattr(p, name) is not None and getattr(p, name) is not False for p in plans}
-    if len(used) > 1:
-        raise HetbenchError(f"the clients of a stacked round set {name} alike (some do, some do not)")
-    return used.pop()
+from hetbench.train.local_plan import (IGNORE, STACKED_IMAGES, LocalPlan, StackedResult, has_batch_statistics,
+                                       plans_share, round_layout)
+from hetbench.train.masked_norm import RowMask, mask_batch_norm
 
 
 class StackedClients:
@@ -251,35 +87,43 @@ class StackedClients:
         self.amp = bool(amp)
         self.base = make_model().to(self.device)
         self.base.train()
-        if has_batch_statistics(self.base):
-            raise HetbenchError("stacked clients need a model without batch statistics")
+        #: BatchNorm layers compute their statistics over a client's real rows only (padding rows are masked)
+        self.rows = RowMask()
+        self.masked = has_batch_statistics(self.base)
+        if self.masked:
+            mask_batch_norm(self.base, self.rows)
         params = list(self.base.parameters())
         self.names = [n for n, _ in self.base.named_parameters()]
         self.shapes = [tuple(p.shape) for p in params]
         sizes = [p.numel() for p in params]
         self.bounds = list(zip(np.cumsum([0] + sizes[:-1]).tolist(), np.cumsum(sizes).tolist()))
         self.size = int(sum(sizes))
-        #: buffers (none are updated by a model without batch statistics): the same for every client, loaded
-        #: from the run's global ones at the start of each round; the float ones in the flat buffer order
+        #: the float buffers in the flat buffer order (FlatModel's): BatchNorm's running statistics are each
+        #: client's own, stacked per round; other buffers are the same for every client, loaded from the run's
+        #: global ones at the start of each round
         self.buffers = {n: b for n, b in self.base.named_buffers()}
-        self.float_buffers = [b for b in self.base.buffers() if b.is_floating_point()]
+        self.float_buffers = [(n, b) for n, b in self.base.named_buffers() if b.is_floating_point()]
         c = data.in_channels
         self.mean = torch.tensor(data.mean, dtype=torch.float32).reshape(1, c, 1, 1).to(self.device)
         self.std = torch.tensor(data.std, dtype=torch.float32).reshape(1, c, 1, 1).to(self.device)
-        base, buffers = self.base, self.buffers
+        base, buffers, rows = self.base, self.buffers, self.rows
 
-        def loss(p: dict, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
-            return F.cross_entropy(functional_call(base, {**p, **buffers}, (x,)), y, ignore_index=IGNORE)
+        def logits(p: dict, b: dict, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+            with rows.set((y != IGNORE).to(x.dtype)):
+                return functional_call(base, {**buffers, **p, **b}, (x,))
 
-        def weighted_loss(p: dict, x: torch.Tensor, y: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+        def loss(p: dict, b: dict, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+            return F.cross_entropy(logits(p, b, x, y), y, ignore_index=IGNORE)
+
+        def weighted_loss(p: dict, b: dict, x: torch.Tensor, y: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
             """FedIR's Eq. 4 over the real rows: a padding row weighs 0."""
-            per_row = F.cross_entropy(functional_call(base, {**p, **buffers}, (x,)), y, reduction="none",
-                                      ignore_index=IGNORE)
+            per_row = F.cross_entropy(logits(p, b, x, y), y, reduction="none", ignore_index=IGNORE)
             weight = w.gather(0, y.clamp(min=0)) * (y != IGNORE)
             return (per_row * weight).sum() / weight.sum()
 
-        self._step = vmap(grad_and_value(loss), in_dims=(0, 0, 0), randomness="error")
-        self._weighted_step = vmap(grad_and_value(weighted_loss), in_dims=(0, 0, 0, 0), randomness="error")
+        b_dim = 0 if self.masked else None  # each client's own running statistics, or the shared buffers
+        self._step = vmap(grad_and_value(loss), in_dims=(0, b_dim, 0, 0), randomness="error")
+        self._weighted_step = vmap(grad_and_value(weighted_loss), in_dims=(0, b_dim, 0, 0, 0), randomness="error")
         self.batched_calls = 0  # batched passes computed (for the results' timing block)
         self.client_steps = 0  # client steps they covered
 
@@ -292,7 +136,7 @@ class StackedClients:
         """The run's buffers, the same for every client (FlatModel's order: the float ones)."""
         vec, at = buffers.to(self.device, torch.float32), 0
         with torch.no_grad():
-            for b in self.float_buffers:
+            for _, b in self.float_buffers:
                 b.copy_(vec[at : at + b.numel()].view_as(b))
                 at += b.numel()
 
@@ -322,10 +166,15 @@ class StackedClients:
         return gains.to(self.device), gamma.to(self.device)
 
     @torch.no_grad()
-    def initial_losses(self, plans: Sequence[LocalPlan], start: torch.Tensor) -> list[float]:
-        """Each plan's mean cross-entropy over its ``loss_rows`` at ``start``: every client starts from the same
-        model, so all their rows pass through it together (in passes of :data:`STACKED_IMAGES` rows) and the
-        per-row losses are summed per client (:func:`hetbench.train.local.dataset_loss`, for a chunk)."""
+    def initial_losses(self, plans: Sequence[LocalPlan], start: torch.Tensor, buffers: torch.Tensor) -> list[float]:
+        """Each plan's mean cross-entropy over its ``loss_rows`` at ``start`` (and ``buffers``), in evaluation
+        mode: every client starts from the same model, so all their rows pass through it together (in passes
+        of :data:`STACKED_IMAGES` rows) and the per-row losses are summed per client
+        (:func:`hetbench.train.local.dataset_loss`, for a chunk)."""
+        if any(p.start_params is not None or p.start_buffers is not None for p in plans):
+            raise HetbenchError("a stacked round computes initial losses for clients that start from one model")
+        if buffers.numel():
+            self._load_buffers(buffers)
         rows = [np.asarray(p.loss_rows, dtype=np.int64) for p in plans]
         sizes = np.array([r.size for r in rows])
         every = np.concatenate(rows)
@@ -335,12 +184,17 @@ class StackedClients:
         labels = self.data.y_train
         total = torch.zeros(len(rows), dtype=torch.float64, device=self.device)
         width = STACKED_IMAGES["cpu" if self.device.type == "cpu" else "cuda"]
-        for at in range(0, every.size, width):
-            part = every[at : at + width]
-            y = to_device(labels.index_select(0, torch.from_numpy(part)), self.device)
-            with autocast(self.device, self.amp):
-                logits = functional_call(self.base, {**weights, **self.buffers}, (self._images(part, 1)[0],))
-            total.index_add_(0, owner[at : at + part.size], F.cross_entropy(logits.float(), y, reduction="none").double())
+        self.base.eval()  # BatchNorm on its running statistics, as dataset_loss
+        try:
+            for at in range(0, every.size, width):
+                part = every[at : at + width]
+                y = to_device(labels.index_select(0, torch.from_numpy(part)), self.device)
+                with autocast(self.device, self.amp):
+                    logits = functional_call(self.base, {**self.buffers, **weights}, (self._images(part, 1)[0],))
+                total.index_add_(0, owner[at : at + part.size],
+                                 F.cross_entropy(logits.float(), y, reduction="none").double())
+        finally:
+            self.base.train()
         return (total / torch.from_numpy(np.maximum(sizes, 1)).to(self.device)).tolist()
 
     def train(self, plans: Sequence[LocalPlan], start: torch.Tensor, buffers: torch.Tensor, lr: float,
@@ -355,16 +209,18 @@ class StackedClients:
         ``v = momentum * v + g`` and ``w -= lr * v`` (PyTorch's SGD, buffer fresh each round).
         """
         idx, real, order, live = round_layout(plans)
-        uses = {name: _shared(plans, name) for name in ("grad_offset", "sum_gradients", "class_weights", "loss_rows")}
+        uses = {name: plans_share(plans, name) for name in ("grad_offset", "sum_gradients", "class_weights", "loss_rows")}
         if buffers.numel():
             self._load_buffers(buffers)
-        initial = initial_loss if initial_loss is not None or not uses["loss_rows"] else self.initial_losses(plans, start)
+        initial = initial_loss if initial_loss is not None or not uses["loss_rows"] else \
+            self.initial_losses(plans, start, buffers)
         steps, k, _ = idx.shape
         labels = self.data.y_train.numpy()[idx]
         labels[~real] = IGNORE
         labels_t = to_device(torch.from_numpy(labels), self.device)
-        flat = start.to(self.device, torch.float32).reshape(1, -1).expand(k, -1).clone()  # rows in training order
+        flat = self._rows(start, plans, order, "start_params")  # rows in training order
         params = self._views(flat)
+        own = self._own_buffers(buffers, plans, order)  # each client's running statistics (BatchNorm)
         mus = np.array([p.prox_mu for p in plans], dtype=np.float64)
         prox = bool(mus.any())
         if prox:
@@ -385,12 +241,18 @@ class StackedClients:
             rows = params if n == k else [p[:n] for p in params]
             x = self._images(idx[s, :n].reshape(-1), n, None if isp is None else (isp[0][s, :n], isp[1][s, :n]))
             with autocast(self.device, self.amp):
+                # the live prefix's statistics: separate tensors (an in-place update of a view under vmap would
+                # not reach its base), copied back below
+                b = own if n == k else {name: t[:n].clone() for name, t in own.items()}
                 if weights is None:
-                    grads, values = self._step(dict(zip(self.names, rows)), x, labels_t[s, :n])
+                    grads, values = self._step(dict(zip(self.names, rows)), b, x, labels_t[s, :n])
                 else:
-                    grads, values = self._weighted_step(dict(zip(self.names, rows)), x, labels_t[s, :n], weights[:n])
+                    grads, values = self._weighted_step(dict(zip(self.names, rows)), b, x, labels_t[s, :n], weights[:n])
             g = [grads[name] if grads[name].dtype == torch.float32 else grads[name].float() for name in self.names]
             with torch.no_grad():
+                if n < k:
+                    for name, t in own.items():
+                        t[:n].copy_(b[name])
                 if weight_decay:
                     torch._foreach_add_(g, rows, alpha=weight_decay)
                 if prox:
@@ -414,12 +276,39 @@ class StackedClients:
         flat = flat.index_select(0, back)
         counts = [len(p.batches) for p in plans]
         means = (loss_sum.index_select(0, back) / torch.tensor(counts, dtype=torch.float32, device=self.device)).tolist()
-        out_buffers = buffers.reshape(1, -1).expand(k, -1).clone() if buffers.numel() else buffers.reshape(1, 0).expand(k, 0)
+        if own:
+            out_buffers = torch.cat([own[name].reshape(k, -1) for name, _ in self.float_buffers], dim=1).index_select(0, back)
+        else:
+            out_buffers = buffers.reshape(1, -1).expand(k, -1).clone() if buffers.numel() else buffers.reshape(1, 0).expand(k, 0)
         return StackedResult(params=flat, buffers=out_buffers, steps=counts, mean_loss=means,
                              num_samples=[p.num_samples for p in plans],
                              grad_sums=sums.index_select(0, back) if sums is not None else None,
                              initial_loss=initial,
                              averages=averages.index_select(0, back) if averages is not None else None)
+
+    def _rows(self, common: torch.Tensor, plans: Sequence[LocalPlan], order: np.ndarray, name: str) -> torch.Tensor:
+        """``common`` as one row per plan, in training order, with the rows of plans that set ``name`` (a start
+        of their own: FedBN's normalisation entries) replaced by theirs."""
+        rows = common.to(self.device, torch.float32).reshape(1, -1).expand(len(plans), -1).clone()
+        at = [c for c, j in enumerate(order.tolist()) if getattr(plans[j], name) is not None]
+        if at:
+            own = torch.stack([getattr(plans[j], name) for j in order[at].tolist()]).to(self.device, torch.float32)
+            rows.index_copy_(0, torch.tensor(at, device=self.device), own)
+        return rows
+
+    def _own_buffers(self, buffers: torch.Tensor, plans: Sequence[LocalPlan], order: np.ndarray) -> dict:
+        """Per float buffer of a model with batch statistics, each client's own ``(C, *shape)`` tensor (separate
+        tensors, updated in place by the masked BatchNorm layers); {} for other models, whose buffers all
+        clients share."""
+        if not self.masked:
+            if any(p.start_buffers is not None and p.start_buffers.numel() for p in plans):
+                raise HetbenchError("clients of a stacked round keep buffers of their own only with batch statistics")
+            return {}
+        rows, at, out = self._rows(buffers, plans, order, "start_buffers"), 0, {}
+        for name, b in self.float_buffers:
+            out[name] = rows[:, at : at + b.numel()].reshape(len(plans), *b.shape).clone()
+            at += b.numel()
+        return out
 
     def _stack(self, plans: Sequence[LocalPlan], order: np.ndarray, name: str) -> torch.Tensor:
         """The plans' tensors ``name`` as the rows of one tensor on the device, in training order."""

@@ -19,7 +19,7 @@ import torch
 from hetbench.errors import HetbenchError
 from hetbench.train.algorithms.hyper import Hyper
 from hetbench.train.local import LocalResult, Workspace, epoch_batches, local_sgd
-from hetbench.train.stacked import LocalPlan, StackedResult
+from hetbench.train.local_plan import LocalPlan, StackedResult
 from hetbench.train.algorithms.config import TrainConfig
 from hetbench.train.sampling import select_uniform
 

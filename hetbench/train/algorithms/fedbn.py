@@ -45,9 +45,10 @@ import torch
 from torch import nn
 
 from hetbench.errors import HetbenchError
-from hetbench.train.algorithms.base import Algorithm, ClientUpdate, RunState
+from hetbench.train.algorithms.base import Algorithm, ClientUpdate, RunState, StackedUpdates
 from hetbench.train.algorithms.fedavg import FedAvg
 from hetbench.train.flat import FlatModel
+from hetbench.train.local_plan import LocalPlan, StackedResult
 
 #: layer types whose parameters and float buffers stay with the clients
 NORM_LAYERS = (nn.modules.batchnorm._NormBase, nn.GroupNorm, nn.LayerNorm)
@@ -78,6 +79,7 @@ def norm_positions(flat: FlatModel) -> tuple[torch.Tensor, torch.Tensor]:
     --------
     >>> from torch import nn
     >>> from hetbench.train.flat import FlatModel
+from hetbench.train.local_plan import LocalPlan, StackedResult
     >>> flat = FlatModel(nn.Sequential(nn.Conv2d(1, 2, 1), nn.BatchNorm2d(2), nn.Conv2d(2, 1, 1)))
     >>> p, b = norm_positions(flat)
     >>> p.tolist(), b.tolist()  # conv weight 0-1, bias 2-3; BN weight 4-5, bias 6-7; running mean, var
@@ -224,12 +226,41 @@ class FedBN(FedAvg):
 
     def put_norm(self, flat: FlatModel, norm: torch.Tensor) -> None:
         """Overwrite the normalisation entries of ``flat`` with ``norm`` (from :meth:`take_norm`)."""
-        norm = norm.to(flat.params.device)
-        n = self._pidx.numel()
         with torch.no_grad():
-            flat.params.index_copy_(0, self._pidx, norm[:n])
-            if self._bidx.numel():
-                flat.buffers.index_copy_(0, self._bidx, norm[n:].to(flat.buffers.device))
+            self.put_entries(flat.params, flat.buffers, norm)
+
+    def put_entries(self, params: torch.Tensor, buffers: torch.Tensor, norm: torch.Tensor) -> None:
+        """Overwrite the normalisation entries of the flat vectors ``params`` and ``buffers`` with ``norm``."""
+        n = self._pidx.numel()
+        params.index_copy_(0, self._pidx, norm[:n].to(params.device))
+        if self._bidx.numel():
+            buffers.index_copy_(0, self._bidx, norm[n:].to(buffers.device))
+
+    stacked = True  # local_plan starts a returning client from its own entries; stacked_updates keeps them
+
+    def local_plan(self, run: RunState, round_index: int, client: int) -> LocalPlan:
+        """The client's batches, from the global model with its own normalisation entries put in (if any)."""
+        plan = LocalPlan(self.batches(run, round_index, client))
+        own = self.norm_i.get(client)
+        if own is not None:
+            plan.start_params, plan.start_buffers = run.global_params.clone(), run.global_buffers.clone()
+            self.put_entries(plan.start_params, plan.start_buffers, own)
+        return plan
+
+    def stacked_updates(self, run: RunState, round_index: int, clients: list[int], plans: list[LocalPlan],
+                        out: StackedResult) -> StackedUpdates:
+        """Each client keeps its trained normalisation entries (copies of its rows) and sends them for the
+        server's evaluation copy, as :meth:`client_update` does."""
+        updates = super().stacked_updates(run, round_index, clients, plans, out)
+        entries = out.params.index_select(1, self._pidx.to(out.params.device))
+        if self._bidx.numel():
+            entries = torch.cat([entries, out.buffers.index_select(1, self._bidx.to(out.buffers.device))
+                                 .to(entries.device)], dim=1)
+        mine = [row.clone() for row in entries]
+        for k, norm in zip(clients, mine):
+            self.norm_i[k] = norm
+        updates.extras = [{"norm": norm} for norm in mine]
+        return updates
 
     def client_update(self, run: RunState, round_index: int, client: int) -> ClientUpdate:
         """Load the global model, put this client's own normalisation entries in (if it has any), train,

@@ -17,7 +17,7 @@ from hetbench.train.algorithms.base import RunState
 from hetbench.train.algorithms.fedavg import SERVER_MOMENTUM, FedAvg, ServerMomentum
 from hetbench.train.algorithms.hyper import SERVER_LR
 from hetbench.train.local import LocalResult, local_sgd
-from hetbench.train.stacked import LocalPlan
+from hetbench.train.local_plan import LocalPlan
 
 
 def importance_weights(population: np.ndarray, client: np.ndarray) -> np.ndarray:

@@ -13,7 +13,7 @@ from hetbench.train.algorithms.base import RunState
 from hetbench.train.algorithms.hyper import SERVER_LR, Hyper
 from hetbench.train.algorithms.fedavg import FedAvg
 from hetbench.train.local import LocalResult, local_sgd
-from hetbench.train.stacked import LocalPlan
+from hetbench.train.local_plan import LocalPlan
 
 
 class FedProx(FedAvg):

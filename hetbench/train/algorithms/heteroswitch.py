@@ -27,7 +27,7 @@ from hetbench.train.algorithms.base import ClientUpdate, RunState, StackedUpdate
 from hetbench.train.algorithms.hyper import SERVER_LR, Hyper
 from hetbench.train.algorithms.fedavg import FedAvg
 from hetbench.train.local import dataset_loss, local_sgd
-from hetbench.train.stacked import LocalPlan, StackedResult
+from hetbench.train.local_plan import LocalPlan, StackedResult
 
 
 def ema_update(l_ema: float | None, l_cur: float, alpha: float) -> float:

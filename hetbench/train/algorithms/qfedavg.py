@@ -12,7 +12,7 @@ from __future__ import annotations
 from hetbench.train.algorithms.base import Algorithm, ClientUpdate, RunState, StackedUpdates
 from hetbench.train.algorithms.hyper import Hyper
 from hetbench.train.local import dataset_loss
-from hetbench.train.stacked import LocalPlan, StackedResult
+from hetbench.train.local_plan import LocalPlan, StackedResult
 
 
 class QFedAvg(Algorithm):

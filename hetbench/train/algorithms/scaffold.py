@@ -26,7 +26,7 @@ import torch
 from hetbench.train.algorithms.base import Algorithm, ClientUpdate, RunState, StackedUpdates
 from hetbench.train.algorithms.hyper import Hyper
 from hetbench.train.local import local_sgd
-from hetbench.train.stacked import LocalPlan, StackedResult
+from hetbench.train.local_plan import LocalPlan, StackedResult
 
 
 class Scaffold(Algorithm):

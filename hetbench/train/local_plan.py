@@ -1,0 +1,201 @@
+"""A client's local training as data, and a round of such plans laid out for one stacked computation.
+
+:class:`LocalPlan` is what an algorithm declares a client trains (``Algorithm.local_plan``): its batches and
+the terms its gradient, loss, inputs or weights take. :func:`round_layout` lays a chunk of plans out before
+the step loop (one ``(steps, C, B)`` index array, the padding, the order clients train in), and
+:class:`StackedResult` is what the stacked engine (:mod:`hetbench.train.stacked`) returns. Which runs can
+train this way, and in chunks of how many clients, is decided here too (:func:`stacked_refusal`,
+:func:`stacked_chunk`).
+
+Examples
+--------
+>>> import numpy as np
+>>> plan = LocalPlan([np.array([3, 4]), np.array([5])], prox_mu=0.1)
+>>> plan.num_samples
+3
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Sequence
+
+import numpy as np
+import torch
+from torch import nn
+
+from hetbench.errors import HetbenchError
+
+#: the label of a padding row: ``F.cross_entropy`` leaves it out of the mean
+IGNORE = -100
+
+
+@dataclass
+class LocalPlan:
+    """One client's local SGD as data, so that a round's clients can be trained as one computation.
+
+    Parameters
+    ----------
+    batches : list of numpy.ndarray
+        The training rows of each step, in order (:meth:`Algorithm.batches`).
+    prox_mu : float
+        FedProx's proximal weight mu: the gradient gets ``mu (w - w_global)`` (Li et al. 2020, Eq. 2); 0: none.
+    grad_offset : torch.Tensor, optional
+        A flat vector added to every gradient after weight decay and the proximal term, before momentum:
+        SCAFFOLD's correction ``c - c_i`` (Karimireddy et al. 2020, Alg. 1 line 10).
+    sum_gradients : bool
+        Return the sum of the client's gradients, taken before ``grad_offset`` is added
+        (:attr:`StackedResult.grad_sums`; SCAFFOLD's option II control variate is their mean).
+    class_weights : torch.Tensor, optional
+        One weight per class: the batch loss is ``sum_b l w(y) / sum_b w(y)``, FedIR's self-normalised
+        importance-weighted loss (Hsu et al. 2020, Eq. 3-4), instead of the mean cross-entropy.
+    loss_rows : numpy.ndarray, optional
+        Training rows whose mean cross-entropy at the start model is returned
+        (:attr:`StackedResult.initial_loss`; q-FedAvg's ``F_k(w_t)``, Li et al. 2020, Alg. 2).
+
+    isp_draws : list of (torch.Tensor, torch.Tensor), optional
+        Per batch, the per-image channel gains ``(b, C)`` and gamma ``(b,)`` of HeteroSwitch's random ISP
+        (Kim et al. 2024, Eq. 2-3): the [0, 1] images become ``clamp(x r, 0, 1) ** gamma`` before normalisation.
+    average_weights : bool
+        Keep the running average of the weights after every step (HeteroSwitch's SWA, Alg. 1 line 17;
+        :attr:`StackedResult.averages`).
+    start_params, start_buffers : torch.Tensor, optional
+        Flat parameters and float buffers the client starts from instead of the round's global model: FedBN's
+        client puts its own normalisation entries in (Li et al. 2021, Alg. 1). Buffers of its own need a
+        model with batch statistics (they are its BatchNorm running statistics).
+
+    Every plan of a stacked round sets the same of the first four options (the clients of one algorithm do);
+    the others may differ between clients (HeteroSwitch's switch 1 and FedBN's own entries are per client).
+    """
+
+    batches: list[np.ndarray]
+    prox_mu: float = 0.0
+    grad_offset: torch.Tensor | None = None
+    sum_gradients: bool = False
+    class_weights: torch.Tensor | None = None
+    loss_rows: np.ndarray | None = None
+    isp_draws: list[tuple[torch.Tensor, torch.Tensor]] | None = None
+    average_weights: bool = False
+    start_params: torch.Tensor | None = None
+    start_buffers: torch.Tensor | None = None
+
+    @property
+    def num_samples(self) -> int:
+        return int(sum(b.size for b in self.batches))
+
+
+@dataclass
+class StackedResult:
+    """What :meth:`StackedClients.train` returns: each client's parameters and buffers (rows), steps, mean
+    mini-batch loss and training samples, in plan order."""
+
+    params: torch.Tensor
+    buffers: torch.Tensor
+    steps: list[int]
+    mean_loss: list[float]
+    num_samples: list[int]
+    #: ``(C, size)``: each client's sum of gradients (plans with ``sum_gradients``), else None
+    grad_sums: torch.Tensor | None = None
+    #: each client's mean loss over its ``loss_rows`` at the start model (plans with ``loss_rows``), else None
+    initial_loss: list[float] | None = None
+    #: ``(C, size)``: each client's running average of its weights after every step (any plan with
+    #: ``average_weights``; computed for every client then), else None
+    averages: torch.Tensor | None = None
+
+
+def has_batch_statistics(model: nn.Module) -> bool:
+    """Whether a layer of ``model`` normalises with its batch's statistics in training (BatchNorm).
+
+    Examples
+    --------
+    >>> from hetbench.train.models import build_model
+    >>> has_batch_statistics(build_model("resnet10", 3, 10, 32, "group"))
+    False
+    >>> has_batch_statistics(build_model("resnet10", 3, 10, 32, "batch"))
+    True
+    """
+    return any(isinstance(m, nn.modules.batchnorm._BatchNorm) for m in model.modules())
+
+
+def stacked_refusal(algorithm, model: nn.Module) -> str | None:
+    """Why a lockstep run cannot train its clients as one stacked computation (None: it can); it then uses the
+    thread group of :mod:`hetbench.train.lockstep`. BatchNorm layers train masked
+    (:mod:`hetbench.train.masked_norm`), which needs their momentum and running statistics.
+
+    Examples
+    --------
+    >>> from hetbench.train.algorithms import make_algorithm
+    >>> from hetbench.train.models import build_model
+    >>> stacked_refusal(make_algorithm("fedbn"), build_model("resnet10", 3, 10, 32, "batch")) is None
+    True
+    >>> stacked_refusal(make_algorithm("dapperfl"), build_model("resnet10", 3, 10, 32, "group"))
+    "dapperfl's client update is code of its own, not a local plan"
+    """
+    if not getattr(algorithm, "stacked", False):
+        return f"{algorithm.name}'s client update is code of its own, not a local plan"
+    for m in model.modules():
+        if isinstance(m, nn.modules.batchnorm._BatchNorm) and (m.momentum is None or not m.track_running_stats):
+            return "a BatchNorm layer keeps no running statistics with a momentum (the masked form needs both)"
+    return None
+
+
+#: Images per stacked step at most (clients x batch size): a round's clients train as one computation up to
+#: this many, in chunks of whole clients beyond it, so the activations of one step stay bounded. On a CPU one
+#: chunk keeps one core busy (a round bigger than the bound gives the other workers chunks of their own). The
+#: GPU bound is a first setting, not yet measured on a GPU (the probe script records peak memory there).
+STACKED_IMAGES = {"cpu": 2048, "cuda": 8192}
+
+
+def stacked_chunk(device: torch.device, clients_per_round: int, batch_size: int) -> int:
+    """Clients per stacked computation: the round's, up to :data:`STACKED_IMAGES` images a step. It depends on
+    the device and the options only, never on the workers, so a client's update does not either.
+
+    Examples
+    --------
+    >>> import torch
+    >>> stacked_chunk(torch.device("cpu"), 50, 10), stacked_chunk(torch.device("cpu"), 500, 10)
+    (50, 204)
+    """
+    cap = STACKED_IMAGES["cpu" if device.type == "cpu" else "cuda"]
+    return max(1, min(int(clients_per_round), cap // max(1, int(batch_size))))
+
+
+def round_layout(plans: Sequence[LocalPlan]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The round laid out before its step loop: ``idx``, the sample indices as one ``(steps, C, B)`` array with
+    the clients in *training order* (most steps first, ties in plan order); ``real``, which of them are real
+    rows (the others pad a short batch); ``order``, the plan position of each row; ``live``, how many clients
+    still train at each step (a prefix of the rows). See the module's *Clients of different sizes*.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> idx, real, order, live = round_layout([LocalPlan([np.array([9])]),
+    ...                                        LocalPlan([np.array([4, 5]), np.array([6])])])
+    >>> order.tolist(), live.tolist()
+    ([1, 0], [2, 1])
+    >>> idx[:, 0].tolist(), real[:, 0].astype(int).tolist()  # the two-step client, its short batch padded
+    ([[4, 5], [6, 6]], [[1, 1], [1, 0]])
+    """
+    if not plans or any(not p.batches or any(b.size == 0 for b in p.batches) for p in plans):
+        raise HetbenchError("every client of a stacked round needs at least one non-empty batch")
+    counts = np.array([len(p.batches) for p in plans])
+    order = np.argsort(-counts, kind="stable")
+    steps = int(counts.max())
+    width = max(b.size for p in plans for b in p.batches)
+    idx = np.zeros((steps, len(plans), width), dtype=np.int64)
+    real = np.zeros((steps, len(plans), width), dtype=bool)
+    for c, j in enumerate(order.tolist()):  # index arithmetic before the step loop; the steps loop over no client
+        for s, rows in enumerate(plans[j].batches):
+            idx[s, c, : rows.size] = rows
+            idx[s, c, rows.size :] = rows[0]
+            real[s, c, : rows.size] = True
+    live = (counts[None, :] > np.arange(steps)[:, None]).sum(axis=1)
+    return idx, real, order, live
+
+
+def plans_share(plans: Sequence[LocalPlan], name: str) -> bool:
+    """Whether the plans use the option ``name`` (set, or true); every plan of a round must agree."""
+    used = {getattr(p, name) is not None and getattr(p, name) is not False for p in plans}
+    if len(used) > 1:
+        raise HetbenchError(f"the clients of a stacked round set {name} alike (some do, some do not)")
+    return used.pop()
