@@ -216,7 +216,7 @@ class ClientPool:
     def _stacked(self, engine: StackedClients, round_index: int, items: list[tuple[int, int]]) -> list:
         """A chunk's updates trained as one stacked computation: each client's local plan (its batches, drawn
         from its own random streams) is read first, then every step of every client runs at once."""
-        run, algorithm, config = self.run, self.algorithm, self.run.config
+        run, algorithm = self.run, self.algorithm
         ws = self.free.get()  # the workspace the plans and updates are read under (run.rng reads its draw)
         try:
             run.bind(ws)
@@ -231,15 +231,15 @@ class ClientPool:
                     ws.round, ws.client, ws.draw = round_index, client, int(draw)
                     ws.check_finite(initial[j], "initial loss")
                     plans[j] = algorithm.adjust_plan(run, round_index, client, plans[j], initial[j])
-            out = engine.train(plans, run.global_params, run.global_buffers, config.lr, config.momentum,
-                               config.weight_decay, initial_loss=initial)
-            finite = torch.isfinite(out.params).all(dim=1).tolist()
+            updates = algorithm.train_stacked(run, round_index, [client for client, _ in items], plans, engine,
+                                              initial)
+            finite = torch.isfinite(updates.params).all(dim=1).tolist()
             for j, (client, draw) in enumerate(items):  # Python floats and bools: no tensor work per client
                 ws.round, ws.client, ws.draw = round_index, client, int(draw)
-                ws.check_finite(out.mean_loss[j])
+                ws.check_finite(updates.losses[j])
                 if not finite[j]:
                     ws.check_finite(float("nan"), "model")
-            return [algorithm.stacked_updates(run, round_index, [client for client, _ in items], plans, out)]
+            return [updates]
         finally:
             ws.client, ws.draw = -1, 0
             run.bind(None)

@@ -18,7 +18,7 @@ Examples
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 import torch
@@ -46,9 +46,11 @@ class LocalPlan:
     sum_gradients : bool
         Return the sum of the client's gradients, taken before ``grad_offset`` is added
         (:attr:`StackedResult.grad_sums`; SCAFFOLD's option II control variate is their mean).
-    class_weights : torch.Tensor, optional
-        One weight per class: the batch loss is ``sum_b l w(y) / sum_b w(y)``, FedIR's self-normalised
-        importance-weighted loss (Hsu et al. 2020, Eq. 3-4), instead of the mean cross-entropy.
+    loss_fn, loss_args : callable and tuple of torch.Tensor
+        The batch loss ``loss_fn(model, x, y, *loss_args)`` instead of the mean cross-entropy (FedIR's
+        importance-weighted loss, DapperFL's DAR objective): one function for every client of the round, the
+        arguments the client's own tensors. Rows labelled :data:`IGNORE` pad a short batch: the loss must
+        leave them out (``F.cross_entropy`` with its default ``ignore_index`` does).
     loss_rows : numpy.ndarray, optional
         Training rows whose mean cross-entropy at the start model is returned
         (:attr:`StackedResult.initial_loss`; q-FedAvg's ``F_k(w_t)``, Li et al. 2020, Alg. 2).
@@ -63,21 +65,30 @@ class LocalPlan:
         Flat parameters and float buffers the client starts from instead of the round's global model: FedBN's
         client puts its own normalisation entries in (Li et al. 2021, Alg. 1). Buffers of its own need a
         model with batch statistics (they are its BatchNorm running statistics).
+    start_velocity : torch.Tensor, optional
+        The momentum buffer to start from (an earlier call's :attr:`StackedResult.velocity` row), so two calls
+        train as one optimisation (DapperFL's epochs around its pruning step); zeros by default.
+    mask : torch.Tensor, optional
+        A flat 0/1 vector the parameters are multiplied by after every step (DapperFL's pruning mask M).
 
-    Every plan of a stacked round sets the same of the first four options (the clients of one algorithm do);
-    the others may differ between clients (HeteroSwitch's switch 1 and FedBN's own entries are per client).
+    The plans of a stacked round all set ``grad_offset``, ``sum_gradients``, ``loss_fn``, ``loss_rows`` and
+    ``mask``, or none does, and share one ``prox_mu`` and one ``loss_fn`` (the clients of one algorithm do);
+    the other options may differ between clients (HeteroSwitch's switch 1, FedBN's own entries).
     """
 
     batches: list[np.ndarray]
     prox_mu: float = 0.0
     grad_offset: torch.Tensor | None = None
     sum_gradients: bool = False
-    class_weights: torch.Tensor | None = None
+    loss_fn: Callable[..., torch.Tensor] | None = None
+    loss_args: tuple[torch.Tensor, ...] = ()
     loss_rows: np.ndarray | None = None
     isp_draws: list[tuple[torch.Tensor, torch.Tensor]] | None = None
     average_weights: bool = False
     start_params: torch.Tensor | None = None
     start_buffers: torch.Tensor | None = None
+    start_velocity: torch.Tensor | None = None
+    mask: torch.Tensor | None = None
 
     @property
     def num_samples(self) -> int:
@@ -101,6 +112,8 @@ class StackedResult:
     #: ``(C, size)``: each client's running average of its weights after every step (any plan with
     #: ``average_weights``; computed for every client then), else None
     averages: torch.Tensor | None = None
+    #: ``(C, size)``: each client's momentum buffer at the end (``keep_velocity``), else None
+    velocity: torch.Tensor | None = None
 
 
 def has_batch_statistics(model: nn.Module) -> bool:
@@ -128,8 +141,8 @@ def stacked_refusal(algorithm, model: nn.Module) -> str | None:
     >>> from hetbench.train.models import build_model
     >>> stacked_refusal(make_algorithm("fedbn"), build_model("resnet10", 3, 10, 32, "batch")) is None
     True
-    >>> stacked_refusal(make_algorithm("dapperfl"), build_model("resnet10", 3, 10, 32, "group"))
-    "dapperfl's client update is code of its own, not a local plan"
+    >>> stacked_refusal(make_algorithm("dapperfl"), build_model("digits-cnn", 1, 10, 8, "group")) is None
+    True
     """
     if not getattr(algorithm, "stacked", False):
         return f"{algorithm.name}'s client update is code of its own, not a local plan"

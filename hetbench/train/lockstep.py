@@ -10,9 +10,10 @@ normalisation statistics (BatchNorm running statistics are per-slot buffers, upd
 ``vmap``) and its own loss arguments (FedIR's class weights). Everything else in a step -- weight decay,
 FedProx's proximal term, SCAFFOLD's correction, momentum, pruning masks, SWA averages, HeteroSwitch's
 random ISP -- stays in the client's own code on its own row, so every algorithm whose client update is
-gradient steps runs in lockstep with no code of its own. Algorithms whose client update is a plain local plan
-(FedAvg, FedProx, ...) on models without batch statistics train as one stacked computation instead, with no
-thread per client (:mod:`hetbench.train.stacked`); this group runs the others.
+gradient steps runs in lockstep with no code of its own. Every algorithm of hetbench declares its client
+update as a local plan and trains as one stacked computation instead, with no thread per client
+(:mod:`hetbench.train.stacked`); this group runs the rest: an algorithm (a plugin) whose client update is
+code of its own with no plan, or a BatchNorm layer the stacked form cannot mask.
 
 Clients that take fewer steps simply stop asking; clients whose batches have different sizes at the same
 step (the short last batch of an epoch) or different loss functions are computed in separate batched
@@ -203,7 +204,7 @@ def loss_key(loss_fn: Callable[..., torch.Tensor]) -> Any:
     return loss_fn
 
 
-class _Call(nn.Module):
+class LossCall(nn.Module):
     """Calls ``fn(base, *args)`` as its forward, so ``functional_call`` can run any loss (``model.features``
     included) on the base model with substituted parameters."""
 
@@ -239,7 +240,7 @@ class LockstepGroup:
         self.amp = bool(amp)
         self.base = make_model().to(self.device)
         self.base.train()
-        self._call = _Call(self.base)
+        self._call = LossCall(self.base)
         self.names = [n for n, _ in self.base.named_parameters()]
         self.buffer_names = [n for n, b in self.base.named_buffers() if b.is_floating_point()]
         #: other buffers (BatchNorm's num_batches_tracked): given to every client as copies of the base's, whose

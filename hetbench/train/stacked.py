@@ -54,13 +54,14 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import nn
-from torch.func import functional_call
+from torch.func import functional_call, grad_and_value, vmap
 
 from hetbench.errors import HetbenchError
 from hetbench.train.data import gather_rows
 from hetbench.train.device import autocast, to_device
 from hetbench.train.local_plan import (IGNORE, STACKED_IMAGES, LocalPlan, StackedResult, has_batch_statistics,
                                        plans_share, round_layout)
+from hetbench.train.lockstep import LossCall, loss_key
 from hetbench.train.masked_norm import RowMask, mask_batch_norm
 
 
@@ -80,8 +81,6 @@ class StackedClients:
     """
 
     def __init__(self, data, make_model: Callable[[], nn.Module], device: torch.device, amp: bool = False) -> None:
-        from torch.func import grad_and_value, vmap
-
         self.data = data
         self.device = torch.device(device)
         self.amp = bool(amp)
@@ -115,15 +114,9 @@ class StackedClients:
         def loss(p: dict, b: dict, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
             return F.cross_entropy(logits(p, b, x, y), y, ignore_index=IGNORE)
 
-        def weighted_loss(p: dict, b: dict, x: torch.Tensor, y: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
-            """FedIR's Eq. 4 over the real rows: a padding row weighs 0."""
-            per_row = F.cross_entropy(logits(p, b, x, y), y, reduction="none", ignore_index=IGNORE)
-            weight = w.gather(0, y.clamp(min=0)) * (y != IGNORE)
-            return (per_row * weight).sum() / weight.sum()
-
-        b_dim = 0 if self.masked else None  # each client's own running statistics, or the shared buffers
-        self._step = vmap(grad_and_value(loss), in_dims=(0, b_dim, 0, 0), randomness="error")
-        self._weighted_step = vmap(grad_and_value(weighted_loss), in_dims=(0, b_dim, 0, 0, 0), randomness="error")
+        self._b_dim = 0 if self.masked else None  # each client's own running statistics, or the shared buffers
+        self._step = vmap(grad_and_value(loss), in_dims=(0, self._b_dim, 0, 0), randomness="error")
+        self._call = LossCall(self.base)
         self.batched_calls = 0  # batched passes computed (for the results' timing block)
         self.client_steps = 0  # client steps they covered
 
@@ -199,17 +192,18 @@ class StackedClients:
 
     def train(self, plans: Sequence[LocalPlan], start: torch.Tensor, buffers: torch.Tensor, lr: float,
               momentum: float = 0.0, weight_decay: float = 0.0, anchor: torch.Tensor | None = None,
-              initial_loss: list[float] | None = None) -> StackedResult:
+              initial_loss: list[float] | None = None, keep_velocity: bool = False) -> StackedResult:
         """Train every plan from the flat parameters ``start`` (and ``buffers``, kept); returns each client's
         result. ``anchor`` is FedProx's ``w_global`` (default: ``start``); ``initial_loss``: the plans'
-        :meth:`initial_losses`, where the caller computed them already.
+        :meth:`initial_losses`, where the caller computed them already; ``keep_velocity``: return the momentum
+        buffers (:attr:`StackedResult.velocity`), for a later call that goes on with the same optimisation.
 
         The step is :func:`hetbench.train.local.local_sgd`'s: ``g += weight_decay * w``, ``g += mu (w -
         anchor)``, then the plan's ``grad_offset`` (SCAFFOLD's ``c - c_i``; the gradient summed before it),
         ``v = momentum * v + g`` and ``w -= lr * v`` (PyTorch's SGD, buffer fresh each round).
         """
         idx, real, order, live = round_layout(plans)
-        uses = {name: plans_share(plans, name) for name in ("grad_offset", "sum_gradients", "class_weights", "loss_rows")}
+        uses = {name: plans_share(plans, name) for name in ("grad_offset", "sum_gradients", "loss_fn", "loss_rows")}
         if buffers.numel():
             self._load_buffers(buffers)
         initial = initial_loss if initial_loss is not None or not uses["loss_rows"] else \
@@ -231,10 +225,16 @@ class StackedClients:
         offsets = self._views(self._stack(plans, order, "grad_offset")) if uses["grad_offset"] else None
         sums = torch.zeros_like(flat) if uses["sum_gradients"] else None
         sum_views = self._views(sums) if sums is not None else None
-        weights = self._stack(plans, order, "class_weights") if uses["class_weights"] else None
+        step, loss_args = self._step, ()
+        if uses["loss_fn"]:
+            step = self._loss_step(plans)
+            loss_args = tuple(torch.stack([plans[j].loss_args[i] for j in order.tolist()]).to(self.device)
+                              for i in range(len(plans[0].loss_args)))
+        masks = self._views(self._stack(plans, order, "mask")) if plans_share(plans, "mask") else None
         isp = self._isp_layout(plans, order, idx.shape) if any(p.isp_draws for p in plans) else None
         averages = flat.clone() if any(p.average_weights for p in plans) else None
-        velocity = [torch.zeros_like(p) for p in params] if momentum else None
+        velocity_rows = self._rows(torch.zeros_like(start), plans, order, "start_velocity") if momentum else None
+        velocity = self._views(velocity_rows) if momentum else None
         loss_sum = torch.zeros(k, dtype=torch.float32, device=self.device)
         for s in range(steps):
             n = int(live[s])  # the clients still training: a prefix of the training order, views of its rows
@@ -244,10 +244,7 @@ class StackedClients:
                 # the live prefix's statistics: separate tensors (an in-place update of a view under vmap would
                 # not reach its base), copied back below
                 b = own if n == k else {name: t[:n].clone() for name, t in own.items()}
-                if weights is None:
-                    grads, values = self._step(dict(zip(self.names, rows)), b, x, labels_t[s, :n])
-                else:
-                    grads, values = self._weighted_step(dict(zip(self.names, rows)), b, x, labels_t[s, :n], weights[:n])
+                grads, values = step(dict(zip(self.names, rows)), b, x, labels_t[s, :n], *(a[:n] for a in loss_args))
             g = [grads[name] if grads[name].dtype == torch.float32 else grads[name].float() for name in self.names]
             with torch.no_grad():
                 if n < k:
@@ -267,6 +264,8 @@ class StackedClients:
                     torch._foreach_add_(v, g)
                     g = v
                 torch._foreach_add_(rows, g, alpha=-lr)
+                if masks is not None:  # a pruned weight stays 0 (DapperFL re-masks after every step)
+                    torch._foreach_mul_(rows, masks if n == k else [t[:n] for t in masks])
                 (loss_sum if n == k else loss_sum[:n]).add_(values.float())
                 if averages is not None:  # W_SWA <- (W_SWA s + W) / (s + 1): the step index s is every live client's
                     averages[:n].mul_(s / (s + 1)).add_(flat[:n], alpha=1.0 / (s + 1))
@@ -284,7 +283,8 @@ class StackedClients:
                              num_samples=[p.num_samples for p in plans],
                              grad_sums=sums.index_select(0, back) if sums is not None else None,
                              initial_loss=initial,
-                             averages=averages.index_select(0, back) if averages is not None else None)
+                             averages=averages.index_select(0, back) if averages is not None else None,
+                             velocity=velocity_rows.index_select(0, back) if keep_velocity and momentum else None)
 
     def _rows(self, common: torch.Tensor, plans: Sequence[LocalPlan], order: np.ndarray, name: str) -> torch.Tensor:
         """``common`` as one row per plan, in training order, with the rows of plans that set ``name`` (a start
@@ -309,6 +309,21 @@ class StackedClients:
             out[name] = rows[:, at : at + b.numel()].reshape(len(plans), *b.shape).clone()
             at += b.numel()
         return out
+
+    def _loss_step(self, plans: Sequence[LocalPlan]) -> Callable:
+        """The vmapped gradient of the plans' own ``loss_fn(model, x, y, *loss_args)`` (one function for every
+        client: DapperFL's DAR objective, FedIR's weighted loss); the loss must leave padding rows out."""
+        loss_fn = plans[0].loss_fn
+        if any(loss_key(p.loss_fn) != loss_key(loss_fn) for p in plans):
+            raise HetbenchError("the clients of a stacked round share one loss function")
+        call, rows, n_args = self._call, self.rows, len(plans[0].loss_args)
+
+        def loss(p: dict, b: dict, x: torch.Tensor, y: torch.Tensor, *args: torch.Tensor) -> torch.Tensor:
+            state = {f"base.{name}": t for name, t in {**p, **b}.items()}
+            with rows.set((y != IGNORE).to(x.dtype)):
+                return functional_call(call, state, (loss_fn, x, y, *args))
+
+        return vmap(grad_and_value(loss), in_dims=(0, self._b_dim, 0, 0) + (0,) * n_args, randomness="error")
 
     def _stack(self, plans: Sequence[LocalPlan], order: np.ndarray, name: str) -> torch.Tensor:
         """The plans' tensors ``name`` as the rows of one tensor on the device, in training order."""

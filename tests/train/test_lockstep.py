@@ -90,13 +90,13 @@ def assert_same_updates(seq: list, lock: list, tol: float = REL) -> None:
                 assert va == vb, (a.client, key)
 
 
-def rounding_sensitivity(data, name: str, start: tuple, r: int = 2) -> float:
+def rounding_sensitivity(data, name: str, start: tuple, r: int = 2, **extra) -> float:
     """How far round 2's sequential client models move when the global model is changed by float rounding
     (each entry times 1 +- 2^-23, one unit in the last place): the largest relative difference over the
     round's clients. A training step whose result moves more than 1e-5 under such a change cannot be
     compared to 1e-5 between two correct executions; the tolerance then follows this sensitivity."""
     params, buffers, state = start
-    twin = TrainingSession.start(data, make_algorithm(name), config_for(name, "sequential"))
+    twin = TrainingSession.start(data, make_algorithm(name), config_for(name, "sequential", **extra))
     try:
         gen = torch.Generator().manual_seed(0)
         sign = torch.randint(0, 2, params.shape, generator=gen).float().mul_(2).sub_(1)
@@ -106,7 +106,7 @@ def rounding_sensitivity(data, name: str, start: tuple, r: int = 2) -> float:
         nudged = one_round(twin, r)
     finally:
         twin.close()
-    probe = TrainingSession.start(data, make_algorithm(name), config_for(name, "sequential"))
+    probe = TrainingSession.start(data, make_algorithm(name), config_for(name, "sequential", **extra))
     try:
         probe.run.global_params = params.clone()
         probe.run.global_buffers = buffers.clone()
@@ -117,7 +117,7 @@ def rounding_sensitivity(data, name: str, start: tuple, r: int = 2) -> float:
     return max(rel(a.params, b.params) for a, b in zip(exact, nudged))
 
 
-def tolerance(data, name: str, start: tuple, r: int, seq: list, lock: list) -> float:
+def tolerance(data, name: str, start: tuple, r: int, seq: list, lock: list, **extra) -> float:
     """The tolerance of round ``r``, from the arithmetic: 1e-5 relative, or ten times the round's own
     rounding sensitivity (:func:`rounding_sensitivity`: how far its client models move when the global
     model moves by one unit in the last place) where that is larger. Lockstep and sequential differ
@@ -125,11 +125,12 @@ def tolerance(data, name: str, start: tuple, r: int, seq: list, lock: list) -> f
     (FedVC's resampled batches, FedBN's BatchNorm on 8 px digits: measured 4.5e-5 apart on an AVX2
     CPU) gets the bound its own amplification gives, on every CPU, instead of a constant that holds on
     one CPU's kernels and not on another's. Only measured where 1e-5 does not already hold. ``start``
-    is (global params, global buffers, algorithm state) before the round."""
+    is (global params, global buffers, algorithm state) before the round; ``extra``: the run's options beyond
+    :func:`config_for`'s."""
     apart = max(max(rel(a.params, b.params), rel(a.buffers, b.buffers)) for a, b in zip(seq, lock))
     if apart <= REL:
         return REL
-    return max(REL, 10 * rounding_sensitivity(data, name, start, r))
+    return max(REL, 10 * rounding_sensitivity(data, name, start, r, **extra))
 
 
 @pytest.mark.parametrize("name", GRADIENT_ALGORITHMS)
@@ -161,6 +162,28 @@ def test_a_round_in_lockstep_equals_the_sequential_round(data, name):
         if name in ("scaffold", "fedbn"):
             carried = set(getattr(s.algorithm, "c_i" if name == "scaffold" else "norm_i"))
             assert carried & {u.client for u in seq2}, "round 2 should revisit a client of round 1"
+    finally:
+        for sess in sessions.values():
+            sess.close()
+
+
+@pytest.mark.parametrize("model, norm", [("digits-cnn", "group"), ("resnet10", "batch")])
+def test_dapperfl_in_lockstep_carries_momentum_and_statistics_across_its_pruning(data, model, norm):
+    """DapperFL's stacked round trains in two calls around its fusion and pruning: with client momentum and
+    weight decay, each client's momentum (and on a BatchNorm model its running statistics) goes on from
+    epoch 1 into epochs 2..E, as in its sequential client update."""
+    extra = dict(momentum=0.9, weight_decay=1e-4, local_epochs=2, model=model, norm=norm)
+    if model == "resnet10":
+        extra.update(batch_size=144, lr=0.01)  # see config_for: BatchNorm on 8 px digits amplifies rounding
+    sessions = {mode: TrainingSession.start(data, make_algorithm("dapperfl"), config_for("dapperfl", mode, **extra))
+                for mode in ("sequential", "lockstep")}
+    try:
+        assert sessions["lockstep"].pool.stacked
+        s0 = sessions["sequential"]
+        start = (s0.run.global_params.clone(), s0.run.global_buffers.clone(), copy.deepcopy(s0.algorithm.state_dict()))
+        seq, lock = one_round(sessions["sequential"], 1), one_round(sessions["lockstep"], 1)
+        assert all(u.steps == 2 * -(-u.num_samples // extra.get("batch_size", 48)) for u in seq)  # both stages ran
+        assert_same_updates(seq, lock, tolerance(data, "dapperfl", start, 1, seq, lock, **extra))
     finally:
         for sess in sessions.values():
             sess.close()

@@ -71,14 +71,15 @@ def test_scaffold_fedir_and_qfedavg_plans_equal_their_sequential_hooks(data):
     """The plan's options, together on padded and early-finishing clients: SCAFFOLD's gradient offset and the
     sums of the gradients before it, FedIR's self-normalised weighted loss (a padding row weighs nothing) and
     q-FedAvg's loss at the start model over the client's rows, each as the sequential hooks compute it."""
-    from hetbench.train.algorithms.fedir import importance_weighted_loss
+    from hetbench.train.algorithms.fedir import importance_weighted_loss, padded_importance_weighted_loss
     from hetbench.train.local import dataset_loss
 
     make = _make(data)
     start, buffers = _start(make)
     gen = torch.Generator().manual_seed(1)
     plans = [LocalPlan(p.batches, grad_offset=0.05 * torch.randn(start.numel(), generator=gen), sum_gradients=True,
-                       class_weights=0.1 + torch.rand(data.num_classes, generator=gen),
+                       loss_fn=padded_importance_weighted_loss,
+                       loss_args=(0.1 + torch.rand(data.num_classes, generator=gen),),
                        loss_rows=np.concatenate(p.batches[: 1 + c % 2]))
              for c, p in enumerate(_plans(data, 0.0))]
     out = StackedClients(data, make, torch.device("cpu")).train(plans, start, buffers, 0.05, 0.9, 1e-4)
@@ -93,7 +94,7 @@ def test_scaffold_fedir_and_qfedavg_plans_equal_their_sequential_hooks(data):
             return g.add_(offset)
 
         seq = local_sgd(ws, plan.batches, 0.05, 0.9, 1e-4, loss_fn=importance_weighted_loss,
-                        loss_args=(plan.class_weights,), grad_hook=hook)
+                        loss_args=plan.loss_args, grad_hook=hook)
         assert float((ws.flat.params - out.params[c]).norm()) <= REL * float(ws.flat.params.norm()), c
         assert float((total - out.grad_sums[c]).norm()) <= REL * float(total.norm()), c
         assert out.mean_loss[c] == pytest.approx(seq.mean_loss, rel=1e-5)
@@ -199,12 +200,21 @@ def test_which_runs_stack_and_why_the_others_do_not():
     from hetbench.train.algorithms import make_algorithm
 
     group = build_model("digits-cnn", 1, 10, 8, "group")
+    from hetbench.train.algorithms import ALGORITHMS
+    from hetbench.train.algorithms.fedavg import FedAvg
+
     batch = build_model("resnet10", 3, 10, 32, "batch")
-    for name in ("fedavg", "fedavgm", "fedprox", "fedvc", "fedadam", "fedyogi", "fedadagrad", "scaffold", "qfedavg",
-                 "fedir", "heteroswitch", "fedbn"):
+    for name in sorted(set(ALGORITHMS) - {"central"}):  # every algorithm of the paper set
         assert stacked_refusal(make_algorithm(name), group) is None, name
         assert stacked_refusal(make_algorithm(name), batch) is None, name  # BatchNorm trains masked
-    assert "code of its own" in stacked_refusal(make_algorithm("dapperfl"), group)
+
+    class OwnUpdate(FedAvg):  # a plugin whose client update is code of its own, with no plan declared
+        name = "own-update"
+
+        def client_update(self, run, round_index, client):
+            return super().client_update(run, round_index, client)
+
+    assert "code of its own" in stacked_refusal(OwnUpdate(), group)
     batch.stem[1].momentum = None  # a cumulative average: the masked form has no such update
     assert "running statistics" in stacked_refusal(make_algorithm("fedavg"), batch)
 

@@ -2,8 +2,8 @@
 pruning ratio, counted on the trainer's own model and pruning code; no training.
 
 For each ratio rho the model is built (:func:`hetbench.train.models.build_model`) and pruned by DapperFL's
-channel-wise L1 mask (:func:`hetbench.train.algorithms.dapperfl.l1_channel_mask` over
-:func:`~hetbench.train.algorithms.dapperfl.prune_groups`), exactly as the trainer's dapperfl algorithm does.
+channel-wise L1 mask (:func:`hetbench.train.algorithms.channel_pruning.l1_channel_mask` over
+:func:`~hetbench.train.algorithms.channel_pruning.prune_groups`), exactly as the trainer's dapperfl algorithm does.
 
 - #Para is the number of parameters the mask keeps (``mask_parameters`` in the results), as the paper
   counts it.
@@ -50,7 +50,7 @@ def footprint(model: str, in_channels: int, num_classes: int, image_size: int, r
     """
     import torch
 
-    from hetbench.train.algorithms.dapperfl import l1_channel_mask, prune_groups
+    from hetbench.train.algorithms.channel_pruning import l1_channel_mask, prune_groups
     from hetbench.train.flat import FlatModel
     from hetbench.train.models import build_model
     from hetbench.train.models.profile import dense_equivalent_flops, profile

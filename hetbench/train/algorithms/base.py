@@ -263,6 +263,17 @@ class Algorithm:
         The plan as it is by default."""
         return plan
 
+    def train_stacked(self, run: RunState, round_index: int, clients: list[int], plans: list[LocalPlan], engine: Any,
+                      initial_loss: list[float] | None = None) -> StackedUpdates:
+        """Train a chunk's plans as one stacked computation on ``engine`` (a
+        :class:`~hetbench.train.stacked.StackedClients`) and return its updates: one ``engine.train`` from the
+        global model, then :meth:`stacked_updates`. An algorithm whose client update trains in stages overrides
+        it (DapperFL: fine-tune, fuse and prune, then train on)."""
+        c = run.config
+        out = engine.train(plans, run.global_params, run.global_buffers, c.lr, c.momentum, c.weight_decay,
+                           initial_loss=initial_loss)
+        return self.stacked_updates(run, round_index, clients, plans, out)
+
     def stacked_updates(self, run: RunState, round_index: int, clients: list[int], plans: list[LocalPlan],
                         out: StackedResult) -> StackedUpdates:
         """A stacked chunk's updates from its training (``out``, in the order of ``clients`` and ``plans``): what

@@ -55,20 +55,19 @@ with the released code.
 from __future__ import annotations
 
 import functools
-
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-from hetbench.train.algorithms.base import Algorithm, ClientUpdate, RunState
+from hetbench.train.algorithms.base import Algorithm, ClientUpdate, RunState, StackedUpdates
+from hetbench.train.algorithms.channel_pruning import l1_channel_mask, prune_groups
 from hetbench.train.algorithms.hyper import Hyper
 from hetbench.train.local import epoch_batches, local_sgd
-
-_NORMS = (nn.GroupNorm, nn.BatchNorm1d, nn.BatchNorm2d, nn.LayerNorm)
-
+from hetbench.train.local_plan import IGNORE, LocalPlan
 
 def fusion_factor(round_index: int, alpha0: float = 0.9, alpha_min: float = 0.1, eps: float = 0.2) -> float:
     """Eq. 2: alpha_t = max((1 - eps)^(t - 1) * alpha_0, alpha_min), rounds counted from 1."""
@@ -91,67 +90,32 @@ def dar_loss(model: nn.Module, x: torch.Tensor, y: torch.Tensor, gamma: float, f
     raise ValueError(f"unknown DAR form {form!r} (choose from {', '.join(DAR_FORMS)})")
 
 
-def recover(local: torch.Tensor, mask: torch.Tensor, global_prev: torch.Tensor) -> torch.Tensor:
-    """Eq. 6: w_i * M_i + W^(t-1) * not(M_i)."""
-    return local * mask + global_prev * (1.0 - mask)
+def padded_dar_loss(model: nn.Module, x: torch.Tensor, y: torch.Tensor, gamma: float, form: str = "squared"
+                    ) -> torch.Tensor:
+    """:func:`dar_loss` where rows labelled ``IGNORE`` pad the batch (a stacked round's short batches): both the
+    cross-entropy and the DAR term's batch mean run over the real rows."""
+    z = model.features(x)
+    ce = F.cross_entropy(model.classifier(z), y, ignore_index=IGNORE)
+    real = (y != IGNORE).to(z.dtype)
+    if form == "squared":
+        term = z.pow(2).sum(dim=1)
+    elif form == "unsquared":
+        term = torch.linalg.vector_norm(z, dim=1)
+    else:
+        raise ValueError(f"unknown DAR form {form!r} (choose from {', '.join(DAR_FORMS)})")
+    return ce + gamma * (term * real).sum() / real.sum()
 
 
 @dataclass
-class PruneGroup:
-    """One prunable layer: flat slices of its weight (rows = output channels), bias and norm params."""
+class DapperPlan(LocalPlan):
+    """A DapperFL client's plan: ``batches`` is local epoch 1 (the fine-tuning), ``later`` epochs 2..E."""
 
-    out_channels: int
-    weight: tuple[int, int]
-    bias: tuple[int, int] | None
-    norm: list[tuple[int, int]]
+    later: list[np.ndarray] = field(default_factory=list)
 
 
-def prune_groups(model: nn.Module, offsets: dict[int, tuple[int, int]]) -> list[PruneGroup]:
-    """Convolutions (not depthwise) and hidden linear layers in registration order, each paired with the
-    normalisation layer that directly follows it; the classifier is never pruned."""
-    classifier = getattr(model, "classifier", None)
-    groups: list[PruneGroup] = []
-    last: PruneGroup | None = None
-    for module in model.modules():
-        if isinstance(module, nn.Conv2d) and not (module.groups > 1 and module.groups == module.in_channels):
-            last = PruneGroup(module.out_channels, offsets[id(module.weight)],
-                              offsets[id(module.bias)] if module.bias is not None else None, [])
-            groups.append(last)
-        elif isinstance(module, nn.Linear) and module is not classifier:
-            last = PruneGroup(module.out_features, offsets[id(module.weight)],
-                              offsets[id(module.bias)] if module.bias is not None else None, [])
-            groups.append(last)
-        elif isinstance(module, _NORMS) and last is not None:
-            channels = getattr(module, "num_channels", None) or getattr(module, "num_features", None)
-            if channels == last.out_channels and getattr(module, "weight", None) is not None:
-                last.norm.append(offsets[id(module.weight)])
-                if module.bias is not None:
-                    last.norm.append(offsets[id(module.bias)])
-            last = None
-        elif isinstance(module, (nn.Conv2d, nn.Linear)):
-            last = None
-    return groups
-
-
-def l1_channel_mask(params: torch.Tensor, groups: list[PruneGroup], ratio: float) -> tuple[torch.Tensor, int, int]:
-    """Flat 0/1 mask removing floor(ratio * C) lowest-L1 output channels of every group (at least one
-    channel kept); returns (mask, pruned channels, prunable channels)."""
-    mask = torch.ones_like(params)
-    pruned = total = 0
-    for g in groups:
-        c = g.out_channels
-        total += c
-        n = min(int(np.floor(ratio * c + 1e-9)), c - 1)
-        if n <= 0:
-            continue
-        w = params[g.weight[0] : g.weight[1]].view(c, -1)
-        order = torch.argsort(w.abs().sum(dim=1), stable=True)
-        drop = order[:n]
-        mask[g.weight[0] : g.weight[1]].view(c, -1)[drop] = 0.0
-        for a, b in ([g.bias] if g.bias else []) + g.norm:
-            mask[a:b][drop] = 0.0
-        pruned += n
-    return mask, pruned, total
+def recover(local: torch.Tensor, mask: torch.Tensor, global_prev: torch.Tensor) -> torch.Tensor:
+    """Eq. 6: w_i * M_i + W^(t-1) * not(M_i)."""
+    return local * mask + global_prev * (1.0 - mask)
 
 
 #: the stream of the run's seed that draws the device levels (apart from every (round, client) stream)
@@ -307,6 +271,46 @@ class DapperFL(Algorithm):
         update.steps = steps
         update.loss = loss_total / max(steps, 1)
         return update
+
+    stacked = True  # train_stacked runs client_update's stages for a chunk: two stacked calls around the pruning
+
+    def local_plan(self, run: RunState, round_index: int, client: int) -> DapperPlan:
+        """Epoch 1 and epochs 2..E, drawn from the client's stream 1 in client_update's order."""
+        cfg, rows = run.config, run.data.client_rows[client]
+        rng = run.rng(round_index, client, 1)
+        first = epoch_batches(rows, cfg.batch_size, 1, rng)
+        later = epoch_batches(rows, cfg.batch_size, cfg.local_epochs - 1, rng) if cfg.local_epochs > 1 else []
+        return DapperPlan(first, later=later)
+
+    def train_stacked(self, run: RunState, round_index: int, clients: list[int], plans: list[LocalPlan], engine: Any,
+                      initial_loss: list[float] | None = None) -> StackedUpdates:
+        """:meth:`client_update` for a chunk: epoch 1 for every client at once, then fusion (Eq. 1) on the rows,
+        each client's L1 channel mask at its ratio, and epochs 2..E at once with the DAR loss, the masks applied
+        after every step and each client's momentum carried over."""
+        cfg = run.config
+        first = engine.train(plans, run.global_params, run.global_buffers, cfg.lr, cfg.momentum, cfg.weight_decay,
+                             keep_velocity=True)
+        alpha = fusion_factor(round_index, self.params["alpha0"], self.params["alpha_min"], self.params["fusion_eps"])
+        rows = first.params.mul_(1.0 - alpha).add_(run.global_params.to(first.params.device), alpha=alpha)  # Eq. 1
+        pruned = [l1_channel_mask(rows[j], self.groups, self.ratio_of(k)) for j, k in enumerate(clients)]
+        masks = torch.stack([m for m, _, _ in pruned])
+        rows.mul_(masks)
+        params, buffers, steps, losses = rows, first.buffers, list(first.steps), list(first.mean_loss)
+        if cfg.local_epochs > 1:
+            loss_fn = functools.partial(padded_dar_loss, gamma=float(self.params["dar_gamma"]),
+                                        form=self.params["dar_form"])
+            own_buffers = bool(first.buffers.numel()) and engine.masked  # BatchNorm statistics go on from epoch 1
+            later = [LocalPlan(p.later, loss_fn=loss_fn, mask=masks[j], start_params=rows[j],
+                               start_buffers=first.buffers[j] if own_buffers else None,
+                               start_velocity=None if first.velocity is None else first.velocity[j])
+                     for j, p in enumerate(plans)]
+            rest = engine.train(later, run.global_params, run.global_buffers, cfg.lr, cfg.momentum, cfg.weight_decay)
+            params, buffers = rest.params, rest.buffers
+            losses = [(a * s + b * t) / (s + t) for a, s, b, t in zip(losses, steps, rest.mean_loss, rest.steps)]
+            steps = [s + t for s, t in zip(steps, rest.steps)]
+        extras = [{"mask": masks[j], "pruned_fraction": n / max(total, 1)} for j, (_, n, total) in enumerate(pruned)]
+        return StackedUpdates(clients, params, buffers, [self.update_weight(run, k) for k in clients], losses, steps,
+                              first.num_samples, extras=extras)
 
     def _measure(self, run: RunState, ratio: float) -> dict:
         """Parameters and MACs of the model pruned at ``ratio`` (counts depend on the ratio only), the

@@ -17,7 +17,7 @@ from hetbench.train.algorithms.base import RunState
 from hetbench.train.algorithms.fedavg import SERVER_MOMENTUM, FedAvg, ServerMomentum
 from hetbench.train.algorithms.hyper import SERVER_LR
 from hetbench.train.local import LocalResult, local_sgd
-from hetbench.train.local_plan import LocalPlan
+from hetbench.train.local_plan import IGNORE, LocalPlan
 
 
 def importance_weights(population: np.ndarray, client: np.ndarray) -> np.ndarray:
@@ -37,6 +37,14 @@ def importance_weighted_loss(model: torch.nn.Module, x: torch.Tensor, y: torch.T
     """FedIR's client loss (Eq. 4): the batch's cross-entropies weighted by ``class_weights[y]`` (Eq. 3's
     w_k(y), the client's own), self-normalised."""
     return self_normalised_loss(F.cross_entropy(model(x), y, reduction="none"), class_weights[y])
+
+
+def padded_importance_weighted_loss(model: torch.nn.Module, x: torch.Tensor, y: torch.Tensor,
+                                    class_weights: torch.Tensor) -> torch.Tensor:
+    """:func:`importance_weighted_loss` where rows labelled ``IGNORE`` pad the batch and weigh 0 (a stacked
+    round's short batches, :mod:`hetbench.train.stacked`)."""
+    per_row = F.cross_entropy(model(x), y, reduction="none", ignore_index=IGNORE)
+    return self_normalised_loss(per_row, class_weights.gather(0, y.clamp(min=0)) * (y != IGNORE))
 
 
 class FedIR(ServerMomentum, FedAvg):
@@ -83,7 +91,8 @@ class FedIR(ServerMomentum, FedAvg):
         return torch.tensor(importance_weights(self.population, q_counts), dtype=torch.float32, device=run.ws.device)
 
     def local_plan(self, run: RunState, round_index: int, client: int) -> LocalPlan:
-        return LocalPlan(self.batches(run, round_index, client), class_weights=self.client_weights(run, client))
+        return LocalPlan(self.batches(run, round_index, client), loss_fn=padded_importance_weighted_loss,
+                         loss_args=(self.client_weights(run, client),))
 
     def train_locally(self, run: RunState, round_index: int, client: int, batches: list[np.ndarray]) -> LocalResult:
         c = run.config

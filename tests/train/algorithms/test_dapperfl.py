@@ -8,7 +8,8 @@ import torch
 import torch.nn.functional as F
 
 from hetbench.train.algorithms import make_algorithm
-from hetbench.train.algorithms.dapperfl import dar_loss, fusion_factor, l1_channel_mask, prune_groups, recover
+from hetbench.train.algorithms.channel_pruning import l1_channel_mask, prune_groups
+from hetbench.train.algorithms.dapperfl import dar_loss, fusion_factor, recover
 from hetbench.train.flat import FlatModel
 from hetbench.train.models import build_model
 
