@@ -1,8 +1,16 @@
-"""Where a GPU run's time goes: one ``hsu-label-skew`` full-mode run (LeNet, 100 rounds of 10 of 20 clients,
-batch 64, mnist5k) trained in lockstep and sequentially, the dry run's estimate of the claim, and a profile of
-the lockstep run (top functions by own and cumulative time).
+"""The GPU checks of issue 46 in one script, then where a GPU run's time goes.
 
-Run on a GPU machine from the repository root (``DEV=cpu ROUNDS=3`` tries it on a CPU)::
+1. ``pytest tests/train/test_stacked.py tests/train/test_lockstep.py`` with ``HETBENCH_TEST_DEVICE`` set to the
+   device: the stacked engine and every algorithm's lockstep round against its sequential one, on the GPU;
+2. ``bench_trainer.py`` part (d) on the device (``--lockstep-device``): per-round times of lockstep,
+   sequential and the CPU's plain loop;
+3. ``lockstep_memory.py`` on the device: ``max_memory_allocated`` of a lockstep round against a sequential one
+   at 10 clients;
+4. one ``hsu-label-skew`` full-mode run (LeNet, 100 rounds of 10 of 20 clients, batch 64, mnist5k) trained in
+   lockstep and sequentially, the dry run's estimate of the claim, and a profile of the lockstep run (top
+   functions by own and cumulative time).
+
+Run on a GPU machine from the repository root (``DEV=cpu ROUNDS=3 CHECKS=0`` tries part 4 on a CPU)::
 
     OUTD=/tmp/probe python3 benchmarks/gpu_trainer_probe.py
 
@@ -14,6 +22,23 @@ import cProfile, io, os, pstats, subprocess, sys, time
 from hetbench.cli.main import console_main
 OUT = os.environ.get("OUTD", "/tmp/probe"); DEV = os.environ.get("DEV", "cuda"); R = os.environ.get("ROUNDS", "100")
 os.makedirs(OUT, exist_ok=True)
+if os.environ.get("CHECKS", "1") != "0":
+    checks = [
+        ("pytest", [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/train/test_stacked.py",
+                    "tests/train/test_lockstep.py"], 300),
+        ("bench (d)", [sys.executable, "benchmarks/bench_trainer.py", "--skip-floor", "--skip-flower", "--skip-memory",
+                       "--lockstep-device", DEV, "--repeats", "1", "--results", f"{OUT}/results_trainer_lockstep_{DEV}.txt"],
+         300),
+        ("memory", [sys.executable, "benchmarks/lockstep_memory.py", "--device", DEV, "--repeats", "1"], 200),
+    ]
+    for what, cmd, limit in checks:
+        t = time.time()
+        try:
+            p = subprocess.run(cmd, capture_output=True, text=True, timeout=limit,
+                               env=dict(os.environ, HETBENCH_TEST_DEVICE=DEV))
+            print(f"== {what}: rc={p.returncode} {time.time() - t:.0f}s\n{(p.stdout + p.stderr)[-2500:]}", flush=True)
+        except subprocess.TimeoutExpired:
+            print(f"== {what}: stopped after {limit}s", flush=True)
 hb = [sys.executable, "-c", "from hetbench.cli.main import console_main; console_main()"]
 subprocess.run(hb + ["partition", "dirichlet", "--dataset", "builtin:mnist5k", "--scheme", "client", "--alpha", "100",
                      "--clients", "20", "--test-split", "client", "--test-fraction", "0.2", "--out", "/tmp/ps", "--overwrite"],

@@ -31,7 +31,7 @@ from hetbench.train.flat import FlatModel
 from hetbench.train.local import Workspace
 from hetbench.train.lockstep import LockstepGroup, choose_client_exec, lockstep_chunk, lockstep_refusal
 from hetbench.train.models import build_model
-from hetbench.train.local_plan import stacked_chunk, stacked_refusal
+from hetbench.train.local_plan import activation_bytes, stacked_chunk, stacked_refusal
 from hetbench.train.stacked import StackedClients
 from hetbench.train.sampling import draw_numbers
 
@@ -146,7 +146,8 @@ class ClientPool:
         self.stacked_reason = stacked_refusal(algorithm, run.main_ws.model) if lockstep else None
         self.stacked = lockstep and self.stacked_reason is None
         if self.stacked:
-            self.chunk = stacked_chunk(device, per_round, config.batch_size)
+            self.chunk = stacked_chunk(device, per_round, config.batch_size,
+                                       activation_bytes(run.main_ws.model, data.in_channels, data.image_size))
         else:
             self.chunk = lockstep_chunk(device, per_round) if lockstep else 1
         serial = per_round <= 1 or self.stochastic or not self.on_cpu
@@ -233,7 +234,9 @@ class ClientPool:
                     plans[j] = algorithm.adjust_plan(run, round_index, client, plans[j], initial[j])
             updates = algorithm.train_stacked(run, round_index, [client for client, _ in items], plans, engine,
                                               initial)
-            finite = torch.isfinite(updates.params).all(dim=1).tolist()
+            # a NaN or inf anywhere in a row makes its sum non-finite (as _update checks one client): one read of
+            # the rows, where isfinite().all() wrote and read a mask as large (18 of 68 ms a round, 50 clients)
+            finite = torch.isfinite(updates.params.sum(dim=1)).tolist()
             for j, (client, draw) in enumerate(items):  # Python floats and bools: no tensor work per client
                 ws.round, ws.client, ws.draw = round_index, client, int(draw)
                 ws.check_finite(updates.losses[j])

@@ -153,23 +153,72 @@ def stacked_refusal(algorithm, model: nn.Module) -> str | None:
 
 
 #: Images per stacked step at most (clients x batch size): a round's clients train as one computation up to
-#: this many, in chunks of whole clients beyond it, so the activations of one step stay bounded. On a CPU one
-#: chunk keeps one core busy (a round bigger than the bound gives the other workers chunks of their own). The
-#: GPU bound is a first setting, not yet measured on a GPU (the probe script records peak memory there).
+#: this many (and the activation budget below), in chunks of whole clients beyond it. On a CPU one chunk keeps one core busy (a round bigger than
+#: the bound gives the other workers chunks of their own). The GPU bound is a first setting, not yet measured
+#: on a GPU (the probe script records peak memory there).
 STACKED_IMAGES = {"cpu": 2048, "cuda": 8192}
 
+#: Bytes of activations a stacked step may hold on a CPU (on a GPU: a quarter of the device's memory). A
+#: batched step keeps the activations of every image of every client in it, so its memory grows with the
+#: chunk: measured with ``benchmarks/lockstep_memory.py`` at 10 clients, the training peak grew 7.2x the
+#: sequential path's on digits-cnn at 16 px and 11.7x on ResNet-10 at 32 px (3.0 GB for 320 images).
+STACKED_ACTIVATION_BYTES = 1 << 30
+#: a stacked step's memory per image, in multiples of the float outputs of the model's layers for that image
+#: (:func:`activation_bytes`): the outputs kept for the backward pass, their gradients and temporaries. The
+#: growth of the training peak per image measured 2.2x on ResNet-10 at 32 px (9.5 MiB an image) and about 5x on
+#: digits-cnn at 16 px (1.1 MiB), whose layers are small next to the step's other buffers: a rule of thumb
+#: that keeps ResNet-10 at 32 px to 2 clients of 32 images a step on a CPU (1.0 GB, where 10 took 3.0 GB).
+ACTIVATION_FACTOR = 3
 
-def stacked_chunk(device: torch.device, clients_per_round: int, batch_size: int) -> int:
-    """Clients per stacked computation: the round's, up to :data:`STACKED_IMAGES` images a step. It depends on
-    the device and the options only, never on the workers, so a client's update does not either.
+
+def activation_bytes(model: nn.Module, in_channels: int, image_size: int) -> int:
+    """Bytes of the outputs of every layer of ``model`` for one float32 image (a forward pass in evaluation
+    mode, without gradients, on the model's device).
+
+    Examples
+    --------
+    >>> from hetbench.train.models import build_model
+    >>> round(activation_bytes(build_model("resnet10", 1, 10, 32, "group"), 1, 32) / 2**20, 2)
+    4.25
+    """
+    total = [0]
+
+    def count(module: nn.Module, inputs: tuple, output: torch.Tensor) -> None:
+        total[0] += output.numel()
+
+    hooks = [m.register_forward_hook(count) for m in model.modules() if not list(m.children())]
+    param = next(model.parameters(), None)
+    was_training = model.training
+    model.eval()
+    try:
+        with torch.no_grad():
+            model(torch.zeros(1, in_channels, image_size, image_size, device=param.device if param is not None else None))
+    finally:
+        model.train(was_training)
+        for h in hooks:
+            h.remove()
+    return 4 * total[0]
+
+
+def stacked_chunk(device: torch.device, clients_per_round: int, batch_size: int, image_bytes: int = 0) -> int:
+    """Clients per stacked computation: the round's, up to :data:`STACKED_IMAGES` images a step and up to the
+    activation budget (:data:`STACKED_ACTIVATION_BYTES` on a CPU, a quarter of a GPU's memory) at
+    :data:`ACTIVATION_FACTOR` x ``image_bytes`` (:func:`activation_bytes`) an image. It depends on the device
+    and the options only, never on the workers, so a client's update does not either.
 
     Examples
     --------
     >>> import torch
     >>> stacked_chunk(torch.device("cpu"), 50, 10), stacked_chunk(torch.device("cpu"), 500, 10)
     (50, 204)
+    >>> stacked_chunk(torch.device("cpu"), 10, 32, image_bytes=int(4.25 * 2**20))  # ResNet-10 at 32 px
+    2
     """
-    cap = STACKED_IMAGES["cpu" if device.type == "cpu" else "cuda"]
+    cpu = device.type == "cpu"
+    cap = STACKED_IMAGES["cpu" if cpu else "cuda"]
+    if image_bytes:
+        budget = STACKED_ACTIVATION_BYTES if cpu else torch.cuda.get_device_properties(device).total_memory // 4
+        cap = min(cap, budget // (ACTIVATION_FACTOR * int(image_bytes)))
     return max(1, min(int(clients_per_round), cap // max(1, int(batch_size))))
 
 

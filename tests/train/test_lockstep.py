@@ -13,6 +13,7 @@ number of workers; and what cannot run in lockstep is refused in one line with e
 from __future__ import annotations
 
 import copy
+import os
 import threading
 
 import pytest
@@ -32,6 +33,8 @@ from hetbench.train.simulation import run_training
 
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
 
+#: where the rounds train: the CPU, or ``HETBENCH_TEST_DEVICE=cuda`` on a GPU machine (gpu_trainer_probe.py)
+DEVICE = os.environ.get("HETBENCH_TEST_DEVICE", "cpu")
 REL = 1e-5  # the issue's tolerance: parameters after one round within 1e-5 relative
 GRADIENT_ALGORITHMS = [name for name in ALGORITHMS if name != "central"]
 
@@ -47,7 +50,7 @@ def config_for(name: str, mode: str, **extra) -> TrainConfig:
     digits (a relative perturbation of 1e-7 grows to 1e-3 within five sequential steps of batch 32), so only
     one step per round keeps float rounding below the tolerance; its round 2 then checks the carried
     statistics."""
-    base = dict(workers=1, client_exec=mode, clients_per_round=6, batch_size=48, seed=3)
+    base = dict(workers=1, client_exec=mode, clients_per_round=6, batch_size=48, seed=3, device=DEVICE)
     if name == "fedbn":
         base.update(model="resnet10", norm="batch", batch_size=144)
     base.update(extra)
@@ -99,7 +102,7 @@ def rounding_sensitivity(data, name: str, start: tuple, r: int = 2, **extra) -> 
     twin = TrainingSession.start(data, make_algorithm(name), config_for(name, "sequential", **extra))
     try:
         gen = torch.Generator().manual_seed(0)
-        sign = torch.randint(0, 2, params.shape, generator=gen).float().mul_(2).sub_(1)
+        sign = torch.randint(0, 2, params.shape, generator=gen).float().mul_(2).sub_(1).to(params.device)
         twin.run.global_params = params * (1 + sign * 2.0**-23)
         twin.run.global_buffers = buffers.clone()
         twin.algorithm.load_state_dict(copy.deepcopy(state))

@@ -3,6 +3,7 @@ local SGD, whatever their sizes, and the operations a step dispatches do not gro
 
 from __future__ import annotations
 
+import os
 import threading
 
 import numpy as np
@@ -15,6 +16,8 @@ from hetbench.train.models import build_model
 from hetbench.train.local_plan import LocalPlan, round_layout, stacked_refusal
 from hetbench.train.stacked import StackedClients
 
+#: where the engines train: the CPU, or ``HETBENCH_TEST_DEVICE=cuda`` on a GPU machine (benchmarks/gpu_trainer_probe.py)
+DEVICE = torch.device(os.environ.get("HETBENCH_TEST_DEVICE", "cpu"))
 #: parameters after training within this relative distance of the sequential ones: the batched kernels sum in
 #: another order (grouped convolutions, bmm), a few float32 ulps per step; measured at most 3e-7 here
 REL = 1e-5
@@ -37,7 +40,7 @@ def _start(make):
     model = make()
     params = torch.cat([p.detach().reshape(-1) for p in model.parameters()])
     floats = [b.reshape(-1) for b in model.buffers() if b.is_floating_point()]
-    return params, torch.cat(floats) if floats else torch.zeros(0)
+    return params.to(DEVICE), torch.cat(floats).to(DEVICE) if floats else torch.zeros(0)
 
 
 def _plans(data, mu: float, clients: int = 6) -> list[LocalPlan]:
@@ -53,8 +56,8 @@ def test_stacked_clients_equal_their_sequential_local_sgd(data, momentum, weight
     make = _make(data)
     start, buffers = _start(make)
     plans = _plans(data, mu)
-    out = StackedClients(data, make, torch.device("cpu")).train(plans, start, buffers, 0.05, momentum, weight_decay)
-    ws = Workspace(data, make())
+    out = StackedClients(data, make, DEVICE).train(plans, start, buffers, 0.05, momentum, weight_decay)
+    ws = Workspace(data, make(), DEVICE)
     for c, plan in enumerate(plans):
         ws.flat.load(start, buffers)
         params, anchor = ws.flat.params, start.clone()
@@ -77,13 +80,14 @@ def test_scaffold_fedir_and_qfedavg_plans_equal_their_sequential_hooks(data):
     make = _make(data)
     start, buffers = _start(make)
     gen = torch.Generator().manual_seed(1)
-    plans = [LocalPlan(p.batches, grad_offset=0.05 * torch.randn(start.numel(), generator=gen), sum_gradients=True,
+    plans = [LocalPlan(p.batches, grad_offset=0.05 * torch.randn(start.numel(), generator=gen).to(DEVICE),
+                       sum_gradients=True,
                        loss_fn=padded_importance_weighted_loss,
-                       loss_args=(0.1 + torch.rand(data.num_classes, generator=gen),),
+                       loss_args=(0.1 + torch.rand(data.num_classes, generator=gen).to(DEVICE),),
                        loss_rows=np.concatenate(p.batches[: 1 + c % 2]))
              for c, p in enumerate(_plans(data, 0.0))]
-    out = StackedClients(data, make, torch.device("cpu")).train(plans, start, buffers, 0.05, 0.9, 1e-4)
-    ws = Workspace(data, make())
+    out = StackedClients(data, make, DEVICE).train(plans, start, buffers, 0.05, 0.9, 1e-4)
+    ws = Workspace(data, make(), DEVICE)
     for c, plan in enumerate(plans):
         ws.flat.load(start, buffers)
         assert out.initial_loss[c] == pytest.approx(dataset_loss(ws, plan.loss_rows), rel=1e-5)
@@ -99,7 +103,7 @@ def test_scaffold_fedir_and_qfedavg_plans_equal_their_sequential_hooks(data):
         assert float((total - out.grad_sums[c]).norm()) <= REL * float(total.norm()), c
         assert out.mean_loss[c] == pytest.approx(seq.mean_loss, rel=1e-5)
     with pytest.raises(HetbenchError, match="set grad_offset alike"):
-        StackedClients(data, make, torch.device("cpu")).train([plans[0], LocalPlan(plans[1].batches)], start, buffers,
+        StackedClients(data, make, DEVICE).train([plans[0], LocalPlan(plans[1].batches)], start, buffers,
                                                               0.05)
 
 
@@ -118,8 +122,8 @@ def test_random_isp_and_weight_averaging_equal_heteroswitchs_hooks(data):
             plan.isp_draws = [isp_draw(b.size, data.in_channels, 0.3, 0.9, gen) for b in plan.batches]
             plan.average_weights = True
         plans.append(plan)
-    out = StackedClients(data, make, torch.device("cpu")).train(plans, start, buffers, 0.05, 0.9)
-    ws = Workspace(data, make())
+    out = StackedClients(data, make, DEVICE).train(plans, start, buffers, 0.05, 0.9)
+    ws = Workspace(data, make(), DEVICE)
     for c, plan in enumerate(plans):
         ws.flat.load(start, buffers)
         gen = torch.Generator().manual_seed(c)
@@ -133,7 +137,7 @@ def test_random_isp_and_weight_averaging_equal_heteroswitchs_hooks(data):
                   after_step=average)
         assert float((ws.flat.params - out.params[c]).norm()) <= REL * float(ws.flat.params.norm()), c
         assert float((swa - out.averages[c]).norm()) <= REL * float(swa.norm()), c
-    plain = StackedClients(data, make, torch.device("cpu")).train([LocalPlan(p.batches) for p in plans], start,
+    plain = StackedClients(data, make, DEVICE).train([LocalPlan(p.batches) for p in plans], start,
                                                                   buffers, 0.05, 0.9)
     assert not torch.allclose(plain.params[1], out.params[1])  # the draws changed what client 1 trained on
     assert torch.equal(plain.params[0], out.params[0]) or \
@@ -154,12 +158,12 @@ def test_batchnorm_clients_train_masked_from_starts_of_their_own(data):
     for c in range(4):
         plan = LocalPlan(epoch_batches(data.client_rows[c][: 5 + 6 * c], 12, 1, rng)[:2])
         if c % 2:
-            plan.start_params = start + 0.01 * torch.randn(start.shape, generator=gen)
-            plan.start_buffers = buffers + 0.1 * torch.rand(buffers.shape, generator=gen)
+            plan.start_params = start + 0.01 * torch.randn(start.shape, generator=gen).to(DEVICE)
+            plan.start_buffers = buffers + 0.1 * torch.rand(buffers.shape, generator=gen).to(DEVICE)
         plans.append(plan)
     assert len({b.size for p in plans for b in p.batches}) > 1  # padding happens
-    out = StackedClients(data, make, torch.device("cpu")).train(plans, start, buffers, 0.01, 0.9)
-    ws = Workspace(data, make())
+    out = StackedClients(data, make, DEVICE).train(plans, start, buffers, 0.01, 0.9)
+    ws = Workspace(data, make(), DEVICE)
     for c, plan in enumerate(plans):
         ws.flat.load(start if plan.start_params is None else plan.start_params,
                      buffers if plan.start_buffers is None else plan.start_buffers)
@@ -169,13 +173,27 @@ def test_batchnorm_clients_train_masked_from_starts_of_their_own(data):
         assert not torch.allclose(ws.flat.buffers, buffers if plan.start_buffers is None else plan.start_buffers)
 
 
+def test_images_held_on_the_device_train_the_same_bits_as_gathered_ones(data):
+    """The resident path (the training images copied to the device once, each step's batch gathered there; the
+    default on a GPU where they fit) gives exactly the batches of the host gather: the same bits after a round."""
+    make = _make(data)
+    start, buffers = _start(make)
+    plans = _plans(data, 0.0)
+    gathered = StackedClients(data, make, DEVICE).train(plans, start, buffers, 0.05, 0.9)
+    engine = StackedClients(data, make, DEVICE, resident=True)
+    assert engine.images is not None and engine.images.shape == tuple(data.x_train.shape)
+    assert torch.equal(engine.train(plans, start, buffers, 0.05, 0.9).params, gathered.params)
+    # by default the images stay in the memory map on a CPU and go to a GPU they fit
+    assert (StackedClients(data, make, DEVICE).images is None) == (DEVICE.type == "cpu")
+
+
 def test_a_finished_client_stays_where_its_last_step_left_it(data):
     """A client that finishes before the others (the round goes on without its row) ends where it would have
     ended in a stacked round of clients as long as itself."""
     make = _make(data)
     start, buffers = _start(make)
     plans = _plans(data, 0.0)
-    engine = StackedClients(data, make, torch.device("cpu"))
+    engine = StackedClients(data, make, DEVICE)
     together = engine.train(plans, start, buffers, 0.05, 0.9)
     short = int(np.argmin([len(p.batches) for p in plans]))
     assert len(plans[short].batches) < max(len(p.batches) for p in plans)
@@ -245,12 +263,12 @@ def test_a_steps_operations_do_not_grow_with_the_clients(data):
     clients are at most 1.1 times those of 5; a loop over clients dispatches ten times as many."""
     make = _make(data)
     start, buffers = _start(make)
-    engine = StackedClients(data, make, torch.device("cpu"))
+    engine = StackedClients(data, make, DEVICE)
     rows = [data.client_rows[c % data.num_clients][:10] for c in range(50)]
     counts = {k: _count(lambda: engine.train([LocalPlan([r]) for r in rows[:k]], start, buffers, 0.05, 0.9, 1e-4, ))
               for k in (5, 50)}
     assert counts[50] <= 1.1 * counts[5], counts
-    ws = Workspace(data, make())
+    ws = Workspace(data, make(), DEVICE)
 
     def loop(k):
         for r in rows[:k]:
