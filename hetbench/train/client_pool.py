@@ -146,7 +146,9 @@ class ClientPool:
         self.stacked_reason = stacked_refusal(algorithm, run.main_ws.model) if lockstep else None
         self.stacked = lockstep and self.stacked_reason is None
         if self.stacked:
-            self.chunk = stacked_chunk(device, per_round, config.batch_size,
+            sizes = [rows.size for rows in data.client_rows]
+            step_images = min(config.batch_size, int(np.median(sizes))) if sizes else config.batch_size
+            self.chunk = stacked_chunk(device, per_round, max(1, step_images),
                                        activation_bytes(run.main_ws.model, data.in_channels, data.image_size))
         else:
             self.chunk = lockstep_chunk(device, per_round) if lockstep else 1

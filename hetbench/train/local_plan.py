@@ -152,11 +152,15 @@ def stacked_refusal(algorithm, model: nn.Module) -> str | None:
     return None
 
 
-#: Images per stacked step at most (clients x batch size): a round's clients train as one computation up to
-#: this many (and the activation budget below), in chunks of whole clients beyond it. On a CPU one chunk keeps one core busy (a round bigger than
-#: the bound gives the other workers chunks of their own). The GPU bound is a first setting, not yet measured
-#: on a GPU (the probe script records peak memory there).
-STACKED_IMAGES = {"cpu": 2048, "cuda": 8192}
+#: Images per stacked step at most (clients x images a client's step): a round's clients train as one
+#: computation up to this many (and the activation budget below), in chunks of whole clients beyond it. On a
+#: CPU a smaller step is faster: FedAvg rounds of digits-cnn at 16 px (50 clients of 20 images a step) took
+#: 1,698 ms in chunks of 50 clients, 1,024 ms in chunks of 10 and 1,070 ms sequentially; LeNet at 28 px (10
+#: clients of 64) 1,096 ms in one chunk, 800 ms in chunks of 2 and 644 ms sequentially, 1 thread each: the
+#: batched kernels keep a few hundred images' activations in cache, not a thousand. On a CPU one chunk keeps
+#: one core busy (a round bigger than the bound gives the other workers chunks of their own). The GPU bound is
+#: a first setting, not yet measured on a GPU (the probe script records peak memory there).
+STACKED_IMAGES = {"cpu": 256, "cuda": 8192}
 
 #: Bytes of activations a stacked step may hold on a CPU (on a GPU: a quarter of the device's memory). A
 #: batched step keeps the activations of every image of every client in it, so its memory grows with the
@@ -200,17 +204,18 @@ def activation_bytes(model: nn.Module, in_channels: int, image_size: int) -> int
     return 4 * total[0]
 
 
-def stacked_chunk(device: torch.device, clients_per_round: int, batch_size: int, image_bytes: int = 0) -> int:
-    """Clients per stacked computation: the round's, up to :data:`STACKED_IMAGES` images a step and up to the
-    activation budget (:data:`STACKED_ACTIVATION_BYTES` on a CPU, a quarter of a GPU's memory) at
-    :data:`ACTIVATION_FACTOR` x ``image_bytes`` (:func:`activation_bytes`) an image. It depends on the device
-    and the options only, never on the workers, so a client's update does not either.
+def stacked_chunk(device: torch.device, clients_per_round: int, step_images: int, image_bytes: int = 0) -> int:
+    """Clients per stacked computation: the round's, up to :data:`STACKED_IMAGES` images a step (``step_images``
+    a client: the batch size, or fewer where clients hold fewer rows) and up to the activation budget
+    (:data:`STACKED_ACTIVATION_BYTES` on a CPU, a quarter of a GPU's memory) at :data:`ACTIVATION_FACTOR` x
+    ``image_bytes`` (:func:`activation_bytes`) an image. It depends on the device, the options and the split
+    only, never on the workers, so a client's update does not either.
 
     Examples
     --------
     >>> import torch
-    >>> stacked_chunk(torch.device("cpu"), 50, 10), stacked_chunk(torch.device("cpu"), 500, 10)
-    (50, 204)
+    >>> stacked_chunk(torch.device("cpu"), 50, 20), stacked_chunk(torch.device("cpu"), 50, 3)
+    (12, 50)
     >>> stacked_chunk(torch.device("cpu"), 10, 32, image_bytes=int(4.25 * 2**20))  # ResNet-10 at 32 px
     2
     """
@@ -219,7 +224,7 @@ def stacked_chunk(device: torch.device, clients_per_round: int, batch_size: int,
     if image_bytes:
         budget = STACKED_ACTIVATION_BYTES if cpu else torch.cuda.get_device_properties(device).total_memory // 4
         cap = min(cap, budget // (ACTIVATION_FACTOR * int(image_bytes)))
-    return max(1, min(int(clients_per_round), cap // max(1, int(batch_size))))
+    return max(1, min(int(clients_per_round), cap // max(1, int(step_images))))
 
 
 def round_layout(plans: Sequence[LocalPlan]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -158,10 +158,10 @@ def choose_client_exec(requested: str, refusal: str | None, device: torch.device
     (:class:`ClientExecRefused`). ``auto`` trains in lockstep on a GPU whenever it can, where one client's
     step is far too small to fill the device, and sequentially on a CPU: there the batched kernels
     (grouped convolutions, ``bmm``) run no faster per client than the separate ones, and a compute-bound
-    step runs slower (``benchmarks/results_trainer_lockstep.txt``, stacked, one thread: 0.32-0.67x of
-    sequential on digits-cnn at 16 px, LeNet and ResNet-10; 1.34x on 50 clients of 2-3 images at 8 px, and
-    1.06x there on both cores, where a stacked round keeps one worker). The rule depends only on the options and the device, so a run's mode, and so its bits, never
-    change from one start to the next.
+    step runs slower (``benchmarks/results_trainer_lockstep.txt``, stacked, one thread and both cores:
+    0.43-0.87x of sequential on digits-cnn at 16 px, LeNet and ResNet-10; 2.34x and 1.63x on 50 clients of
+    2-3 images at 8 px, a step too small to be anything but overhead). The rule depends only on the options
+    and the device, so a run's mode, and so its bits, never change from one start to the next.
 
     Examples
     --------
