@@ -8,7 +8,8 @@ clients train; one that loops over clients dispatches C times as many. This benc
 every ATen operation that reaches the dispatcher, in every thread the trainer starts (a
 ``TorchDispatchMode`` entered in each), during one round of FedAvg.
 
-A round's count is the count of a two-round run minus that of a one-round run, both evaluated only at their
+Lockstep rounds are counted with a GPU's chunk rule (a round's clients in one stacked step), which is what
+the count predicts. A round's count is the count of a two-round run minus that of a one-round run, both evaluated only at their
 last round, so what a run does once (building the model, the final evaluation) cancels. It is divided by the
 round's *step indices* (the most local steps any selected client takes: the steps a batched computation
 needs) and by its *client steps* (the steps of every client, added up). The figure the issue asks for is the
@@ -27,6 +28,7 @@ import tempfile
 import threading
 from pathlib import Path
 from typing import Iterator
+from unittest import mock
 
 #: the overhead workload of bench_trainer.py (b) and (d): digits-cnn at 8 px, batch 10, 1 local epoch
 DATASET, SIDE, MODEL, BATCH, CLIENTS = "builtin:digits", 8, "digits-cnn", 10, 100
@@ -90,10 +92,15 @@ def ops_of_run(data, mode: str, per_round: int, rounds: int, seed: int) -> int:
     from hetbench.train.algorithms import TrainConfig, make_algorithm
     from hetbench.train.simulation import run_training
 
+    from hetbench.train import local_plan
+
     cfg = TrainConfig(rounds=rounds, clients_per_round=per_round, model=MODEL, seed=seed, workers=1, device="cpu",
                       client_exec=mode, local_epochs=1, batch_size=BATCH, lr=0.05, eval_every=rounds)
     tally = Tally()
-    with counting_every_thread(tally):
+    # a GPU's chunk: the whole round in one stacked step, as it would run there (on a CPU a stacked step holds
+    # at most 256 images, which splits a round of 50 clients of 10 in two)
+    with mock.patch.dict(local_plan.STACKED_IMAGES, {"cpu": local_plan.STACKED_IMAGES["cuda"]}), \
+            counting_every_thread(tally):
         run_training(data, make_algorithm("fedavg"), cfg)
     return tally.n
 
