@@ -79,7 +79,6 @@ def norm_positions(flat: FlatModel) -> tuple[torch.Tensor, torch.Tensor]:
     --------
     >>> from torch import nn
     >>> from hetbench.train.flat import FlatModel
-from hetbench.train.local_plan import LocalPlan, StackedResult
     >>> flat = FlatModel(nn.Sequential(nn.Conv2d(1, 2, 1), nn.BatchNorm2d(2), nn.Conv2d(2, 1, 1)))
     >>> p, b = norm_positions(flat)
     >>> p.tolist(), b.tolist()  # conv weight 0-1, bias 2-3; BN weight 4-5, bias 6-7; running mean, var
