@@ -54,7 +54,6 @@ class LocalPlan:
     loss_rows : numpy.ndarray, optional
         Training rows whose mean cross-entropy at the start model is returned
         (:attr:`StackedResult.initial_loss`; q-FedAvg's ``F_k(w_t)``, Li et al. 2020, Alg. 2).
-
     isp_draws : list of (torch.Tensor, torch.Tensor), optional
         Per batch, the per-image channel gains ``(b, C)`` and gamma ``(b,)`` of HeteroSwitch's random ISP
         (Kim et al. 2024, Eq. 2-3): the [0, 1] images become ``clamp(x r, 0, 1) ** gamma`` before normalisation.
