@@ -284,7 +284,8 @@ class StackedClients:
         for s in range(steps):
             n = int(live[s])  # the clients still training: a prefix of the training order, views of its rows
             rows = params if n == k else [p[:n] for p in params]
-            x = self._images((idx if index is None else index)[s, :n].reshape(-1), n, None if isp is None else (isp[0][s, :n], isp[1][s, :n]))
+            draws = None if isp is None else (isp[0][s, :n], isp[1][s, :n])
+            x = self._images((idx if index is None else index)[s, :n].reshape(-1), n, draws)
             with autocast(self.device, self.amp):
                 # the live prefix's statistics: separate tensors (an in-place update of a view under vmap would
                 # not reach its base), copied back below
