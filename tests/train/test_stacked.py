@@ -74,7 +74,7 @@ def test_scaffold_fedir_and_qfedavg_plans_equal_their_sequential_hooks(data):
     """The plan's options, together on padded and early-finishing clients: SCAFFOLD's gradient offset and the
     sums of the gradients before it, FedIR's self-normalised weighted loss (a padding row weighs nothing) and
     q-FedAvg's loss at the start model over the client's rows, each as the sequential hooks compute it."""
-    from hetbench.train.algorithms.fedir import importance_weighted_loss, padded_importance_weighted_loss
+    from hetbench.train.algorithms.fedir import importance_weighted_loss
     from hetbench.train.local import dataset_loss
 
     make = _make(data)
@@ -82,7 +82,7 @@ def test_scaffold_fedir_and_qfedavg_plans_equal_their_sequential_hooks(data):
     gen = torch.Generator().manual_seed(1)
     plans = [LocalPlan(p.batches, grad_offset=0.05 * torch.randn(start.numel(), generator=gen).to(DEVICE),
                        sum_gradients=True,
-                       loss_fn=padded_importance_weighted_loss,
+                       loss_fn=importance_weighted_loss,
                        loss_args=(0.1 + torch.rand(data.num_classes, generator=gen).to(DEVICE),),
                        loss_rows=np.concatenate(p.batches[: 1 + c % 2]))
              for c, p in enumerate(_plans(data, 0.0))]

@@ -80,26 +80,14 @@ DAR_FORMS = ("squared", "unsquared")
 
 def dar_loss(model: nn.Module, x: torch.Tensor, y: torch.Tensor, gamma: float, form: str = "squared") -> torch.Tensor:
     """Eq. 5: cross-entropy (Eq. 4) + gamma * L_DAR, batch mean; L_DAR is Eq. 3's squared L2 norm of the
-    encoder output ``||z||_2^2`` (``form="squared"``) or the released code's ``||z||_2`` (``"unsquared"``)."""
-    z = model.features(x)
-    ce = F.cross_entropy(model.classifier(z), y)
-    if form == "squared":
-        return ce + gamma * z.pow(2).sum(dim=1).mean()
-    if form == "unsquared":  # vector_norm's gradient at z = 0 is 0, not NaN
-        return ce + gamma * torch.linalg.vector_norm(z, dim=1).mean()
-    raise ValueError(f"unknown DAR form {form!r} (choose from {', '.join(DAR_FORMS)})")
-
-
-def padded_dar_loss(model: nn.Module, x: torch.Tensor, y: torch.Tensor, gamma: float, form: str = "squared"
-                    ) -> torch.Tensor:
-    """:func:`dar_loss` where rows labelled ``IGNORE`` pad the batch (a stacked round's short batches): both the
-    cross-entropy and the DAR term's batch mean run over the real rows."""
+    encoder output ``||z||_2^2`` (``form="squared"``) or the released code's ``||z||_2`` (``"unsquared"``).
+    Rows labelled ``IGNORE`` pad a stacked round's short batch: both means run over the other rows."""
     z = model.features(x)
     ce = F.cross_entropy(model.classifier(z), y, ignore_index=IGNORE)
     real = (y != IGNORE).to(z.dtype)
     if form == "squared":
         term = z.pow(2).sum(dim=1)
-    elif form == "unsquared":
+    elif form == "unsquared":  # vector_norm's gradient at z = 0 is 0, not NaN
         term = torch.linalg.vector_norm(z, dim=1)
     else:
         raise ValueError(f"unknown DAR form {form!r} (choose from {', '.join(DAR_FORMS)})")
@@ -297,7 +285,7 @@ class DapperFL(Algorithm):
         rows.mul_(masks)
         params, buffers, steps, losses = rows, first.buffers, list(first.steps), list(first.mean_loss)
         if cfg.local_epochs > 1:
-            loss_fn = functools.partial(padded_dar_loss, gamma=float(self.params["dar_gamma"]),
+            loss_fn = functools.partial(dar_loss, gamma=float(self.params["dar_gamma"]),
                                         form=self.params["dar_form"])
             own_buffers = bool(first.buffers.numel()) and engine.masked  # BatchNorm statistics go on from epoch 1
             later = [LocalPlan(p.later, loss_fn=loss_fn, mask=masks[j], start_params=rows[j],

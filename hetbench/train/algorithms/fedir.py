@@ -35,14 +35,8 @@ def self_normalised_loss(losses: torch.Tensor, weights: torch.Tensor) -> torch.T
 def importance_weighted_loss(model: torch.nn.Module, x: torch.Tensor, y: torch.Tensor,
                              class_weights: torch.Tensor) -> torch.Tensor:
     """FedIR's client loss (Eq. 4): the batch's cross-entropies weighted by ``class_weights[y]`` (Eq. 3's
-    w_k(y), the client's own), self-normalised."""
-    return self_normalised_loss(F.cross_entropy(model(x), y, reduction="none"), class_weights[y])
-
-
-def padded_importance_weighted_loss(model: torch.nn.Module, x: torch.Tensor, y: torch.Tensor,
-                                    class_weights: torch.Tensor) -> torch.Tensor:
-    """:func:`importance_weighted_loss` where rows labelled ``IGNORE`` pad the batch and weigh 0 (a stacked
-    round's short batches, :mod:`hetbench.train.stacked`)."""
+    w_k(y), the client's own), self-normalised. Rows labelled ``IGNORE`` pad a stacked round's short batch
+    (:mod:`hetbench.train.stacked`) and weigh 0; without them the weights are ``class_weights[y]`` exactly."""
     per_row = F.cross_entropy(model(x), y, reduction="none", ignore_index=IGNORE)
     return self_normalised_loss(per_row, class_weights.gather(0, y.clamp(min=0)) * (y != IGNORE))
 
@@ -91,7 +85,7 @@ class FedIR(ServerMomentum, FedAvg):
         return torch.tensor(importance_weights(self.population, q_counts), dtype=torch.float32, device=run.ws.device)
 
     def local_plan(self, run: RunState, round_index: int, client: int) -> LocalPlan:
-        return LocalPlan(self.batches(run, round_index, client), loss_fn=padded_importance_weighted_loss,
+        return LocalPlan(self.batches(run, round_index, client), loss_fn=importance_weighted_loss,
                          loss_args=(self.client_weights(run, client),))
 
     def train_locally(self, run: RunState, round_index: int, client: int, batches: list[np.ndarray]) -> LocalResult:
