@@ -174,7 +174,8 @@ def claim_ids() -> list[str]:
     >>> claim_ids()
     ['borazjani-thesis', 'borazjani-zeta', 'dapperfl-ablation', 'dapperfl-domains', 'dapperfl-footprint',
      'defaults-learn', 'heteroswitch-lodo', 'heteroswitch-stage-drop', 'heteroswitch-table2', 'heteroswitch-table4',
-     'hsu-fedavgm', 'hsu-fedvc-fedir', 'hsu-geo-clients', 'hsu-label-skew', 'scaffold-collapse']
+     'hsu-fedavgm', 'hsu-fedavgm-sensitivity', 'hsu-fedvc-fedir', 'hsu-geo-clients', 'hsu-label-skew',
+     'scaffold-collapse']
     """
     return sorted(p.name[:-5] for p in _folder().iterdir() if p.name.endswith(".yaml"))
 

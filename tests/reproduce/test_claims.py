@@ -13,7 +13,7 @@ from claim_definitions import raw_claim
 #: every claim id the issue names (part of the command-line interface)
 ISSUE_IDS = ["borazjani-thesis", "borazjani-zeta", "dapperfl-ablation", "dapperfl-domains", "dapperfl-footprint", "defaults-learn",
              "heteroswitch-lodo", "heteroswitch-stage-drop", "heteroswitch-table2", "heteroswitch-table4", "hsu-fedavgm",
-             "hsu-fedvc-fedir",
+             "hsu-fedavgm-sensitivity", "hsu-fedvc-fedir",
              "hsu-geo-clients", "hsu-label-skew", "scaffold-collapse"]
 
 

@@ -62,7 +62,7 @@ def test_a_claim_runs_on_the_papers_data_set_when_given_and_says_so(run_cli, tmp
 
 
 def test_the_claims_that_take_cifar10_are_hsus():
-    assert [c for c in claim_ids() if load_claim(c).paper_data == "cifar10"] == ["hsu-fedavgm", "hsu-label-skew"]
+    assert [c for c in claim_ids() if load_claim(c).paper_data == "cifar10"] == ["hsu-fedavgm", "hsu-fedavgm-sensitivity", "hsu-label-skew"]
 
 
 def _mnist_like(tmp_path):
@@ -91,6 +91,6 @@ def test_bad_data_is_one_line_exit_2_and_nothing_written(run_cli, tmp_path, data
 def test_data_no_chosen_claim_takes_is_refused(run_cli, tmp_path, cifar_copy):
     code, _, err = run_cli("reproduce", "--smoke", "--claims", "dapperfl-footprint", "--data", f"cifar10={cifar_copy}",
                            "--out", tmp_path / "o")
-    assert code == 2 and "--data cifar10: none of the claims to run takes it (the claims that do: hsu-fedavgm, " \
+    assert code == 2 and "--data cifar10: none of the claims to run takes it (the claims that do: hsu-fedavgm, hsu-fedavgm-sensitivity, " \
                           "hsu-label-skew)" in err
     assert not (tmp_path / "o").exists()

@@ -18,7 +18,7 @@ def test_unknown_claim_lists_the_valid_ones_exit_2(run_cli, tmp_path):
     assert code == 2
     assert err.strip() == ("hetbench: error: unknown claim 'heteroswitch-table5'; valid claims: "
                            + ", ".join(claim_ids()))
-    assert len(claim_ids()) == 15
+    assert len(claim_ids()) == 16
     assert not (tmp_path / "o").exists()
 
 

@@ -34,7 +34,7 @@ def test_every_claim_smokes_through_the_quick_code_path_and_decides_nothing(run_
                 assert check["numbers"]["smoke_verdict"] in CHECK_VERDICTS
                 assert check["reason"].startswith("smoke run:")
     trained = [c for c in doc["claims"] if RUNNERS[c["runner"]].trains]
-    assert len(trained) == 12 and all(c["settling"]["runs"] for c in trained)  # each trained through the store
+    assert len(trained) == 13 and all(c["settling"]["runs"] for c in trained)  # each trained through the store
     assert sum(1 for _ in (out / "runs").rglob("*.json")) > len(trained)
     md = (out / "claims.md").read_text()
     assert "**Smoke run:" in md and "reproduced**" not in md

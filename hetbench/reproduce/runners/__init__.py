@@ -16,6 +16,7 @@ from hetbench.reproduce.runners.geo import GeoClientsRunner
 from hetbench.reproduce.runners.isp_stage_drop import IspStageDropRunner
 from hetbench.reproduce.runners.label_skew import LabelSkewRunner
 from hetbench.reproduce.runners.server_momentum import ServerMomentumRunner
+from hetbench.reproduce.runners.step_sensitivity import StepSensitivityRunner
 from hetbench.reproduce.runners.task_view import TaskViewRunner
 from hetbench.reproduce.runners.tuned_pair import TunedPairRunner
 from hetbench.reproduce.runners.virtual_clients import VirtualClientsRunner
@@ -35,6 +36,7 @@ RUNNERS: Registry[Runner] = Registry(
         "label_skew": LabelSkewRunner(),
         "leave_one_device_out": LeaveOneDeviceOutRunner(),
         "server_momentum": ServerMomentumRunner(),
+        "step_sensitivity": StepSensitivityRunner(),
         "task_view": TaskViewRunner(),
         "tuned_pair": TunedPairRunner(),
         "virtual_clients": VirtualClientsRunner(),
