@@ -214,7 +214,7 @@ def main(argv: list[str] | None = None) -> None:
     os.environ.setdefault("ARROW_DEFAULT_MEMORY_POOL", "system")
     import warnings
 
-    from hetbench.atomic import release_all
+    from hetbench.out_lock import release_all
 
     warnings.formatwarning = _one_line_warning  # a warning is one line, like an error
 

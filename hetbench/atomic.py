@@ -10,51 +10,29 @@
 * An exclusive lock (``fcntl.flock`` on ``.<name>.lock`` beside ``--out``) is taken by the first
   check of ``--out`` and held until the folder is in place (or the command ends), so a second build
   to the same folder fails at once.
+* A single file is written the same way (:func:`atomic_file`, :func:`write_atomic`): into a hidden
+  sibling, renamed over the file at the end, so a reader sees the old file or the whole new one.
 * Every temporary folder records the pid and host of its process (:mod:`hetbench.tempdirs`); the
   next run removes those whose process is dead (left by SIGKILL or a crash).
 """
 
 from __future__ import annotations
 
-import atexit
 import os
 import shutil
-import socket
-import threading
 import uuid
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator, Mapping
 
 from hetbench.errors import HetbenchError
+from hetbench.out_lock import absolute_path, acquire_lock, release_lock
 from hetbench.outnames import check_out_name
 from hetbench.outputs import KINDS, check_inputs, marker_problem
 from hetbench.tempdirs import PID_FILE, mark as _mark, remove_stale as _remove_stale
 
-try:  # pragma: no cover - always there on POSIX
-    import fcntl
-except ImportError:  # pragma: no cover - Windows: no locking
-    fcntl = None  # type: ignore[assignment]
-
 #: the marker file of each kind of output folder (:data:`hetbench.outputs.KINDS` says how each must parse)
 MARKERS = {kind: marker for kind, (marker, _, _) in KINDS.items()}
-
-
-@dataclass
-class _Held:
-    fd: int
-    path: Path
-    pid: int
-    created: list[Path] = field(default_factory=list)
-
-
-_HELD: dict[str, _Held] = {}
-_GUARD = threading.RLock()
-
-
-def _absolute(out: str | os.PathLike) -> Path:
-    return Path(os.path.abspath(os.fspath(out)))
 
 
 def is_hetbench_output(folder: str | os.PathLike, kind: str = "split") -> bool:
@@ -90,116 +68,6 @@ def is_hetbench_output(folder: str | os.PathLike, kind: str = "split") -> bool:
     return marker_problem(folder, kind) is None
 
 
-def _make_parents(parent: Path, shown: str) -> list[Path]:
-    """Create ``parent`` and its missing ancestors; returns those created, deepest last."""
-    missing = []
-    p = parent
-    while not p.exists():
-        missing.append(p)
-        if p.parent == p:
-            break
-        p = p.parent
-    try:
-        parent.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        _remove_dirs(list(reversed(missing)))
-        raise HetbenchError(f"cannot write --out '{shown}': {exc.strerror or exc}") from None
-    return list(reversed(missing))
-
-
-def _remove_dirs(created: list[Path]) -> None:
-    for d in reversed(created):
-        try:
-            d.rmdir()
-        except FileNotFoundError:
-            continue
-        except OSError:
-            break
-
-
-def _acquire(target: Path, shown: str) -> None:
-    key = str(target)
-    with _GUARD:
-        held = _HELD.get(key)
-        if held is not None and held.pid == os.getpid():
-            return
-        created = _make_parents(target.parent, shown)
-        lock_path = target.parent / f".{target.name}.lock"
-        while True:
-            try:
-                fd = os.open(lock_path, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o644)
-            except OSError as exc:
-                _remove_dirs(created)
-                raise HetbenchError(f"cannot write --out '{shown}': {exc.strerror or exc}") from None
-            if fcntl is None:  # pragma: no cover
-                break
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except OSError:
-                os.close(fd)
-                raise HetbenchError(
-                    f"--out '{shown}' is being written by another hetbench process (lock {lock_path}); "
-                    "wait for it to finish or choose another folder"
-                ) from None
-            try:  # the holder before us may have removed the file it locked: lock the current one
-                if os.fstat(fd).st_ino == os.stat(lock_path).st_ino:
-                    break
-            except FileNotFoundError:
-                pass
-            os.close(fd)
-        os.ftruncate(fd, 0)
-        os.write(fd, f"{os.getpid()} {socket.gethostname()}\n".encode())
-        _HELD[key] = _Held(fd, lock_path, os.getpid(), created)
-
-
-def release_lock(out: str | os.PathLike) -> None:
-    """Release this process's lock on ``out`` and remove its lock file (nothing if none is held);
-    parent folders created for the lock go too when ``out`` was not written.
-
-    Parameters
-    ----------
-    out : path
-        The output folder given to :func:`check_out_dir`.
-
-    Returns
-    -------
-    None
-
-    Examples
-    --------
-    >>> from hetbench.atomic import release_lock
-    >>> release_lock("not-locked")
-    """
-    target = _absolute(out)
-    with _GUARD:
-        held = _HELD.get(str(target))
-        if held is None or held.pid != os.getpid():
-            return
-        del _HELD[str(target)]
-        try:
-            if os.fstat(held.fd).st_ino == os.stat(held.path).st_ino:
-                held.path.unlink()
-        except OSError:
-            pass
-        os.close(held.fd)
-        if not target.exists():
-            _remove_dirs(held.created)
-
-
-@atexit.register
-def release_all() -> None:
-    """Release every output lock this process holds (the CLI calls it when a command ends).
-
-    Returns
-    -------
-    None
-
-    Examples
-    --------
-    >>> from hetbench.atomic import release_all; release_all()
-    """
-    for key in list(_HELD):
-        release_lock(key)
 
 
 def _contains_cwd(target: Path) -> bool:
@@ -254,7 +122,7 @@ def check_out_dir(out: str | os.PathLike, overwrite: bool, kind: str = "split",
         raise ValueError(f"unknown output kind {kind!r}")
     check_out_name(out)  # not empty (the current folder), names the file system can hold
     path = Path(out)
-    target = _absolute(out)
+    target = absolute_path(out)
     check_inputs(out, inputs)
     if target.parent == target:
         raise HetbenchError(f"--out '{path}' is the root of the file system; choose another folder")
@@ -265,7 +133,7 @@ def check_out_dir(out: str | os.PathLike, overwrite: bool, kind: str = "split",
             raise HetbenchError(f"--out '{path}' already exists; pass --overwrite to replace it")
     if target.exists() and _contains_cwd(target):
         raise HetbenchError(f"--out '{path}' is the current folder or contains it; choose another folder")
-    _acquire(target, str(path))
+    acquire_lock(target, str(path))
     try:
         problem = marker_problem(target, kind) if target.is_dir() else None
         if problem is not None:
@@ -342,7 +210,7 @@ def atomic_dir(out: str | os.PathLike, overwrite: bool = False, kind: str = "spl
     ['hetbench.json']
     """
     check_out_dir(out, overwrite, kind, inputs)
-    target = _absolute(out)
+    target = absolute_path(out)
     try:
         tmp = target.parent / f".{target.name}.tmp-{uuid.uuid4().hex[:10]}"
         try:
@@ -374,3 +242,65 @@ def atomic_dir(out: str | os.PathLike, overwrite: bool = False, kind: str = "spl
             shutil.rmtree(trash, ignore_errors=True)
     finally:
         release_lock(target)
+
+
+@contextmanager
+def atomic_file(path: str | os.PathLike, tmp: Path | None = None, fsync: bool = False) -> Iterator[Path]:
+    """Yield a temporary sibling of ``path`` to write; when the block ends without an error it is renamed
+    onto ``path`` (one ``os.replace``: a reader sees the old file or the whole new one), otherwise removed,
+    leaving ``path`` as it was.
+
+    Parameters
+    ----------
+    path : path
+        The file to write; its folder must exist.
+    tmp : Path, optional
+        The temporary file (default ``.<name>.tmp-<10 hex>`` beside ``path``); a fixed name lets a later
+        run remove what a killed write left (a checkpoint's ``.<name>.partial``).
+    fsync : bool
+        Flush the temporary file to the disk before the rename (a checkpoint that must survive a power cut).
+
+    Examples
+    --------
+    >>> from pathlib import Path
+    >>> from hetbench.atomic import atomic_file
+    >>> with atomic_file("atomic_file_example.txt") as tmp:
+    ...     _ = tmp.write_text("whole")
+    >>> Path("atomic_file_example.txt").read_text(), tmp.exists()
+    ('whole', False)
+    >>> try:
+    ...     with atomic_file("atomic_file_example.txt") as tmp:
+    ...         _ = tmp.write_text("half")
+    ...         raise OSError("disk full")
+    ... except OSError:
+    ...     pass
+    >>> Path("atomic_file_example.txt").read_text(), tmp.exists()
+    ('whole', False)
+    """
+    target = Path(path)
+    tmp = tmp if tmp is not None else target.parent / f".{target.name}.tmp-{uuid.uuid4().hex[:10]}"
+    try:
+        yield tmp
+        if fsync:
+            with open(tmp, "rb") as fh:
+                os.fsync(fh.fileno())
+        os.replace(tmp, target)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def write_atomic(path: str | os.PathLike, data: str | bytes) -> None:
+    """Write ``data`` (text as UTF-8, or bytes) to ``path`` through :func:`atomic_file`.
+
+    Examples
+    --------
+    >>> from pathlib import Path
+    >>> from hetbench.atomic import write_atomic
+    >>> write_atomic("write_atomic_example.json", "{}\\n"); Path("write_atomic_example.json").read_text()
+    '{}\\n'
+    """
+    with atomic_file(path) as tmp:
+        if isinstance(data, str):
+            tmp.write_text(data, encoding="utf-8")
+        else:
+            tmp.write_bytes(data)

@@ -29,6 +29,7 @@ from pathlib import Path
 
 import numpy as np
 
+from hetbench.atomic import atomic_file, write_atomic
 from hetbench.errors import HetbenchError
 from hetbench.outputs import EXPORT_KIND, export_marker, file_problem, sha256_file
 
@@ -107,27 +108,21 @@ def export_table(source: str, out: str | os.PathLike, *, split: str = "train", l
     except OSError as exc:
         _remove_empty(made)
         raise HetbenchError(f"cannot write --out '{path}': {exc.strerror or exc}") from None
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    marker, marker_tmp = export_marker(path), export_marker(tmp)
     bars = datasets.is_progress_bar_enabled()
     datasets.disable_progress_bars()
     try:
-        if fmt == "csv":
-            ds.to_csv(str(tmp), index=False)
-        else:
-            ds.to_parquet(str(tmp))
-        marker_tmp.write_text(json.dumps({"kind": EXPORT_KIND, "format": fmt, "rows": len(ds),
-                                          "sha256": sha256_file(tmp)}, sort_keys=True) + "\n")
-        os.replace(marker_tmp, marker)  # the new file is whole before the old one is replaced
-        os.replace(tmp, path)
+        with atomic_file(path) as tmp:
+            if fmt == "csv":
+                ds.to_csv(str(tmp), index=False)
+            else:
+                ds.to_parquet(str(tmp))
+            # the marker is replaced first, once the new file is whole, and the file right after it
+            write_atomic(export_marker(path), json.dumps({"kind": EXPORT_KIND, "format": fmt, "rows": len(ds),
+                                                          "sha256": sha256_file(tmp)}, sort_keys=True) + "\n")
     except OSError as exc:
-        tmp.unlink(missing_ok=True)
-        marker_tmp.unlink(missing_ok=True)
         _remove_empty(made)
         raise HetbenchError(f"cannot write --out '{path}': {exc.strerror or exc}") from None
     finally:
-        tmp.unlink(missing_ok=True)
-        marker_tmp.unlink(missing_ok=True)
         if bars:
             datasets.enable_progress_bars()
     return path, len(ds), list(ds.column_names)

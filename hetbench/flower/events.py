@@ -23,6 +23,8 @@ import time
 from pathlib import Path
 from typing import Any, Iterator
 
+from hetbench.atomic import write_atomic
+
 KINDS = ("round", "result", "error")
 
 
@@ -51,10 +53,7 @@ class EventWriter:
         """Write one event (``kind`` one of :data:`KINDS`) atomically."""
         assert kind in KINDS, kind
         self.count += 1
-        path = self.folder / f"{self.count:06d}.{kind}"
-        tmp = path.with_name(f".{path.name}.tmp")
-        tmp.write_bytes(pickle.dumps(payload, protocol=pickle.HIGHEST_PROTOCOL))
-        os.replace(tmp, path)
+        write_atomic(self.folder / f"{self.count:06d}.{kind}", pickle.dumps(payload, protocol=pickle.HIGHEST_PROTOCOL))
 
     def error(self, exc: BaseException) -> None:
         """Write ``exc`` as the run's error (its type kept where it pickles; otherwise a RuntimeError with its
@@ -107,10 +106,8 @@ def write_job(folder: str | os.PathLike, index: int, payload: Any) -> None:
     >>> next_job(folder, 1), next_job(folder, 2)
     ({'algo': 'fedavg'}, None)
     """
-    path = Path(folder) / f"{index:06d}.{'job' if payload is not None else 'stop'}"
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_bytes(pickle.dumps(payload, protocol=pickle.HIGHEST_PROTOCOL))
-    os.replace(tmp, path)
+    write_atomic(Path(folder) / f"{index:06d}.{'job' if payload is not None else 'stop'}",
+                 pickle.dumps(payload, protocol=pickle.HIGHEST_PROTOCOL))
 
 
 def next_job(folder: str | os.PathLike, index: int, wait_s: float = JOB_WAIT_S, poll_s: float = 0.05) -> Any:

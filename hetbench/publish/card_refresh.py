@@ -19,6 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
+from hetbench.atomic import write_atomic
 from hetbench.errors import HetbenchError
 
 #: where the report-derived sections of a card start and where they end (the next section)
@@ -110,12 +111,7 @@ def refresh_card(folder: str | os.PathLike) -> bool:
                  lic, recipe_method(recipe), rows)
     new_start, new_end = body.find(REPORT_START), body.find(REPORT_END)
     refreshed = card[:start] + body[new_start:new_end] + card[end:]
-    tmp = path.with_name(f".README.md.{os.getpid()}.tmp")
-    try:
-        tmp.write_text(refreshed, encoding="utf-8")
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
+    write_atomic(path, refreshed)
     return True
 
 

@@ -39,10 +39,10 @@ import json
 import os
 import platform
 import time
-import uuid
 from pathlib import Path
 from typing import Any
 
+from hetbench.atomic import write_atomic
 from hetbench.errors import HetbenchError
 
 #: the marker file of a store folder
@@ -278,9 +278,4 @@ def _complete(result: dict[str, Any]) -> bool:
 
 
 def _write_json(path: Path, doc: dict[str, Any]) -> None:
-    tmp = path.parent / f".{path.name}.{uuid.uuid4().hex[:8]}.tmp"
-    try:
-        tmp.write_text(json.dumps(doc, sort_keys=True, indent=1, allow_nan=True) + "\n")
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
+    write_atomic(path, json.dumps(doc, sort_keys=True, indent=1, allow_nan=True) + "\n")

@@ -23,7 +23,6 @@ strings and None, loaded with ``torch.load(weights_only=True)``; numpy arrays tr
 from __future__ import annotations
 
 import dataclasses
-import os
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +30,7 @@ import numpy as np
 import torch
 
 from hetbench import __version__
+from hetbench.atomic import atomic_file
 from hetbench.errors import HetbenchError
 from hetbench.train.algorithms import Algorithm, RunState, TrainConfig
 from hetbench.train.data import FederatedData
@@ -224,16 +224,8 @@ def save_checkpoint(path: Path, identity: dict[str, Any], round_index: int, run:
         "timing": {k: float(v) for k, v in timing.items()},
     }
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = _partial(path)
-    try:
-        with open(tmp, "wb") as fh:
-            torch.save(state, fh)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    finally:
-        if tmp.exists():
-            tmp.unlink()
+    with atomic_file(path, tmp=_partial(path), fsync=True) as tmp, open(tmp, "wb") as fh:
+        torch.save(state, fh)
 
 
 def restore_checkpoint(path: Path, identity: dict[str, Any], run: RunState,

@@ -17,10 +17,10 @@ import json
 import math
 import os
 import re
-import uuid
 from pathlib import Path
 from typing import Any
 
+from hetbench.atomic import write_atomic
 from hetbench.errors import HetbenchError
 
 #: what every results document says it is, and the version of its layout (``docs/output-contract.md``);
@@ -177,21 +177,16 @@ def write_result(doc: dict, path: Path) -> None:
     {'kind': 'hetbench-train-result'}
     """
     missing = [p for p in (path.parent, *path.parent.parents) if not p.exists()]
-    tmp = path.parent / f".{path.name}.tmp-{uuid.uuid4().hex[:8]}"
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp.write_text(dumps(doc))
-        os.replace(tmp, path)
+        write_atomic(path, dumps(doc))
     except OSError as exc:
-        tmp.unlink(missing_ok=True)
         for folder in missing:  # deepest first: only the folders made for this file, if still empty
             try:
                 folder.rmdir()
             except OSError:
                 break
         raise HetbenchError(f"cannot write the result '{path}': {exc.strerror or exc}") from None
-    finally:
-        tmp.unlink(missing_ok=True)
 
 
 def _finite(x: Any) -> float | None:

@@ -30,6 +30,7 @@ import time
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
+from hetbench.atomic import atomic_file
 from hetbench.errors import HetbenchError
 from hetbench.train.results import EVAL_METRICS
 
@@ -265,13 +266,11 @@ class CsvSink:
         """The whole file from :attr:`rows`, through a temporary file and a rename; then open for appending."""
         self.close()
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = self.path.with_name(f".{self.path.name}.tmp")
-        with open(tmp, "w", newline="", encoding="utf-8") as fh:
+        with atomic_file(self.path) as tmp, open(tmp, "w", newline="", encoding="utf-8") as fh:
             writer = csv.writer(fh)
             if self.columns:
                 writer.writerow(self.columns)
             writer.writerows([_cell(row.get(c)) for c in self.columns] for row in self.rows)
-        os.replace(tmp, self.path)
         self._fh = open(self.path, "a", newline="", encoding="utf-8")
         self._writer = csv.writer(self._fh)
 
