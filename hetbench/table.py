@@ -97,9 +97,6 @@ class SampleTable:
     def num_rows(self, split: str) -> int:
         return int(self.labels[split].size)
 
-    def has_split(self, split: str) -> bool:
-        return split in self.splits
-
     def copy(self) -> "SampleTable":
         """A copy whose split mapping and column cache are its own; the Arrow data are shared, not copied.
 

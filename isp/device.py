@@ -171,12 +171,6 @@ class DeviceProfile:
         """(3, 3) white-balanced camera RGB -> linear sRGB, exactly as ``RawCapture`` computes it."""
         return _template_capture(self).camera_to_srgb()
 
-    def srgb_to_camera(self) -> np.ndarray:
-        """(3, 3) linear sRGB -> white-balanced camera RGB: the inverse of :meth:`camera_to_srgb`."""
-        from hetbench.isp.matrix3 import inverse
-
-        return inverse(self.camera_to_srgb())
-
     @property
     def isp_pipeline(self) -> tuple[tuple[str, str], ...]:
         """The ISP as ``((stage, variant), ...)`` in pipeline order."""

@@ -43,32 +43,6 @@ MAX_CURVE_POINTS = 2000
 LOG_SIZE_RATIO = 10.0
 
 
-def client_sort_order(counts: np.ndarray) -> np.ndarray:
-    """Clients sorted by dominant class, then by that class's share (descending): blocks show skew.
-
-    Parameters
-    ----------
-    counts : numpy.ndarray
-        Clients x classes counts.
-
-    Returns
-    -------
-    numpy.ndarray
-        Row indices in display order.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from hetbench.report.plots import client_sort_order
-    >>> client_sort_order(np.array([[0, 5], [4, 1], [9, 0]])).tolist()
-    [2, 1, 0]
-    """
-    q, _, _ = metrics.client_distributions(counts)
-    dominant = q.argmax(axis=1)
-    share = q.max(axis=1)
-    return np.lexsort((-share, dominant))
-
-
 def sample_by_size_rank(sizes: np.ndarray, limit: int = MAX_HEATMAP_CLIENTS) -> np.ndarray:
     """At most ``limit`` client indices, evenly spaced over the clients sorted by size.
 
