@@ -59,7 +59,7 @@ demo: $(STAMP)
 	@echo "demo: verdicts in $(DEMO)/claims/claims.{md,html,json}; every claim's committed verdicts: docs/claims/quick-a/claims.md"
 
 test: $(STAMP) chromium
-	HF_DATASETS_OFFLINE=1 HF_HUB_OFFLINE=1 $(PY) -m pytest -n 2 -q --durations=25
+	HF_DATASETS_OFFLINE=1 HF_HUB_OFFLINE=1 $(PY) -m pytest -n 2 -q --durations=25 --durations-record tests/durations.txt
 
 # headless Chromium renders leaderboard.html in the browser test (Debian's package, installed where missing)
 chromium:

@@ -31,6 +31,14 @@ from pathlib import Path  # noqa: E402
 
 import pytest  # noqa: E402
 
+# --durations-record (make test keeps the slowest tests in tests/durations.txt): the hooks are that module's
+from durations_record import (  # noqa: E402,F401
+    pytest_addoption,
+    pytest_runtest_logreport,
+    pytest_sessionfinish,
+    pytest_sessionstart,
+)
+
 SHARED = Path(__file__).resolve().parents[2] / "shared"
 
 
