@@ -14,7 +14,6 @@ clean rows) and ``clean_label`` (label noise: the label before flipping; ``label
 
 from __future__ import annotations
 
-import io
 import os
 from pathlib import Path
 from typing import Any
@@ -31,6 +30,7 @@ from hetbench.partitioners.noise import (
     flip_labels,
 )
 from hetbench.pipeline import PreparedSplit
+from hetbench.png import encode_png
 from hetbench.seeding import check_seed, make_rng
 from hetbench.table import SampleTable
 
@@ -67,14 +67,6 @@ def _decode(item: dict, row: int | None = None) -> np.ndarray:
     except (OSError, UnidentifiedImageError, SyntaxError, ValueError) as exc:
         reason = " ".join(str(exc).split())[:200]
         raise HetbenchError(f"{what}: cannot read the image ({type(exc).__name__}: {reason})") from None
-
-
-def _encode(pixels: np.ndarray) -> bytes:
-    from PIL import Image
-
-    buf = io.BytesIO()
-    Image.fromarray(pixels).save(buf, format="PNG")
-    return buf.getvalue()
 
 
 def _with_columns(ds, columns: dict[str, tuple[Any, Any]]):
@@ -134,8 +126,8 @@ def feature_noise_table(
     images = []
     with progress_bar(f"adding noise to {len(items):,} images", len(items), quiet) as bar:
         for row, (item, s) in enumerate(zip(items, std)):
-            images.append({"bytes": _encode(add_gaussian_noise(_decode(item, row), float(s), rng)) if s > 0 else
-                           (item["bytes"] if item.get("bytes") else _encode(_decode(item, row))), "path": None})
+            images.append({"bytes": encode_png(add_gaussian_noise(_decode(item, row), float(s), rng)) if s > 0 else
+                           (item["bytes"] if item.get("bytes") else encode_png(_decode(item, row))), "path": None})
             bar.update(1)
     image_type = table.splits["train"].features[col]
     splits["train"] = _with_columns(table.splits["train"], {

@@ -21,7 +21,7 @@ import numpy as np
 
 from hetbench.builders.device_split import RenderedCaptures, device_extras, device_table, empty_rows
 from hetbench.errors import HetbenchError
-from hetbench.isp.jobs import encode_png
+from hetbench.png import encode_png_opencv
 from hetbench.naming import SPLITS_ROOT, dataset_stem
 from hetbench.partitioners.devices import DevicePartitioner
 from hetbench.pipeline import PreparedSplit
@@ -169,7 +169,7 @@ def _png_batch(images: np.ndarray, size: int | None) -> list[bytes]:
     for img in images:
         if size is not None and img.shape[0] != size:
             img = cv2.resize(img, (size, size), interpolation=cv2.INTER_NEAREST if img.shape[0] < size else cv2.INTER_AREA)
-        out.append(encode_png(img))
+        out.append(encode_png_opencv(img))
     return out
 
 

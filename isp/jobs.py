@@ -18,6 +18,7 @@ import numpy as np
 
 from hetbench.cores import available_cores
 from hetbench.errors import HetbenchError
+from hetbench.png import encode_png_opencv
 from hetbench.seeding import make_rng
 
 
@@ -134,25 +135,6 @@ def _read_raw_source(source: RawSource):
         return read_raw(local, lens_shading=source.lens_shading)
 
 
-def encode_png(rgb: np.ndarray) -> bytes:
-    """PNG bytes of a uint8 RGB image (OpenCV's encoder, default compression): every rendered image
-    of a device split is stored this way.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from hetbench.isp.jobs import encode_png
-    >>> encode_png(np.zeros((2, 2, 3), np.uint8))[:4]
-    b'\\x89PNG'
-    """
-    import cv2
-
-    ok, buf = cv2.imencode(".png", np.ascontiguousarray(rgb[..., ::-1]))
-    if not ok:  # pragma: no cover - OpenCV only fails on malformed arrays
-        raise RuntimeError("PNG encoding failed")
-    return buf.tobytes()
-
-
 def _profiles(name: str) -> dict:
     from hetbench.isp.profiles import load_profiles
 
@@ -218,7 +200,7 @@ def run_job(job: CaptureJob) -> JobResult:
             for (pos, _), res in zip(members, rendered):
                 out[pos] = res
         for res in out:
-            images.append(encode_png(res.image))
+            images.append(encode_png_opencv(res.image))
             stats.append(image_stats(res.image, res.jpeg_bytes))
     except UnsupportedRaw as exc:
         return JobResult(job.index, job.capture_id, job.label, [], [], skipped=exc.reason)

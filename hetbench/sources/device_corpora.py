@@ -12,12 +12,12 @@ The corpora are registered in :data:`CORPORA` (one module each); their recipes a
 
 from __future__ import annotations
 
-import io
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Sequence
 
 from hetbench.errors import HetbenchError
+from hetbench.png import encode_png
 
 IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png", ".bmp", ".tif", ".tiff", ".webp")
 
@@ -139,9 +139,7 @@ def read_image(job: tuple[str, int | None]) -> ReadImage:
             w, h = max(size, round(img.width * scale)), max(size, round(img.height * scale))
             img = img.resize((w, h), Image.Resampling.LANCZOS)
             left, top = (w - size) // 2, (h - size) // 2
-            out = io.BytesIO()
-            img.crop((left, top, left + size, top + size)).save(out, format="PNG", optimize=False)
-            return ReadImage(out.getvalue())
+            return ReadImage(encode_png(img.crop((left, top, left + size, top + size))))
     except ImageTooLarge as exc:
         return ReadImage(None, str(exc))
     except (OSError, UnidentifiedImageError, SyntaxError, ValueError) as exc:

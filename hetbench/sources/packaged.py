@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import gzip
 import importlib.util
-import io
 from pathlib import Path
 
 import numpy as np
@@ -73,11 +72,6 @@ def png_bytes(images) -> list[bytes]:
     >>> [b[:4] for b in png_bytes(np.zeros((2, 8, 8), np.uint8))]
     [b'\\x89PNG', b'\\x89PNG']
     """
-    from PIL import Image
+    from hetbench.png import encode_png
 
-    out = []
-    for img in images:
-        buf = io.BytesIO()
-        Image.fromarray(np.ascontiguousarray(img)).save(buf, format="PNG", optimize=False)
-        out.append(buf.getvalue())
-    return out
+    return [encode_png(img) for img in images]

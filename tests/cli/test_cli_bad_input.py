@@ -147,7 +147,7 @@ def inputs(tmp_path):
     import datasets
     import numpy as np
 
-    from hetbench.isp.jobs import encode_png
+    from hetbench.png import encode_png_opencv as encode_png
 
     d = tmp_path / "in"
     d.mkdir()
