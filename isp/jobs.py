@@ -19,6 +19,7 @@ import numpy as np
 from hetbench.cores import available_cores
 from hetbench.errors import HetbenchError
 from hetbench.png import encode_png_opencv
+from hetbench.process_pool import worker_context
 from hetbench.seeding import make_rng
 
 
@@ -230,20 +231,8 @@ def init_worker() -> None:
         pass
 
 
+#: what the render workers' forkserver imports once (colour, rawpy and OpenCV take seconds to import)
 WORKER_PRELOAD = ["hetbench.isp.image_stats", "hetbench.isp.pipeline", "hetbench.isp.unprocess", "hetbench.isp.profiles"]
-
-
-def _worker_context():
-    """A forkserver that has imported the ISP once (colour, rawpy and OpenCV take seconds to
-    import), so workers start warm. Never plain fork: a parent that has run LibRaw (OpenMP) or
-    OpenCV holds thread-pool locks that deadlock a forked child. Spawn where there is no forkserver."""
-    import multiprocessing as mp
-
-    if "forkserver" not in mp.get_all_start_methods():
-        return mp.get_context("spawn")
-    ctx = mp.get_context("forkserver")
-    ctx.set_forkserver_preload(WORKER_PRELOAD)
-    return ctx
 
 
 def cap_num_proc(num_proc: int, num_jobs: int, quiet: bool = False) -> int:
@@ -299,7 +288,7 @@ def run_jobs(jobs: Sequence[CaptureJob], num_proc: int = 1, quiet: bool = False,
                 results.append(run_job(job))
                 bar.update(1)
         else:
-            with _worker_context().Pool(num_proc, initializer=init_worker) as pool:
+            with worker_context(WORKER_PRELOAD).Pool(num_proc, initializer=init_worker) as pool:
                 for res in pool.imap(run_job, jobs, chunksize=1):
                     results.append(res)
                     bar.update(1)

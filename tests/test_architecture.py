@@ -17,7 +17,8 @@ FOLDERS = {"hetbench": "hetbench", "isp": "hetbench.isp", "builders": "hetbench.
 #: what the ISP pipeline may use of hetbench besides itself: infrastructure with no dependencies
 ISP_ALLOWED = {"hetbench.cores", "hetbench.errors", "hetbench.progress", "hetbench.registry", "hetbench.seeding",
                "hetbench.order_stats",  # infrastructure: exact percentiles, pure numpy
-               "hetbench.png"}  # infrastructure: the PNG encoders, numpy and the image libraries only
+               "hetbench.png",  # infrastructure: the PNG encoders, numpy and the image libraries only
+               "hetbench.process_pool"}  # infrastructure: the pools' start method
 CONSUMERS = ("hetbench.train", "hetbench.leaderboard", "hetbench.flower", "hetbench.sweep", "hetbench.reproduce")
 #: deprecated aliases of moved modules (CHANGELOG.md): like the facade, a name kept for old imports, outside the layers
 ALIASES = {"hetbench.train.moved"}

@@ -14,24 +14,7 @@ from contextlib import contextmanager
 from typing import Any, Callable, Iterator, Sequence
 
 from hetbench.engines.base import Engine
-
-
-def worker_context(preload: Sequence[str] = ()):
-    """The multiprocessing context of the pool: a forkserver that preloads ``preload``, else spawn.
-
-    Examples
-    --------
-    >>> from hetbench.engines.local import worker_context
-    >>> worker_context(["json"]).get_start_method() in ("forkserver", "spawn")
-    True
-    """
-    import multiprocessing as mp
-
-    if "forkserver" not in mp.get_all_start_methods():
-        return mp.get_context("spawn")
-    ctx = mp.get_context("forkserver")
-    ctx.set_forkserver_preload(list(preload))
-    return ctx
+from hetbench.process_pool import worker_context
 
 
 def _quiet_worker(initializer: Callable[[], None] | None = None) -> None:

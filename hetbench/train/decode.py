@@ -14,7 +14,6 @@ from __future__ import annotations
 import hashlib
 import io
 import mmap
-import multiprocessing
 import os
 import sys
 import types
@@ -28,6 +27,7 @@ import numpy as np
 
 from hetbench.cores import available_cores
 from hetbench.errors import HetbenchError
+from hetbench.process_pool import worker_context
 
 
 #: splits up to this many rows are decoded in the calling process (a pool costs more than it saves)
@@ -266,9 +266,7 @@ class Decoder:
                 yield fn(*task)
             return
         if self._pool is None:
-            method = "forkserver" if sys.platform.startswith("linux") else "spawn"
-            self._pool = ProcessPoolExecutor(self.processes, multiprocessing.get_context(method),
-                                             initializer=_init_worker)
+            self._pool = ProcessPoolExecutor(self.processes, worker_context(None), initializer=_init_worker)
         with _bare_main():  # processes start on submit
             futures = [self._pool.submit(fn, *task) for task in tasks]
         try:
