@@ -45,6 +45,7 @@ import numpy as np
 
 from hetbench.errors import HetbenchError
 from hetbench.train.array_digest import array_sha256, file_sha256
+from hetbench.train.channel_stats import channel_moments
 from hetbench.train.decode import BlockJob, Decoder, ImageSource, decode_task, image_source, release_pages, scan_task
 
 CACHE_VERSION = 3  # 3: the array's sha256 is taken over its blocks' sha256 (hetbench.train.array_digest)
@@ -436,8 +437,7 @@ def _build(source: ImageSource, folder: Path, stem: Path, identity: dict, rows: 
                                 "channels": c, "image_size": size, "block_rows": per_block, "block_crc32": crcs,
                                 "sha256": array_sha256(header, shas)}
         if stats:
-            mean = total / max(count, 1)
-            std = np.sqrt(np.maximum(total_sq / max(count, 1) - mean**2, 1e-12))
+            mean, std = channel_moments(total, total_sq, count)
             meta.update(mean=[float(v) for v in mean], std=[float(v) for v in std])
         meta["digest"] = _sign(meta)
         (tmp / "meta.json").write_text(json.dumps(meta) + "\n")

@@ -23,6 +23,7 @@ import numpy as np
 from hetbench.errors import HetbenchError
 from hetbench.roots import check_no_links_leaving
 from hetbench.train.cache import Decoder, block_rows, cache_folder, decoded_images, image_source, release_pages
+from hetbench.train.channel_stats import blocks_stats
 
 if TYPE_CHECKING:
     import torch
@@ -149,17 +150,7 @@ def channel_stats(x: np.ndarray, chunk: int | None = None) -> tuple[np.ndarray, 
     """
     c = x.shape[1]
     chunk = chunk or block_rows(c, x.shape[-1])
-    total = np.zeros(c)
-    total_sq = np.zeros(c)
-    count = 0
-    for start in range(0, x.shape[0], chunk):
-        part = np.asarray(x[start : start + chunk]).reshape(-1, c, x.shape[2] * x.shape[3]).astype(np.float64) / 255.0
-        total += part.sum(axis=(0, 2))
-        total_sq += (part**2).sum(axis=(0, 2))
-        count += part.shape[0] * part.shape[2]
-    mean = total / max(count, 1)
-    std = np.sqrt(np.maximum(total_sq / max(count, 1) - mean**2, 1e-12))
-    return mean, std
+    return blocks_stats((np.asarray(x[start : start + chunk]) for start in range(0, x.shape[0], chunk)), c)
 
 
 def _column(ds, name: str, kind) -> np.ndarray:

@@ -28,6 +28,7 @@ import numpy as np
 from hetbench.cores import available_cores
 from hetbench.errors import HetbenchError
 from hetbench.process_pool import worker_context
+from hetbench.train.channel_stats import channel_sums
 
 
 #: splits up to this many rows are decoded in the calling process (a pool costs more than it saves)
@@ -216,12 +217,7 @@ def decode_task(job: BlockJob) -> tuple[int, np.ndarray | None, np.ndarray | Non
             done += os.pwrite(fd, data[done:], offset + done)
     finally:
         os.close(fd)
-    sums = squares = None
-    count = 0
-    if job.stats and block.size:  # the sums channel_stats takes over one block of rows
-        part = block.reshape(block.shape[0], job.channels, -1).astype(np.float64) / 255.0
-        sums, squares = part.sum(axis=(0, 2)), (part**2).sum(axis=(0, 2))
-        count = part.shape[0] * part.shape[2]
+    sums, squares, count = channel_sums(block) if job.stats and block.size else (None, None, 0)
     return zlib.crc32(data), sums, squares, count, hashlib.sha256(data).digest()
 
 

@@ -34,6 +34,7 @@ from typing import Sequence
 import numpy as np
 
 from hetbench.errors import HetbenchError
+from hetbench.train.channel_stats import blocks_stats
 from hetbench.train.data import FederatedData
 
 #: the values ``--protocol`` takes
@@ -196,18 +197,7 @@ def row_stats(x, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     rows = np.sort(np.asarray(rows, dtype=np.int64))
     c = int(x.shape[1])
     chunk = max(1, min(2048, STATS_ELEMENTS // max(1, int(np.prod(x.shape[1:])))))
-    total = np.zeros(c)
-    total_sq = np.zeros(c)
-    count = 0
-    for start in range(0, rows.size, chunk):
-        part = _as_numpy(_take(x, rows[start : start + chunk]))
-        part = part.reshape(part.shape[0], c, -1).astype(np.float64) / 255.0
-        total += part.sum(axis=(0, 2))
-        total_sq += (part**2).sum(axis=(0, 2))
-        count += part.shape[0] * part.shape[2]
-    mean = total / max(count, 1)
-    std = np.sqrt(np.maximum(total_sq / max(count, 1) - mean**2, 1e-12))
-    return mean, std
+    return blocks_stats((_as_numpy(_take(x, rows[start : start + chunk])) for start in range(0, rows.size, chunk)), c)
 
 
 def restrict_groups(
