@@ -17,6 +17,7 @@ import click
 
 from hetbench.version import __version__
 from hetbench.errors import HetbenchError, Terminated
+from hetbench.sentences import first_sentence
 
 
 class Interrupted(Exception):
@@ -155,33 +156,6 @@ def cli() -> None:
       hetbench report hetbench_splits/digits-dirichlet-client-a0.1-n20-s0
       hetbench verify hetbench_splits/digits-dirichlet-client-a0.1-n20-s0
     """
-
-
-#: words that end in a full stop inside a sentence ("Hsu et al. 2020", "sec. 4.1", "Eq. 4")
-_ABBREVIATIONS = ("et al.", "sec.", "e.g.", "i.e.", "Eq.", "Fig.", "App.", "vs.", "cf.", "approx.", "no.")
-
-
-def first_sentence(text: str | None) -> str:
-    """The first sentence of a command's help, whole: click's default short help stops at the first
-    full stop ("Hsu et al.") and cuts at 45 characters ("..."), this one skips abbreviations.
-
-    Examples
-    --------
-    >>> first_sentence("Label Dirichlet split (Hsu et al. 2019, sec. 3). Example: ...")
-    'Label Dirichlet split (Hsu et al. 2019, sec. 3).'
-    >>> first_sentence("\\b\\nNo full stop at all")
-    'No full stop at all'
-    """
-    text = (text or "").split("\f", 1)[0].split("\n\n", 1)[0].replace("\b", "")
-    words = " ".join(text.split())
-    start = 0
-    while True:
-        end = words.find(". ", start)
-        if end < 0:
-            return words
-        if not any(words[: end + 1].endswith(abbr) for abbr in _ABBREVIATIONS):
-            return words[: end + 1]
-        start = end + 1
 
 
 def _whole_short_help(command: click.Command) -> None:

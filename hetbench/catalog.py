@@ -25,19 +25,15 @@ recipes:
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from importlib import resources
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from hetbench.errors import HetbenchError
+from hetbench.sentences import first_sentence
 
 #: every section, in the order ``hetbench list`` prints them
 SECTIONS: tuple[str, ...] = ("built-ins", "partitioners", "builders", "recipes", "profiles", "algorithms", "models")
-
-#: words that end in a full stop inside a sentence ("Hsu et al. 2020", "sec. 4.1")
-_ABBREVIATIONS = ("et al.", "sec.", "e.g.", "i.e.", "Eq.", "Fig.", "App.", "vs.", "cf.", "no.")
-
 
 @dataclass(frozen=True)
 class Entry:
@@ -47,36 +43,9 @@ class Entry:
     description: str
 
 
-def summary(text: str | None) -> str:
-    """The first sentence of a docstring's first paragraph, on one line, without reST markup.
-
-    Examples
-    --------
-    >>> summary('''``builtin:digits``: scikit-learn's 1,797 digits (Hsu et al. 2019). More text.
-    ...
-    ... Parameters''')
-    "builtin:digits: scikit-learn's 1,797 digits (Hsu et al. 2019)."
-    >>> summary("Noise imbalance (NIID-Bench, [1]_ sec. 3.2): IID clients")
-    'Noise imbalance (NIID-Bench, sec. 3.2): IID clients'
-    """
-    first = re.split(r"\n\s*\n", (text or "").strip(), maxsplit=1)[0]
-    words = " ".join(first.split())
-    words = re.sub(r"``([^`]*)``", r"\1", words)
-    words = re.sub(r":\w+:`~?([^`]*)`", r"\1", words)
-    words = re.sub(r"\s*\[\d+\]_", "", words)
-    start = 0
-    while True:
-        end = words.find(". ", start)
-        if end < 0:
-            return words
-        if not any(words[: end + 1].endswith(a) for a in _ABBREVIATIONS):
-            return words[: end + 1]
-        start = end + 1
-
-
 def registry_entries(registry: Mapping[str, Any]) -> list[Entry]:
     """Name and docstring summary of every entry of a registry (classes or functions), in its order."""
-    return [Entry(name, summary(getattr(obj, "__doc__", None))) for name, obj in registry.items()]
+    return [Entry(name, first_sentence(getattr(obj, "__doc__", None))) for name, obj in registry.items()]
 
 
 def _builtins() -> list[Entry]:
@@ -110,7 +79,7 @@ def _yaml_files(folder: str) -> list[tuple[str, dict[str, Any]]]:
 
 def _recipes() -> list[Entry]:
     return [
-        Entry(name, summary(str(d.get("description", ""))) + (f" [build {d['builder']}]" if d.get("builder") else ""))
+        Entry(name, first_sentence(str(d.get("description", ""))) + (f" [build {d['builder']}]" if d.get("builder") else ""))
         for name, d in _yaml_files("recipes")
     ]
 
@@ -119,7 +88,7 @@ def _profiles() -> list[Entry]:
     entries = []
     for name, d in _yaml_files("devices"):
         devices = d.get("devices") or []
-        text = summary(str(d.get("description", "")))
+        text = first_sentence(str(d.get("description", "")))
         entries.append(Entry(name, f"{len(devices)} devices: {text}" if devices else text))
     return entries
 
