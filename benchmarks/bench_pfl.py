@@ -187,7 +187,7 @@ def floor_line(data, selections: list) -> str:
     """The arithmetic of a round against this CPU's single-thread matrix-product rate: the compute floor."""
     from trainer_lockstep import gemm_gflops
 
-    from hetbench.train.lockstep import step_flop
+    from hetbench.train.client_exec import step_flop
     from hetbench.train.models import build_model
 
     side = int(data.x_train.shape[-1])

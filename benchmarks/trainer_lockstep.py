@@ -71,7 +71,7 @@ def run(say: Callable[[str], None], tmp: Path, seed: int, repeats: int, quick: b
     from hetbench.cores import available_cores
     from hetbench.train.algorithms import TrainConfig, make_algorithm
     from hetbench.train.data import load_federated
-    from hetbench.train.lockstep import step_flop
+    from hetbench.train.client_exec import step_flop
     from hetbench.train.models import build_model
     from hetbench.train.simulation import run_training
 

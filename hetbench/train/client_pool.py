@@ -29,7 +29,8 @@ from hetbench.train.device import check_amp
 from hetbench.train.evaluate import predict_rows
 from hetbench.train.flat import FlatModel
 from hetbench.train.local import Workspace
-from hetbench.train.lockstep import LockstepGroup, choose_client_exec, lockstep_chunk, lockstep_refusal
+from hetbench.train.client_exec import choose_client_exec, lockstep_chunk, lockstep_refusal
+from hetbench.train.lockstep import LockstepGroup
 from hetbench.train.models import build_model
 from hetbench.train.local_plan import activation_bytes, stacked_chunk, stacked_refusal
 from hetbench.train.stacked import StackedClients

@@ -23,11 +23,7 @@ from hetbench.sweep import default_split
 from hetbench.train.algorithms import ALGORITHMS, TrainConfig, make_algorithm
 from hetbench.train.data import load_federated
 from hetbench.train.local import TrainingDiverged
-from hetbench.train.lockstep import (
-    ClientExecRefused,
-    choose_client_exec,
-    lockstep_refusal,
-)
+from hetbench.train.client_exec import ClientExecRefused, choose_client_exec, lockstep_refusal
 from hetbench.train.session import TrainingSession
 from hetbench.train.simulation import run_training
 
@@ -209,9 +205,9 @@ def test_a_short_run_ends_within_one_test_image(data, name):
 
 
 def test_lockstep_bits_do_not_depend_on_runs_or_workers(data, monkeypatch):
-    import hetbench.train.lockstep as lockstep
+    import hetbench.train.client_exec as client_exec
 
-    monkeypatch.setattr(lockstep, "CPU_CHUNK", 4)  # ten clients in chunks of 4, 4 and 2: two workers busy
+    monkeypatch.setattr(client_exec, "CPU_CHUNK", 4)  # ten clients in chunks of 4, 4 and 2: two workers busy
 
     def final(workers: int):
         doc, run = run_training(data, make_algorithm("fedprox"),
@@ -376,14 +372,14 @@ def test_a_resumed_lockstep_run_equals_an_uninterrupted_one(data, tmp_path):
     def without_timing(doc: dict) -> str:
         return json.dumps({k: v for k, v in doc.items() if k != "timing"}, sort_keys=True)
 
-    import hetbench.train.lockstep as lockstep
+    import hetbench.train.client_exec as client_exec
 
-    original = lockstep.CPU_CHUNK
-    lockstep.CPU_CHUNK = 2  # five clients in chunks of 2, 2 and 1: two workers busy when resumed
+    original = client_exec.CPU_CHUNK
+    client_exec.CPU_CHUNK = 2  # five clients in chunks of 2, 2 and 1: two workers busy when resumed
     try:
         _resume_check(data, tmp_path, config, stop_at_2, without_timing, Interrupted)
     finally:
-        lockstep.CPU_CHUNK = original
+        client_exec.CPU_CHUNK = original
 
 
 def _resume_check(data, tmp_path, config, stop_at_2, without_timing, Interrupted):

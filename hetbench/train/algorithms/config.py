@@ -64,7 +64,7 @@ class TrainConfig:
     workers : int or None
         Parallel client workers (``--workers``; None: one per core available, at most the clients per round).
     client_exec : str
-        ``auto``, ``sequential`` or ``lockstep`` (``--client-exec``; :mod:`hetbench.train.lockstep`).
+        ``auto``, ``sequential`` or ``lockstep`` (``--client-exec``; :mod:`hetbench.train.client_exec`).
     threads : int or None
         Intra-op threads of a serial run (central, dropout models; ``--threads``; None: 1 on a CPU).
     device : str
@@ -107,7 +107,7 @@ class TrainConfig:
     target_accuracy: float | None = None
     group_by: str | None = None
     workers: int | None = None  # parallel client threads (None: one per core, at most clients per round)
-    client_exec: str = "auto"  # auto | sequential | lockstep (hetbench.train.lockstep.choose_client_exec)
+    client_exec: str = "auto"  # auto | sequential | lockstep (hetbench.train.client_exec.choose_client_exec)
     threads: int | None = None  # intra-op threads of a serial run (central, dropout; None: 1 on a CPU)
     device: str = "auto"  # auto | cpu | cuda | cuda:N | mps (hetbench.train.device.resolve_device)
     amp: bool = False  # bf16 autocast on CUDA
