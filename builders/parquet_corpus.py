@@ -28,6 +28,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from hetbench.builders.corpus_split import AS_CAPTURED
 from hetbench.errors import HetbenchError
 from hetbench.pipeline import PreparedSplit
 
@@ -127,7 +128,7 @@ def _extras(spec: dict[str, Any], devices: list[str], weights: dict[str, float],
 
     def extras(split):
         per_device = clients_per_device(split, devices)
-        entries = {d: {"isp": "as-captured", "clients": per_device[d], "weight": weights[d], "train_images": train[d],
+        entries = {d: {"isp": AS_CAPTURED, "clients": per_device[d], "weight": weights[d], "train_images": train[d],
                        "test_images": test[d]} for d in devices}
         ours = {"images": sum(train.values()) + sum(test.values()), "classes": len(split.class_names),
                 "devices": len(devices)}

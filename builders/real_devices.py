@@ -21,20 +21,21 @@ import os
 from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence
 
-import numpy as np
-
-from hetbench.builders.captures import check_clients, check_clients_fit, check_size, resolve_num_proc
-from hetbench.builders.device_split import empty_rows, held_out_captures, spilled_table
+from hetbench.builders.captures import check_clients_fit, check_size, resolve_num_proc
+from hetbench.builders.corpus_split import (
+    client_allocation,
+    corpus_device_split,
+    corpus_extras,
+    folder_name,
+    split_by_capture,
+    stable_reason,
+)
 from hetbench.builders.row_spill import RowSpill
 from hetbench.engines import EngineSpec
 from hetbench.errors import HetbenchError
 from hetbench.naming import SPLITS_ROOT
-from hetbench.partitioners.devices import DevicePartitioner
 from hetbench.pipeline import PreparedSplit
 from hetbench.seeding import check_seed
-
-#: the ``isp`` column of a real device: the photographs as the device's own camera app made them
-AS_CAPTURED = "as-captured"
 
 
 def prepare_real_devices(
@@ -89,7 +90,9 @@ def prepare_real_devices(
     if data_dir is None or dataset is not None:
         raise HetbenchError(f"the {recipe} recipe reads a folder: give --data-dir, not --dataset")
     if settings["reader"] == "fivek-cameras":
-        return _prepare_raw_cameras(spec, settings, recipe, data_dir, clients, clients_per_device, size, test_fraction,
+        from hetbench.builders.raw_cameras import prepare_raw_cameras
+
+        return prepare_raw_cameras(spec, settings, recipe, data_dir, clients, clients_per_device, size, test_fraction,
                                     seed, num_proc, quiet, engine, on_checked, purity)
     layout = corpus(settings["reader"])
     root = check_folder(data_dir, layout.layout)
@@ -123,164 +126,16 @@ def prepare_real_devices(
                 kept.append((im, spill.add(r.data)))
         if not kept:
             raise HetbenchError(f"no image of '{data_dir}' could be read ({len(skipped)} skipped: {skipped[0]['reason']})")
-        rows, counts = _split_by_capture(kept, test_fraction, seed)
+        rows, counts = split_by_capture(kept, test_fraction, seed)
     except BaseException:
         spill.close()
         raise
-    class_names = sorted({im.label for im, _ in kept})
-    for split in rows.values():
-        split["label"] = [class_names.index(x) for x in split["label"]]
     params: dict[str, Any] = {"recipe": recipe, "data_dir": str(data_dir), "clients": asked,
                               "clients_per_device": clients_per_device, "size": size, "test_fraction": test_fraction}
-    source = {"dataset": f"{recipe}:{data_dir}", "label_col": "label", "id_col": "sample_id"}
-    table = spilled_table(spill, rows, class_names, source, f"{layout.description} (local copy '{_folder_name(data_dir)}')",
-                          spec.get("license", "other"))
-    check_clients_fit(clients, weights, counts["train"], training=True)
-    if purity != 1.0:  # only when set: the recipes of pure splits stay as they were
-        params["purity"] = float(purity)
-    partitioner = DevicePartitioner(clients, weights, "device", "deal", build={"method": "real-devices", "params": params},
-                                    purity=purity)
-    extras = _extras(spec, layout.setting_of, devices, weights, counts, skipped, len(images))
-    return PreparedSplit(table, partitioner, seed, "global", extras=extras)
-
-
-def _folder_name(path: str) -> str:
-    """A folder's name for the card, never its path (the card is published; :mod:`hetbench.local_paths`)."""
-    return os.path.basename(os.path.abspath(path)) or str(path)
-
-
-def client_allocation(clients: int | None, clients_per_device: int | None, devices: list[str],
-                      weights: dict[str, float]) -> tuple[int | None, dict[str, float]]:
-    """(clients, device weights): ``--clients N`` with ``weights``, or ``--clients-per-device K`` (K x
-    devices clients, uniform weights); checked (one of the two at most, every device a client).
-
-    Examples
-    --------
-    >>> client_allocation(None, 2, ["a", "b"], {"a": 3.0, "b": 1.0})
-    (4, {'a': 1.0, 'b': 1.0})
-    """
-    if clients is not None and clients_per_device is not None:
-        raise HetbenchError("give --clients or --clients-per-device, not both")
-    if clients_per_device is not None:
-        if clients_per_device < 1:
-            raise HetbenchError(f"--clients-per-device must be at least 1 (got {clients_per_device})")
-        clients, weights = clients_per_device * len(devices), {d: 1.0 for d in devices}
-    check_clients(clients, devices)
-    return clients, weights
-
-
-def _prepare_raw_cameras(spec, settings, recipe, data_dir, clients, clients_per_device, size, test_fraction, seed,
-                         num_proc, quiet, engine, on_checked, purity: float = 1.0) -> PreparedSplit:
-    """A RAW corpus with one device per camera model (MIT-Adobe FiveK): every photograph rendered once
-    by the baseline ISP (HeteroSwitch Table 3) at ``size``, its device the camera its RAW file names
-    (Make and Model tags), clients allocated to cameras by their number of photographs."""
-    from hetbench.builders.captures import refused_file, run_jobs
-    from hetbench.isp.jobs import CaptureJob, RawSource, Render
-    from hetbench.isp.pipeline import Pipeline
-    from hetbench.sources.device_corpora import CorpusImage
-    from hetbench.sources.fivek import fivek_captures
-
-    if clients is not None and clients_per_device is not None:
-        raise HetbenchError("give --clients or --clients-per-device, not both")
-    size = check_size(224 if size is None else size)  # RAW files are rendered: they need a size
-    if not 0.0 < test_fraction < 1.0:
-        raise HetbenchError(f"--test-fraction must be between 0 and 1 (got {test_fraction})")
-    found = fivek_captures(data_dir, settings["field"])
-    files = sorted(found.label_of)
-    if on_checked is not None:
-        on_checked()
-    baseline = str(Pipeline.parse({}))
-    jobs = [CaptureJob(i, Path(f).stem, found.label_of[f], RawSource(f), (Render("baseline", baseline),), size, seed,
-                       refused=refused_file(f, data_dir, "--data-dir"))  # a link out of --data-dir: skipped unread
-            for i, f in enumerate(files)]
-    results = run_jobs(jobs, num_proc, quiet, f"rendering {len(jobs):,} RAW photographs", engine, stream=True)
-    root = Path(data_dir)
-    spill = RowSpill()
-    try:
-        kept, skipped = [], []
-        for j, r in zip(jobs, results):  # each rendered photograph to disk as it comes
-            file = Path(j.source.path).relative_to(root).as_posix()
-            if r.skipped:
-                skipped.append({"file": file, "reason": r.skipped})
-            else:
-                kept.append((CorpusImage(file, r.label, r.camera or "unknown camera", j.capture_id), spill.add(r.images[0])))
-        skipped += found.unlabelled
-        if not kept:
-            raise HetbenchError(f"no photograph of '{data_dir}' could be rendered ({len(skipped)} skipped)")
-        photos: dict[str, int] = {}
-        for im, _ in kept:
-            photos[im.device] = photos.get(im.device, 0) + 1
-        devices = sorted(photos, key=lambda d: (-photos[d], d))  # most photographs first
-        clients, weights = client_allocation(clients, clients_per_device, devices, {d: float(photos[d]) for d in devices})
-        rows, counts = _split_by_capture(kept, test_fraction, seed, per_device=True)  # every camera keeps a training photo
-    except BaseException:
-        spill.close()
-        raise
-    class_names = sorted({im.label for im, _ in kept})
-    for split in rows.values():
-        split["label"] = [class_names.index(x) for x in split["label"]]
-        split["isp"] = [baseline] * len(split["isp"])
-    params: dict[str, Any] = {"recipe": recipe, "data_dir": str(data_dir), "clients": None if clients_per_device else clients,
-                              "clients_per_device": clients_per_device, "size": size, "test_fraction": test_fraction}
-    source = {"dataset": f"{recipe}:{data_dir}", "label_col": "label", "id_col": "sample_id"}
-    description = f"{str(spec.get('description', recipe)).split(':')[0]} (local copy '{_folder_name(data_dir)}')"
-    table = spilled_table(spill, rows, class_names, source, description, spec.get("license", "other"))
-    if purity != 1.0:  # only when set: the recipes of pure splits stay as they were
-        params["purity"] = float(purity)
-    partitioner = DevicePartitioner(clients, weights, "device", "deal", build={"method": "real-devices", "params": params},
-                                    purity=purity)
-    extras = _extras(spec, None, devices, weights, counts, skipped, len(files) + len(found.unlabelled))
-    return PreparedSplit(table, partitioner, seed, "global", extras=extras)
-
-
-def _split_by_capture(kept, test_fraction: float, seed: int, per_device: bool = False) -> tuple[dict, dict[str, int]]:
-    """Rows of every kept image (``(CorpusImage, its spill row)``), train/test by capture, stratified by the
-    capture's label; with ``per_device`` (each capture on one device), by device and label, so that every
-    device keeps at least one training capture (the per-client hold-out of
-    :func:`hetbench.splits.stratified_holdout`). The ``image`` column holds the spill rows."""
-    first: dict[str, tuple[str, str]] = {}
-    for im, _ in kept:
-        first.setdefault(im.capture, (im.label, im.device))
-    captures = sorted(first)
-    if per_device:
-        from hetbench.seeding import make_rng
-        from hetbench.splits import stratified_holdout
-
-        labels = sorted({lab for lab, _ in first.values()})
-        devs = sorted({dev for _, dev in first.values()})
-        held = stratified_holdout(np.array([devs.index(first[c][1]) for c in captures], np.int32),
-                                  np.array([labels.index(first[c][0]) for c in captures], np.int64),
-                                  len(devs), len(labels), test_fraction, make_rng(seed, 1))
-    else:
-        held = held_out_captures([first[c][0] for c in captures], test_fraction, seed)
-    if held.all() or not held.any():
-        raise HetbenchError(f"need captures in both train and test to split by capture (have {len(captures)})")
-    is_test = dict(zip(captures, held.tolist()))
-    rows = empty_rows()
-    for im, row in kept:
-        r = rows["test" if is_test[im.capture] else "train"]
-        r["image"].append(row)
-        r["label"].append(im.label)
-        r["device"].append(im.device)
-        r["isp"].append(AS_CAPTURED)
-        r["capture_id"].append(im.capture)
-        r["sample_id"].append(im.file)
-    counts = {"captures": len(captures), "train": int((~held).sum()), "test": int(held.sum())}
-    return rows, counts
-
-
-def stable_reason(reason: str | None) -> str | None:
-    """A skip reason without the memory addresses an error message may quote (PIL names the file object it
-    could not identify, ``<_io.BytesIO object at 0x7f...>``), so the report is the same bytes on every run.
-
-    Examples
-    --------
-    >>> stable_reason("unreadable image: cannot identify image file <_io.BytesIO object at 0x7f27e7d79350>")
-    'unreadable image: cannot identify image file <_io.BytesIO object>'
-    """
-    import re
-
-    return None if reason is None else re.sub(r" at 0x[0-9a-fA-F]+>", ">", reason)
+    return corpus_device_split(spec, recipe, data_dir, f"{layout.description} (local copy '{folder_name(data_dir)}')",
+                               spill, rows, kept, params, clients, weights, purity, seed,
+                               corpus_extras(spec, layout.setting_of, devices, weights, counts, skipped, len(images)),
+                               fit_rows=counts["train"])
 
 
 def stream_images(root: Path, images: Sequence[Any], size: int | None, num_proc: int, quiet: bool = False,
@@ -331,36 +186,6 @@ def stream_images(root: Path, images: Sequence[Any], size: int | None, num_proc:
         for ok in inside:
             yield next(done) if ok else ReadImage(None, outside_reason("--data-dir"))
             bar.update(1)
-
-
-def _extras(spec: dict[str, Any], setting_of: Callable[[str], dict] | None, devices: list[str],
-            weights: dict[str, float], counts: dict[str, int], skipped: list[dict[str, str]], scanned: int):
-    """Report entries: per device its clients, weight and images; the captures; the skipped files;
-    the corpus's published statistics beside ours."""
-    from hetbench.builders.device_split import clients_per_device
-
-    def extras(split):
-        per_device = clients_per_device(split, devices)
-        train_dev = np.asarray(split.table.column("train", "device"))
-        test_dev = np.asarray(split.table.column("test", "device"))
-        entries = {}
-        for d in devices:
-            entry: dict[str, Any] = {"isp": AS_CAPTURED}
-            if setting_of is not None:
-                entry["setting"] = setting_of(d)
-            entry.update({"clients": per_device[d], "weight": weights[d],
-                          "train_images": int((train_dev == d).sum()), "test_images": int((test_dev == d).sum())})
-            entries[d] = entry
-        report: dict[str, Any] = {
-            "devices": entries,
-            "captures": counts,
-            "corpus": {"recipe": spec["name"], "images": scanned - len(skipped), "classes": len(split.class_names),
-                       "devices": len(devices), "published": spec.get("published", {})},
-            "skipped": skipped, "num_skipped": len(skipped),
-        }
-        return report, None
-
-    return extras
 
 
 def build_real_devices(
