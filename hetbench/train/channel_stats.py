@@ -22,8 +22,9 @@ def channel_sums(block: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
     --------
     >>> import numpy as np
     >>> from hetbench.train.channel_stats import channel_sums
-    >>> channel_sums(np.array([[[[0, 255]]], [[[255, 255]]]], dtype=np.uint8))
-    (array([3.]), array([3.]), 4)
+    >>> sums, squares, count = channel_sums(np.array([[[[0, 255]]], [[[255, 255]]]], dtype=np.uint8))
+    >>> sums.tolist(), squares.tolist(), count
+    ([3.0], [3.0], 4)
     """
     part = np.asarray(block).reshape(block.shape[0], block.shape[1], -1).astype(np.float64) / 255.0
     return part.sum(axis=(0, 2)), (part**2).sum(axis=(0, 2)), part.shape[0] * part.shape[2]
