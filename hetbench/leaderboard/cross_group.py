@@ -87,7 +87,7 @@ def cross_group_tables(table: SplitTable) -> list[CrossTable]:
     >>> from hetbench.leaderboard.aggregate import aggregate
     >>> from hetbench.leaderboard.cross_group import cross_group_tables
     >>> from hetbench.leaderboard.load import example_result, parse_result
-    >>> from hetbench.train.results import curve_statistics, group_protocol
+    >>> from hetbench.train.result_stats import curve_statistics, group_protocol
     >>> def run(trained):
     ...     accs = {g: (90.0 if g == trained else 50.0) for g in "abc"}
     ...     doc = example_result(algorithm="fedavg", accuracy=70.0)

@@ -8,7 +8,7 @@ is *skipped* and listed.
 
 Schema 2 documents give each per-evaluation metric's best evaluation and the mean of its last k
 evaluations in ``final.best`` / ``final.last_k``; for schema 1 documents the same figures are computed
-from their ``curves`` (:func:`hetbench.train.results.curve_statistics`, k = 3, their default).
+from their ``curves`` (:func:`hetbench.train.result_stats.curve_statistics`, k = 3, their default).
 """
 
 from __future__ import annotations
@@ -21,13 +21,8 @@ from typing import Any
 from hetbench.errors import HetbenchError
 from hetbench.leaderboard.metrics import FINAL_METRICS, PER_EVALUATION
 from hetbench.leaderboard.statistics import number, read_statistics
-from hetbench.train.results import (  # the producer's constants and statistics (no torch)
-    DEFAULT_LAST_K,
-    READABLE_SCHEMA_VERSIONS,
-    RESULT_KIND,
-    SCHEMA_VERSION,
-    curve_statistics,
-)
+from hetbench.train.result_stats import curve_statistics  # the producer's constants and statistics (no torch)
+from hetbench.train.results import DEFAULT_LAST_K, READABLE_SCHEMA_VERSIONS, RESULT_KIND, SCHEMA_VERSION
 
 
 

@@ -3,7 +3,7 @@
 Schema 2 documents carry them (``final.best``: ``{metric: {"value", "round"}}``, ``final.last_k``:
 ``{"k", "rounds", metric: value}``, each with ``group_accuracy`` and, with ``--train-groups``,
 ``group_drop`` per test group); for schema 1 documents they are computed from the curves with the
-producer's own function (:func:`hetbench.train.results.curve_statistics`), k = 3 (their default).
+producer's own function (:func:`hetbench.train.result_stats.curve_statistics`), k = 3 (their default).
 """
 
 from __future__ import annotations
@@ -12,7 +12,8 @@ import math
 from typing import Any
 
 from hetbench.leaderboard.metrics import PER_EVALUATION, STATISTICS
-from hetbench.train.results import DEFAULT_LAST_K, curve_statistics
+from hetbench.train.result_stats import curve_statistics
+from hetbench.train.results import DEFAULT_LAST_K
 
 #: a statistic's key in a document's ``final`` (None: ``final`` itself)
 STAT_KEYS = {"last-k": "last_k", "best": "best", "final": None}

@@ -7,7 +7,7 @@ round, a checkpoint saves it, and :func:`results_document` turns it into the JSO
 Besides the last evaluation, the document's ``final`` gives every evaluated metric's best round
 (``final.best``) and the mean of its last k evaluations (``final.last_k``), so that one bad last round
 does not decide a comparison; with ``--train-groups`` it gives the trained-on and unseen accuracy and
-the accuracy drop of every test group (:func:`hetbench.train.results.group_protocol`).
+the accuracy drop of every test group (:func:`hetbench.train.result_stats.group_protocol`).
 """
 
 from __future__ import annotations
@@ -19,7 +19,8 @@ from typing import Any
 import numpy as np
 
 from hetbench import __version__
-from hetbench.train.results import EVAL_METRICS, RESULT_KIND, SCHEMA_VERSION, curve_statistics, group_protocol
+from hetbench.train.result_stats import curve_statistics, group_protocol
+from hetbench.train.results import EVAL_METRICS, RESULT_KIND, SCHEMA_VERSION
 
 __all__ = ["EVAL_METRICS", "History", "elapsed", "results_document", "rounds_to_target", "stable_final"]
 
@@ -105,7 +106,7 @@ def stable_final(history: History, groups: dict[str, dict], train_groups: Any, l
     -------
     dict
         ``{"best": {metric: {"value", "round"}, "group_accuracy": {...}, ...}, "last_k": {"k", "rounds", metric: value, ...}}``
-        (:func:`hetbench.train.results.curve_statistics`).
+        (:func:`hetbench.train.result_stats.curve_statistics`).
 
     Examples
     --------

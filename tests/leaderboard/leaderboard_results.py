@@ -75,7 +75,7 @@ def result_v2(curves: dict, groups: dict | None = None, train_groups: list | Non
               **kwargs: Any) -> dict:
     """A schema-2 result whose ``final`` (last evaluation, ``best``, ``last_k``) and ``groups`` come from
     ``curves`` (``round``, metric lists, ``group_accuracy``) through the producer's own functions."""
-    from hetbench.train.results import curve_statistics, group_protocol
+    from hetbench.train.result_stats import curve_statistics, group_protocol
 
     data = result(curves=curves, **kwargs)
     data["schema_version"] = 2

@@ -10,16 +10,8 @@ import pytest
 from hetbench.train.algorithms import make_algorithm
 from hetbench.train.algorithms.config import TrainConfig
 from hetbench.train.document import History, results_document
-from hetbench.train.results import (
-    EVAL_METRICS,
-    SCHEMA_VERSION,
-    best_of,
-    curve_statistics,
-    dumps,
-    group_protocol,
-    mean_last,
-    pooled_accuracy,
-)
+from hetbench.train.result_stats import best_of, curve_statistics, group_protocol, mean_last, pooled_accuracy
+from hetbench.train.results import EVAL_METRICS, SCHEMA_VERSION, dumps
 from hetbench.train.simulation import run_training
 
 pytestmark = pytest.mark.usefixtures("one_thread")
