@@ -107,8 +107,10 @@ def choose_client_exec(requested: str, refusal: str | None, device: torch.device
     (grouped convolutions, ``bmm``) run no faster per client than the separate ones, and a compute-bound
     step runs slower (``benchmarks/results_trainer_lockstep.txt``, stacked, one thread and both cores:
     0.43-0.87x of sequential on digits-cnn at 16 px, LeNet and ResNet-10; 2.34x and 1.63x on 50 clients of
-    2-3 images at 8 px, a step too small to be anything but overhead). The rule depends only on the options
-    and the device, so a run's mode, and so its bits, never change from one start to the next.
+    2-3 images at 8 px, a step too small to be anything but overhead). ``benchmarks/lockstep_crossover.py``
+    maps where lockstep wins on a CPU: only digits-cnn at 8 px with steps of at most 80 MFLOP (1.03-1.25x),
+    while LeNet at 8 px loses at 34.5 MFLOP, so no bound on the step's size is a rule. The rule depends only
+    on the options and the device, so a run's mode, and so its bits, never change from one start to the next.
 
     Examples
     --------
