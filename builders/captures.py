@@ -165,7 +165,7 @@ def rebuild_from_recipe(prepare, manifest: dict, num_proc: int = 1):
     import yaml
 
     from hetbench.param_types import check_params
-    from hetbench.publish.manifest import recorded_build
+    from hetbench.contract import recorded_build
 
     part = recorded_build(manifest)
     where = "recipe.build.params" if isinstance(manifest["recipe"].get("build"), dict) else "recipe.partition.params"

@@ -418,10 +418,10 @@ def rebuild(manifest: dict, num_proc: int = 1):
     """Re-run a recorded feature-noise or label-noise build (for ``hetbench verify``); the split.
 
     The recorded source is loaded and noised again; a source whose noised table has another input
-    fingerprint raises :class:`~hetbench.publish.verify.SourceChanged`.
+    fingerprint raises :class:`~hetbench.errors.SourceChanged`.
     """
     from hetbench.param_types import check_params
-    from hetbench.publish.verify import SourceChanged
+    from hetbench.errors import SourceChanged
 
     src, recipe = manifest["source"], manifest["recipe"]
     part = recipe["partition"]

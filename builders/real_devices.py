@@ -267,7 +267,7 @@ def rebuild(manifest: dict, num_proc: int = 1):
     """Re-read the recorded corpus folder with the recorded parameters (for ``hetbench verify``)."""
     from hetbench.builders.captures import REBUILD_PASSES
     from hetbench.param_types import check_params
-    from hetbench.publish.manifest import recorded_build
+    from hetbench.contract import recorded_build
 
     part = recorded_build(manifest)
     where = "recipe.build.params" if isinstance(manifest["recipe"].get("build"), dict) else "recipe.partition.params"

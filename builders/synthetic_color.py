@@ -360,7 +360,7 @@ def _recorded(synthetic_color: int, dataset: str, clients: int | None, test_frac
 def rebuild(manifest: dict, num_proc: int = 1):
     """Re-run the recorded recipe (for ``hetbench verify``); returns the split."""
     from hetbench.param_types import check_params
-    from hetbench.publish.manifest import recorded_build
+    from hetbench.contract import recorded_build
 
     part = recorded_build(manifest)
     where = "recipe.build.params" if isinstance(manifest["recipe"].get("build"), dict) else "recipe.partition.params"

@@ -18,8 +18,8 @@ def report(folder: str, quiet: bool) -> None:
 
     Example: hetbench report hetbench_splits/digits-dirichlet-client-a0.5-n10-s0
     """
-    from hetbench.publish.card_refresh import refresh_card
-    from hetbench.report import refresh_report
+    from hetbench.tools.card_refresh import refresh_card
+    from hetbench.tools.report_refresh import refresh_report
 
     rep = refresh_report(folder)
     carded = refresh_card(folder)
@@ -83,7 +83,7 @@ def compare_clusterings(folders, dataset, embedders, clusters, seed) -> None:
       hetbench compare-clusterings splits/emb-pixels splits/emb-hog
       hetbench compare-clusterings --dataset builtin:digits --embedders pixels,hog --clusters 10
     """
-    from hetbench.report.clusterings import compare_builds, compare_embedders
+    from hetbench.tools.clusterings import compare_builds, compare_embedders
 
     if dataset is not None:
         if folders or not embedders or len(embedders.split(",")) != 2:

@@ -58,20 +58,20 @@ _LAZY = {
 
 def verify(folder: Any, dataset: str | None = None, *, re_embed: bool = False, trust_embedder: bool = False):
     """Check a built folder: its manifest's ids, the recipe re-run on the source (or on ``dataset``),
-    and its parquet rows. Returns a :class:`~hetbench.publish.verify.Verdict` (``ok``, ``message``).
+    and its parquet rows. Returns a :class:`~hetbench.tools.verify.Verdict` (``ok``, ``message``).
 
     Splits whose rows a builder rendered (iso-isp, devices, synthetic colour) are re-rendered;
     embedding splits are re-derived from their stored embeddings (``re_embed``, ``trust_embedder``:
-    :func:`hetbench.publish.verify.verify_folder`).
+    :func:`hetbench.tools.verify.verify_folder`).
     """
     from hetbench.builders import rebuilders
-    from hetbench.publish.verify import verify_folder
+    from hetbench.tools.verify import verify_folder
 
     return verify_folder(folder, dataset, rebuilders(), re_embed=re_embed, trust_embedder=trust_embedder)
 
 
 _SUBPACKAGES = ("train", "sweep", "partitioners", "sources", "embed", "report", "publish", "leaderboard", "builders",
-                "isp", "flower", "reproduce")
+                "isp", "flower", "reproduce", "contract", "tools")
 
 
 def __dir__() -> list[str]:

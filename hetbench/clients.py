@@ -117,18 +117,19 @@ class ClientPartitions:
         """
         if client_column not in ds.column_names:
             raise HetbenchError(f"no '{client_column}' column (columns: {', '.join(ds.column_names)})")
+        from hetbench.contract.client_rows import group_by_client
+
         table = ds.with_format("arrow")[:] if ds._indices is not None else ds.data.table
-        cids = table.column(client_column).to_numpy().astype(np.int64)
-        if cids.size and np.any(cids[1:] < cids[:-1]):  # not grouped yet: one stable take
-            order = np.argsort(cids, kind="stable")
-            table, cids = table.take(order), cids[order]
-        return cls._from_sorted(table, cids, ds.features, _fingerprint_of(ds, client_column), num_clients)
+        rows = group_by_client(table.column(client_column).to_numpy(), num_clients)
+        if rows.order is not None:  # not grouped yet: one stable take
+            table = table.take(rows.order)
+        return cls(table, rows.bounds[1:], (0, int(rows.bounds[1])), ds.features, _fingerprint_of(ds, client_column))
 
     @classmethod
     def from_folder(cls, folder: str | Path, split: str = "train") -> "ClientPartitions":
         """From a built hetbench folder: ``split`` loaded with ``datasets.load_dataset`` and every
         client of its ``hetbench.json`` (``num_clients``), clients without rows included."""
-        from hetbench.publish.manifest import read_manifest
+        from hetbench.contract import read_manifest
         from hetbench.roots import check_no_links_leaving
 
         manifest = read_manifest(folder)
@@ -152,22 +153,6 @@ class ClientPartitions:
         table = ds.with_format("arrow")[:] if ds._indices is not None else ds.data.table
         fp = _fingerprint_of(ds, partition.fingerprint)
         return cls(table.take(order), bounds, (0, 0), ds.features, fp)
-
-    @classmethod
-    def _from_sorted(
-        cls, table: "pa.Table", cids: np.ndarray, features, fingerprint: str, num_clients: int | None
-    ) -> "ClientPartitions":
-        first_kept = int(np.searchsorted(cids, 0, side="left"))
-        top = int(cids[-1]) + 1 if cids.size > first_kept else 0
-        if num_clients is None:
-            num_clients = top
-        elif isinstance(num_clients, bool) or not isinstance(num_clients, (int, np.integer)) or num_clients < 0:
-            raise HetbenchError(f"num_clients must be a non-negative integer (got {num_clients!r})")
-        elif top > num_clients:
-            raise HetbenchError(f"the rows have client_id {top - 1}, outside 0 to {int(num_clients) - 1} (num_clients={num_clients})")
-        bounds = np.searchsorted(cids, np.arange(int(num_clients) + 1), side="left")
-        bounds[-1] = cids.size
-        return cls(table, bounds, (0, first_kept), features, fingerprint)
 
     # ---- access --------------------------------------------------------------------------
     @property

@@ -25,3 +25,9 @@ class Terminated(KeyboardInterrupt):
 class Mismatch(Exception):
     """A built folder does not hold what its manifest says: the one-line reason (``hetbench verify``
     exits 1). Not bad input: a failed check."""
+
+
+class SourceChanged(HetbenchError):
+    """The source loaded again is not the one the split was built from (a failed check, not bad input)."""
+
+    exit_code = 1

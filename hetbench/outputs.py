@@ -62,7 +62,7 @@ def _json(path: Path) -> object:
 
 
 def _split_ok(folder: Path) -> bool:
-    from hetbench.publish.manifest import read_manifest
+    from hetbench.contract import read_manifest
 
     try:
         read_manifest(folder)

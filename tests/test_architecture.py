@@ -1,7 +1,8 @@
-"""The structure the docs promise (docs/architecture.md): layers that point one way, no import cycles.
+"""The structure the docs promise (docs/architecture.md): layers that point one way, floors inside the core
+that point one way, no import cycles.
 
 Imports are read from the source (module level and inside functions alike), so a lazy import
-counts as much as an eager one.
+counts as much as an eager one; only an import under ``if TYPE_CHECKING:`` (annotations, never run) does not.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ ISP_ALLOWED = {"hetbench.cores", "hetbench.errors", "hetbench.progress", "hetben
                "hetbench.process_pool"}  # infrastructure: the pools' start method
 CONSUMERS = ("hetbench.train", "hetbench.leaderboard", "hetbench.flower", "hetbench.sweep", "hetbench.reproduce")
 #: deprecated aliases of moved modules (CHANGELOG.md): like the facade, a name kept for old imports, outside the layers
-ALIASES = {"hetbench.train.moved"}
+ALIASES = {"hetbench.train.moved", "hetbench.report.moved"}
 
 
 def _modules() -> dict[str, Path]:
@@ -37,12 +38,33 @@ def _modules() -> dict[str, Path]:
 MODULES = _modules()
 
 
+def _is_type_checking(node: ast.AST) -> bool:
+    """``if TYPE_CHECKING:`` (or ``typing.TYPE_CHECKING``): imports for annotations only, never run."""
+    test = getattr(node, "test", None)
+    return isinstance(node, ast.If) and (
+        (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING")
+        or (isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"))
+
+
+def _run_nodes(tree: ast.AST):
+    """Every node of ``tree`` except those under ``if TYPE_CHECKING:`` (its ``else`` branch runs)."""
+    stack = [tree]
+    while stack:
+        node = stack.pop()
+        yield node
+        if _is_type_checking(node):
+            stack.extend(node.orelse)
+            continue
+        stack.extend(ast.iter_child_nodes(node))
+
+
 def _imports(name: str, path: Path) -> set[str]:
-    """Project modules ``name`` imports, resolved to the longest existing module name."""
+    """Project modules ``name`` imports when it runs (module level and inside functions; not under
+    ``if TYPE_CHECKING:``), resolved to the longest existing module name."""
     tree = ast.parse(path.read_text())
     package = name if path.name == "__init__.py" else name.rsplit(".", 1)[0]
     found = set()
-    for node in ast.walk(tree):
+    for node in _run_nodes(tree):
         targets: list[str] = []
         if isinstance(node, ast.Import):
             targets = [a.name for a in node.names]
@@ -71,6 +93,15 @@ def _layer(name: str) -> str:
         if name == prefix or name.startswith(prefix + "."):
             return prefix
     return "facade" if name == "hetbench" else "core"
+
+
+def test_every_package_is_shipped():
+    """A package missing from pyproject's list works in the editable checkout and is absent from a wheel."""
+    import tomllib
+
+    listed = set(tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
+    packages = {name for name, path in MODULES.items() if path.name == "__init__.py"}
+    assert packages - listed == set(), "pyproject.toml's [tool.setuptools] packages lacks these"
 
 
 def test_the_graph_sees_every_layer():
@@ -153,6 +184,45 @@ def test_no_import_runs_to_a_layer_at_or_above_its_own(name):
     own = _layer(name)
     wrong = sorted(m for m in GRAPH[name] if _layer(m) not in ("facade", own) and LAYER_RANK[_layer(m)] >= LAYER_RANK[own])
     assert not wrong, f"{name} ({own}) imports {wrong}, which are not below it"
+
+
+#: the floors inside the core from the bottom up (docs/architecture.md): a module imports only modules on its
+#: own floor or below. A top-level module not named here is infrastructure (errors, hashing, seeding,
+#: progress, ...: no knowledge of the folder format).
+CORE_FLOORS = ("infrastructure", "contract", "out folders", "data", "splits", "report", "publish", "pipeline", "tools")
+#: module or package -> its floor (a package's modules share it)
+FLOOR_OF = {
+    "hetbench.contract": "contract",  # the read side of the published-folder format
+    "hetbench.outputs": "out folders", "hetbench.atomic": "out folders",  # --out: whose folder it is, atomic writes
+    "hetbench.table": "data", "hetbench.partition": "data", "hetbench.holdout": "data",
+    "hetbench.split_columns": "data", "hetbench.clients": "data", "hetbench.catalog": "data",
+    "hetbench.export": "data", "hetbench.partitioners": "data", "hetbench.embed": "data", "hetbench.sources": "data",
+    "hetbench.splits": "splits",
+    "hetbench.report": "report",
+    "hetbench.publish": "publish",
+    "hetbench.pipeline": "pipeline",
+    "hetbench.tools": "tools",  # the commands that use a built folder: verify, report refresh, clusterings
+}
+
+
+def _floor(name: str) -> str:
+    for prefix, floor in FLOOR_OF.items():
+        if name == prefix or name.startswith(prefix + "."):
+            return floor
+    return "infrastructure"
+
+
+def test_every_named_floor_exists():
+    assert set(FLOOR_OF.values()) | {"infrastructure"} == set(CORE_FLOORS)
+    assert all(any(n == p or n.startswith(p + ".") for n in GRAPH) for p in FLOOR_OF), "a floor names a module that is gone"
+
+
+@pytest.mark.parametrize("name", sorted(n for n in GRAPH if _layer(n) == "core"))
+def test_no_import_runs_up_a_floor_of_the_core(name):
+    """``hetbench.report`` importing ``hetbench.publish``, or the contract importing a partitioner, fails."""
+    own = CORE_FLOORS.index(_floor(name))
+    up = sorted(f"{m} ({_floor(m)})" for m in GRAPH[name] if _layer(m) == "core" and CORE_FLOORS.index(_floor(m)) > own)
+    assert not up, f"{name} ({_floor(name)}) imports {up}, which are on a floor above it"
 
 
 #: the longest a module may be (docs/architecture.md: small modules with one job)

@@ -37,6 +37,9 @@ def test_the_wheel_builds_quietly_holds_the_data_and_runs_outside_the_checkout(t
     tables = {p.name for p in (ROOT / "isp" / "tables").glob("*.npy")}
     assert tables and {f"hetbench/isp/tables/{n}" for n in tables} <= names
     assert not any(n.startswith(("tests/", "docs/")) or "__pycache__" in n for n in names)
+    packages = {f"hetbench/{p.relative_to(ROOT / 'hetbench').as_posix()}" for p in (ROOT / "hetbench").rglob("__init__.py")
+                if "__pycache__" not in p.parts}
+    assert packages <= names, sorted(packages - names)  # e.g. hetbench.sweep, which hetbench train imports
 
     target = tmp_path / "site"
     installed = subprocess.run([sys.executable, "-m", "pip", "install", "--no-deps", "--no-compile", "--target",

@@ -74,9 +74,9 @@ def reusable_embeddings(out, table, spec: str, layer: str | None) -> dict[str, n
     (None, None)
     """
     from hetbench.errors import HetbenchError
-    from hetbench.publish.embeddings import read_embeddings
+    from hetbench.contract.embeddings import read_embeddings
     from hetbench.errors import Mismatch
-    from hetbench.publish.manifest import MANIFEST_NAME, read_manifest
+    from hetbench.contract import MANIFEST_NAME, read_manifest
     from hetbench.version import __version__
 
     if not out or not (Path(out) / MANIFEST_NAME).is_file():

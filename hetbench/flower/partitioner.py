@@ -27,8 +27,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from hetbench.contract import MANIFEST_NAME, SAMPLE_IDS_NAME, read_manifest, read_sample_ids
+from hetbench.contract.client_rows import group_by_client
 from hetbench.errors import HetbenchError
-from hetbench.publish.manifest import MANIFEST_NAME, SAMPLE_IDS_NAME, read_manifest, read_sample_ids
 
 if TYPE_CHECKING:  # pragma: no cover
     import datasets
@@ -301,24 +302,18 @@ class HetbenchPartitioner(Partitioner):
         positions = ds._indices.column(0).to_numpy() if ds._indices is not None else None  # noqa: SLF001
         if positions is not None:
             cids = cids[positions]
-            order: np.ndarray | None = np.lexsort((positions, cids))  # by client, then published position
-        elif cids.size and np.any(cids[1:] < cids[:-1]):
-            order = np.argsort(cids, kind="stable")
-        else:
-            order = None
+        if cids.size and (cids.max() >= num_clients or cids.min() < -1):
+            bad = int(cids.max() if cids.max() >= num_clients else cids.min())
+            raise HetbenchError(f"split '{split}' of {self._name} has client_id {bad}, outside -1 to {num_clients - 1} ({MANIFEST_NAME})")
+        rows = group_by_client(cids, num_clients, then_by=positions)  # by client, then published position
         self._source = ds
-        if positions is not None and positions.size == table.num_rows and np.array_equal(positions[order], np.arange(positions.size)):
+        if positions is not None and positions.size == table.num_rows and np.array_equal(positions[rows.order], np.arange(positions.size)):
             # a shuffle of a grouped split (FederatedDataset's default): partitions are contiguous ranges
             # of the loaded table, so serve them from it without the shuffle's indices mapping
-            cids, order, positions = cids[order], None, None
+            rows, positions = group_by_client(cids[rows.order], num_clients), None
             self._source = _unshuffled(ds)
-        grouped = cids if order is None else cids[order]
-        if grouped.size and (grouped[-1] >= num_clients or grouped[0] < -1):
-            bad = int(grouped[-1] if grouped[-1] >= num_clients else grouped[0])
-            raise HetbenchError(f"split '{split}' of {self._name} has client_id {bad}, outside -1 to {num_clients - 1} ({MANIFEST_NAME})")
-        starts = np.searchsorted(grouped, np.arange(num_clients + 1), side="left")
-        self._bounds = np.concatenate([[0], starts]).astype(np.int64)
-        self._order = order
+        self._bounds = rows.bounds
+        self._order = rows.order
         self._client_names = [str(n) for n in names]
         if self._verify:
             self._verify_ids(manifest, table, positions)

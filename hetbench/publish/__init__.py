@@ -30,11 +30,12 @@ from typing import Any, Callable
 import numpy as np
 
 from hetbench.atomic import atomic_dir
+from hetbench.contract.columns import read_built_columns  # re-exported: the read side's public name
 from hetbench.progress import progress_bar
 from hetbench.publish.card import render_card
 from hetbench.publish.licence import GivenLicence, resolve_licence
 from hetbench.publish.manifest import build_manifest, write_manifest, write_sample_ids
-from hetbench.publish.parquet import TARGET_SHARD_BYTES, output_features, read_built_columns, write_split
+from hetbench.publish.parquet import TARGET_SHARD_BYTES, output_features, write_split
 from hetbench.report import compute_report, write_report
 from hetbench.splits import FederatedSplit
 

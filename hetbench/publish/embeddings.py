@@ -20,6 +20,7 @@ Examples
 >>> entry = write_embeddings({"train": np.ones((3, 2), np.float32)}, ".")
 >>> entry["train"]["rows"], entry["train"]["file"]
 (3, 'embeddings/train.npy')
+>>> from hetbench.contract import read_embeddings
 >>> read_embeddings(".", {"embeddings": entry})["train"].shape
 (3, 2)
 """
@@ -33,9 +34,9 @@ from typing import Any
 
 import numpy as np
 
+from hetbench.contract.embeddings import EMBEDDINGS_FOLDER
 from hetbench.errors import HetbenchError
 
-FOLDER = "embeddings"
 
 
 def _npy_bytes(values: np.ndarray) -> bytes:
@@ -57,62 +58,18 @@ def write_embeddings(embeddings: dict[str, np.ndarray], out_dir: str | Path,
     model_sha256 : str, optional
         sha256 of the model file the embedder read (recorded so that a changed model is noticed).
     """
-    folder = Path(out_dir) / FOLDER
+    folder = Path(out_dir) / EMBEDDINGS_FOLDER
     folder.mkdir(exist_ok=True)
     entry: dict[str, dict[str, Any]] = {}
     for split in sorted(embeddings):
         data = _npy_bytes(embeddings[split])
         (folder / f"{split}.npy").write_bytes(data)
         values = embeddings[split]
-        entry[split] = {"file": f"{FOLDER}/{split}.npy", "sha256": hashlib.sha256(data).hexdigest(),
+        entry[split] = {"file": f"{EMBEDDINGS_FOLDER}/{split}.npy", "sha256": hashlib.sha256(data).hexdigest(),
                         "rows": int(values.shape[0]), "dim": int(values.shape[1])}
         if model_sha256:
             entry[split]["model_sha256"] = model_sha256
     return entry
-
-
-def read_embeddings(folder: str | Path, manifest: dict[str, Any]) -> dict[str, np.ndarray]:
-    """The stored embeddings of a folder, each checked against its recorded sha256 and shape.
-
-    Raises
-    ------
-    hetbench.publish.folder_checks.Mismatch
-        A file differs from its digest or shape (the folder does not hold what its manifest says).
-    HetbenchError
-        A malformed entry or a path outside the folder.
-    """
-    from hetbench.errors import Mismatch
-    from hetbench.publish.manifest import safe_path
-
-    entry = manifest.get("embeddings") or {}
-    if not isinstance(entry, dict):
-        raise HetbenchError("hetbench.json is malformed: 'embeddings' is not an object")
-    out = {}
-    for split, info in entry.items():
-        if not isinstance(info, dict) or not all(isinstance(info.get(k), t) for k, t in
-                                                 (("file", str), ("sha256", str), ("rows", int), ("dim", int))):
-            raise HetbenchError(f"hetbench.json is malformed: 'embeddings.{split}' lacks file, sha256, rows or dim")
-        path = safe_path(folder, info["file"])
-        if not path.is_file():
-            raise Mismatch(f"embeddings of split '{split}': {info['file']} is missing")
-        data = path.read_bytes()
-        if hashlib.sha256(data).hexdigest() != info["sha256"]:
-            raise Mismatch(f"embeddings of split '{split}': {info['file']} differs from its sha256 in hetbench.json")
-        try:
-            values = np.load(io.BytesIO(data), allow_pickle=False)
-        except ValueError as exc:
-            raise Mismatch(f"embeddings of split '{split}': {info['file']} is not a float array ({exc})") from exc
-        if values.dtype != np.float32 or values.shape != (info["rows"], info["dim"]):
-            raise Mismatch(f"embeddings of split '{split}': {info['file']} holds {values.dtype} {values.shape}, "
-                           f"not float32 ({info['rows']}, {info['dim']})")
-        out[split] = values
-    return out
-
-
-def listed_files(manifest: dict[str, Any]) -> set[str]:
-    """The embedding files the manifest lists (relative paths)."""
-    entry = manifest.get("embeddings") or {}
-    return {info["file"] for info in entry.values() if isinstance(info, dict) and isinstance(info.get("file"), str)}
 
 
 def embedding_drift(stored: np.ndarray, again: np.ndarray, stored_clusters: np.ndarray | None,
@@ -150,4 +107,4 @@ def embedding_drift(stored: np.ndarray, again: np.ndarray, stored_clusters: np.n
     return out
 
 
-__all__ = ["FOLDER", "write_embeddings", "read_embeddings", "listed_files", "embedding_drift"]
+__all__ = ["write_embeddings", "embedding_drift"]

@@ -6,7 +6,7 @@ import re
 from pathlib import Path
 
 from hetbench.errors import HetbenchError
-from hetbench.publish.manifest import read_manifest
+from hetbench.contract import read_manifest
 
 
 def upload_folder(folder: str | Path, repo_id: str, private: bool = False, token: str | None = None) -> str:

@@ -1,4 +1,5 @@
-"""``hetbench.json``: the manifest that makes a split reproducible and checkable.
+"""Writing ``hetbench.json``: the manifest that makes a split reproducible and checkable (its read side,
+the names and format versions included, is :mod:`hetbench.contract`).
 
 It records the hetbench version, the source (how to load it again) and its fingerprint, the full
 recipe (partitioner, parameters, seed, test policy), the partition and split fingerprints, the
@@ -7,33 +8,23 @@ content digest per column (:mod:`hetbench.publish.digest`). Every client's sampl
 it in ``sample_ids.parquet`` (one row per output row: ``split``, ``client_id``, ``sample_id``, in
 row order), which the manifest digests twice: the file's sha256 and the content digest of its
 columns (``assignment_sha256``). Format 2 manifests held the ids as JSON lists
-(``sample_ids.<split>.clients``); :func:`read_sample_ids` reads both. The manifest holds no
+(``sample_ids.<split>.clients``); :func:`hetbench.contract.read_sample_ids` reads both. The manifest holds no
 timestamps, so the same inputs and seed give a byte-identical file. Every path it names is read
-through :func:`safe_path`, which refuses anything outside the build folder.
+through :func:`hetbench.contract.safe_path`, which refuses anything outside the build folder.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from hetbench.errors import HetbenchError
+from hetbench.contract.manifest import FORMAT_VERSION, MANIFEST_NAME, SAMPLE_IDS_NAME
 from hetbench.hashing import canonical_json
 from hetbench.splits import FederatedSplit
-
-MANIFEST_NAME = "hetbench.json"
-SAMPLE_IDS_NAME = "sample_ids.parquet"
-#: 4: embedding splits store their embeddings (``embeddings``, :mod:`hetbench.publish.embeddings`), the
-#: report and plots are digested (``files``), a builder is recorded as the recipe's ``build`` beside its
-#: partitioner (3 and 2 recorded it in ``recipe.partition``: :func:`recorded_build` reads both);
-#: 3: sample ids in ``sample_ids.parquet``; 2: sample ids as JSON lists in the manifest
-FORMAT_VERSION = 4
-READABLE_FORMATS = (2, 3, 4)
 
 
 def _ids_json(ids: np.ndarray) -> list:
@@ -145,130 +136,6 @@ def write_sample_ids(fs: FederatedSplit, out_dir: Path) -> dict[str, Any]:
             "digest": split_digest(digest.columns())}
 
 
-@dataclass
-class SampleIds:
-    """The sample ids of one output split, one per row in row order, with each row's ``client_id``.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> ids = SampleIds(np.array([-1, 0, 0, 2]), np.array([9, 4, 5, 7]))
-    >>> ids.of_client(0).tolist(), ids.shared.tolist(), ids.by_name(["a", "b", "c"])
-    ([4, 5], [9], {'a': [4, 5], 'c': [7]})
-    """
-
-    client_id: np.ndarray
-    sample_id: np.ndarray
-
-    def _range(self, k: int) -> slice:
-        lo, hi = np.searchsorted(self.client_id, [k, k + 1])
-        return slice(int(lo), int(hi))
-
-    def of_client(self, k: int) -> np.ndarray:
-        """Sample ids of client ``k`` (``client_id`` ``k``), in row order."""
-        return self.sample_id[self._range(k)]
-
-    @property
-    def shared(self) -> np.ndarray:
-        """Sample ids of the shared rows (``client_id`` -1)."""
-        return self.sample_id[self._range(-1)]
-
-    def by_name(self, client_names: list[str]) -> dict[str, list]:
-        """Client name -> list of sample ids, for the clients with rows."""
-        present = np.unique(self.client_id[self.client_id >= 0])
-        return {client_names[int(k)]: self.of_client(int(k)).tolist() for k in present}
-
-
-def _from_json(manifest: dict[str, Any], split: str) -> SampleIds:
-    listed = manifest["sample_ids"].get(split)
-    if not isinstance(listed, dict) or not isinstance(listed.get("clients"), dict):
-        raise HetbenchError(f"{MANIFEST_NAME} is malformed: 'sample_ids.{split}.clients' is missing")
-    index = {n: k for k, n in enumerate(manifest.get("client_names") or [])}
-    unknown = [n for n in listed["clients"] if n not in index]
-    if unknown:
-        raise HetbenchError(f"{MANIFEST_NAME} lists sample ids of an unknown client {unknown[0]!r}")
-    order = sorted(listed["clients"], key=index.__getitem__)
-    parts = [listed.get("shared") or []] + [listed["clients"][n] for n in order]
-    cids = np.repeat(np.array([-1] + [index[n] for n in order], np.int64), [len(p) for p in parts])
-    flat = [v for p in parts for v in p]
-    values = np.array(flat, dtype=np.int64) if all(isinstance(v, int) and not isinstance(v, bool) for v in flat) \
-        else np.array([str(v) for v in flat], dtype=object)
-    return SampleIds(cids, values)
-
-
-def read_sample_ids(folder: str | Path, manifest: dict[str, Any] | None = None) -> dict[str, SampleIds]:
-    """The sample ids of every output split of a built folder (format 3: ``sample_ids.parquet``;
-    format 2: the manifest's JSON lists).
-
-    Parameters
-    ----------
-    folder : path
-        The build folder.
-    manifest : dict, optional
-        Its manifest (:func:`read_manifest`), if already read.
-
-    Returns
-    -------
-    dict
-        Output split -> :class:`SampleIds` (strings as an object array).
-
-    Examples
-    --------
-    >>> from hetbench.partitioners import IIDPartitioner
-    >>> from hetbench.pipeline import make_split
-    >>> _ = make_split("builtin:digits", IIDPartitioner(4), "digits-ids", quiet=True)
-    >>> ids = read_sample_ids("digits-ids")
-    >>> sorted(ids), ids["train"].of_client(0)[:2].tolist()
-    (['test', 'train'], ['digits-00002', 'digits-00012'])
-    """
-    manifest = read_manifest(folder) if manifest is None else manifest
-    if manifest.get("format", 2) < 3:
-        return {split: _from_json(manifest, split) for split in manifest["splits"]}
-    return sample_ids_of(read_sample_id_table(folder, manifest), list(manifest["splits"]))
-
-
-def sample_ids_of(table, splits: list[str]) -> dict[str, SampleIds]:
-    """Split -> :class:`SampleIds` of a sample-id table (:func:`sample_id_table`)."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    split = table.column("split")
-    if pa.types.is_dictionary(split.type):  # as written: compare small codes, not a million strings
-        chunks = split.unify_dictionaries().chunks  # one dictionary for all chunks
-        names = chunks[0].dictionary.to_pylist() if chunks else []
-        codes = np.concatenate([c.indices.to_numpy(zero_copy_only=False) for c in chunks]) if chunks else np.zeros(0, np.int32)
-        rows_of = {name: np.flatnonzero(codes == names.index(name)) if name in names else np.zeros(0, np.int64)
-                   for name in splits}
-    else:
-        split = split.cast(pa.string())
-        rows_of = {name: np.flatnonzero(pc.equal(split, name).to_numpy(zero_copy_only=False)) if len(split)
-                   else np.zeros(0, np.int64) for name in splits}
-    cids = table.column("client_id").to_numpy().astype(np.int64)
-    values = table.column("sample_id").to_numpy()
-    return {name: SampleIds(cids[rows], values[rows]) for name, rows in rows_of.items()}
-
-
-def read_sample_id_table(folder: str | Path, manifest: dict[str, Any]):
-    """``sample_ids.parquet`` of a format 3 folder as an Arrow table (:class:`HetbenchError` if it
-    is missing, unreadable or lacks a column)."""
-    import pyarrow.parquet as pq
-
-    entry = manifest.get("sample_ids")
-    if not isinstance(entry, dict) or not isinstance(entry.get("file"), str):
-        raise HetbenchError(f"{MANIFEST_NAME} is malformed: 'sample_ids.file' is missing")
-    path = safe_path(folder, entry["file"])
-    if not path.is_file():
-        raise HetbenchError(f"{path} is missing (the sample ids {MANIFEST_NAME} names)")
-    try:
-        table = pq.ParquetFile(path).read()  # (read_table would import pyarrow.dataset: 0.3 s)
-    except Exception as exc:  # truncated or not parquet
-        raise HetbenchError(f"{path} is not readable parquet ({str(exc).splitlines()[0][:120]})") from exc
-    missing = [c for c in ("split", "client_id", "sample_id") if c not in table.column_names]
-    if missing:
-        raise HetbenchError(f"{path} lacks the column '{missing[0]}'")
-    return table
-
-
 def build_manifest(fs: FederatedSplit, written: dict[str, Any], name: str, sample_ids: dict[str, Any],
                    embeddings: dict[str, Any] | None = None) -> dict[str, Any]:
     """The manifest of a split whose output splits were written as ``written`` (split ->
@@ -315,122 +182,6 @@ def build_manifest(fs: FederatedSplit, written: dict[str, Any], name: str, sampl
     return manifest
 
 
-def recorded_build(manifest: dict[str, Any]) -> dict[str, Any]:
-    """What rendered the split's table: ``{"method", "params", "seed"}`` of the recipe's ``build``
-    (format 4), or of its ``partition`` (formats 2 and 3 recorded a builder there, in place of the
-    partitioner); for a split read from a source, its partitioner's.
-
-    Examples
-    --------
-    >>> recorded_build({"recipe": {"build": {"method": "iso-isp", "params": {"size": 32}},
-    ...                            "partition": {"method": "devices", "params": {}, "seed": 1}}})
-    {'method': 'iso-isp', 'params': {'size': 32}, 'seed': 1}
-    >>> recorded_build({"recipe": {"partition": {"method": "iso-isp", "params": {}, "seed": 0}}})["method"]
-    'iso-isp'
-    """
-    recipe = manifest["recipe"]
-    part = recipe["partition"]
-    build = recipe.get("build") if isinstance(recipe.get("build"), dict) else part
-    return {"method": build.get("method"), "params": build.get("params"), "seed": part.get("seed")}
-
-
 def write_manifest(manifest: dict[str, Any], out_dir: Path) -> None:
     text = json.dumps(manifest, sort_keys=True, indent=1, ensure_ascii=False)
     (Path(out_dir) / MANIFEST_NAME).write_text(text + "\n", encoding="utf-8")
-
-
-def read_manifest(folder: str | Path) -> dict[str, Any]:
-    """The manifest of a built folder, checked for the keys every reader relies on (bad input:
-    :class:`HetbenchError`)."""
-    path = Path(folder) / MANIFEST_NAME
-    if not path.is_file():
-        raise HetbenchError(f"'{folder}' is not a hetbench build (no {MANIFEST_NAME})")
-    try:
-        manifest = json.loads(path.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as exc:
-        raise HetbenchError(f"{path} is not valid JSON: {exc}") from exc
-    except OSError as exc:
-        raise HetbenchError(f"cannot read {path}: {exc.strerror or exc}") from exc
-    if not isinstance(manifest, dict):
-        raise HetbenchError(f"{path} is not a hetbench manifest (not a JSON object)")
-    for key in ("recipe", "source", "sample_ids", "split_fingerprint", "assignment_sha256"):
-        if key not in manifest:
-            raise HetbenchError(f"{path} lacks '{key}'; it was not written by hetbench")
-    if manifest.get("format", 2) not in READABLE_FORMATS:
-        raise HetbenchError(f"{path} has manifest format {manifest.get('format')!r}; this hetbench reads formats "
-                            f"{', '.join(map(str, READABLE_FORMATS))} (a newer hetbench wrote it?)")
-    splits = manifest.get("splits")
-    if not isinstance(splits, dict) or not splits:
-        raise HetbenchError(f"{path} lacks 'splits'; it was not written by hetbench")
-    for split, info in splits.items():
-        if not isinstance(info, dict) or not isinstance(info.get("files"), list) or not all(
-            isinstance(f, str) for f in info["files"]
-        ):
-            raise HetbenchError(f"{path}: 'splits.{split}.files' is not a list of file names")
-    return manifest
-
-
-def safe_path(folder: str | Path, rel: Any) -> Path:
-    """``folder / rel`` for a path a manifest names, refused (:class:`HetbenchError`) unless it is a
-    relative path that stays inside ``folder`` once symbolic links are resolved.
-
-    Parameters
-    ----------
-    folder : path
-        The build folder.
-    rel : str
-        A path read from its manifest.
-
-    Returns
-    -------
-    Path
-        ``folder / rel``.
-
-    Examples
-    --------
-    >>> safe_path("build", "data/train-0.parquet").as_posix()
-    'build/data/train-0.parquet'
-    >>> safe_path("build", "../../etc/passwd")
-    Traceback (most recent call last):
-    ...
-    hetbench.errors.HetbenchError: hetbench.json names a file outside the build folder: '../../etc/passwd'; refusing to open it
-    """
-    from pathlib import PurePosixPath, PureWindowsPath
-
-    bad = f"{MANIFEST_NAME} names a file outside the build folder: {rel!r}; refusing to open it"
-    if not isinstance(rel, str) or not rel or "\x00" in rel:
-        raise HetbenchError(bad)
-    parts = PurePosixPath(rel).parts
-    if PurePosixPath(rel).is_absolute() or PureWindowsPath(rel).is_absolute() or PureWindowsPath(rel).drive or ".." in parts:
-        raise HetbenchError(bad)
-    root = Path(folder).resolve()
-    path = Path(folder) / rel
-    if not path.resolve().is_relative_to(root):
-        raise HetbenchError(bad)
-    return path
-
-
-def shard_paths(folder: str | Path, manifest: dict[str, Any], split: str) -> list[Path]:
-    """The parquet shards of one output split, every one checked by :func:`safe_path`.
-
-    Parameters
-    ----------
-    folder : path
-        The build folder.
-    manifest : dict
-        Its manifest (:func:`read_manifest`).
-    split : str
-        An output split.
-
-    Returns
-    -------
-    list of Path
-        The shard files, in row order.
-
-    Examples
-    --------
-    >>> m = {"splits": {"train": {"files": ["data/train-a-00000-of-00001.parquet"]}}}
-    >>> [p.name for p in shard_paths("build", m, "train")]
-    ['train-a-00000-of-00001.parquet']
-    """
-    return [safe_path(folder, f) for f in manifest["splits"][split].get("files", [])]

@@ -1,5 +1,5 @@
 """Parquet shards of a split: output features and streaming rows into shards (the row-group layout:
-:mod:`hetbench.publish.layout`; reading columns back: :mod:`hetbench.publish.read_back`).
+:mod:`hetbench.publish.layout`; reading columns back: :mod:`hetbench.contract.columns`).
 
 One Arrow pass: :class:`OutputRows` gathers runs of row groups from the source split's Arrow table
 in client order (:class:`SourceRows`: one ``take`` per chunk touched) and :func:`write_split` writes
@@ -32,7 +32,6 @@ from hetbench.publish.digest import HashingSink, SplitDigest
 from hetbench.publish.layout import (  # noqa: F401 - re-exported: the layout is part of this module's contract
     MAX_GROUP_BYTES, MAX_GROUP_ROWS, MIN_GROUP_BYTES, MIN_GROUP_ROWS, group_row_limits, row_group_bounds, shard_bounds,
 )
-from hetbench.publish.read_back import read_built_columns  # noqa: F401 - re-exported
 from hetbench.splits import FederatedSplit
 
 TARGET_SHARD_BYTES = 256 * 1024 * 1024

@@ -36,7 +36,7 @@ OTHERS = ("hetbench.json", "README.md")
 def published_paths(manifest: dict[str, Any]) -> list[str]:
     """Every file a build publishes: the card, the manifest, the shards, the sample ids, the
     embeddings and the manifest's ``files`` (what ``hetbench publish`` uploads, nothing else)."""
-    from hetbench.publish.embeddings import listed_files
+    from hetbench.contract.embeddings import listed_files
 
     paths = set(OTHERS) | set(manifest.get("files") or {}) | listed_files(manifest)
     for info in manifest["splits"].values():
@@ -51,7 +51,7 @@ def check_files(folder: Path, manifest: dict[str, Any]) -> None:
     """Every file of the manifest's ``files`` has its sha256, and the folder holds no other file
     (dot-files aside). Folders of format 3 and earlier have no ``files``: only the stray check of
     ``data/`` applies to them."""
-    from hetbench.publish.manifest import safe_path
+    from hetbench.contract import safe_path
 
     listed = manifest.get("files")
     if listed is None and manifest.get("format", 2) < 4:

@@ -104,6 +104,8 @@ def read_path(path: str | Path) -> dict:
     """
     import datasets
 
+    from hetbench.contract import MANIFEST_NAME
+
     dataset = str(path)
     path = Path(path).expanduser()
     try:
@@ -115,7 +117,7 @@ def read_path(path: str | Path) -> dict:
                 sep = "\t" if suffix == ".tsv" else ","
                 return {"train": datasets.Dataset.from_csv(str(path), sep=sep)}
             raise HetbenchError(f"dataset file '{dataset}' is not parquet or CSV")
-        if (path / "hetbench.json").is_file():
+        if (path / MANIFEST_NAME).is_file():
             return read_hetbench_folder(path)
         if (path / "dataset_dict.json").is_file() or (path / "state.json").is_file():
             obj = datasets.load_from_disk(str(path))
@@ -164,7 +166,7 @@ def read_parquet_files(files: list[Path]) -> dict:
 
 def read_hetbench_folder(path: Path) -> dict:
     """A hetbench build as a source: its splits as listed in ``hetbench.json``, without ``client_id``."""
-    from hetbench.publish.manifest import read_manifest, shard_paths
+    from hetbench.contract import read_manifest, shard_paths
 
     splits = {}
     manifest = read_manifest(path)

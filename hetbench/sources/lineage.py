@@ -10,7 +10,6 @@ through any chain of re-partitions) and takes the licence the build's card decla
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -43,17 +42,13 @@ def build_lineage(dataset: str) -> dict[str, Any]:
     >>> build_lineage("builtin:digits")
     {}
     """
+    from hetbench.contract import manifest_or_none
+
     path = Path(str(dataset)).expanduser()
-    manifest = path / "hetbench.json"
-    if not manifest.is_file():
-        return {}
-    try:
-        doc = json.loads(manifest.read_text(encoding="utf-8"))
-        source = doc.get("source") or {}
-    except (OSError, ValueError, AttributeError):
-        return {}  # an unreadable manifest: the source reader says so in its own words
+    doc = manifest_or_none(path)
+    source = (doc or {}).get("source")
     if not isinstance(source, dict):
-        return {}
+        return {}  # not a build, or an unreadable manifest: the source reader says so in its own words
     origin = source.get("origin") or source.get("dataset")
     out: dict[str, Any] = {"origin": origin} if isinstance(origin, str) and origin else {}
     if isinstance(doc.get("licence"), dict):  # the licence the build's maker gave (hetbench.publish.licence)

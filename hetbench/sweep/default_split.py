@@ -62,13 +62,15 @@ def default_split(quiet: bool = False) -> Path:
     >>> path.as_posix(), (path / "hetbench.json").is_file()
     ('hetbench_splits/digits-dirichlet-client-a0.5-n10-s0', True)
     """
-    if (DEFAULT_SPLIT / "hetbench.json").is_file():
+    from hetbench.contract import MANIFEST_NAME
+
+    if (DEFAULT_SPLIT / MANIFEST_NAME).is_file():
         return DEFAULT_SPLIT
     from hetbench.partitioners import DirichletPartitioner
     from hetbench.pipeline import make_split
 
     with _one_builder(DEFAULT_SPLIT.parent):
-        if (DEFAULT_SPLIT / "hetbench.json").is_file():
+        if (DEFAULT_SPLIT / MANIFEST_NAME).is_file():
             return DEFAULT_SPLIT
         partitioner = DirichletPartitioner(10, 0.5, "client", None, 0)
         make_split(DEFAULT_SOURCE, partitioner, DEFAULT_SPLIT, seed=0, test_fraction=0.2, quiet=quiet)

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from hetbench.contract.client_rows import group_by_client
 from hetbench.errors import HetbenchError
 from hetbench.roots import check_no_links_leaving
 from hetbench.train.cache import Decoder, block_rows, cache_folder, decoded_images, image_source, release_pages
@@ -203,14 +204,12 @@ def _load_splits(split: str):
 def _identity(split: str, dd) -> tuple[str, str]:
     """(name, fingerprint): from the manifest of a hetbench build, else from the folder name and a hash
     of the client and label columns."""
+    from hetbench.contract import manifest_or_none
+
     path = Path(split).expanduser()
-    manifest = path / "hetbench.json"
-    if manifest.is_file():
-        try:
-            m = json.loads(manifest.read_text())
-            return str(m.get("name") or path.name), str(m.get("split_fingerprint") or m.get("partition_fingerprint"))
-        except (OSError, ValueError):
-            pass
+    m = manifest_or_none(path)
+    if m is not None:
+        return str(m.get("name") or path.name), str(m.get("split_fingerprint") or m.get("partition_fingerprint"))
     h = hashlib.sha256()
     for name in sorted(dd):
         h.update(name.encode())
@@ -241,15 +240,12 @@ def choose_group_column(test_columns: list[str], group_by: str | None, test_clie
 def _content(split: str, dd, part: str) -> str:
     """What the rows of ``part`` are, for the cache key: the manifest's content digest of a hetbench build,
     else the ``datasets`` fingerprint (which follows the data files)."""
-    manifest = Path(split).expanduser() / "hetbench.json"
-    if manifest.is_file():
-        try:
-            info = json.loads(manifest.read_text())["splits"][part]
-            digest = info.get("content_sha256") or info.get("file_sha256")
-            if digest:
-                return json.dumps(digest, sort_keys=True)
-        except (OSError, ValueError, KeyError, TypeError, AttributeError):
-            pass
+    from hetbench.contract import manifest_or_none
+
+    info = (manifest_or_none(split) or {}).get("splits", {}).get(part)
+    digest = (info.get("content_sha256") or info.get("file_sha256")) if isinstance(info, dict) else None
+    if digest:
+        return json.dumps(digest, sort_keys=True)
     return str(getattr(dd[part], "_fingerprint", "") or "")
 
 
@@ -332,11 +328,9 @@ def load_federated(
     te_rows = np.flatnonzero(keep_test)
     test_cid, test_y = test_cid[te_rows], test_y[te_rows]
 
-    client_ids = np.unique(train_cid)
-    client_index = np.searchsorted(client_ids, train_cid)
-    order = np.argsort(client_index, kind="stable")
-    bounds = np.searchsorted(client_index[order], np.arange(client_ids.size + 1))
-    client_rows = [order[bounds[k] : bounds[k + 1]] for k in range(client_ids.size)]
+    client_ids = np.unique(train_cid)  # the clients with labelled rows, numbered 0 .. size - 1 below
+    grouped = group_by_client(np.searchsorted(client_ids, train_cid), client_ids.size)
+    client_rows = [grouped.indices(k) for k in range(client_ids.size)]
     pos = np.searchsorted(client_ids, test_cid).clip(0, max(client_ids.size - 1, 0))
     test_client = np.where((test_cid >= 0) & (client_ids[pos] == test_cid), pos, -1)
 

@@ -26,7 +26,7 @@ from flwr_datasets import FederatedDataset  # noqa: E402
 from hetbench.clients import ClientPartitions  # noqa: E402
 from hetbench.errors import HetbenchError  # noqa: E402
 from hetbench.flower import HetbenchPartitioner  # noqa: E402
-from hetbench.publish.manifest import read_sample_ids  # noqa: E402
+from hetbench.contract import read_sample_ids  # noqa: E402
 
 #: build name -> CLI arguments (without --out); the smallest settings of tests/cli and tests/builders
 BUILDS: dict[str, tuple[str, ...]] = {

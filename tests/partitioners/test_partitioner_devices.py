@@ -68,7 +68,7 @@ def test_a_device_split_goes_through_build_split_with_a_shared_test_set():
 
 
 def test_a_build_recipe_is_recorded_beside_the_partitioners_own():
-    from hetbench.publish.manifest import recorded_build
+    from hetbench.contract import recorded_build
     from hetbench.splits import build_split
 
     table = device_table(["x", "y"] * 4)

@@ -48,7 +48,7 @@ def _verify(run_cli, folder):
 
 def test_the_ids_are_a_parquet_file_the_manifest_digests(users_build):
     from hetbench.publish.digest import file_sha256
-    from hetbench.publish.manifest import read_sample_ids
+    from hetbench.contract import read_sample_ids
 
     manifest = _manifest(users_build)
     entry = manifest["sample_ids"]
@@ -97,7 +97,8 @@ def test_a_newer_manifest_format_cannot_be_checked(build, run_cli):
 
 def _as_format_2(folder):
     """Rewrite a format 3 folder as hetbench 0.1's format 2 wrote it: ids as JSON lists in the manifest."""
-    from hetbench.publish.manifest import assignment_digest, read_sample_ids
+    from hetbench.contract import read_sample_ids
+    from hetbench.publish.manifest import assignment_digest
 
     m = _manifest(folder)
     ids = read_sample_ids(folder)
@@ -113,7 +114,7 @@ def test_a_format_2_folder_still_verifies_and_loads(build, run_cli):
     import datasets
 
     from hetbench.flower import HetbenchPartitioner
-    from hetbench.publish.manifest import read_sample_ids
+    from hetbench.contract import read_sample_ids
 
     m = _as_format_2(build)
     code, text = _verify(run_cli, build)

@@ -64,7 +64,7 @@ def test_a_builder_is_recorded_beside_its_partitioner(tmp_path, run_cli):
 def test_a_format_3_builder_folder_still_verifies(tmp_path, run_cli):
     """Format 3 recorded the builder in place of the partitioner and had no ``files`` digests."""
     from hetbench.builders.synthetic_color import prepare_synthetic_color
-    from hetbench.publish.verify import legacy_layout
+    from hetbench.tools.verify import legacy_layout
 
     out = tmp_path / "sc"
     assert run_cli("build", "devices", "--synthetic-color", "3", "--clients", "6", "--out", out, "-q")[0] == 0

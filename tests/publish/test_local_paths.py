@@ -24,7 +24,7 @@ def _rows(folder: Path) -> Path:
 
 
 def _published_text(folder: Path) -> str:
-    from hetbench.publish.manifest import read_manifest
+    from hetbench.contract import read_manifest
     from hetbench.publish.published_files import published_paths
 
     return "".join((folder / p).read_bytes().decode("latin-1") for p in published_paths(read_manifest(folder)))

@@ -94,7 +94,7 @@ def test_many_shards_give_the_same_content_digest_as_one(tmp_path):
     one, many = (json.loads((tmp_path / n / "hetbench.json").read_text())["splits"]["train"] for n in ("one", "many"))
     assert len(many["files"]) > 1 and len(one["files"]) == 1
     assert one["column_sha256"] == many["column_sha256"]
-    from hetbench.publish.verify import verify_folder
+    from hetbench.tools.verify import verify_folder
 
     assert verify_folder(tmp_path / "many").exit_code == 0
 
@@ -102,7 +102,7 @@ def test_many_shards_give_the_same_content_digest_as_one(tmp_path):
 @pytest.mark.parametrize("rel", ["../x.parquet", "/etc/passwd", "data/../../x", "", "C:\\x.parquet"])
 def test_safe_path_refuses_what_leaves_the_folder(tmp_path, rel):
     from hetbench.errors import HetbenchError
-    from hetbench.publish.manifest import safe_path
+    from hetbench.contract import safe_path
 
     with pytest.raises(HetbenchError, match="outside the build folder"):
         safe_path(tmp_path, rel)

@@ -172,7 +172,7 @@ def test_a_symlinked_shard_escaping_the_folder_cannot_be_checked(build, run_cli,
 
 def test_the_other_readers_refuse_paths_outside_the_folder(build):
     from hetbench.errors import HetbenchError
-    from hetbench.publish.read_back import read_built_columns
+    from hetbench.contract.columns import read_built_columns
 
     m = _manifest(build)
     m["splits"]["train"]["files"][0] = "../../etc/passwd"

@@ -109,7 +109,7 @@ def test_one_client_is_read_from_its_own_row_groups_only(many_clients):
         assert pf.metadata.row_group(0).sorting_columns[0].column_index == pf.schema_arrow.get_field_index("client_id")
         for g in range(pf.metadata.num_row_groups):
             assert pf.metadata.row_group(g).num_rows <= 500
-    from hetbench.publish.manifest import read_sample_ids
+    from hetbench.contract import read_sample_ids
 
     names = manifest["client_names"]
     ids = read_sample_ids(many_clients)["train"].by_name(names)
@@ -137,7 +137,7 @@ def test_one_client_is_read_from_its_own_row_groups_only(many_clients):
 def test_the_folder_still_loads_and_verifies(many_clients):
     import datasets
 
-    from hetbench.publish.verify import verify_folder
+    from hetbench.tools.verify import verify_folder
 
     ds = datasets.load_dataset(str(many_clients), split="train")
     assert ds.num_rows == json.loads((many_clients / "hetbench.json").read_text())["splits"]["train"]["num_rows"]

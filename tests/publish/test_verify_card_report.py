@@ -46,7 +46,7 @@ def _rehash(folder, rel):
 
 
 def test_the_built_folder_verifies_and_lists_every_file_it_publishes(build, run_cli):
-    from hetbench.publish.manifest import read_manifest
+    from hetbench.contract import read_manifest
     from hetbench.publish.published_files import published_paths
 
     assert _verify(run_cli, build)[0] == 0
@@ -167,7 +167,7 @@ def test_publish_of_an_embedding_build_uploads_exactly_its_manifest(tmp_path, mo
     import huggingface_hub
 
     from hetbench.publish.hub import upload_folder
-    from hetbench.publish.manifest import read_manifest
+    from hetbench.contract import read_manifest
     from hetbench.publish.published_files import published_paths
 
     out = tmp_path / "emb"

@@ -93,7 +93,7 @@ def test_map_has_a_colour_bar_cells_and_an_inset(tmp_path, monkeypatch):
 def test_embedding_plots_have_legends_and_cluster_emd(tmp_path, monkeypatch):
     from hetbench.partitioners import EmbeddingPartitioner
     from hetbench.pipeline import make_split
-    from hetbench.report import refresh_report
+    from hetbench.tools.report_refresh import refresh_report
     from hetbench.report.embedding import embedding_extras
 
     p = EmbeddingPartitioner(6, alpha=0.3, clusters=4, embedder="pixels:4")

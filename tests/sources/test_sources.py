@@ -55,7 +55,7 @@ def test_save_to_disk_with_test_split_defaults_to_global(tmp_path, run_cli):
     assert ds["train"].features["label"].names == ["heron", "owl", "wren"]
     manifest = json.loads((out / "hetbench.json").read_text())
     assert manifest["recipe"]["test_split"] == "global"
-    from hetbench.publish.manifest import read_sample_ids
+    from hetbench.contract import read_sample_ids
 
     ids = read_sample_ids(out)["train"].sample_id.tolist()
     assert sorted(ids) == sorted(ds["train"]["obs_id"])

@@ -160,16 +160,13 @@ def test_rows_per_group(folder: Path, column: str = "device") -> dict[str, int]:
     >>> test_rows_per_group(folder)
     {'baseline': 3, 'wb=none': 3, 'wb=white-patch': 3}
     """
-    import json
+    import numpy as np
 
-    import pyarrow.parquet as pq
+    from hetbench.contract import read_built_columns
 
-    manifest = json.loads((Path(folder) / "hetbench.json").read_text())
-    counts: dict[str, int] = {}
-    for f in manifest["splits"]["test"]["files"]:
-        for d in pq.read_table(Path(folder) / f, columns=[column]).column(column).to_pylist():
-            counts[d] = counts.get(d, 0) + 1
-    return dict(sorted(counts.items()))
+    values, counts = np.unique(read_built_columns(folder, (column,), splits=("test",))["test"][column],
+                               return_counts=True)
+    return dict(zip(values.tolist(), counts.tolist()))
 
 
 def require_test_rows(folder: Path, groups: list[str], minimum: int, column: str = "device",

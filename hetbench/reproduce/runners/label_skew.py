@@ -16,10 +16,10 @@ seed draws its own split (the spread covers the partition too).
 from __future__ import annotations
 
 import dataclasses
-import json
 from pathlib import Path
 from typing import Any
 
+from hetbench.contract import read_manifest
 from hetbench.errors import HetbenchError
 from hetbench.reproduce.criteria import Measurement
 from hetbench.reproduce.runners.base import Axes, Context, Runner, RunOutput, last_k_accuracy
@@ -117,7 +117,7 @@ class LabelSkewRunner(Runner):
                     make_split(table, partitioner, folder, seed=split_seed, test_fraction=settings["test_fraction"],
                                quiet=True)
                     splits[key] = folder
-                    manifest = json.loads((folder / "hetbench.json").read_text())
+                    manifest = read_manifest(folder)
                     test_rows.add(int(manifest["splits"]["test"]["num_rows"]))
                 run = sweep(splits[key], "fedavg", seeds=[seed], config=config, out=ctx.runs, quiet=True,
                             threads=ctx.threads, store=ctx.store)[0]

@@ -24,10 +24,10 @@ test set; choosing on a separate split keeps the evaluation numbers from being s
 from __future__ import annotations
 
 import dataclasses
-import json
 from pathlib import Path
 from typing import Any
 
+from hetbench.contract import read_manifest
 from hetbench.errors import HetbenchError
 from hetbench.reproduce.criteria import Measurement
 from hetbench.reproduce.runners.base import Axes, Context, Runner, RunOutput, last_k_accuracy
@@ -82,7 +82,7 @@ def dirichlet_split(table, work: Path, name: str, clients: int, alpha: float, sp
     # the class scheme's min_size counts training rows, as ``hetbench partition`` does
     _, report = make_split(table, partitioner, folder, seed=split_seed, test_fraction=test_fraction, quiet=True,
                            overwrite=True, count_training_rows=True if scheme == "class" else None)
-    manifest = json.loads((folder / "hetbench.json").read_text())
+    manifest = read_manifest(folder)
     return folder, {"emd": float(report["emd"]), "size_stats": dict(report["size_stats"]),
                     "test_examples": int(manifest["splits"]["test"]["num_rows"])}
 

@@ -3,7 +3,7 @@
 The checks run in order and the first mismatch is reported in one line naming the split, file,
 column and, where cheap, row:
 
-1. the folder alone (:mod:`hetbench.publish.folder_checks`): the manifest is well formed, every
+1. the folder alone (:mod:`hetbench.tools.folder_checks`): the manifest is well formed, every
    path it names stays inside the folder, the per-client sample ids hash to ``assignment_sha256``,
    the folder and its card hold exactly the listed shards, every shard has its recorded sha256 and
    every column of every split its recorded content digest, and ``num_clients``, ``client_names``
@@ -23,10 +23,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
-from hetbench.errors import HetbenchError
+from hetbench.errors import HetbenchError, SourceChanged
 from hetbench.publish.digest import BLOCK_ROWS, first_differing_block
-from hetbench.publish.folder_checks import Mismatch, SplitData, check_folder
-from hetbench.publish.manifest import client_sample_ids, read_manifest, sample_id_table, sample_ids_digest, shard_paths
+from hetbench.tools.folder_checks import Mismatch, SplitData, check_folder
+from hetbench.contract import read_manifest, shard_paths
+from hetbench.publish.manifest import client_sample_ids, sample_id_table, sample_ids_digest
 
 
 @dataclass(frozen=True)
@@ -55,12 +56,6 @@ class Verdict:
     def __post_init__(self) -> None:
         if self.exit_code == -1:
             object.__setattr__(self, "exit_code", 0 if self.ok else 1)
-
-
-class SourceChanged(HetbenchError):
-    """The source loaded again is not the one the split was built from (a failed check, not bad input)."""
-
-    exit_code = 1
 
 
 #: recipe method -> function re-running a build that renders its own rows (``hetbench.builders.rebuilders()``)
@@ -98,7 +93,7 @@ def rebuild(manifest: dict, dataset: str | None = None, rebuilders: Rebuilders |
     from hetbench.splits import build_split
 
     from hetbench.local_paths import is_local_name
-    from hetbench.publish.manifest import recorded_build
+    from hetbench.contract import recorded_build
 
     build = recorded_build(manifest)
     method = build["method"]
@@ -361,7 +356,7 @@ def verify_folder(folder: str | Path, dataset: str | None = None, rebuilders: Re
     2
     """
     from hetbench.local_paths import restore
-    from hetbench.publish.embeddings import read_embeddings
+    from hetbench.contract.embeddings import read_embeddings
     from hetbench.publish.published_files import check_card, check_files, check_report
 
     folder = Path(folder)

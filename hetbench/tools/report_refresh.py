@@ -23,7 +23,7 @@ def _read_columns(folder: str | os.PathLike) -> dict[str, dict[str, Any]]:
     """``client_id`` and ``label`` of every split; an unreadable shard is a :class:`HetbenchError`."""
     import pyarrow as pa
 
-    from hetbench.publish.read_back import read_built_columns
+    from hetbench.contract.columns import read_built_columns
 
     try:
         return read_built_columns(folder)
@@ -35,7 +35,7 @@ def _clusters(folder: str | os.PathLike, report: dict[str, Any]):
     """(client ids, clusters) of the train rows of an embedding split; None for other splits."""
     import pyarrow as pa
 
-    from hetbench.publish.read_back import read_built_columns
+    from hetbench.contract.columns import read_built_columns
 
     entry = report.get("embedding")
     if not isinstance(entry, dict) or not isinstance(entry.get("clusters"), int):
@@ -58,7 +58,7 @@ def _feature_shift(folder: str | os.PathLike, manifest: dict[str, Any], cols: di
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from hetbench.publish.manifest import shard_paths
+    from hetbench.contract import shard_paths
     from hetbench.report.feature_entry import measure_rows
     from hetbench.report.groups import client_groups
     from hetbench.table import SampleTable
@@ -103,13 +103,13 @@ def refresh_report(folder: str | os.PathLike) -> Report:
     --------
     >>> from hetbench.partitioners import IIDPartitioner
     >>> from hetbench.pipeline import make_split
-    >>> from hetbench.report import refresh_report
+    >>> from hetbench.tools.report_refresh import refresh_report
     >>> _ = make_split("builtin:digits", IIDPartitioner(4), "digits-iid", quiet=True)
     >>> refresh_report("digits-iid")["num_clients"]
     4
     """
     from hetbench.tempdirs import temp_dir
-    from hetbench.publish.manifest import read_manifest
+    from hetbench.contract import read_manifest
 
     manifest = read_manifest(folder)
     missing = [k for k in ("class_names", "client_names", "splits") if not isinstance(manifest.get(k), (list, dict))]
@@ -162,7 +162,8 @@ def refresh_report(folder: str | os.PathLike) -> Report:
             os.replace(tmp / FEATURE_FILE, Path(folder) / FEATURE_FILE)
         os.replace(tmp / "report.json", Path(folder) / "report.json")
     if "files" in manifest:  # the manifest digests the report and plots it publishes: record the new ones
-        from hetbench.publish.manifest import MANIFEST_NAME, write_manifest
+        from hetbench.contract import MANIFEST_NAME
+        from hetbench.publish.manifest import write_manifest
         from hetbench.publish.inventory import file_inventory
 
         manifest["files"] = file_inventory(folder)

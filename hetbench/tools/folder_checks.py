@@ -19,10 +19,8 @@ import numpy as np
 
 from hetbench.errors import HetbenchError, Mismatch
 from hetbench.publish.digest import DIGEST_VERSION, SplitDigest, file_sha256, split_digest
-from hetbench.publish.manifest import (
-    MANIFEST_NAME, SampleIds, assignment_digest, read_sample_id_table, read_sample_ids, safe_path, sample_ids_digest,
-    sample_ids_of,
-)
+from hetbench.contract import MANIFEST_NAME, SampleIds, read_sample_id_table, read_sample_ids, safe_path, sample_ids_of
+from hetbench.publish.manifest import assignment_digest, sample_ids_digest
 
 
 @dataclass

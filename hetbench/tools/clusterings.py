@@ -17,7 +17,7 @@ def clusters_by_sample(folder: str | os.PathLike) -> dict:
     """Sample id -> cluster of every row of a built embedding split (its ``cluster`` column)."""
     import pyarrow.parquet as pq
 
-    from hetbench.publish.manifest import read_manifest, shard_paths
+    from hetbench.contract import read_manifest, shard_paths
 
     manifest = read_manifest(folder)
     id_col = manifest["source"].get("id_col")
@@ -52,7 +52,7 @@ def compare_embedders(dataset: str, embedders: tuple[str, str], clusters: int = 
 
     Examples
     --------
-    >>> from hetbench.report.clusterings import compare_embedders
+    >>> from hetbench.tools.clusterings import compare_embedders
     >>> z, n = compare_embedders("builtin:digits", ("pixels", "pixels"), clusters=5)
     >>> round(z, 6), n
     (1.0, 1797)

@@ -37,7 +37,7 @@ def card_plots(card: str, folder: Path) -> list[str]:
     --------
     >>> import tempfile
     >>> from pathlib import Path
-    >>> from hetbench.publish.card_refresh import card_plots
+    >>> from hetbench.tools.card_refresh import card_plots
     >>> folder = Path(tempfile.mkdtemp())
     >>> (folder / "plots").mkdir()
     >>> for name in ("b.png", "a.png", "new.png"):
@@ -59,7 +59,7 @@ def refresh_card(folder: str | os.PathLike) -> bool:
     ----------
     folder : path
         A folder written by ``hetbench partition`` or ``hetbench build`` whose report is current
-        (:func:`hetbench.report.refresh_report`).
+        (:func:`hetbench.tools.report_refresh.refresh_report`).
 
     Returns
     -------
@@ -76,7 +76,7 @@ def refresh_card(folder: str | os.PathLike) -> bool:
     --------
     >>> from hetbench.partitioners import IIDPartitioner
     >>> from hetbench.pipeline import make_split
-    >>> from hetbench.publish.card_refresh import refresh_card
+    >>> from hetbench.tools.card_refresh import refresh_card
     >>> _ = make_split("builtin:digits", IIDPartitioner(4), "digits-iid-card", quiet=True)
     >>> before = open("digits-iid-card/README.md").read()
     >>> refresh_card("digits-iid-card"), open("digits-iid-card/README.md").read() == before
@@ -84,8 +84,8 @@ def refresh_card(folder: str | os.PathLike) -> bool:
     """
     from hetbench.publish.card import _body, recipe_method
     from hetbench.publish.licence import manifest_licence, split_licence
-    from hetbench.publish.manifest import read_manifest
-    from hetbench.publish.read_back import read_built_columns
+    from hetbench.contract import read_manifest
+    from hetbench.contract.columns import read_built_columns
 
     folder = Path(folder)
     path = folder / "README.md"
