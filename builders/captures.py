@@ -33,10 +33,10 @@ def raw_files(raw_dir: str) -> list[str]:
 
     root = Path(raw_dir)
     if not root.is_dir():
-        raise HetbenchError(f"--raw-dir '{raw_dir}' is not a folder")
+        raise HetbenchError(f"`raw_dir` '{raw_dir}' is not a folder")
     files = sorted(str(p) for p in root.rglob("*") if p.is_file() and p.suffix.lower() in RAW_SUFFIXES)
     if not files:
-        raise HetbenchError(f"--raw-dir '{raw_dir}' holds no RAW files ({', '.join(sorted(RAW_SUFFIXES)[:8])}, ...)")
+        raise HetbenchError(f"`raw_dir` '{raw_dir}' holds no RAW files ({', '.join(sorted(RAW_SUFFIXES)[:8])}, ...)")
     return files
 
 
@@ -80,21 +80,21 @@ def read_labels(labels_csv: str | None, files: list[str], raw_dir: str) -> dict[
         return {f: "unlabelled" for f in files}
     path = Path(labels_csv)
     if not path.is_file():
-        raise HetbenchError(f"--labels '{labels_csv}' not found")
+        raise HetbenchError(f"`labels` '{labels_csv}' not found")
     with path.open(newline="") as fh:
         reader = csv.DictReader(fh)
         if not reader.fieldnames or not {"file", "label"} <= set(reader.fieldnames):
-            raise HetbenchError(f"--labels '{labels_csv}' needs the columns file,label")
+            raise HetbenchError(f"`labels` '{labels_csv}' needs the columns file,label")
         rows = list(reader)
     root = Path(raw_dir).resolve()
     by_path = _labels_by_path(rows, root, labels_csv)
     missing = [r["file"] for r in rows if not (root / r["file"]).is_file()]
     if missing:
-        raise HetbenchError(f"--labels names {len(missing)} file(s) not in --raw-dir, e.g. '{missing[0]}'")
+        raise HetbenchError(f"`labels` names {len(missing)} file(s) not in `raw_dir`, e.g. '{missing[0]}'")
     out = {f: by_path.get(str(Path(f).resolve())) for f in files}
     unlabelled = [f for f, v in out.items() if v is None]
     if unlabelled:
-        raise HetbenchError(f"{len(unlabelled)} RAW file(s) have no label in --labels, e.g. '{Path(unlabelled[0]).name}'")
+        raise HetbenchError(f"{len(unlabelled)} RAW file(s) have no label in `labels`, e.g. '{Path(unlabelled[0]).name}'")
     return out  # type: ignore[return-value]
 
 
@@ -106,11 +106,11 @@ def _labels_by_path(rows: list[dict], root, labels_csv: str) -> dict[str, str]:
     for line, r in enumerate(rows, start=2):  # line 1 is the header
         file, label = r.get("file") or "", r.get("label")
         if label is None or not label.strip():
-            raise HetbenchError(f"--labels '{labels_csv}' line {line}: empty label for file '{file}'")
+            raise HetbenchError(f"`labels` '{labels_csv}' line {line}: empty label for file '{file}'")
         key = str((root / file).resolve())
         if key in by_path and by_path[key] != label:
             raise HetbenchError(
-                f"--labels '{labels_csv}' line {line}: file '{file}' is labelled '{label}' but line "
+                f"`labels` '{labels_csv}' line {line}: file '{file}' is labelled '{label}' but line "
                 f"{line_of[key]} labels it '{by_path[key]}'"
             )
         by_path[key] = label
@@ -129,17 +129,17 @@ def read_device_weights(path: str | None, devices: Sequence[str]) -> dict[str, f
         with open(path) as fh:
             data = yaml.safe_load(fh)
     except OSError as exc:
-        raise HetbenchError(f"--device-weights '{path}' cannot be read: {exc.strerror}") from exc
+        raise HetbenchError(f"`device_weights` '{path}' cannot be read: {exc.strerror}") from exc
     except yaml.YAMLError as exc:
-        raise HetbenchError(f"--device-weights '{path}' is not JSON/YAML") from exc
+        raise HetbenchError(f"`device_weights` '{path}' is not JSON/YAML") from exc
     if not isinstance(data, dict):
-        raise HetbenchError(f"--device-weights '{path}' must map device names to weights")
+        raise HetbenchError(f"`device_weights` '{path}' must map device names to weights")
     unknown = sorted(set(map(str, data)) - set(devices))
     if unknown:
-        raise HetbenchError(f"--device-weights names unknown devices: {', '.join(unknown)} (devices: {', '.join(devices)})")
+        raise HetbenchError(f"`device_weights` names unknown devices: {', '.join(unknown)} (devices: {', '.join(devices)})")
     missing = [d for d in devices if d not in data]
     if missing:
-        raise HetbenchError(f"--device-weights misses devices: {', '.join(missing)}")
+        raise HetbenchError(f"`device_weights` misses devices: {', '.join(missing)}")
     weights: dict[str, float] = {}
     for d in devices:
         value = data[d]
@@ -148,12 +148,12 @@ def read_device_weights(path: str | None, devices: Sequence[str]) -> dict[str, f
                 raise TypeError
             weights[d] = float(value)
         except (TypeError, ValueError):
-            raise HetbenchError(f"--device-weights '{path}': the weight of '{d}' must be a number (got {value!r})") from None
+            raise HetbenchError(f"`device_weights` '{path}': the weight of '{d}' must be a number (got {value!r})") from None
         if not math.isfinite(weights[d]) or weights[d] < 0:
-            raise HetbenchError(f"--device-weights '{path}': the weight of '{d}' must be a finite number >= 0 (got {value!r})")
+            raise HetbenchError(f"`device_weights` '{path}': the weight of '{d}' must be a finite number >= 0 (got {value!r})")
     total = sum(weights.values())
     if not 0 < total < math.inf:
-        raise HetbenchError(f"--device-weights '{path}': the weights must have a positive, finite sum (got {total:g})")
+        raise HetbenchError(f"`device_weights` '{path}': the weights must have a positive, finite sum (got {total:g})")
     return weights
 
 
@@ -267,7 +267,7 @@ def resolve_num_proc(num_proc: int | None) -> int:
 def check_clients(clients: int | None, devices: list[str]) -> None:
     """Every device needs a client: checked before any rendering."""
     if clients is not None and clients < len(devices):
-        raise HetbenchError(f"--clients {clients} is fewer than the {len(devices)} devices; every device needs a client")
+        raise HetbenchError(f"`clients` {clients} is fewer than the {len(devices)} devices; every device needs a client")
 
 
 def check_clients_fit(clients: int | None, weights: dict[str, float], captures: int, training: bool) -> None:
@@ -290,14 +290,14 @@ def check_clients_fit(clients: int | None, weights: dict[str, float], captures: 
     if least[worst] > captures:
         have = f"only {captures} of the captures are for training" if training else f"there are only {captures} captures"
         raise HetbenchError(
-            f"--clients {clients} is too many: device '{names[worst]}' gets at least {least[worst]} clients but "
+            f"`clients` {clients} is too many: device '{names[worst]}' gets at least {least[worst]} clients but "
             f"{have}, and every client needs a training capture of its own"
         )
 
 
 def check_size(size: int | None) -> int | None:
     if size is not None and not 16 <= int(size) <= 4096:
-        raise HetbenchError(f"--size must be between 16 and 4096 pixels (got {size})")
+        raise HetbenchError(f"`size` must be between 16 and 4096 pixels (got {size})")
     return None if size is None else int(size)
 
 
@@ -316,18 +316,18 @@ def capture_jobs(raw_dir, labels, renders, size, seed, crops_per_photo, crop_siz
 
     shading = check_lens_shading(lens_shading, raw_dir)
     if raw_dir is not None and test_crops != "random":
-        raise HetbenchError(f"--test-crops {test_crops} applies to the embedded photographs; RAW files are "
+        raise HetbenchError(f"`test_crops` {test_crops} applies to the embedded photographs; RAW files are "
                             "held out whole (by capture)")
     if raw_dir is not None:
         files = raw_files(raw_dir) if label_of is None else sorted(label_of)
         label_of = read_labels(labels, files, raw_dir) if label_of is None else label_of
         return [
             CaptureJob(i, Path(f).stem, label_of[f], RawSource(f, lens_shading=shading), tuple(renders), size, seed,
-                       refused=refused_file(f, raw_dir, "--raw-dir"))
+                       refused=refused_file(f, raw_dir, "`raw_dir`"))
             for i, f in enumerate(files)
         ]
     if labels is not None:
-        raise HetbenchError("--labels needs --raw-dir")
+        raise HetbenchError("`labels` needs `raw_dir`")
     check_crops(crops_per_photo, crop_size)
     profiles = [p.name for p in load_profiles(profile_set)]
     return [
@@ -350,7 +350,7 @@ def check_lens_shading(lens_shading: str | None, raw_dir) -> str:
     >>> check_lens_shading("cos4:2", "raws")
     Traceback (most recent call last):
     ...
-    hetbench.errors.HetbenchError: --lens-shading 'cos4:2': choose dng, none or cos4:C with C in (0, 1] (the corner's relative illumination)
+    hetbench.errors.HetbenchError: lens_shading 'cos4:2': choose dng, none or cos4:C with C in (0, 1] (the corner's relative illumination)
     """
     from hetbench.isp.lens_shading import parse_cos4_option
 
@@ -360,6 +360,6 @@ def check_lens_shading(lens_shading: str | None, raw_dir) -> str:
     except ValueError as exc:
         raise HetbenchError(str(exc)) from None
     if value != "dng" and raw_dir is None:
-        raise HetbenchError(f"--lens-shading {value} applies to RAW files (--raw-dir); the embedded captures "
+        raise HetbenchError(f"`lens_shading` {value} applies to RAW files (`raw_dir`); the embedded captures "
                             "take their lens shading from the device profiles")
     return value

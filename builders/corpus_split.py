@@ -37,10 +37,10 @@ def client_allocation(clients: int | None, clients_per_device: int | None, devic
     (4, {'a': 1.0, 'b': 1.0})
     """
     if clients is not None and clients_per_device is not None:
-        raise HetbenchError("give --clients or --clients-per-device, not both")
+        raise HetbenchError("give `clients` or `clients_per_device`, not both")
     if clients_per_device is not None:
         if clients_per_device < 1:
-            raise HetbenchError(f"--clients-per-device must be at least 1 (got {clients_per_device})")
+            raise HetbenchError(f"`clients_per_device` must be at least 1 (got {clients_per_device})")
         clients, weights = clients_per_device * len(devices), {d: 1.0 for d in devices}
     check_clients(clients, devices)
     return clients, weights

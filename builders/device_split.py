@@ -163,7 +163,7 @@ def rendered_table(
     is skipped, counted and listed.
     """
     if not 0.0 < test_fraction < 1.0:  # before the first capture is rendered
-        raise HetbenchError(f"--test-fraction must be between 0 and 1 (got {test_fraction})")
+        raise HetbenchError(f"`test_fraction` must be between 0 and 1 (got {test_fraction})")
     # a skipped file by its path under the folder the captures came from: no local path is published
     paths = [os.path.abspath(j.source.path) for j in jobs if hasattr(j.source, "path")]
     root = os.path.commonpath([os.path.dirname(p) for p in paths]) if paths else ""

@@ -65,8 +65,8 @@ def embedded_sources(crops_per_photo: int, crop_size: int, seed: int, test_crops
             try:
                 train, test = region_crops(image, crops_per_photo - n_test, n_test, crop_size, test_fraction, rng)
             except ValueError as exc:
-                raise HetbenchError(f"--test-crops unseen-region: photograph '{scene}': {exc}; lower --crop-size "
-                                    "or --test-fraction") from None
+                raise HetbenchError(f"`test_crops` unseen-region: photograph '{scene}': {exc}; lower `crop_size` "
+                                    "or `test_fraction`") from None
             crops, held = train + test, [False] * len(train) + [True] * len(test)
         for ci, (crop, is_test) in enumerate(zip(crops, held)):
             cid = f"{scene}-{ci:02d}"
@@ -84,15 +84,15 @@ def check_test_crops(test_crops: object, crops_per_photo: int, test_fraction: fl
     >>> check_test_crops("unseen-region", 1, 0.2)
     Traceback (most recent call last):
     ...
-    hetbench.errors.HetbenchError: --test-crops unseen-region needs at least 2 crops per photograph, one to train on and one to test (got --crops-per-photo 1)
+    hetbench.errors.HetbenchError: test_crops unseen-region needs at least 2 crops per photograph, one to train on and one to test (got crops_per_photo 1)
     """
     if test_crops not in TEST_CROPS:
-        raise HetbenchError(f"--test-crops must be one of {', '.join(TEST_CROPS)} (got {test_crops!r})")
+        raise HetbenchError(f"`test_crops` must be one of {', '.join(TEST_CROPS)} (got {test_crops!r})")
     if test_crops == "unseen-region" and crops_per_photo < 2:
-        raise HetbenchError("--test-crops unseen-region needs at least 2 crops per photograph, one to train on and "
-                            f"one to test (got --crops-per-photo {crops_per_photo})")
+        raise HetbenchError("`test_crops` unseen-region needs at least 2 crops per photograph, one to train on and "
+                            f"one to test (got `crops_per_photo` {crops_per_photo})")
     if not 0.0 < test_fraction < 1.0:
-        raise HetbenchError(f"--test-fraction must be between 0 and 1 (got {test_fraction})")
+        raise HetbenchError(f"`test_fraction` must be between 0 and 1 (got {test_fraction})")
 
 
 def check_crops(crops_per_photo: object, crop_size: object) -> None:
@@ -111,18 +111,18 @@ def check_crops(crops_per_photo: object, crop_size: object) -> None:
     >>> check_crops(75, 100000)
     Traceback (most recent call last):
     ...
-    hetbench.errors.HetbenchError: --crop-size must be an integer between 32 and 512 pixels, the largest embedded photograph's shorter side (got 100000)
+    hetbench.errors.HetbenchError: crop_size must be an integer between 32 and 512 pixels, the largest embedded photograph's shorter side (got 100000)
     >>> check_crops(10**6, 256)
     Traceback (most recent call last):
     ...
-    hetbench.errors.HetbenchError: --crops-per-photo must be an integer between 1 and 500 (got 1000000)
+    hetbench.errors.HetbenchError: crops_per_photo must be an integer between 1 and 500 (got 1000000)
     """
     import numbers
 
     lo, hi = CROP_SIZE_RANGE
     for name, value, low, high, unit in (
-        ("--crops-per-photo", crops_per_photo, 1, MAX_CROPS_PER_PHOTO, ""),
-        ("--crop-size", crop_size, lo, hi, " pixels, the largest embedded photograph's shorter side"),
+        ("`crops_per_photo`", crops_per_photo, 1, MAX_CROPS_PER_PHOTO, ""),
+        ("`crop_size`", crop_size, lo, hi, " pixels, the largest embedded photograph's shorter side"),
     ):
         if isinstance(value, bool) or not isinstance(value, numbers.Integral) or not low <= value <= high:
             shown = value if isinstance(value, numbers.Integral) and not isinstance(value, bool) else repr(value)

@@ -51,7 +51,7 @@ def _check_columns(table, columns: dict[str, str]) -> None:
 
 
 def _check_sizes(nmax: Any, nmin: Any) -> None:
-    for flag, value, least in (("--nmax", nmax, 1), ("--nmin", nmin, 0)):
+    for flag, value, least in (("`nmax`", nmax, 1), ("`nmin`", nmin, 0)):
         if value is None:
             continue
         if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < least:
@@ -70,8 +70,8 @@ def resolve_recipe(recipe: str | None, builder: str, mode: str | None, metadata:
     spec, settings = recipe_mode(recipe, builder, mode)
     if metadata is None:
         need = spec["rebuild"].get("columns") if builder == "geo" else settings.get("inputs", "the public metadata table")
-        raise HetbenchError(f"--recipe {recipe} needs --metadata: {need} from the public files" if builder == "geo"
-                            else f"--recipe {recipe} needs --metadata, e.g. \"{need}\"")
+        raise HetbenchError(f"`recipe` {recipe} needs `metadata`: {need} from the public files" if builder == "geo"
+                            else f"`recipe` {recipe} needs `metadata`, e.g. \"{need}\"")
     cols = settings.get("columns", {})
     names = {"lat": "lat_col", "lon": "lon_col", "label": "label_col", "id": "id_col", "user": "user_col"}
     for key, param in names.items():
@@ -141,7 +141,7 @@ def prepare_geo(
     nmax = 3000 if params["nmax"] is None else params["nmax"]
     partitioner = GeoS2Partitioner(lat_col=lat_col, lon_col=lon_col, nmax=nmax, nmin=nmin)
     table, skipped = _with_images(load_table(metadata or EMBEDDED, params["label_col"], params["id_col"]), image_root, image_col)
-    _check_columns(table, {"--lat-col": lat_col, "--lon-col": lon_col})
+    _check_columns(table, {"`lat_col`": lat_col, "`lon_col`": lon_col})
 
     def extras(fs: FederatedSplit):  # s2_cell, lat and lon: GeoS2Partitioner.derive_columns
         from hetbench import s2
@@ -220,7 +220,7 @@ def prepare_users(
     filters = params["filters"] or "landmarks"
     user_col = params["user_col"] or ("observer" if metadata is None else "user_id")
     table, skipped = _with_images(load_table(metadata or EMBEDDED, params["label_col"], params["id_col"]), image_root, image_col)
-    _check_columns(table, {"--user-col": user_col})
+    _check_columns(table, {"`user_col`": user_col})
     test_split = params["test_split"]
     if test_split is None:
         # a published test file without users (Landmarks' test.csv) is a shared test set of unseen users

@@ -90,7 +90,7 @@ def attach_images(table, image_root: str, path_col: str) -> list[dict[str, str]]
 
     root = Path(image_root)
     if not root.is_dir():
-        raise HetbenchError(f"--image-root '{image_root}' is not a folder")
+        raise HetbenchError(f"`image_root` '{image_root}' is not a folder")
     root = root.resolve()
     skipped: list[dict[str, str]] = []
     checked: dict[Path, str | None] = {}
@@ -116,7 +116,7 @@ def attach_images(table, image_root: str, path_col: str) -> list[dict[str, str]]
             paths.append(str(path))
         if rel.size and not keep:
             raise HetbenchError(
-                f"no image named by '{path_col}' in split '{split}' can be used under --image-root "
+                f"no image named by '{path_col}' in split '{split}' can be used under `image_root` "
                 f"'{image_root}' (e.g. '{skipped[-1]['file']}': {skipped[-1]['reason']})"
             )
         if len(keep) < rel.size:  # through Arrow: no "Flattening the indices" progress bar

@@ -172,9 +172,9 @@ def corpus_labels(recipe: str, raw_dir: str | None, labels: str | None) -> Corpu
 
     spec, settings = recipe_mode(recipe, "iso-isp", "import")
     if raw_dir is None:
-        raise HetbenchError(f"--recipe {recipe} needs --raw-dir: the folder of the corpus ({spec.get('source', '')})")
+        raise HetbenchError(f"`recipe` {recipe} needs `raw_dir`: the folder of the corpus ({spec.get('source', '')})")
     if labels is not None:
-        raise HetbenchError(f"--recipe {recipe} takes its labels from the corpus; drop --labels")
+        raise HetbenchError(f"`recipe` {recipe} takes its labels from the corpus; drop `labels`")
     found = fivek_captures(raw_dir, settings["field"])
     counts = dict(sorted(Counter(found.label_of.values()).items()), unknown=len(found.unlabelled))
     report = {"recipe": recipe, "field": settings["field"], "listed": found.listed, "labelled": len(found.label_of),

@@ -26,17 +26,17 @@ def prepare_raw_cameras(spec, settings, recipe, data_dir, clients, clients_per_d
     from hetbench.sources.fivek import fivek_captures
 
     if clients is not None and clients_per_device is not None:
-        raise HetbenchError("give --clients or --clients-per-device, not both")
+        raise HetbenchError("give `clients` or `clients_per_device`, not both")
     size = check_size(224 if size is None else size)  # RAW files are rendered: they need a size
     if not 0.0 < test_fraction < 1.0:
-        raise HetbenchError(f"--test-fraction must be between 0 and 1 (got {test_fraction})")
+        raise HetbenchError(f"`test_fraction` must be between 0 and 1 (got {test_fraction})")
     found = fivek_captures(data_dir, settings["field"])
     files = sorted(found.label_of)
     if on_checked is not None:
         on_checked()
     baseline = str(Pipeline.parse({}))
     jobs = [CaptureJob(i, Path(f).stem, found.label_of[f], RawSource(f), (Render("baseline", baseline),), size, seed,
-                       refused=refused_file(f, data_dir, "--data-dir"))  # a link out of --data-dir: skipped unread
+                       refused=refused_file(f, data_dir, "`data_dir`"))  # a link out of --data-dir: skipped unread
             for i, f in enumerate(files)]
     results = run_jobs(jobs, num_proc, quiet, f"rendering {len(jobs):,} RAW photographs", engine, stream=True)
     root = Path(data_dir)

@@ -79,16 +79,16 @@ def prepare_real_devices(
     spec, settings = recipe_mode(recipe, "real-devices", "import")
     if settings["reader"] == "hub-parquet":
         if dataset is None or data_dir is not None or size is not None or test_fraction != 0.2:
-            raise HetbenchError(f"the {recipe} recipe reads a Hub Parquet dataset: give --dataset (a local copy or the hub "
-                                "id), not --data-dir, no --size (its images are published as stored; resize at "
-                                "training time with hetbench train --image-size) and no --test-fraction (it keeps the "
+            raise HetbenchError(f"the {recipe} recipe reads a Hub Parquet dataset: give `dataset` (a local copy or the hub "
+                                "id), not `data_dir`, no `size` (its images are published as stored; resize at "
+                                "training time with hetbench train `image_size`) and no `test_fraction` (it keeps the "
                                 "corpus's own test split)")
         from hetbench.builders.parquet_corpus import prepare_parquet_corpus
 
         return prepare_parquet_corpus(spec, settings, recipe, dataset, clients, clients_per_device, seed, quiet,
                                       on_checked, purity, client_allocation)
     if data_dir is None or dataset is not None:
-        raise HetbenchError(f"the {recipe} recipe reads a folder: give --data-dir, not --dataset")
+        raise HetbenchError(f"the {recipe} recipe reads a folder: give `data_dir`, not `dataset`")
     if settings["reader"] == "fivek-cameras":
         from hetbench.builders.raw_cameras import prepare_raw_cameras
 
@@ -110,7 +110,7 @@ def prepare_real_devices(
     if size is not None:
         size = check_size(size)
     if not 0.0 < test_fraction < 1.0:
-        raise HetbenchError(f"--test-fraction must be between 0 and 1 (got {test_fraction})")
+        raise HetbenchError(f"`test_fraction` must be between 0 and 1 (got {test_fraction})")
     captures = sorted({im.capture for im in images})
     check_clients_fit(clients, weights, len(captures), training=False)
     num_proc = cap_num_proc(resolve_num_proc(num_proc), len(images), quiet)  # --num-proc 1000 started 83 processes on 2 cores

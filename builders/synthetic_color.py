@@ -142,7 +142,7 @@ def _images(table: SampleTable, split: str) -> np.ndarray:
     ds = table.splits[split]
     col = next((c for c, f in ds.features.items() if type(f).__name__ == "Image"), None)
     if col is None:
-        raise HetbenchError(f"--synthetic-color needs an image column; the data has: {', '.join(ds.column_names)}")
+        raise HetbenchError(f"`synthetic_color` needs an image column; the data has: {', '.join(ds.column_names)}")
     arrays = []
     for row, item in enumerate(ds.with_format("arrow")[col].to_pylist()):
         what = f"--synthetic-color: row {row} of split '{split}'"
@@ -158,7 +158,7 @@ def _images(table: SampleTable, split: str) -> np.ndarray:
             raise HetbenchError(f"{what}: cannot read the image ({type(exc).__name__}: {reason})") from None
     shapes = {a.shape for a in arrays}
     if len(shapes) != 1:
-        raise HetbenchError(f"--synthetic-color needs images of one size; found {len(shapes)} sizes")
+        raise HetbenchError(f"`synthetic_color` needs images of one size; found {len(shapes)} sizes")
     return np.stack(arrays)
 
 
@@ -220,12 +220,12 @@ def prepare_synthetic_color(
 
     seed = check_seed(seed)
     if not 2 <= num_devices <= 1000:
-        raise HetbenchError(f"--synthetic-color must be between 2 and 1000 devices (got {num_devices})")
+        raise HetbenchError(f"`synthetic_color` must be between 2 and 1000 devices (got {num_devices})")
     if size is not None and not 8 <= size <= 4096:
-        raise HetbenchError(f"--size must be between 8 and 4096 pixels (got {size})")
+        raise HetbenchError(f"`size` must be between 8 and 4096 pixels (got {size})")
     clients = num_devices if clients is None else int(clients)
     if clients < num_devices:
-        raise HetbenchError(f"--clients {clients} is fewer than the {num_devices} devices; every device needs a client")
+        raise HetbenchError(f"`clients` {clients} is fewer than the {num_devices} devices; every device needs a client")
     src = load_table(dataset, label_col)
     settings = device_settings(num_devices, make_rng(seed, 20))
     devices = [f"synthetic-{d:02d}" for d in range(num_devices)]
@@ -239,7 +239,7 @@ def prepare_synthetic_color(
         tr_labels, tr_ids = src.labels["train"], src.ids("train")
     else:
         if not 0.0 < test_fraction < 1.0:
-            raise HetbenchError(f"--test-fraction must be between 0 and 1 (got {test_fraction})")
+            raise HetbenchError(f"`test_fraction` must be between 0 and 1 (got {test_fraction})")
         held = stratified_holdout(np.zeros(len(train_imgs), np.int32), src.labels["train"], 1, src.num_classes, test_fraction, make_rng(seed, 21))
         test_imgs, test_labels, test_ids = train_imgs[held], src.labels["train"][held], src.ids("train")[held]
         train_imgs, tr_labels, tr_ids = train_imgs[~held], src.labels["train"][~held], src.ids("train")[~held]
@@ -324,7 +324,7 @@ def build_synthetic_color(
     folder : pathlib.Path
         The published folder.
     report : dict
-        Its ``report.json`` (``devices`` with each device's jitter setting, ...).
+        Its ``report.json`` (``num_devices`` with each device's jitter setting, ...).
 
     References
     ----------
@@ -347,7 +347,7 @@ def build_synthetic_color(
     name = name or tag
     # the input first (a cheap render of a small table)
     prepared = prepare_synthetic_color(num_devices, dataset, label_col, clients, size, test_fraction, seed, quiet, title=name)
-    with locked_out(Path(out) if out else SPLITS_ROOT / tag, overwrite, inputs={"--dataset": dataset}) as out_path:
+    with locked_out(Path(out) if out else SPLITS_ROOT / tag, overwrite, inputs={"`dataset`": dataset}) as out_path:
         _, report = prepared.publish(out_path, name=name, overwrite=overwrite, quiet=quiet)
     return out_path, report
 

@@ -264,12 +264,12 @@ def real_devices_cmd(recipe, data_dir, dataset, clients, clients_per_device, siz
 
 
 def _table_summary(out: Path, report: dict, what: str, quiet: bool = False) -> None:
-    from hetbench.cli.partition import warn_many_classes
+    from hetbench.cli.partition_options import warn_many_classes
 
     warn_many_classes(int(report.get("num_classes") or 0))  # a label column of a million values, say
     if quiet:
         return
-    from hetbench.cli.partition import dropped_summary  # held-out rows are the test set, not lost data
+    from hetbench.cli.partition_options import dropped_summary  # held-out rows are the test set, not lost data
 
     dropped = dropped_summary(report.get("dropped") or {})
     click.echo(

@@ -77,7 +77,7 @@ def _declare_inputs(command: click.Command) -> None:
 
 
 #: the options whose value is a path a command writes (checked by :func:`hetbench.outnames.check_out_name`)
-OUT_OPTIONS = {"out": "--out", "results": "--results"}
+OUT_OPTIONS = ("out", "results")
 
 
 def _check_outputs(command: click.Command) -> None:
@@ -97,13 +97,17 @@ def _check_outputs(command: click.Command) -> None:
     def checking(*args, **kwargs):
         from hetbench.outnames import check_out_name, check_split_name
 
-        params = click.get_current_context().params
-        for name, option in OUT_OPTIONS.items():
-            if isinstance(params.get(name), (str, os.PathLike)):
-                check_out_name(params[name], option)
-        if isinstance(params.get("name"), str):
-            check_split_name(params["name"])
-        return callback(*args, **kwargs)
+        ctx = click.get_current_context()
+        try:
+            for name in OUT_OPTIONS:
+                if isinstance(ctx.params.get(name), (str, os.PathLike)):
+                    check_out_name(ctx.params[name], f"`{name}`")
+            if isinstance(ctx.params.get("name"), str):
+                check_split_name(ctx.params["name"])
+            return callback(*args, **kwargs)
+        except HetbenchError as exc:
+            exc.command = ctx.command  # whose flags name its parameters (hetbench.cli.flags)
+            raise
 
     checking._checks_outputs = True  # type: ignore[attr-defined]
     command.callback = checking
@@ -233,7 +237,9 @@ def _run(argv: list[str] | None) -> None:
         click.echo(f"hetbench: {exc}", err=True)
         sys.exit(exc.exit_code)
     except HetbenchError as exc:
-        click.echo(f"hetbench: error: {_one_line(str(exc))}", err=True)
+        from hetbench.cli.flags import cli_message
+
+        click.echo(f"hetbench: error: {_one_line(cli_message(exc, getattr(exc, 'command', None)))}", err=True)
         sys.exit(exc.exit_code)
     except OSError as exc:
         problem = environment_problem(exc)

@@ -2,182 +2,12 @@
 
 from __future__ import annotations
 
-import functools
-import math
-from pathlib import Path
-from typing import Any, Callable
-
 import click
 
-from hetbench.cli.licence_options import licence_options
+from hetbench.cli.partition_options import (
+    client_holdout, clients_option, common_options, engine_options, fmt_number, noise_options, parse_sizes, with_engine,
+)
 from hetbench.errors import HetbenchError
-from hetbench.naming import default_out_dir
-from hetbench.sources import DEFAULT_DATASET
-
-
-def _source_options(fn: Callable) -> Callable:
-    options = [
-        click.option("--dataset", default=DEFAULT_DATASET, show_default=True,
-                     help="builtin:digits | builtin:mnist5k | save_to_disk folder | parquet file/folder | CSV | hetbench build | hub id."),
-        click.option("--label-col", default=None, help="Label column (default: 'label' or the only ClassLabel column)."),
-        click.option("--id-col", default=None, help="Sample-id column recorded in the manifest (default: row index)."),
-        click.option("--seed", default=0, show_default=True, type=int, help="Seed of every random choice."),
-        click.option("--test-split", type=click.Choice(["global", "client", "natural"]), default=None,
-                     help="global: keep the source's test split shared; client: per-client hold-out; natural: by the id column. "
-                     "Default: natural for natural-id, global when the source has a test split, else client."),
-        click.option("--test-fraction", default=0.2, show_default=True, type=float,
-                     help="Per-client hold-out fraction with --test-split client."),
-        click.option("--out", default=None, type=click.Path(file_okay=False),
-                     help="Output folder (default: hetbench_splits/<dataset>-<method>-<params>-s<seed>)."),
-        click.option("--name", default=None, help="Data set name in the card and manifest (default: <dataset>-<method>-<params>-s<seed>)."),
-        click.option("--overwrite", is_flag=True, help="Replace --out if it exists."),
-        click.option("--feature-embedder", default="auto", show_default=True, metavar="SPEC",
-                     help="What the report's feature shift (each client's images against the others', class by class) "
-                     "embeds the training rows with: auto (pixels:8 for image data, nothing otherwise), none, or an "
-                     "--embedder spec (pixels[:S], hog, color-hist, column:NAME, ...)."),
-        click.option("--allow-empty", is_flag=True,
-                     help="Accept clients left with no training rows (by default an error naming how many)."),
-        click.option("--quiet", "-q", is_flag=True, help="No progress bar or summary."),
-    ]
-    for opt in reversed(options):
-        fn = opt(fn)
-    return fn
-
-
-def _engine_options(fn: Callable) -> Callable:
-    """``--engine`` / ``--ray-address`` of the embedding step (never recorded in the split)."""
-    options = [
-        click.option("--engine", type=click.Choice(["local", "ray"]), default="local", show_default=True,
-                     help="What embeds the images: local (this process) or ray (every batch of images one Ray task; "
-                     "the pixels, hog and color-hist embedders; models and columns run here). Same split either way. "
-                     "pip install 'hetbench[ray]'."),
-        click.option("--ray-address", default=None, metavar="ADDRESS",
-                     help="With --engine ray: 'auto' joins the Ray cluster running on this machine, HOST:PORT the cluster "
-                     "whose head listens there. Default: a local Ray instance on every core. Images travel by value."),
-    ]
-    for opt in reversed(options):
-        fn = opt(fn)
-    return fn
-
-
-def _with_engine(partitioner, engine: str, ray_address: str | None):
-    from hetbench.engines import engine_spec
-
-    partitioner.engine = engine_spec(engine, ray_address)
-    return partitioner
-
-
-def _summary(out, report: dict) -> str:
-    """The one line a partition command prints about the split it wrote."""
-    st = report["size_stats"]
-    return (f"wrote {out}: {report['num_clients']} clients, {report['num_samples']:,} training samples, "
-            f"EMD {report['emd']:.3f}, sizes {st['min']:.0f}/{st['median']:.0f}/{st['max']:.0f} (min/median/max); "
-            + dropped_summary(report.get("dropped") or {}))
-
-
-def _clients_option(fn: Callable) -> Callable:
-    return click.option("--clients", "-n", default=10, show_default=True, type=int, help="Number of clients.")(fn)
-
-
-def _fmt(x: float) -> str:
-    return "inf" if math.isinf(x) else f"{x:g}"
-
-
-def _run(partitioner, tag: str, opts: dict[str, Any], extras: Callable | None = None) -> None:
-    """Partition and publish through the one pipeline, print a summary."""
-    from hetbench.pipeline import make_split
-    from hetbench.sources import load_table
-
-    default = default_out_dir(opts["dataset"], tag, opts["seed"])
-    out = Path(opts["out"]) if opts["out"] else default
-    table = opts.get("table")
-    if table is None:  # the input first: a bad input is reported as such, before --out is checked
-        table = load_table(opts["dataset"], opts["label_col"], opts["id_col"])
-    warn_many_classes(table.num_classes, table.label_column)
-    _, report = make_split(
-        table, partitioner, out, label_col=opts["label_col"], id_col=opts["id_col"], seed=opts["seed"],
-        test_split=opts["test_split"], test_fraction=opts["test_fraction"], name=opts["name"] or default.name,
-        overwrite=opts["overwrite"], quiet=opts["quiet"], extras=extras, allow_empty=opts["allow_empty"],
-        feature_embedder=opts["feature_embedder"],
-    )
-    if not opts["quiet"]:
-        click.echo(_summary(out, report))
-
-
-def warn_many_classes(num_classes: int, label_col: str | None = None) -> None:
-    """One warning line on stderr for a split of more classes than :data:`hetbench.outnames.MANY_CLASSES`
-    (the card and report list every class: a million made a 27.8 MB card); nothing for fewer.
-
-    Examples
-    --------
-    >>> warn_many_classes(10)
-    """
-    from hetbench.outnames import many_classes_warning
-
-    warning = many_classes_warning(num_classes, label_col)
-    if warning is not None:
-        click.echo(f"hetbench: warning: {warning}", err=True)
-
-
-def dropped_summary(dropped: dict[str, dict[str, int]]) -> str:
-    """How many rows were dropped and why, summed over the splits (rows held out as test are not lost).
-
-    Examples
-    --------
-    >>> dropped_summary({"train": {"remainder": 300, "class-unassigned": 12}, "test": {"filtered": 0}})
-    '312 rows dropped (remainder 300, class-unassigned 12)'
-    >>> dropped_summary({"train": {}})
-    'no rows dropped'
-    """
-    by_reason: dict[str, int] = {}
-    for counts in dropped.values():
-        for reason, count in counts.items():
-            if reason != "held-out" and count:
-                by_reason[reason] = by_reason.get(reason, 0) + int(count)
-    if not by_reason:
-        return "no rows dropped"
-    total = sum(by_reason.values())
-    reasons = ", ".join(f"{r} {c:,}" for r, c in sorted(by_reason.items(), key=lambda rc: (-rc[1], rc[0])))
-    return f"{total:,} row{'s' if total != 1 else ''} dropped ({reasons})"
-
-
-def _common(fn: Callable) -> Callable:
-    @functools.wraps(fn)
-    def wrapper(**kwargs: Any) -> None:
-        keys = ("dataset", "label_col", "id_col", "seed", "test_split", "test_fraction", "out", "name", "overwrite",
-                "quiet", "allow_empty", "feature_embedder")
-        opts = {k: kwargs.pop(k) for k in keys}
-        made = fn(**kwargs)
-        if len(made) > 3:  # a method's own default data set, used when --dataset was not given; or its loaded table
-            source = click.get_current_context().get_parameter_source("dataset")
-            if not isinstance(made[3], str):
-                opts["table"] = made[3]
-            elif source in (None, click.core.ParameterSource.DEFAULT):
-                opts["dataset"] = made[3]
-        _run(made[0], made[1], opts, made[2] if len(made) > 2 else None)
-
-    return licence_options(_source_options(wrapper))
-
-
-def _client_holdout() -> tuple[float | None, Any]:
-    """(--test-fraction under the client test policy, else None; the loaded table): what turns the training rows
-    --sizes, --min-samples and --min-size count into rows of the partitioned split. The client policy is
-    --test-split client, or the default (or natural, which falls back to it) for a source of one split."""
-    from hetbench.sources import load_table
-
-    o = click.get_current_context().params
-    table = load_table(o["dataset"], o["label_col"], o["id_col"])
-    client = o["test_split"] == "client" or (o["test_split"] in (None, "natural") and len(table.split_names) == 1)
-    return (o["test_fraction"] if client else None), table
-
-
-def _parse_sizes(text: str | None) -> list[int] | None:
-    if text is None:
-        return None
-    try:
-        return [int(s) for s in text.replace(" ", "").split(",") if s]
-    except ValueError as exc:
-        raise HetbenchError(f"--sizes must be a comma-separated list of integers (got '{text}')") from exc
 
 
 @click.group(short_help="Partition a data set into clients and publish the split.")
@@ -195,11 +25,11 @@ def partition() -> None:
 
 
 @partition.command("iid", short_help="IID clients: a uniform shuffle cut into equal or given sizes.")
-@_clients_option
+@clients_option
 @click.option("--sizes", default=None,
               help="Comma-separated training rows per client, as the summary counts them (after --test-split client's "
               "per-client hold-out); at most the training rows, the rest dropped. Default: equal sizes.")
-@_common
+@common_options
 def iid_cmd(clients: int, sizes: str | None):
     """Uniformly shuffled clients of equal (or given) sizes.
 
@@ -207,16 +37,16 @@ def iid_cmd(clients: int, sizes: str | None):
     """
     from hetbench.partitioners import IIDPartitioner
 
-    parsed = _parse_sizes(sizes)
+    parsed = parse_sizes(sizes)
     if parsed is None:
         return IIDPartitioner(clients), f"iid-n{clients}"
     # --sizes count training rows: under the client policy each client's hold-out comes on top of its size
-    holdout, table = _client_holdout()
+    holdout, table = client_holdout()
     return IIDPartitioner(clients, parsed, holdout), f"iid-n{clients}", None, table
 
 
 @partition.command("dirichlet", short_help="Label Dirichlet skew (Hsu et al. 2019; or per class).")
-@_clients_option
+@clients_option
 @click.option("--alpha", "-a", default=0.5, show_default=True, type=float, help="Concentration; 0 = one class per client, inf = IID.")
 @click.option("--scheme", type=click.Choice(["client", "class"]), default="client", show_default=True,
               help="client: Hsu et al. q_k ~ Dir(alpha p), fixed sizes; class: per-class shares ~ Dir(alpha) (Flower/NIID-Bench).")
@@ -225,7 +55,7 @@ def iid_cmd(clients: int, sizes: str | None):
               help="--scheme class: fewest training rows per client, as the summary counts them (after --test-split "
               "client's per-client hold-out), met by a deterministic repair.")
 @click.option("--partition-by", default=None, metavar="COLUMN", help="Skew clients over this column, not the label.")
-@_common
+@common_options
 def dirichlet_cmd(clients: int, alpha: float, scheme: str, sizes: str | None, min_size: int, partition_by: str | None):
     """Label Dirichlet split (Hsu et al. 2019/2020 Appendix B, or the per-class variant).
 
@@ -233,18 +63,18 @@ def dirichlet_cmd(clients: int, alpha: float, scheme: str, sizes: str | None, mi
     """
     from hetbench.partitioners import DirichletPartitioner
 
-    p = DirichletPartitioner(clients, alpha, scheme, _parse_sizes(sizes), min_size, partition_by=partition_by)
-    tag = f"dirichlet-{scheme}-a{_fmt(alpha)}-n{clients}" + (f"-by-{partition_by}" if partition_by else "")
+    p = DirichletPartitioner(clients, alpha, scheme, parse_sizes(sizes), min_size, partition_by=partition_by)
+    tag = f"dirichlet-{scheme}-a{fmt_number(alpha)}-n{clients}" + (f"-by-{partition_by}" if partition_by else "")
     if p.scheme != "class" or p.min_size < 2:  # bad options were refused above, before the data is read
         return p, tag
-    holdout, table = _client_holdout()  # --min-size counts training rows: the hold-out comes on top
+    holdout, table = client_holdout()  # --min-size counts training rows: the hold-out comes on top
     return DirichletPartitioner(clients, alpha, scheme, None, min_size, holdout, partition_by), tag, None, table
 
 
 @partition.command("shards", short_help="Sorted-label shards, k per client (McMahan et al. 2017).")
-@_clients_option
+@clients_option
 @click.option("--shards-per-client", default=2, show_default=True, type=int)
-@_common
+@common_options
 def shards_cmd(clients: int, shards_per_client: int):
     """McMahan et al. (2017): sort by label, cut into equal shards, k shards per client.
 
@@ -256,9 +86,9 @@ def shards_cmd(clients: int, shards_per_client: int):
 
 
 @partition.command("classes-per-client", short_help="Pathological split: exactly k classes per client.")
-@_clients_option
+@clients_option
 @click.option("--classes", "-k", "classes_per_client", default=2, show_default=True, type=int, help="Classes per client.")
-@_common
+@common_options
 def classes_cmd(clients: int, classes_per_client: int):
     """Pathological split: every client holds exactly k classes.
 
@@ -276,7 +106,7 @@ def classes_cmd(clients: int, classes_per_client: int):
 @click.option("--min-samples", default=1, show_default=True, type=int,
               help="Drop clients with fewer training rows, as the summary counts them (after --test-split client's "
               "per-client hold-out).")
-@_common
+@common_options
 def natural_cmd(column: str, min_samples: int):
     """One client per distinct value of a column (user, writer, device), ids sorted.
 
@@ -287,12 +117,12 @@ def natural_cmd(column: str, min_samples: int):
     p, tag = NaturalIdPartitioner(column, min_samples), f"natural-{column}-m{min_samples}"  # bad options: refused first
     if p.min_samples < 2:
         return p, tag
-    holdout, table = _client_holdout()  # --min-samples counts training rows: the hold-out comes on top
+    holdout, table = client_holdout()  # --min-samples counts training rows: the hold-out comes on top
     return NaturalIdPartitioner(column, min_samples, holdout), tag, None, table
 
 
 @partition.command("embedding", short_help="Dirichlet over K-means clusters of embeddings (Borazjani et al.).")
-@_clients_option
+@clients_option
 @click.option("--alpha", "-a", default=0.1, show_default=True, type=float, help="Dirichlet concentration over clusters.")
 @click.option("--clusters", "-k", default=10, show_default=True, type=int, help="K-means clusters.")
 @click.option("--embedder", default="task", show_default=True,
@@ -304,8 +134,8 @@ def natural_cmd(column: str, min_samples: int):
 @click.option("--min-size", default=0, show_default=True, type=int,
               help="--scheme class: fewest training rows per client (after --test-split client's per-client hold-out).")
 @click.option("--kmeans", "kmeans_method", type=click.Choice(["auto", "lloyd", "minibatch"]), default="auto", show_default=True)
-@_engine_options
-@_common
+@engine_options
+@common_options
 def embedding_cmd(clients, alpha, clusters, embedder, layer, scheme, pca_dim, min_size, kmeans_method, engine, ray_address):
     """Task-specific heterogeneity (Borazjani et al.): embed, K-means, Dirichlet over clusters.
 
@@ -319,21 +149,21 @@ def embedding_cmd(clients, alpha, clusters, embedder, layer, scheme, pca_dim, mi
     args = (clients, alpha, clusters, scheme, embedder, pca_dim, min_size, kmeans_method, layer)
     p, table = EmbeddingPartitioner(*args), None  # bad options: refused before the data is read
     if scheme == "class" and min_size >= 2:  # --min-size counts training rows: the hold-out comes on top
-        holdout, table = _client_holdout()
+        holdout, table = client_holdout()
         p = EmbeddingPartitioner(*args, holdout_fraction=holdout)
-    _with_engine(p, engine, ray_address).reuse_embeddings_of(click.get_current_context().params.get("out"))  # over a build: its embeddings
-    tag = f"embedding-{embedder.split(':')[0]}-k{clusters}-a{_fmt(alpha)}-n{clients}"
+    with_engine(p, engine, ray_address).reuse_embeddings_of(click.get_current_context().params.get("out"))  # over a build: its embeddings
+    tag = f"embedding-{embedder.split(':')[0]}-k{clusters}-a{fmt_number(alpha)}-n{clients}"
     return (p, tag, embedding_extras(p)) + ((table,) if table is not None else ())
 
 
 @partition.command("semantic", short_help="Per-label Gaussian mixtures matched by KL (Yuan et al. 2022).")
-@_clients_option
+@clients_option
 @click.option("--embedder", default="pixels", show_default=True, help="As for 'partition embedding'.")
 @click.option("--layer", default=None, help="With torch:MODULE:FACTORY: the embedding layer.")
 @click.option("--pca-dim", default=16, show_default=True, type=int)
 @click.option("--max-iter", default=100, show_default=True, type=int, help="Gaussian-mixture EM iterations.")
-@_engine_options
-@_common
+@engine_options
+@common_options
 def semantic_cmd(clients, embedder, layer, pca_dim, max_iter, engine, ray_address):
     """Semantic split (Yuan et al., ICLR 2022): per label, a Gaussian mixture with one component
     per client over PCA-reduced embeddings; components matched across labels by KL divergence.
@@ -342,19 +172,19 @@ def semantic_cmd(clients, embedder, layer, pca_dim, max_iter, engine, ray_addres
     """
     from hetbench.partitioners import SemanticPartitioner
 
-    p = _with_engine(SemanticPartitioner(clients, embedder, pca_dim, max_iter, layer=layer), engine, ray_address)
+    p = with_engine(SemanticPartitioner(clients, embedder, pca_dim, max_iter, layer=layer), engine, ray_address)
     return p, f"semantic-{embedder.split(':')[0]}-n{clients}"
 
 
 @partition.command("domains", short_help="One domain per client, a fraction of its data each (DapperFL).")
-@_clients_option
+@clients_option
 @click.option("--fraction", default=0.01, show_default=True, type=float,
               help="Share of its domain's training data each client takes (DapperFL: 0.01 Digits, 0.2 Office-Caltech).")
 @click.option("--column", default="domain", show_default=True, help="The domain column.")
 @click.option("--purity", default=1.0, show_default=True, type=float, metavar="LAMBDA",
               help="Share of each client's rows from its own domain, in [1/D, 1] for D domains: 1 is one domain per "
               "client (DapperFL), 1/D a uniform mix; the rest comes from the other domains in equal shares.")
-@_common
+@common_options
 def domains_cmd(clients, fraction, column, purity):
     """Domain split (DapperFL sec. 4.1): clients assigned to domains (every domain at least one),
     each taking a disjoint --fraction of its domain's training data; the test split stays per domain.
@@ -365,18 +195,18 @@ def domains_cmd(clients, fraction, column, purity):
     """
     from hetbench.partitioners import DomainsPartitioner
 
-    tag = f"domains-f{_fmt(fraction)}-n{clients}" + (f"-p{_fmt(purity)}" if purity != 1.0 else "")
+    tag = f"domains-f{fmt_number(fraction)}-n{clients}" + (f"-p{fmt_number(purity)}" if purity != 1.0 else "")
     return DomainsPartitioner(clients, fraction, column, purity), tag, None, "builtin:digits-domains"
 
 
 @partition.command("quantity", short_help="Quantity skew: random client sizes, IID labels.")
-@_clients_option
+@clients_option
 @click.option("--size-dist", type=click.Choice(["dirichlet", "power-law", "lognormal"]), default="dirichlet", show_default=True,
               help="Client-size law: dirichlet (NIID-Bench q ~ Dir(beta)), power-law (Pareto, tail index beta), "
               "lognormal (sigma = beta, FedLab).")
 @click.option("--beta", "-b", default=0.5, show_default=True, type=float,
               help="> 0. dirichlet and power-law: smaller = more unequal sizes; lognormal: larger = more unequal.")
-@_common
+@common_options
 def quantity_cmd(clients: int, size_dist: str, beta: float):
     """Quantity skew (NIID-Bench sec. 3.3): random client sizes, labels IID within each client.
     Every client gets one row first; the other rows follow the drawn proportions.
@@ -386,39 +216,14 @@ def quantity_cmd(clients: int, size_dist: str, beta: float):
     from hetbench.partitioners.quantity import QuantityPartitioner, quantity_extras
 
     p = QuantityPartitioner(clients, size_dist, beta)
-    return p, f"quantity-{size_dist}-b{_fmt(p.beta)}-n{clients}", quantity_extras(p)
-
-
-def _noise_common(fn: Callable) -> Callable:
-    """``_common`` for the methods whose builder rewrites rows (feature-noise, label-noise): the command
-    returns (method, prepare parameters, folder tag); the builder checks --out, noises and publishes."""
-
-    @functools.wraps(fn)
-    def wrapper(**kwargs: Any) -> None:
-        from hetbench.builders.noise import build_noise
-
-        keys = ("dataset", "label_col", "id_col", "seed", "test_split", "test_fraction", "out", "name", "overwrite",
-                "quiet", "allow_empty", "feature_embedder")
-        opts = {k: kwargs.pop(k) for k in keys}
-        method, params, tag = fn(**kwargs)
-        default = default_out_dir(opts["dataset"], tag, opts["seed"])
-        out, report = build_noise(
-            method, Path(opts["out"]) if opts["out"] else default, name=opts["name"] or default.name,
-            overwrite=opts["overwrite"], quiet=opts["quiet"], dataset=opts["dataset"], label_col=opts["label_col"],
-            id_col=opts["id_col"], seed=opts["seed"], test_split=opts["test_split"], test_fraction=opts["test_fraction"],
-            allow_empty=opts["allow_empty"], feature_embedder=opts["feature_embedder"], **params,
-        )
-        if not opts["quiet"]:
-            click.echo(_summary(out, report))
-
-    return licence_options(_source_options(wrapper))
+    return p, f"quantity-{size_dist}-b{fmt_number(p.beta)}-n{clients}", quantity_extras(p)
 
 
 @partition.command("feature-noise", short_help="Per-client Gaussian pixel noise, std sigma*k/N.")
-@_clients_option
+@clients_option
 @click.option("--sigma", default=0.1, show_default=True, type=float,
               help="Noise std of the last client on pixels in [0, 1]; client k of N (k = 1..N) gets sigma*k/N.")
-@_noise_common
+@noise_options
 def feature_noise_cmd(clients: int, sigma: float):
     """Noise-based feature imbalance (NIID-Bench sec. 3.2): IID equal clients, client k's images
     with Gaussian noise N(0, (sigma*k/N)^2). Shared test rows stay clean; with --test-split client a
@@ -428,16 +233,16 @@ def feature_noise_cmd(clients: int, sigma: float):
     """
     from hetbench.partitioners.noise import check_sigma
 
-    return "feature-noise", {"num_clients": clients, "sigma": sigma}, f"feature-noise-sigma{_fmt(check_sigma(sigma))}-n{clients}"
+    return "feature-noise", {"num_clients": clients, "sigma": sigma}, f"feature-noise-sigma{fmt_number(check_sigma(sigma))}-n{clients}"
 
 
 @partition.command("label-noise", short_help="Labels flipped to another or the next class.")
-@_clients_option
+@clients_option
 @click.option("--rate", default=0.2, show_default=True, type=float, help="Probability that a training label is flipped, in [0, 1].")
 @click.option("--kind", type=click.Choice(["uniform", "pair"]), default="uniform", show_default=True,
               help="uniform: a uniformly random other class; pair: c -> c+1 mod C (Han et al. 2018).")
 @click.option("--per-client", is_flag=True, help="Client k of N (k = 1..N) flips with rate*k/N instead of rate.")
-@_noise_common
+@noise_options
 def label_noise_cmd(clients: int, rate: float, kind: str, per_client: bool):
     """Label noise: IID equal clients whose training labels are flipped (uniform or pair, Han et al.
     NeurIPS 2018); the clean label is kept in the column clean_label.
@@ -446,5 +251,5 @@ def label_noise_cmd(clients: int, rate: float, kind: str, per_client: bool):
     """
     from hetbench.partitioners.noise import check_rate
 
-    tag = f"label-noise-{kind}-r{_fmt(check_rate(rate))}{'-pc' if per_client else ''}-n{clients}"
+    tag = f"label-noise-{kind}-r{fmt_number(check_rate(rate))}{'-pc' if per_client else ''}-n{clients}"
     return "label-noise", {"num_clients": clients, "rate": rate, "kind": kind, "per_client": per_client}, tag

@@ -48,8 +48,10 @@ def verify(folder: str, dataset: str | None, re_embed: bool, trust_embedder: boo
     """
     from hetbench import verify as verify_split
 
+    from hetbench.cli.flags import flag_namer
+
     verdict = verify_split(folder, dataset, re_embed=re_embed, trust_embedder=trust_embedder)
-    click.echo(verdict.message, err=verdict.exit_code == 2)
+    click.echo(verdict.naming(flag_namer(click.get_current_context().command)), err=verdict.exit_code == 2)
     sys.exit(verdict.exit_code)
 
 

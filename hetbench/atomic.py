@@ -113,10 +113,10 @@ def check_out_dir(out: str | os.PathLike, overwrite: bool, kind: str = "split",
     >>> release_lock("atomic_check_example")
     >>> check_out_dir(".", overwrite=True)
     Traceback (most recent call last):
-    hetbench.errors.HetbenchError: --out '.' is the current folder or contains it; choose another folder
-    >>> check_out_dir("src/copy", overwrite=False, inputs={"--dataset": "."})
+    hetbench.errors.HetbenchError: out '.' is the current folder or contains it; choose another folder
+    >>> check_out_dir("src/copy", overwrite=False, inputs={"`dataset`": "."})
     Traceback (most recent call last):
-    hetbench.errors.HetbenchError: --out 'src/copy' is inside the input --dataset '.'; choose a folder outside it
+    hetbench.errors.HetbenchError: out 'src/copy' is inside the input dataset '.'; choose a folder outside it
     """
     if kind not in KINDS:
         raise ValueError(f"unknown output kind {kind!r}")
@@ -125,19 +125,19 @@ def check_out_dir(out: str | os.PathLike, overwrite: bool, kind: str = "split",
     target = absolute_path(out)
     check_inputs(out, inputs)
     if target.parent == target:
-        raise HetbenchError(f"--out '{path}' is the root of the file system; choose another folder")
+        raise HetbenchError(f"`out` '{path}' is the root of the file system; choose another folder")
     if target.exists():
         if not target.is_dir():
-            raise HetbenchError(f"--out '{path}' exists and is not a folder")
+            raise HetbenchError(f"`out` '{path}' exists and is not a folder")
         if not overwrite:
-            raise HetbenchError(f"--out '{path}' already exists; pass --overwrite to replace it")
+            raise HetbenchError(f"`out` '{path}' already exists; pass `overwrite` to replace it")
     if target.exists() and _contains_cwd(target):
-        raise HetbenchError(f"--out '{path}' is the current folder or contains it; choose another folder")
+        raise HetbenchError(f"`out` '{path}' is the current folder or contains it; choose another folder")
     acquire_lock(target, str(path))
     try:
         problem = marker_problem(target, kind) if target.is_dir() else None
         if problem is not None:
-            raise HetbenchError(f"--out '{path}' {problem}; --overwrite replaces only a {KINDS[kind][1]} "
+            raise HetbenchError(f"`out` '{path}' {problem}; `overwrite` replaces only a {KINDS[kind][1]} "
                                 "(or an empty folder)")
         for kind in ("tmp", "old"):
             _remove_stale(target.parent, f".{target.name}.{kind}-")
@@ -218,7 +218,7 @@ def atomic_dir(out: str | os.PathLike, overwrite: bool = False, kind: str = "spl
             _mark(tmp)
         except OSError as exc:
             shutil.rmtree(tmp, ignore_errors=True)
-            raise HetbenchError(f"cannot write --out '{out}': {exc.strerror or exc}") from None
+            raise HetbenchError(f"cannot write `out` '{out}': {exc.strerror or exc}") from None
         try:
             yield tmp
             (tmp / PID_FILE).unlink()

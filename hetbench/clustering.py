@@ -89,7 +89,7 @@ def pca(x: np.ndarray, dim: int, seed: int = 0) -> np.ndarray:
 
     dim = int(dim)
     if dim < 1:
-        raise HetbenchError(f"--pca-dim must be at least 1 (got {dim})")
+        raise HetbenchError(f"`pca_dim` must be at least 1 (got {dim})")
     x = np.asarray(x, dtype=np.float32)
     n, d = x.shape
     if dim >= d:
@@ -152,7 +152,7 @@ def kmeans_fit(
     n = x.shape[0]
     k = int(k)
     if k < 1:
-        raise HetbenchError(f"--clusters must be at least 1 (got {k})")
+        raise HetbenchError(f"`clusters` must be at least 1 (got {k})")
     if k > n:
         raise HetbenchError(f"more clusters ({k}) than samples ({n})")
     if not np.all(np.isfinite(x)):

@@ -70,7 +70,7 @@ def export_table(source: str, out: str | os.PathLike, *, split: str = "train", l
     >>> _ = open("mine.csv", "w").write("my,own")
     >>> export_table("builtin:observations", "mine.csv", overwrite=True)
     Traceback (most recent call last):
-    hetbench.errors.HetbenchError: --out 'mine.csv' is not a hetbench export (no .mine.csv.hetbench-export.json beside it); --overwrite replaces only a file hetbench export wrote
+    hetbench.errors.HetbenchError: out 'mine.csv' is not a hetbench export (no .mine.csv.hetbench-export.json beside it); overwrite replaces only a file hetbench export wrote
     """
     import datasets
 
@@ -83,7 +83,7 @@ def export_table(source: str, out: str | os.PathLike, *, split: str = "train", l
     path = Path(out)
     fmt = FORMATS.get(path.suffix.lower())
     if fmt is None:
-        raise HetbenchError(f"--out '{path}' must end in .csv or .parquet (the format follows the extension)")
+        raise HetbenchError(f"`out` '{path}' must end in .csv or .parquet (the format follows the extension)")
     table = load_table(source, label_col)
     if split not in table.splits:
         raise HetbenchError(f"'{source}' has no split '{split}' (splits: {', '.join(table.split_names)})")
@@ -107,7 +107,7 @@ def export_table(source: str, out: str | os.PathLike, *, split: str = "train", l
         path.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         _remove_empty(made)
-        raise HetbenchError(f"cannot write --out '{path}': {exc.strerror or exc}") from None
+        raise HetbenchError(f"cannot write `out` '{path}': {exc.strerror or exc}") from None
     bars = datasets.is_progress_bar_enabled()
     datasets.disable_progress_bars()
     try:
@@ -121,7 +121,7 @@ def export_table(source: str, out: str | os.PathLike, *, split: str = "train", l
                                                           "sha256": sha256_file(tmp)}, sort_keys=True) + "\n")
     except OSError as exc:
         _remove_empty(made)
-        raise HetbenchError(f"cannot write --out '{path}': {exc.strerror or exc}") from None
+        raise HetbenchError(f"cannot write `out` '{path}': {exc.strerror or exc}") from None
     finally:
         if bars:
             datasets.enable_progress_bars()
@@ -142,7 +142,7 @@ def _check_replaceable(path: Path, overwrite: bool) -> None:
     if not path.exists():
         return
     if path.is_dir() or not overwrite:
-        raise HetbenchError(f"--out '{path}' already exists" + ("" if path.is_dir() else "; pass --overwrite to replace it"))
+        raise HetbenchError(f"`out` '{path}' already exists" + ("" if path.is_dir() else "; pass `overwrite` to replace it"))
     problem = file_problem(path, "export")
     if problem is not None:
-        raise HetbenchError(f"--out '{path}' {problem}; --overwrite replaces only a file hetbench export wrote")
+        raise HetbenchError(f"`out` '{path}' {problem}; `overwrite` replaces only a file hetbench export wrote")

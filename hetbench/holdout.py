@@ -80,7 +80,7 @@ def hold_out_clients(
 
     n = part.num_clients
     if n < 2:
-        raise HetbenchError("--test-split heldout needs at least 2 clients")
+        raise HetbenchError("`test_split` heldout needs at least 2 clients")
     k = int(min(max(round(fraction * n), 1), n - 1))
     held = np.zeros(n, dtype=bool)
     held[rng.choice(n, size=k, replace=False)] = True

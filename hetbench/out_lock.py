@@ -54,7 +54,7 @@ def _make_parents(parent: Path, shown: str) -> list[Path]:
         parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         _remove_dirs(list(reversed(missing)))
-        raise HetbenchError(f"cannot write --out '{shown}': {exc.strerror or exc}") from None
+        raise HetbenchError(f"cannot write `out` '{shown}': {exc.strerror or exc}") from None
     return list(reversed(missing))
 
 
@@ -84,7 +84,7 @@ def acquire_lock(target: Path, shown: str) -> None:
                 fd = os.open(lock_path, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o644)
             except OSError as exc:
                 _remove_dirs(created)
-                raise HetbenchError(f"cannot write --out '{shown}': {exc.strerror or exc}") from None
+                raise HetbenchError(f"cannot write `out` '{shown}': {exc.strerror or exc}") from None
             if fcntl is None:  # pragma: no cover
                 break
             try:
@@ -92,7 +92,7 @@ def acquire_lock(target: Path, shown: str) -> None:
             except OSError:
                 os.close(fd)
                 raise HetbenchError(
-                    f"--out '{shown}' is being written by another hetbench process (lock {lock_path}); "
+                    f"`out` '{shown}' is being written by another hetbench process (lock {lock_path}); "
                     "wait for it to finish or choose another folder"
                 ) from None
             try:  # the holder before us may have removed the file it locked: lock the current one

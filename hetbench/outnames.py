@@ -41,7 +41,7 @@ def _shown(text: str, width: int = 60) -> str:
     return text if len(text) <= width else f"{text[: width // 2]}...{text[-width // 2:]}"
 
 
-def check_out_name(out: str | os.PathLike, option: str = "--out") -> None:
+def check_out_name(out: str | os.PathLike, option: str = "`out`") -> None:
     """Refuse an ``out`` that is empty, holds a control character or has a name the file system cannot hold.
 
     Parameters
@@ -65,10 +65,10 @@ def check_out_name(out: str | os.PathLike, option: str = "--out") -> None:
     >>> check_out_name("hetbench_splits/digits-iid")
     >>> check_out_name("")
     Traceback (most recent call last):
-    hetbench.errors.HetbenchError: --out is empty; name a folder or file (or leave --out out for the default)
+    hetbench.errors.HetbenchError: out is empty; name a folder or file (or leave out out for the default)
     >>> check_out_name("x" * 300)
     Traceback (most recent call last):
-    hetbench.errors.HetbenchError: --out 'xxxxxxxxxxxxxxxxxxxxxxxxxxxxxx...xxxxxxxxxxxxxxxxxxxxxxxxxxxxxx' has a name of 300 bytes; at most 200 (the file system's 255, less room for the hidden files hetbench writes beside it)
+    hetbench.errors.HetbenchError: out 'xxxxxxxxxxxxxxxxxxxxxxxxxxxxxx...xxxxxxxxxxxxxxxxxxxxxxxxxxxxxx' has a name of 300 bytes; at most 200 (the file system's 255, less room for the hidden files hetbench writes beside it)
     """
     text = os.fspath(out)
     if isinstance(text, bytes):
@@ -91,7 +91,7 @@ def check_out_name(out: str | os.PathLike, option: str = "--out") -> None:
         raise HetbenchError(f"{option} '{_shown(text)}' is a path of {size:,} bytes; at most {MAX_PATH_BYTES:,}")
 
 
-def check_split_name(name: str, option: str = "--name") -> None:
+def check_split_name(name: str, option: str = "`name`") -> None:
     """Refuse a data-set name that the card, the manifest or a results folder cannot hold as given.
 
     Parameters
@@ -115,10 +115,10 @@ def check_split_name(name: str, option: str = "--name") -> None:
     >>> check_split_name('my "digits" split')
     >>> check_split_name("a\\nb")
     Traceback (most recent call last):
-    hetbench.errors.HetbenchError: --name 'a\\nb' holds a line break or control character; give a name on one line
+    hetbench.errors.HetbenchError: name 'a\\nb' holds a line break or control character; give a name on one line
     >>> check_split_name("---")
     Traceback (most recent call last):
-    hetbench.errors.HetbenchError: --name '---' holds '---' (the card's front-matter fence); choose another name
+    hetbench.errors.HetbenchError: name '---' holds '---' (the card's front-matter fence); choose another name
     """
     if not name.strip():
         raise HetbenchError(f"{option} is empty; give a name, or leave {option} out for the default")
@@ -130,7 +130,7 @@ def check_split_name(name: str, option: str = "--name") -> None:
         raise HetbenchError(f"{option} '{_shown(name)}' has {len(name)} characters; at most {MAX_NAME_CHARS}")
 
 
-def check_writable(out: str | os.PathLike, option: str = "--out") -> None:
+def check_writable(out: str | os.PathLike, option: str = "`out`") -> None:
     """Refuse an ``out`` that cannot be written: a folder is made (and removed) in its nearest existing ancestor.
 
     Parameters
@@ -156,7 +156,7 @@ def check_writable(out: str | os.PathLike, option: str = "--out") -> None:
     >>> _ = open("notes.txt", "w").write("mine")
     >>> check_writable("notes.txt/results")
     Traceback (most recent call last):
-    hetbench.errors.HetbenchError: cannot write --out 'notes.txt/results': '.../notes.txt' is not a folder
+    hetbench.errors.HetbenchError: cannot write out 'notes.txt/results': '.../notes.txt' is not a folder
     """
     check_out_name(out, option)
     path = Path(os.path.abspath(os.fspath(out)))

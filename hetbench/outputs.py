@@ -259,10 +259,10 @@ def sha256_file(path: str | os.PathLike) -> str | None:
 # ---- inputs ------------------------------------------------------------------------------------
 _DECLARED: contextvars.ContextVar[tuple[tuple[str, str], ...]] = contextvars.ContextVar("hetbench_inputs", default=())
 
-#: the CLI options that name what a writing command reads (parameter name -> how the message names it)
-INPUT_OPTIONS = {"dataset": "--dataset", "split": "--split", "raw_dir": "--raw-dir", "labels": "--labels",
-                 "device_weights": "--device-weights", "data_dir": "--data-dir", "metadata": "--metadata",
-                 "image_root": "--image-root", "profiles": "--profiles", "embedder": "--embedder"}
+#: the parameters that name what a writing command reads (parameter name -> how a message names it: in Python
+#: terms, which the command line prints as its flag, :mod:`hetbench.errors`)
+INPUT_OPTIONS = {name: f"`{name}`" for name in ("dataset", "split", "raw_dir", "labels", "device_weights", "data_dir",
+                                                "metadata", "image_root", "profiles", "embedder")}
 
 
 def input_paths(params: Mapping[str, object]) -> dict[str, str]:
@@ -281,7 +281,7 @@ def input_paths(params: Mapping[str, object]) -> dict[str, str]:
     Examples
     --------
     >>> input_paths({"dataset": ".", "name": ".", "embedder": "torchscript:.", "split": "builtin:nope"})
-    {'--dataset': '.', '--embedder': '.'}
+    {'`dataset`': '.', '`embedder`': '.'}
     """
     found = {}
     for name, option in INPUT_OPTIONS.items():
@@ -314,10 +314,10 @@ def declared_inputs(inputs: Mapping[str, str | os.PathLike]) -> Iterator[None]:
 
     Examples
     --------
-    >>> with declared_inputs({"--dataset": "."}):
+    >>> with declared_inputs({"`dataset`": "."}):
     ...     check_inputs("sub")
     Traceback (most recent call last):
-    hetbench.errors.HetbenchError: --out 'sub' is inside the input --dataset '.'; choose a folder outside it
+    hetbench.errors.HetbenchError: out 'sub' is inside the input dataset '.'; choose a folder outside it
     """
     token = _DECLARED.set(_DECLARED.get() + tuple((k, os.fspath(v)) for k, v in inputs.items()))
     try:
@@ -362,10 +362,10 @@ def check_inputs(out: str | os.PathLike, inputs: Mapping[str, str | os.PathLike 
 
     Examples
     --------
-    >>> check_inputs("elsewhere", {"--dataset": "builtin:digits"})
-    >>> check_inputs("..", {"--dataset": "."})
+    >>> check_inputs("elsewhere", {"`dataset`": "builtin:digits"})
+    >>> check_inputs("..", {"`dataset`": "."})
     Traceback (most recent call last):
-    hetbench.errors.HetbenchError: --out '..' contains the input --dataset '.'; choose a folder outside it
+    hetbench.errors.HetbenchError: out '..' contains the input dataset '.'; choose a folder outside it
     """
     pairs = list(_DECLARED.get()) + [(k, os.fspath(v)) for k, v in (inputs or {}).items() if v is not None]
     targets = _places(out)
@@ -374,4 +374,4 @@ def check_inputs(out: str | os.PathLike, inputs: Mapping[str, str | os.PathLike 
             continue
         how = next((h for t in targets for s in _places(given) if (h := _overlap(t, s))), None)
         if how:
-            raise HetbenchError(f"--out '{out}' {how} {option} '{given}'; choose a folder outside it")
+            raise HetbenchError(f"`out` '{out}' {how} {option} '{given}'; choose a folder outside it")

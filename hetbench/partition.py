@@ -133,7 +133,7 @@ def parse_sizes(sizes: Sequence[int] | None, num_clients: int, n: int) -> np.nda
     from hetbench.errors import HetbenchError
 
     if num_clients < 1:
-        raise HetbenchError(f"--clients must be at least 1 (got {num_clients})")
+        raise HetbenchError(f"`num_clients` must be at least 1 (got {num_clients})")
     if sizes is None:
         if num_clients > n:
             raise HetbenchError(f"more clients ({num_clients}) than samples ({n})")
@@ -142,9 +142,9 @@ def parse_sizes(sizes: Sequence[int] | None, num_clients: int, n: int) -> np.nda
         return base
     s = np.asarray(list(sizes), dtype=np.int64)
     if s.size != num_clients:
-        raise HetbenchError(f"--sizes gives {s.size} sizes for {num_clients} clients")
+        raise HetbenchError(f"`sizes` gives {s.size} sizes for {num_clients} clients")
     if np.any(s < 0):
-        raise HetbenchError("--sizes must not be negative")
+        raise HetbenchError("`sizes` must not be negative")
     if int(s.sum()) != n:
-        raise HetbenchError(f"--sizes sum to {int(s.sum())} but the data has {n} samples")
+        raise HetbenchError(f"`sizes` sum to {int(s.sum())} but the data has {n} samples")
     return s

@@ -115,7 +115,7 @@ def make_split(
 
         with show_progress(not quiet):  # a large image source's decode check shows its bar
             table = load_table(source, label_col, id_col)  # the input first: a bad input is reported as such
-    out = check_out_dir(out, overwrite, inputs={"--dataset": None if isinstance(source, SampleTable) else source})
+    out = check_out_dir(out, overwrite, inputs={"`dataset`": None if isinstance(source, SampleTable) else source})
     from hetbench.progress import show_progress
 
     with show_progress(not quiet):  # a partitioner's long steps (embedding, K-means) show their bars

@@ -29,7 +29,7 @@ class UnknownNameError(HetbenchError, KeyError):
     """A name that is not in a registry: bad input (exit code 2) and a ``KeyError`` for mappings."""
 
     def __str__(self) -> str:  # KeyError would quote the message
-        return str(self.args[0]) if self.args else ""
+        return HetbenchError.__str__(self)
 
 
 class Registry(Mapping[str, T], Generic[T]):

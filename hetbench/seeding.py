@@ -18,7 +18,7 @@ from hetbench.errors import HetbenchError
 SEED_LIMIT = 2**64
 
 
-def check_seed(seed, option: str = "--seed") -> int:
+def check_seed(seed, option: str = "`seed`") -> int:
     """``seed`` as an int if it is a valid seed, else a :class:`~hetbench.errors.HetbenchError`.
 
     Parameters
@@ -41,7 +41,7 @@ def check_seed(seed, option: str = "--seed") -> int:
     >>> check_seed(-1)
     Traceback (most recent call last):
     ...
-    hetbench.errors.HetbenchError: --seed must be a non-negative integer (got -1)
+    hetbench.errors.HetbenchError: seed must be a non-negative integer (got -1)
     """
     try:
         seed = operator.index(seed)

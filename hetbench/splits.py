@@ -199,7 +199,7 @@ def _heldout_policy(x: _PolicyInput) -> _Derived:
 #: the test policies (module notes), name -> how the output splits are derived
 TEST_POLICY_REGISTRY = Registry("test policy", {
     "global": _global_policy, "client": _client_policy, "natural": _natural_policy, "heldout": _heldout_policy,
-}, option="--test-split")
+}, option="`test_split`")
 TEST_POLICIES = TEST_POLICY_REGISTRY.names()
 
 
@@ -225,7 +225,7 @@ def check_no_empty_clients(num_clients: int, train_client_ids: np.ndarray) -> No
     >>> check_no_empty_clients(4, np.array([0, 2, 1, 1]))
     Traceback (most recent call last):
     ...
-    hetbench.errors.HetbenchError: 1 of 4 clients has no training rows; use fewer clients (or a less skewed split), or pass --allow-empty (allow_empty=True) to keep empty clients
+    hetbench.errors.HetbenchError: 1 of 4 clients has no training rows; use fewer clients (or a less skewed split), or pass allow_empty (allow_empty=True) to keep empty clients
     """
     held = np.zeros(num_clients, dtype=bool)
     held[np.asarray(train_client_ids)[np.asarray(train_client_ids) >= 0]] = True
@@ -234,7 +234,7 @@ def check_no_empty_clients(num_clients: int, train_client_ids: np.ndarray) -> No
         verb = "has" if empty == 1 else "have"
         raise HetbenchError(
             f"{empty:,} of {num_clients:,} clients {verb} no training rows; use fewer clients (or a less skewed "
-            "split), or pass --allow-empty (allow_empty=True) to keep empty clients"
+            "split), or pass `allow_empty` (allow_empty=True) to keep empty clients"
         )
 
 
@@ -326,11 +326,11 @@ def build_split(
         test_split = "client"
     derive = TEST_POLICY_REGISTRY[test_split]
     if test_split == "natural" and not natural:
-        raise HetbenchError(f"--test-split natural needs a partitioner with a natural key (natural-id), not '{partitioner.name}'")
+        raise HetbenchError(f"`test_split` natural needs a partitioner with a natural key (natural-id), not '{partitioner.name}'")
     if test_split == "global" and not others:
-        raise HetbenchError("--test-split global needs a source with a test split; use --test-split client")
+        raise HetbenchError("`test_split` global needs a source with a test split; use `test_split` client")
     if test_split in ("client", "heldout") and not 0.0 < test_fraction < 1.0:
-        raise HetbenchError(f"--test-fraction must be between 0 and 1 (got {test_fraction})")
+        raise HetbenchError(f"`test_fraction` must be between 0 and 1 (got {test_fraction})")
 
     counting = partitioner.holding_out(test_fraction) if test_split == "client" else partitioner
     if counting is not partitioner:  # its sizes count differently from the CLI's

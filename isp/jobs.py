@@ -265,7 +265,7 @@ def cap_num_proc(num_proc: int, num_jobs: int, quiet: bool = False) -> int:
     import sys
 
     if isinstance(num_proc, bool) or int(num_proc) != num_proc or num_proc < 1:
-        raise HetbenchError(f"--num-proc must be at least 1 (got {num_proc})")
+        raise HetbenchError(f"`num_proc` must be at least 1 (got {num_proc})")
     num_proc = int(num_proc)
     cores = available_cores()
     if num_proc > cores:

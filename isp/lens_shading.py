@@ -131,7 +131,7 @@ def parse_cos4_option(text: str) -> RadialVignette | None:
             return cos4_vignette(float(value[5:]))
         except ValueError:
             pass
-    raise ValueError(f"--lens-shading {text!r}: choose dng, none or cos4:C with C in (0, 1] "
+    raise ValueError(f"`lens_shading` {text!r}: choose dng, none or cos4:C with C in (0, 1] "
                      "(the corner's relative illumination)")
 
 

@@ -180,7 +180,7 @@ def parse_stage_list(text: str) -> list[str]:
         return list(TABLE3_STAGES)
     names = [_stage_name(t) for t in text.split(",") if t.strip()]
     if not names:
-        raise HetbenchError(f"--stages is empty; choose from: all, {', '.join(STAGES)}")
+        raise HetbenchError(f"`stages` is empty; choose from: all, {', '.join(STAGES)}")
     return [s for s in STAGES if s in names]
 
 

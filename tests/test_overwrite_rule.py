@@ -231,7 +231,7 @@ def test_build_out_containing_its_metadata_is_refused(build_copy, run_cli):
     code, _, err = run_cli("build", "geo", "--metadata", metadata, "--label-col", "species", "--nmax", "1000",
                            "--out", build_copy, "--overwrite", "-q")
     assert code == 2 and "contains the input --metadata" in _one_line(err)
-    with pytest.raises(HetbenchError, match="contains the input --metadata"):  # the Python API too
+    with pytest.raises(HetbenchError, match="contains the input metadata"):  # the Python API too
         build_geo(build_copy, metadata=str(metadata), label_col="species", nmax=1000, overwrite=True, quiet=True)
     assert _files(build_copy) == before
 

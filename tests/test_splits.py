@@ -323,7 +323,7 @@ def test_empty_clients_are_an_error_unless_allowed(k, alpha, seed, policy):
     empty = _empty_count(allowed)
     assert allowed.recipe["allow_empty"] is True
     if empty:
-        with pytest.raises(HetbenchError, match=rf"^{empty} of {k} clients? ha(s|ve) no training rows.*--allow-empty"):
+        with pytest.raises(HetbenchError, match=rf"^{empty} of {k} clients? ha(s|ve) no training rows.*allow_empty"):
             build_split(table, part, seed=seed, test_split=policy)
     else:
         fs = build_split(table, part, seed=seed, test_split=policy)
@@ -343,7 +343,7 @@ def test_empty_clients_from_the_issue_and_nothing_written(tmp_path):
         make_split(digits, part, tmp_path / "out", quiet=True)
     assert not (tmp_path / "out").exists()
     assert not [p for p in tmp_path.iterdir() if not p.name.endswith(".lock")]  # no half-written output
-    with pytest.raises(HetbenchError, match="allow-empty"):
+    with pytest.raises(HetbenchError, match="allow_empty"):
         PreparedSplit(digits, part).build()
     assert _empty_count(PreparedSplit(digits, part, allow_empty=True).build()) == 49
     split, report = make_split(digits, part, tmp_path / "ok", quiet=True, allow_empty=True)

@@ -70,7 +70,7 @@ EMBEDDERS: Registry = Registry(
         "onnx": embed_onnx,
         "torch": embed_torch,
     },
-    option="--embedder", plugins="hetbench.embedders", validate=_check_plugin,
+    option="`embedder`", plugins="hetbench.embedders", validate=_check_plugin,
 )
 
 _USAGE = ("task[:EPOCHS], pixels[:S], hog, color-hist, column:NAME, torchscript:PATH, onnx:PATH or "

@@ -29,7 +29,7 @@ def image_column(ds) -> str:
     col = next((c for c, f in ds.features.items() if type(f).__name__ == "Image"), None)
     if col is None:
         raise HetbenchError(
-            f"no image column to embed (columns: {', '.join(ds.column_names)}); use --embedder column:NAME for "
+            f"no image column to embed (columns: {', '.join(ds.column_names)}); use `embedder` column:NAME for "
             "precomputed embeddings"
         )
     return col

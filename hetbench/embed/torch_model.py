@@ -70,7 +70,7 @@ def load_torch(spec: str, layer: str | None = None):
     else:
         linears = [m for m in modules.values() if isinstance(m, torch.nn.Linear)]
         if not linears:
-            raise HetbenchError(f"'{spec}' has no nn.Linear layer; name the embedding layer with --layer")
+            raise HetbenchError(f"'{spec}' has no nn.Linear layer; name the embedding layer with `layer`")
         linears[-1].register_forward_pre_hook(lambda _m, inputs: captured.__setitem__("z", inputs[0]))
     return model, captured
 

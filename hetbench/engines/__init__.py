@@ -42,16 +42,16 @@ def engine_spec(name: str = "local", address: str | None = None, inputs: str = "
     >>> engine_spec("local", "auto")
     Traceback (most recent call last):
     ...
-    hetbench.errors.HetbenchError: --ray-address and --ray-inputs object need --engine ray
+    hetbench.errors.HetbenchError: ray_address and ray_inputs object need engine ray
     """
     if name not in ENGINES:
-        raise HetbenchError(f"unknown --engine '{name}'; choose one of: {', '.join(ENGINES)}")
+        raise HetbenchError(f"unknown `engine` '{name}'; choose one of: {', '.join(ENGINES)}")
     if inputs not in RAY_INPUTS:
-        raise HetbenchError(f"unknown --ray-inputs '{inputs}'; choose one of: {', '.join(RAY_INPUTS)}")
+        raise HetbenchError(f"unknown `ray_inputs` '{inputs}'; choose one of: {', '.join(RAY_INPUTS)}")
     if name != "ray" and (address is not None or inputs != "path"):
-        raise HetbenchError("--ray-address and --ray-inputs object need --engine ray")
+        raise HetbenchError("`ray_address` and `ray_inputs` object need `engine` ray")
     if address is not None and not address.strip():
-        raise HetbenchError("--ray-address must not be empty (omit it to start a local Ray instance)")
+        raise HetbenchError("`ray_address` must not be empty (omit it to start a local Ray instance)")
     return EngineSpec(name, address.strip() if address else None, inputs)
 
 

@@ -56,7 +56,7 @@ def import_ray():
     try:
         import ray
     except ImportError:
-        raise HetbenchError(f"--engine ray needs Ray, which is not installed: {INSTALL}") from None
+        raise HetbenchError(f"`engine` ray needs Ray, which is not installed: {INSTALL}") from None
     return ray
 
 
@@ -121,11 +121,11 @@ def split_address(address: str) -> tuple[str, int]:
     >>> split_address("head")
     Traceback (most recent call last):
     ...
-    hetbench.errors.HetbenchError: --ray-address 'head' is not auto or host:port
+    hetbench.errors.HetbenchError: ray_address 'head' is not auto or host:port
     """
     host, sep, port = address.rpartition(":")
     if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536 or "://" in host:
-        raise HetbenchError(f"--ray-address '{address}' is not auto or host:port")
+        raise HetbenchError(f"`ray_address` '{address}' is not auto or host:port")
     return host.strip("[]"), int(port)
 
 
@@ -139,16 +139,16 @@ def probe(address: str, timeout: float = CONNECT_TIMEOUT_S) -> None:
     >>> probe("127.0.0.1:1", timeout=1.0)
     Traceback (most recent call last):
     ...
-    hetbench.errors.HetbenchError: --ray-address 127.0.0.1:1: no Ray cluster answers there (Connection refused)
+    hetbench.errors.HetbenchError: ray_address 127.0.0.1:1: no Ray cluster answers there (Connection refused)
     """
     host, port = split_address(address)
     try:
         with socket.create_connection((host, port), timeout=timeout):
             pass
     except socket.timeout:
-        raise HetbenchError(f"--ray-address {address}: no Ray cluster answers there (timed out after {timeout:g} s)") from None
+        raise HetbenchError(f"`ray_address` {address}: no Ray cluster answers there (timed out after {timeout:g} s)") from None
     except OSError as exc:
-        raise HetbenchError(f"--ray-address {address}: no Ray cluster answers there ({exc.strerror or exc})") from None
+        raise HetbenchError(f"`ray_address` {address}: no Ray cluster answers there ({exc.strerror or exc})") from None
 
 
 def resolve_address(address: str) -> str:
@@ -161,9 +161,9 @@ def resolve_address(address: str) -> str:
     try:
         found = canonicalize_bootstrap_address("auto")
     except (ConnectionError, ValueError) as exc:
-        raise HetbenchError(f"--ray-address auto: no running Ray cluster found on this machine ({str(exc).splitlines()[0]})") from None
+        raise HetbenchError(f"`ray_address` auto: no running Ray cluster found on this machine ({str(exc).splitlines()[0]})") from None
     if not found:
-        raise HetbenchError("--ray-address auto: no running Ray cluster found on this machine")
+        raise HetbenchError("`ray_address` auto: no running Ray cluster found on this machine")
     return found
 
 
@@ -231,7 +231,7 @@ class RayEngine(Engine):
                     # ray.init() would otherwise join (and then refuse num_cpus)
                     ray.init(address="local", num_cpus=self.num_proc, include_dashboard=False, **quiet)
             except Exception as exc:  # noqa: BLE001 - Ray raises many kinds; one line for all
-                raise HetbenchError(f"--engine ray: could not start a local Ray instance ({_first_line(exc)})") from None
+                raise HetbenchError(f"`engine` ray: could not start a local Ray instance ({_first_line(exc)})") from None
             self._connected = True
         else:
             address = resolve_address(self.spec.address)
@@ -239,7 +239,7 @@ class RayEngine(Engine):
             try:
                 ray.init(address=address, **quiet)
             except Exception as exc:  # noqa: BLE001
-                raise HetbenchError(f"--ray-address {self.spec.address}: could not join the Ray cluster ({_first_line(exc)})") from None
+                raise HetbenchError(f"`ray_address` {self.spec.address}: could not join the Ray cluster ({_first_line(exc)})") from None
             self._connected = True
         self._ray = ray
         self.workers = max(1, int(ray.cluster_resources().get("CPU", 1)))
@@ -296,7 +296,7 @@ class RayEngine(Engine):
         except RayError as exc:  # the worker (or its node) died on every try
             reason = f"its Ray worker died on each of {self.spec.max_retries + 1} tries ({type(exc).__name__})"
             if on_failure is None:
-                raise HetbenchError(f"--engine ray: a job failed: {reason}") from None
+                raise HetbenchError(f"`engine` ray: a job failed: {reason}") from None
             return on_failure(item, reason)
 
 

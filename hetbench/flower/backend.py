@@ -212,7 +212,7 @@ def connect(grid: Grid, job: ConfigRecord, num_clients: int, wait_s: float) -> d
             missing = sorted(set(range(num_clients)) - set(node_of_client))
             shown = ", ".join(map(str, missing[:10])) + (", ..." if len(missing) > 10 else "")
             raise HetbenchError(f"after {wait_s:.0f} s no SuperNode serves clients {shown} of {num_clients}; start "
-                                "one per partition id (--node-config \"partition-id=K num-partitions=N\")")
+                                "one per partition id (`node_config` \"partition-id=K num-partitions=N\")")
         time.sleep(0.1)
 
 

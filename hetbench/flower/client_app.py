@@ -101,7 +101,7 @@ def served_clients(node_config: dict[str, Any], num_clients: int) -> list[int]:
         name = "partition-id"
     else:
         raise HetbenchError("the SuperNode has no partition-id in its node config; start it with "
-                            "--node-config \"partition-id=K num-partitions=N\"")
+                            "`node_config` \"partition-id=K num-partitions=N\"")
     bad = [k for k in ids if not 0 <= k < num_clients]
     if bad or not ids:
         raise HetbenchError(f"{name} {bad[0] if bad else text} is out of range: the split has {num_clients} clients "

@@ -138,7 +138,7 @@ class FlowerJob:
 
         if self.algo.strip().lower() == "central":
             raise HetbenchError("Flower runs federated algorithms; 'central' trains one model on the union "
-                                "of the clients' data: run it with hetbench train --engine local")
+                                "of the clients' data: run it with hetbench train `engine` local")
         name = self.algo.strip().lower()
         check_hyper_parameters([name], self.hyper)  # an option this algorithm does not take: one line, exit 2
         return make_algorithm(name, **options_for(name, self.hyper))

@@ -29,7 +29,7 @@ import numpy as np
 
 from hetbench.contract import MANIFEST_NAME, SAMPLE_IDS_NAME, read_manifest, read_sample_ids
 from hetbench.contract.client_rows import group_by_client
-from hetbench.errors import HetbenchError
+from hetbench.errors import HetbenchError, marked
 
 if TYPE_CHECKING:  # pragma: no cover
     import datasets
@@ -327,7 +327,7 @@ class HetbenchPartitioner(Partitioner):
         try:
             listed = read_sample_ids(self._folder, manifest)[split]
         except HetbenchError as exc:
-            raise HetbenchError(f"{self._name}: {exc}") from exc
+            raise HetbenchError(f"{self._name}: {marked(exc)}") from exc
         cids = listed.client_id
         if cids.size and (cids.min() < -1 or cids.max() >= len(names) or np.any(np.diff(cids) < 0)):
             raise HetbenchError(f"{MANIFEST_NAME} of {self._name} lists sample ids of unknown clients or out of client order")

@@ -316,10 +316,10 @@ def check_rank_by(rank_by: str) -> Metric:
     >>> check_rank_by("speed")
     Traceback (most recent call last):
     ...
-    hetbench.errors.HetbenchError: unknown --rank-by 'speed'; choose one of: accuracy, ...
+    hetbench.errors.HetbenchError: unknown rank_by 'speed'; choose one of: accuracy, ...
     """
     if rank_by not in METRIC_BY_NAME:
-        raise HetbenchError(f"unknown --rank-by '{rank_by}'; choose one of: {', '.join(METRIC_NAMES)}")
+        raise HetbenchError(f"unknown `rank_by` '{rank_by}'; choose one of: {', '.join(METRIC_NAMES)}")
     return METRIC_BY_NAME[rank_by]
 
 
@@ -349,10 +349,10 @@ def check_statistic(statistic: str) -> str:
     >>> check_statistic("median")
     Traceback (most recent call last):
     ...
-    hetbench.errors.HetbenchError: unknown --statistic 'median'; choose one of: last-k, best, final
+    hetbench.errors.HetbenchError: unknown statistic 'median'; choose one of: last-k, best, final
     """
     if statistic not in STATISTICS:
-        raise HetbenchError(f"unknown --statistic '{statistic}'; choose one of: {', '.join(STATISTICS)}")
+        raise HetbenchError(f"unknown `statistic` '{statistic}'; choose one of: {', '.join(STATISTICS)}")
     return statistic
 
 

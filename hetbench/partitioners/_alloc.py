@@ -210,7 +210,7 @@ def repair_min_size(
         return counts
     if num_clients * min_size > total:
         raise HetbenchError(
-            f"--min-size {min_size} is impossible: {num_clients} clients x {min_size} = "
+            f"`min_size` {min_size} is impossible: {num_clients} clients x {min_size} = "
             f"{num_clients * min_size} > {total} samples"
         )
     if preference is None:

@@ -66,7 +66,7 @@ def check_holdout(fraction: float | None, minimum: int) -> float | None:
         return None
     fraction = float(fraction)
     if not 0.0 < fraction < 1.0:
-        raise HetbenchError(f"--test-fraction must be between 0 and 1 (got {fraction})")
+        raise HetbenchError(f"`test_fraction` must be between 0 and 1 (got {fraction})")
     return fraction
 
 

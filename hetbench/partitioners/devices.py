@@ -65,7 +65,7 @@ def allocate_clients(num_clients: int, weights: Mapping[str, float], rng: np.ran
     """
     names = list(weights)
     if num_clients < len(names):
-        raise HetbenchError(f"--clients {num_clients} is fewer than the {len(names)} devices; every device needs a client")
+        raise HetbenchError(f"`num_clients` {num_clients} is fewer than the {len(names)} devices; every device needs a client")
     w = np.array([float(weights[n]) for n in names])
     if not np.isfinite(w).all() or (w < 0).any() or not 0 < w.sum() < np.inf:
         raise HetbenchError("device weights must be finite non-negative numbers with a positive, finite sum")
@@ -153,9 +153,9 @@ class DevicePartitioner(Partitioner):
             raise HetbenchError(f"unknown device allocation '{allocation}'; choose one of: {', '.join(ALLOCATIONS)}")
         purity = float(purity)
         if not (np.isfinite(purity) and 0.0 < purity <= 1.0):
-            raise HetbenchError(f"--purity must be in [1/G, 1] for G devices (got {purity})")
+            raise HetbenchError(f"`purity` must be in [1/G, 1] for G devices (got {purity})")
         if purity != 1.0 and allocation != "deal":
-            raise HetbenchError("--purity mixes the renders of devices that all render the same captures (iso-isp, "
+            raise HetbenchError("`purity` mixes the renders of devices that all render the same captures (iso-isp, "
                                 "devices, real-devices); synthetic-colour devices render each row once")
         self.purity = purity
         self.clients = None if clients is None else int(clients)

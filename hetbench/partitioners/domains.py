@@ -44,7 +44,7 @@ def clients_per_domain(num_domains: int, num_clients: int, rng: np.random.Genera
     """
     if num_clients < num_domains:
         raise HetbenchError(
-            f"more domains than clients: {num_domains} domains but --num-clients {num_clients}; "
+            f"more domains than clients: {num_domains} domains but `num_clients` {num_clients}; "
             "every domain needs at least one client"
         )
     extra = rng.integers(0, num_domains, size=num_clients - num_domains)
@@ -121,7 +121,7 @@ def domains_assignment(
             name = domain_names[d] if domain_names is not None else d
             raise HetbenchError(
                 f"domain '{name}' has {rows.size} rows but its {int(counts[d])} clients need "
-                f"{int(counts[d])} x {size} = {need}; lower --fraction or --num-clients"
+                f"{int(counts[d])} x {size} = {need}; lower `fraction` or `num_clients`"
             )
         taken = rng.permutation(rows)[:need]
         assignment[taken] = first_client[d] + np.arange(need, dtype=np.int64) // size
@@ -182,16 +182,16 @@ class DomainsPartitioner(Partitioner):
 
     def __init__(self, num_clients: int = 10, fraction: float = 0.01, column: str = "domain", purity: float = 1.0) -> None:
         if int(num_clients) != num_clients or num_clients < 1:
-            raise HetbenchError(f"--num-clients must be a positive integer (got {num_clients})")
+            raise HetbenchError(f"`num_clients` must be a positive integer (got {num_clients})")
         fraction = float(fraction)
         if not (math.isfinite(fraction) and 0.0 < fraction <= 1.0):
-            raise HetbenchError(f"--fraction must be in (0, 1] (got {fraction})")
+            raise HetbenchError(f"`fraction` must be in (0, 1] (got {fraction})")
         self.num_clients = int(num_clients)
         self.fraction = fraction
         self.column = column
         purity = float(purity)
         if not (math.isfinite(purity) and 0.0 < purity <= 1.0):
-            raise HetbenchError(f"--purity must be in [1/G, 1] for G domains (got {purity})")
+            raise HetbenchError(f"`purity` must be in [1/G, 1] for G domains (got {purity})")
         self.purity = purity
 
     def params(self) -> dict:

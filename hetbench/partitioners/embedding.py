@@ -166,13 +166,13 @@ class EmbeddingPartitioner(Partitioner):
         self._dirichlet = DirichletPartitioner(num_clients, alpha, scheme, min_size=min_size,
                                                holdout_fraction=holdout_fraction)
         if int(clusters) < 1:
-            raise HetbenchError(f"--clusters must be at least 1 (got {clusters})")
+            raise HetbenchError(f"`clusters` must be at least 1 (got {clusters})")
         if pca_dim is not None and int(pca_dim) < 1:
-            raise HetbenchError(f"--pca-dim must be at least 1 (got {pca_dim})")
+            raise HetbenchError(f"`pca_dim` must be at least 1 (got {pca_dim})")
         if kmeans not in KMEANS_METHODS:
-            raise HetbenchError(f"unknown --kmeans '{kmeans}'; choose one of: {', '.join(KMEANS_METHODS)}")
+            raise HetbenchError(f"unknown `kmeans` '{kmeans}'; choose one of: {', '.join(KMEANS_METHODS)}")
         if not isinstance(embedder, str) or not embedder:
-            raise HetbenchError("--embedder must be a non-empty string")
+            raise HetbenchError("`embedder` must be a non-empty string")
         self.num_clients = int(num_clients)
         self.alpha = self._dirichlet.alpha
         self.clusters = int(clusters)

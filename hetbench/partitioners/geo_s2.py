@@ -62,13 +62,13 @@ def default_nmin(nmax: int) -> int:
 
 def _check_params(nmax: int, nmin: int, max_level: int) -> None:
     if nmax < 1:
-        raise HetbenchError(f"geo-s2: --nmax must be at least 1 (got {nmax})")
+        raise HetbenchError(f"geo-s2: `nmax` must be at least 1 (got {nmax})")
     if nmin < 0:
-        raise HetbenchError(f"geo-s2: --nmin must not be negative (got {nmin})")
+        raise HetbenchError(f"geo-s2: `nmin` must not be negative (got {nmin})")
     if nmin > nmax:
-        raise HetbenchError(f"geo-s2: --nmin ({nmin}) must not exceed --nmax ({nmax}); no cell could be kept")
+        raise HetbenchError(f"geo-s2: `nmin` ({nmin}) must not exceed `nmax` ({nmax}); no cell could be kept")
     if not 0 <= max_level <= s2.MAX_LEVEL:
-        raise HetbenchError(f"geo-s2: --max-level must be in 0..{s2.MAX_LEVEL} (got {max_level})")
+        raise HetbenchError(f"geo-s2: `max_level` must be in 0..{s2.MAX_LEVEL} (got {max_level})")
 
 
 def adaptive_split(sorted_ids: np.ndarray, nmax: int, max_level: int = s2.MAX_LEVEL) -> tuple[np.ndarray, np.ndarray]:
@@ -315,7 +315,7 @@ class GeoS2Partitioner(Partitioner):
         if cells.size == 0:
             raise HetbenchError(
                 f"geo-s2: no S2 cell keeps at least nmin={self.nmin} of the {int(valid.sum())} located rows; "
-                "lower --nmin or raise --nmax"
+                "lower `nmin` or raise `nmax`"
             )
         assignment = np.where(valid, locate_cells(leaf, cells), -1).astype(np.int32)
         reason[(assignment < 0) & (reason == 0)] = DropReason.CLIENT_TOO_SMALL

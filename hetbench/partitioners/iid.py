@@ -111,13 +111,13 @@ class IIDPartitioner(Partitioner):
             sizes = parse_sizes(self.sizes, self.num_clients, n)
             return iid_assignment(n, sizes, rng), None, self.num_clients, default_client_names(self.num_clients)
         if not 0.0 < f < 1.0:
-            raise HetbenchError(f"--test-fraction must be between 0 and 1 (got {f})")
+            raise HetbenchError(f"`test_fraction` must be between 0 and 1 (got {f})")
         train = parse_sizes(self.sizes, self.num_clients, int(np.asarray(self.sizes, dtype=np.int64).sum()))
         sizes = sizes_before_holdout(train, f)
         available = int(n - np.rint(f * n))
         if int(sizes.sum()) > n:
             raise HetbenchError(
-                f"--sizes ask for {int(train.sum())} training rows ({int(sizes.sum())} rows before each client holds "
+                f"`sizes` ask for {int(train.sum())} training rows ({int(sizes.sum())} rows before each client holds "
                 f"out {f:g} of its rows for testing) but the data has {n} rows (about {available} for training)"
             )
         assignment = iid_assignment(n, np.append(sizes, n - sizes.sum()), rng)

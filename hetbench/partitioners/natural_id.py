@@ -239,7 +239,7 @@ class NaturalIdPartitioner(Partitioner):
 
     def __init__(self, column: str = "user_id", min_samples: int = 1, holdout_fraction: float | None = None) -> None:
         if min_samples < 0:
-            raise HetbenchError(f"--min-samples must be >= 0 (got {min_samples})")
+            raise HetbenchError(f"`min_samples` must be >= 0 (got {min_samples})")
         self.column = column
         self.min_samples = int(min_samples)
         self.holdout_fraction = check_holdout(holdout_fraction, self.min_samples)

@@ -42,9 +42,9 @@ def check_sigma(sigma: float) -> float:
     try:
         value = float(sigma)
     except (TypeError, ValueError):
-        raise HetbenchError(f"--sigma must be a number >= 0 (got {sigma!r})") from None
+        raise HetbenchError(f"`sigma` must be a number >= 0 (got {sigma!r})") from None
     if not math.isfinite(value) or value < 0:
-        raise HetbenchError(f"--sigma must be a finite number >= 0 (got {sigma})")
+        raise HetbenchError(f"`sigma` must be a finite number >= 0 (got {sigma})")
     return value
 
 
@@ -59,9 +59,9 @@ def check_rate(rate: float) -> float:
     try:
         value = float(rate)
     except (TypeError, ValueError):
-        raise HetbenchError(f"--rate must be a number in [0, 1] (got {rate!r})") from None
+        raise HetbenchError(f"`rate` must be a number in [0, 1] (got {rate!r})") from None
     if not 0.0 <= value <= 1.0:  # NaN fails too
-        raise HetbenchError(f"--rate must be in [0, 1] (got {rate})")
+        raise HetbenchError(f"`rate` must be in [0, 1] (got {rate})")
     return value
 
 
@@ -181,7 +181,7 @@ def flip_labels(
     ([1, 2, 0, 0], [True, True, True, True])
     """
     if kind not in FLIP_KINDS:
-        raise HetbenchError(f"unknown --kind '{kind}'; choose one of: {', '.join(FLIP_KINDS)}")
+        raise HetbenchError(f"unknown `kind` '{kind}'; choose one of: {', '.join(FLIP_KINDS)}")
     if num_classes < 2:
         raise HetbenchError(f"label noise needs at least 2 classes (the data has {num_classes})")
     labels = np.asarray(labels, dtype=np.int64)
@@ -199,7 +199,7 @@ class _NoisePartitioner(Partitioner):
 
     def __init__(self, num_clients: int) -> None:
         if int(num_clients) < 1:
-            raise HetbenchError(f"--clients must be at least 1 (got {num_clients})")
+            raise HetbenchError(f"`num_clients` must be at least 1 (got {num_clients})")
         self.num_clients = int(num_clients)
 
     def iid(self, n: int, rng: np.random.Generator) -> np.ndarray:
@@ -302,7 +302,7 @@ class LabelNoisePartitioner(_NoisePartitioner):
     def __init__(self, num_clients: int = 10, rate: float = 0.2, kind: str = "uniform", per_client: bool = False) -> None:
         super().__init__(num_clients)
         if kind not in FLIP_KINDS:
-            raise HetbenchError(f"unknown --kind '{kind}'; choose one of: {', '.join(FLIP_KINDS)}")
+            raise HetbenchError(f"unknown `kind` '{kind}'; choose one of: {', '.join(FLIP_KINDS)}")
         self.rate = check_rate(rate)
         self.kind = kind
         self.per_client = bool(per_client)

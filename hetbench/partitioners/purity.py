@@ -39,12 +39,12 @@ def check_purity(purity: float, num_groups: int, what: str = "groups") -> float:
     >>> check_purity(0.2, 4, "devices")
     Traceback (most recent call last):
     ...
-    hetbench.errors.HetbenchError: --purity must be in [1/G, 1] = [0.25, 1] for G = 4 devices (got 0.2)
+    hetbench.errors.HetbenchError: purity must be in [1/G, 1] = [0.25, 1] for G = 4 devices (got 0.2)
     """
     value = float(purity)
     low = 1.0 / max(int(num_groups), 1)
     if not (math.isfinite(value) and low - 1e-12 <= value <= 1.0):
-        raise HetbenchError(f"--purity must be in [1/G, 1] = [{low:.4g}, 1] for G = {num_groups} {what} (got {purity})")
+        raise HetbenchError(f"`purity` must be in [1/G, 1] = [{low:.4g}, 1] for G = {num_groups} {what} (got {purity})")
     return value
 
 
@@ -86,7 +86,7 @@ def _balance(need: np.ndarray, supply: np.ndarray, names: list[str]) -> np.ndarr
                 if spare[target] <= 0:
                     raise HetbenchError(
                         f"{names[h]} has {int(supply[h])} rows but its share of every client needs {int(need[:, h].sum())}, "
-                        "and no other group has rows to spare; raise --purity or lower the clients' sizes")
+                        "and no other group has rows to spare; raise `purity` or lower the clients' sizes")
                 move = min(excess, int(need[c, h]), int(spare[target]))
                 need[c, h] -= move
                 need[c, target] += move

@@ -42,9 +42,9 @@ def check_beta(beta: float) -> float:
     try:
         value = float(beta)
     except (TypeError, ValueError):
-        raise HetbenchError(f"--beta must be a number > 0 (got {beta!r})") from None
+        raise HetbenchError(f"`beta` must be a number > 0 (got {beta!r})") from None
     if not math.isfinite(value) or value <= 0:
-        raise HetbenchError(f"--beta must be a finite number > 0 (got {beta})")
+        raise HetbenchError(f"`beta` must be a finite number > 0 (got {beta})")
     return value
 
 
@@ -86,7 +86,7 @@ def log_size_weights(size_dist: str, num_clients: int, beta: float, rng: np.rand
     elif size_dist == "lognormal":
         g = beta * rng.standard_normal(num_clients)
     else:
-        raise HetbenchError(f"unknown --size-dist '{size_dist}'; choose one of: {', '.join(SIZE_DISTS)}")
+        raise HetbenchError(f"unknown `size_dist` '{size_dist}'; choose one of: {', '.join(SIZE_DISTS)}")
     top = g.max()
     return g - (top + np.log(np.exp(g - top).sum()))
 
@@ -119,7 +119,7 @@ def quantity_sizes(n: int, size_dist: str, num_clients: int, beta: float, rng: n
     (100, True)
     """
     if num_clients < 1:
-        raise HetbenchError(f"--clients must be at least 1 (got {num_clients})")
+        raise HetbenchError(f"`num_clients` must be at least 1 (got {num_clients})")
     if num_clients > n:
         raise HetbenchError(f"more clients ({num_clients}) than samples ({n})")
     q = np.exp(log_size_weights(size_dist, num_clients, beta, rng))
@@ -190,9 +190,9 @@ class QuantityPartitioner(Partitioner):
 
     def __init__(self, num_clients: int = 10, size_dist: str = "dirichlet", beta: float = 0.5) -> None:
         if size_dist not in SIZE_DISTS:
-            raise HetbenchError(f"unknown --size-dist '{size_dist}'; choose one of: {', '.join(SIZE_DISTS)}")
+            raise HetbenchError(f"unknown `size_dist` '{size_dist}'; choose one of: {', '.join(SIZE_DISTS)}")
         if int(num_clients) < 1:
-            raise HetbenchError(f"--clients must be at least 1 (got {num_clients})")
+            raise HetbenchError(f"`num_clients` must be at least 1 (got {num_clients})")
         self.num_clients = int(num_clients)
         self.size_dist = size_dist
         self.beta = check_beta(beta)

@@ -196,15 +196,15 @@ class SemanticPartitioner(Partitioner):
         layer: str | None = None,
     ) -> None:
         if int(num_clients) < 1:
-            raise HetbenchError(f"--clients must be at least 1 (got {num_clients})")
+            raise HetbenchError(f"`num_clients` must be at least 1 (got {num_clients})")
         if pca_dim is None or int(pca_dim) < 1:
-            raise HetbenchError(f"--pca-dim must be at least 1 (got {pca_dim})")
+            raise HetbenchError(f"`pca_dim` must be at least 1 (got {pca_dim})")
         if int(max_iter) < 1:
-            raise HetbenchError(f"--max-iter must be at least 1 (got {max_iter})")
+            raise HetbenchError(f"`max_iter` must be at least 1 (got {max_iter})")
         if int(n_init) < 1:
-            raise HetbenchError(f"--n-init must be at least 1 (got {n_init})")
+            raise HetbenchError(f"`n_init` must be at least 1 (got {n_init})")
         if not isinstance(embedder, str) or not embedder:
-            raise HetbenchError("--embedder must be a non-empty string")
+            raise HetbenchError("`embedder` must be a non-empty string")
         self.num_clients = int(num_clients)
         self.embedder = embedder
         self.pca_dim = int(pca_dim)

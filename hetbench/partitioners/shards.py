@@ -115,7 +115,7 @@ def classes_per_client_counts(
     present = np.flatnonzero(class_counts > 0)
     num_present = present.size
     if k < 1 or k > num_present:
-        raise HetbenchError(f"--classes-per-client must be between 1 and {num_present} (got {k})")
+        raise HetbenchError(f"`classes_per_client` must be between 1 and {num_present} (got {k})")
     if num_clients * k > int(class_counts.sum()):
         raise HetbenchError(f"{num_clients} clients x {k} classes needs at least {num_clients * k} samples")
     capacity = class_counts.copy()
@@ -183,7 +183,7 @@ class ShardsPartitioner(Partitioner):
 
     def __init__(self, num_clients: int = 10, shards_per_client: int = 2) -> None:
         if num_clients < 1 or shards_per_client < 1:
-            raise HetbenchError("--clients and --shards-per-client must be at least 1")
+            raise HetbenchError("`num_clients` and `shards_per_client` must be at least 1")
         self.num_clients = int(num_clients)
         self.shards_per_client = int(shards_per_client)
 
@@ -235,7 +235,7 @@ class ClassesPerClientPartitioner(Partitioner):
 
     def __init__(self, num_clients: int = 10, classes_per_client: int = 2) -> None:
         if num_clients < 1:
-            raise HetbenchError(f"--clients must be at least 1 (got {num_clients})")
+            raise HetbenchError(f"`num_clients` must be at least 1 (got {num_clients})")
         self.num_clients = int(num_clients)
         self.classes_per_client = int(classes_per_client)
 

@@ -291,7 +291,7 @@ def user_disjoint_test_split(
     """
     users, classes = _pair_arrays(users, classes)
     if not 0.0 < test_fraction < 1.0:
-        raise HetbenchError(f"--test-fraction must be between 0 and 1 (got {test_fraction})")
+        raise HetbenchError(f"`test_fraction` must be between 0 and 1 (got {test_fraction})")
     valid = (users >= 0) & (classes >= 0)
     present = np.unique(users[valid])
     if present.size < 2:

@@ -155,7 +155,7 @@ class UsersPartitioner(NaturalIdPartitioner):
         if split not in codes:
             raise HetbenchError(
                 f"split '{split}' has no '{self.column}' column, so its rows cannot go to users; "
-                "use a shared test set (--test-split global) for a user-disjoint test split"
+                "use a shared test set (`test_split` global) for a user-disjoint test split"
             )
         return codes[split], values
 

@@ -18,7 +18,7 @@ def upload_folder(folder: str | Path, repo_id: str, private: bool = False, token
 
     manifest = read_manifest(folder)  # refuse anything that is not a hetbench build
     if not re.fullmatch(r"[A-Za-z0-9][\w.-]*/[\w.-]+", repo_id):
-        raise HetbenchError(f"--repo-id must look like ORG/NAME (got '{repo_id}')")
+        raise HetbenchError(f"`repo_id` must look like ORG/NAME (got '{repo_id}')")
     from huggingface_hub import HfApi
 
     api = HfApi(token=token)

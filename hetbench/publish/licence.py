@@ -29,7 +29,7 @@ import re
 from dataclasses import asdict, dataclass
 from typing import Any, Iterator, Mapping
 
-from hetbench.errors import HetbenchError
+from hetbench.errors import HetbenchError, marked
 from hetbench.publish.attribution import HUB_LICENSES, SourceLicence
 
 #: the option names a caller's own words use for the four fields (the CLI passes its flags)
@@ -235,7 +235,7 @@ def resolve_licence(given: GivenLicence | None, inherited: Any, source: str) -> 
     try:
         before = manifest_licence({"licence": inherited})
     except HetbenchError as exc:
-        raise HetbenchError(f"the source {source}: {exc}") from None
+        raise HetbenchError(f"the source {source}: {marked(exc)}") from None
     if given is None:
         return before
     if given.attribution is None and before is not None and before.attribution:
@@ -269,7 +269,7 @@ def manifest_licence(manifest: Mapping[str, Any]) -> GivenLicence | None:
     try:
         return given_licence(**entry, names={k: f"hetbench.json's licence.{k}" for k in FIELDS})
     except HetbenchError as exc:
-        raise HetbenchError(str(exc)) from None
+        raise HetbenchError(marked(exc)) from None
 
 
 __all__ = ["GivenLicence", "active_licence", "check_licence_object", "given_licence", "licensed", "manifest_licence",

@@ -38,7 +38,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from hetbench.errors import HetbenchError
+from hetbench.errors import HetbenchError, marked
 from hetbench.report.feature_shift import median_bandwidth
 from hetbench.report.thumbnails import colour_stats  # noqa: F401 (re-exported)
 from hetbench.report.unit_shift import FOURIER, UnitShifts, iid_units, many_unit_shifts
@@ -96,7 +96,7 @@ def check_embedder_spec(spec: str | None) -> None:
     >>> check_embedder_spec("sift")
     Traceback (most recent call last):
     ...
-    hetbench.errors.HetbenchError: --feature-embedder sift: unknown embedder 'sift'; choose auto, none, task[:EPOCHS], pixels[:S], hog, color-hist, column:NAME, torchscript:PATH, onnx:PATH or torch:MODULE:FACTORY
+    hetbench.errors.HetbenchError: feature_embedder sift: unknown embedder 'sift'; choose auto, none, task[:EPOCHS], pixels[:S], hog, color-hist, column:NAME, torchscript:PATH, onnx:PATH or torch:MODULE:FACTORY
     """
     if spec is None or spec in (AUTO, NONE):
         return
@@ -104,14 +104,14 @@ def check_embedder_spec(spec: str | None) -> None:
 
     name, colon, arg = str(spec).partition(":")
     if name not in EMBEDDERS.names():
-        raise HetbenchError(f"--feature-embedder {spec}: unknown embedder '{name}'; choose auto, none, {_USAGE}")
+        raise HetbenchError(f"`feature_embedder` {spec}: unknown embedder '{name}'; choose auto, none, {_USAGE}")
     if name == "pixels":
         from hetbench.embed.pixels import pixel_side
 
         try:
             pixel_side(arg, given=bool(colon))
         except HetbenchError as exc:
-            raise HetbenchError(f"--feature-embedder {spec}: {exc}") from None
+            raise HetbenchError(f"`feature_embedder` {spec}: {marked(exc)}") from None
 
 
 def principal_features(embedding: np.ndarray, components: int = COMPONENTS, *, fit_rows: int = FIT_ROWS,
@@ -236,7 +236,7 @@ def embed_rows(table, split: str, rows: np.ndarray, spec: str, quiet: bool = Tru
         else:
             stored, bad = embed_table(dataclasses.replace(table, splits={split: ds}, _cache={}), split, spec, quiet=quiet), []
     except HetbenchError as exc:
-        raise HetbenchError(f"--feature-embedder {spec}: {exc}") from exc
+        raise HetbenchError(f"`feature_embedder` {spec}: {marked(exc)}") from exc
     embedding = np.empty_like(stored)
     embedding[in_order] = stored
     return embedding, sorted(int(in_order[i]) for i in bad)
@@ -326,7 +326,7 @@ def measure_rows(table, split: str, rows: np.ndarray, labels: np.ndarray, client
         ok[unreadable] = False
         rows, cid, labels, embedding = rows[ok], cid[ok], labels[ok], embedding[ok]
         if len(rows) < 4:
-            raise HetbenchError(f"--feature-embedder {spec}: only {len(rows)} of {len(ok)} training images could be read")
+            raise HetbenchError(f"`feature_embedder` {spec}: only {len(rows)} of {len(ok)} training images could be read")
     z = principal_features(embedding, seed=seed)
     n_clients = len(client_names)
     h = median_bandwidth(z, seed)

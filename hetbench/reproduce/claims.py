@@ -63,10 +63,10 @@ def check_seed_count(claim_id: str, seeds: Sequence[int], seeded: bool, where: s
     Examples
     --------
     >>> from hetbench.reproduce.claims import check_seed_count
-    >>> check_seed_count("hsu-label-skew", [0, 1, 2, 3, 4], True, "--seeds")
-    >>> check_seed_count("hsu-label-skew", [0, 1, 2], True, "--seeds")
+    >>> check_seed_count("hsu-label-skew", [0, 1, 2, 3, 4], True, "`seeds`")
+    >>> check_seed_count("hsu-label-skew", [0, 1, 2], True, "`seeds`")
     Traceback (most recent call last):
-    hetbench.errors.HetbenchError: --seeds: hsu-label-skew needs at least 5 seeds for its 95% t intervals (got 3)
+    hetbench.errors.HetbenchError: seeds: hsu-label-skew needs at least 5 seeds for its 95% t intervals (got 3)
     """
     if seeded and len(seeds) < MIN_SEEDS:
         raise HetbenchError(f"{where}: {claim_id} needs at least {MIN_SEEDS} seeds for its 95% t intervals "
@@ -357,10 +357,10 @@ def select_claims(spec: str | None) -> list[str]:
         return ids
     names = [s.strip() for s in spec.split(",") if s.strip()]
     if not names:
-        raise HetbenchError(f"--claims is empty; valid claims: {', '.join(ids)} (or all)")
+        raise HetbenchError(f"`claims` is empty; valid claims: {', '.join(ids)} (or all)")
     for n in names:
         if n not in ids:
             raise HetbenchError(f"unknown claim '{n}'; valid claims: {', '.join(ids)}")
     if len(set(names)) != len(names):
-        raise HetbenchError(f"--claims names a claim twice ('{spec}')")
+        raise HetbenchError(f"`claims` names a claim twice ('{spec}')")
     return names

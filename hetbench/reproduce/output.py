@@ -88,8 +88,8 @@ def check_store_dir(store: str | os.PathLike | None, out: str | os.PathLike) -> 
 
     path, target = Path(store).resolve(), Path(out).resolve()
     if path == target or (target in path.parents and path != target / "runs"):
-        raise HetbenchError(f"--store '{store}' is the --out folder or inside it, where reports are replaced; give "
-                            "a folder outside it (or leave --store out: the store is then --out's runs/)")
+        raise HetbenchError(f"`store` '{store}' is the `out` folder or inside it, where reports are replaced; give "
+                            "a folder outside it (or leave `store` out: the store is then `out`'s runs/)")
     if path.exists() and path.is_dir() and any(path.iterdir()) or path.is_file():
         RunStore.check(path)
 
@@ -120,6 +120,6 @@ def publish_reports(out: Path, write: Callable[[Path], None]) -> None:
                 os.replace(new, old)
         (out / IN_PROGRESS).unlink(missing_ok=True)
     except OSError as exc:
-        raise HetbenchError(f"cannot write the reports into --out '{out}': {exc.strerror or exc}") from None
+        raise HetbenchError(f"cannot write the reports into `out` '{out}': {exc.strerror or exc}") from None
     finally:
         shutil.rmtree(scratch, ignore_errors=True)

@@ -24,7 +24,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
-from hetbench.errors import HetbenchError
+from hetbench.errors import HetbenchError, marked
 
 
 @dataclass(frozen=True)
@@ -54,7 +54,7 @@ def parse_data(spec: str | Sequence[str] | None) -> dict[str, str]:
     ({'cifar10': '~/data/cifar10'}, {})
     >>> parse_data("imagenet=/data/in")
     Traceback (most recent call last):
-    hetbench.errors.HetbenchError: --data: unknown data set 'imagenet'; the data sets a claim can take: cifar10
+    hetbench.errors.HetbenchError: data: unknown data set 'imagenet'; the data sets a claim can take: cifar10
     """
     if spec is None:
         return {}
@@ -64,12 +64,12 @@ def parse_data(spec: str | Sequence[str] | None) -> dict[str, str]:
         key, eq, ref = item.partition("=")
         key, ref = key.strip(), ref.strip()
         if not eq or not key or not ref:
-            raise HetbenchError(f"--data '{item}' must be KEY=FOLDER_OR_HUB_ID (e.g. cifar10=~/data/cifar10)")
+            raise HetbenchError(f"`data` '{item}' must be KEY=FOLDER_OR_HUB_ID (e.g. cifar10=~/data/cifar10)")
         if key not in PAPER_DATA:
-            raise HetbenchError(f"--data: unknown data set '{key}'; the data sets a claim can take: "
+            raise HetbenchError(f"`data`: unknown data set '{key}'; the data sets a claim can take: "
                                 f"{', '.join(PAPER_DATA)}")
         if key in out:
-            raise HetbenchError(f"--data names '{key}' twice")
+            raise HetbenchError(f"`data` names '{key}' twice")
         out[key] = ref
     return out
 
@@ -84,7 +84,7 @@ def check_layout(key: str, ref: str) -> None:
     >>> from hetbench.reproduce.paper_data import check_layout
     >>> check_layout("cifar10", "builtin:digits")
     Traceback (most recent call last):
-    hetbench.errors.HetbenchError: --data cifar10='builtin:digits' is not CIFAR-10's layout: it has the splits train, not train, test
+    hetbench.errors.HetbenchError: data cifar10='builtin:digits' is not CIFAR-10's layout: it has the splits train, not train, test
     """
     import io
     from pathlib import Path
@@ -93,14 +93,14 @@ def check_layout(key: str, ref: str) -> None:
     from hetbench.sources.hub import looks_like_hub_id
 
     spec = PAPER_DATA[key]
-    where = f"--data {key}='{ref}'"
+    where = f"`data` {key}='{ref}'"
     local = Path(ref).expanduser()
     if not ref.startswith("builtin:") and not local.exists() and not looks_like_hub_id(ref):
         raise HetbenchError(f"{where}: no such folder or file (and not a hub id)")
     try:
         table = load_table(str(local) if local.exists() else ref)
     except HetbenchError as exc:
-        raise HetbenchError(f"{where}: {exc}") from None
+        raise HetbenchError(f"{where}: {marked(exc)}") from None
     bad = f"{where} is not {spec.name}'s layout"
     if sorted(table.splits) != sorted(spec.splits):
         raise HetbenchError(f"{bad}: it has the splits {', '.join(sorted(table.splits))}, not {', '.join(spec.splits)}")
@@ -134,7 +134,7 @@ def check_data(data: Mapping[str, str], claims: Sequence[Any], every_claim: Sequ
     for key in data:
         if key not in taking:
             which = sorted(c.id for c in every_claim if c.paper_data == key)
-            raise HetbenchError(f"--data {key}: none of the claims to run takes it (the claims that do: "
+            raise HetbenchError(f"`data` {key}: none of the claims to run takes it (the claims that do: "
                                 f"{', '.join(which)})")
         check_layout(key, data[key])
     return dict(data)

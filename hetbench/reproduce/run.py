@@ -154,7 +154,7 @@ def _checked_claims(claims: str | None, mode: str, seeds: str | Sequence[int] | 
     loaded = [load_claim(i) for i in ids]  # every definition validates before anything runs
     if seed_list is not None and mode != SMOKE:  # a smoke run decides nothing: any seeds
         for claim in loaded:
-            check_seed_count(claim.id, seed_list, RUNNERS[claim.runner].seeded, "--seeds")
+            check_seed_count(claim.id, seed_list, RUNNERS[claim.runner].seeded, "`seeds`")
     for claim in loaded:
         seeds_of(claim, mode, seed_list)  # a replicated claim refuses seeds its replicates would overlap
     return ids, seed_list, loaded
@@ -201,7 +201,7 @@ def check_metadata(metadata: str | None) -> None:
     >>> check_metadata(None); check_metadata("builtin:observations")
     >>> check_metadata("nope.csv")
     Traceback (most recent call last):
-    hetbench.errors.HetbenchError: --metadata 'nope.csv' not found (no such file or folder, and not a built-in, an inat2017: source or a hub id)
+    hetbench.errors.HetbenchError: metadata 'nope.csv' not found (no such file or folder, and not a built-in, an inat2017: source or a hub id)
     """
     from hetbench.sources.builtins import BUILTINS
     from hetbench.sources.hub import looks_like_hub_id
@@ -209,14 +209,14 @@ def check_metadata(metadata: str | None) -> None:
     if metadata is None:
         return
     if not metadata.strip():
-        raise HetbenchError("--metadata is empty; name a table, or leave --metadata out")
+        raise HetbenchError("`metadata` is empty; name a table, or leave `metadata` out")
     if metadata.startswith("inat2017:"):
         files = metadata[len("inat2017:"):].split("+")
         if len(files) != 2 or not all(f.strip() for f in files):
-            raise HetbenchError(f"--metadata '{metadata}' must name two files: inat2017:ANNOTATIONS.json+LOCATIONS.json")
+            raise HetbenchError(f"`metadata` '{metadata}' must name two files: inat2017:ANNOTATIONS.json+LOCATIONS.json")
         missing = [f for f in files if not Path(f).expanduser().is_file()]
         if missing:
-            raise HetbenchError(f"--metadata '{metadata}': {', '.join(repr(f) for f in missing)} not found")
+            raise HetbenchError(f"`metadata` '{metadata}': {', '.join(repr(f) for f in missing)} not found")
         return
     if metadata.startswith("builtin:"):
         BUILTINS[metadata]  # an unknown name lists the valid ones
@@ -226,7 +226,7 @@ def check_metadata(metadata: str | None) -> None:
     for path in paths:
         if not (path and (Path(path).expanduser().exists() or looks_like_hub_id(path))):
             shown = metadata if path == metadata else f"{metadata}': '{path}"
-            raise HetbenchError(f"--metadata '{shown}' not found (no such file or folder, and not a built-in, an "
+            raise HetbenchError(f"`metadata` '{shown}' not found (no such file or folder, and not a built-in, an "
                                 "inat2017: source or a hub id)")
 
 
@@ -240,7 +240,7 @@ def parse_seeds(seeds: str | Sequence[int] | None) -> list[int] | None:
     ([0, 1, 2], None)
     >>> parse_seeds("0,x")
     Traceback (most recent call last):
-    hetbench.errors.HetbenchError: --seeds must be a comma list of non-negative integers (got '0,x')
+    hetbench.errors.HetbenchError: seeds must be a comma list of non-negative integers (got '0,x')
     """
     if seeds is None:
         return None
@@ -248,13 +248,13 @@ def parse_seeds(seeds: str | Sequence[int] | None) -> list[int] | None:
         try:
             out = [int(s) for s in seeds.split(",") if s.strip()]
         except ValueError:
-            raise HetbenchError(f"--seeds must be a comma list of non-negative integers (got '{seeds}')") from None
+            raise HetbenchError(f"`seeds` must be a comma list of non-negative integers (got '{seeds}')") from None
     else:
         out = [int(s) for s in seeds]
     if not out or any(s < 0 for s in out):
-        raise HetbenchError(f"--seeds must be a comma list of non-negative integers (got '{seeds}')")
+        raise HetbenchError(f"`seeds` must be a comma list of non-negative integers (got '{seeds}')")
     if len(set(out)) != len(out):
-        raise HetbenchError(f"--seeds names a seed twice ('{seeds}')")
+        raise HetbenchError(f"`seeds` names a seed twice ('{seeds}')")
     return out
 
 
@@ -266,9 +266,9 @@ def _refuse_full_on_cpu(training: list[Claim], seeds: list[int] | None, device: 
     costs = sorted(estimate_claims(training, "full", seeds, "cpu"), key=lambda c: -c.seconds)
     each = ", ".join(f"{c.id} {format_duration(c.seconds)}" for c in costs)
     why = "torch sees no GPU" if device == "auto" else f"--device {device}"
-    raise HetbenchError(f"--full trains on the CPU here ({why}): about "
+    raise HetbenchError(f"`full` trains on the CPU here ({why}): about "
                         f"{format_duration(sum(c.seconds for c in costs))} of training at least ({each}); run it "
-                        "where a GPU is (--device cuda), or pass --allow-cpu; --dry-run lists the estimates")
+                        "where a GPU is (`device` cuda), or pass `allow_cpu`; `dry_run` lists the estimates")
 
 
 def reproduce(
@@ -366,7 +366,7 @@ def reproduce(
     check_metadata(metadata)
     data_refs = check_data(parse_data(data), loaded, [load_claim(c) for c in claim_ids()] if data else ())
     if threads is not None and not threads > 0:
-        raise HetbenchError(f"--threads must be a positive number (got {threads})")
+        raise HetbenchError(f"`threads` must be a positive number (got {threads})")
     if any(RUNNERS[c.runner].trains for c in loaded):
         from hetbench.train.device import resolve_device
 
@@ -374,7 +374,7 @@ def reproduce(
         if mode == "full" and resolved.type == "cpu" and not allow_cpu:
             _refuse_full_on_cpu([c for c in loaded if RUNNERS[c.runner].trains], seed_list, device, quiet)
     if budget is not None and not (isinstance(budget, (int, float)) and math.isfinite(budget) and budget > 0):
-        raise HetbenchError(f"--budget must be a positive number of seconds (got {budget})")
+        raise HetbenchError(f"`budget` must be a positive number of seconds (got {budget})")
     inputs = {"--metadata": metadata}
     check_store_dir(store, out)
     check_out_dir(out, overwrite or interrupted(out), "claims", inputs)  # an interrupted output continues
@@ -394,7 +394,8 @@ def reproduce(
                 if used:
                     record["data"] = used  # the paper's data the claim ran on, in place of its source
                 records.append(record)
-            from hetbench.reproduce.write import machine_record, summary_counts, write_html, write_json, write_markdown
+            from hetbench.reproduce.write import machine_record, summary_counts, write_json, write_markdown
+            from hetbench.reproduce.write_html import write_html
 
             doc = {"format": "hetbench-claims/1", "hetbench_version": __version__, "mode": mode,
                    "machine": machine_record(device), "claims_requested": ids, "summary": summary_counts(records),

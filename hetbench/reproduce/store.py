@@ -141,14 +141,14 @@ class RunStore:
         nothing is written."""
         folder = Path(folder)
         if folder.exists() and not folder.is_dir():
-            raise HetbenchError(f"--store '{folder}' is a file, not a run store hetbench wrote")
+            raise HetbenchError(f"`store` '{folder}' is a file, not a run store hetbench wrote")
         if folder.is_dir() and any(folder.iterdir()):
             try:
                 doc = json.loads((folder / MARKER).read_text())
             except (OSError, ValueError, RecursionError):
                 doc = None
             if not (isinstance(doc, dict) and doc.get("format") == STORE_FORMAT):
-                raise HetbenchError(f"--store '{folder}' is not a run store hetbench wrote (no valid {MARKER}); "
+                raise HetbenchError(f"`store` '{folder}' is not a run store hetbench wrote (no valid {MARKER}); "
                                     "give an empty or new folder, or one a reproduce run made")
 
     @classmethod

@@ -8,8 +8,6 @@ them depends on the clock, so the same inputs and seeds give the same files but 
 
 from __future__ import annotations
 
-import base64
-import html
 import json
 import re
 from pathlib import Path
@@ -20,25 +18,6 @@ from hetbench.reproduce.criteria import NOT_RUN, VERDICTS
 #: what heads the report of a smoke run (``hetbench reproduce --smoke``)
 SMOKE_NOTE = ("Smoke run: every claim with toy settings, to check that the code runs on this machine. Its numbers "
               "decide nothing: every verdict is 'no verdict'; run --quick or --full for verdicts.")
-
-_CSS = """
-body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; margin: 1.5rem auto; max-width: 68rem;
-       color: #222; line-height: 1.45; padding: 0 1rem; }
-table { border-collapse: collapse; margin: 0.4rem 0 1rem; font-size: 0.9rem; }
-th, td { border-bottom: 1px solid #ddd; padding: 0.25rem 0.6rem; text-align: left; vertical-align: top; }
-th { background: #f4f4f4; }
-td:first-child a { white-space: nowrap; }
-td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
-.verdict { font-weight: 600; padding: 0.05rem 0.45rem; border-radius: 0.3rem; color: white; white-space: nowrap; }
-.v-reproduced { background: #1a7f37; } .v-partially-reproduced { background: #b35900; }
-.v-not-reproduced { background: #c62828; } .v-not-run { background: #777; } .v-inconclusive { background: #7a5c00; }
-.v-no-verdict-smoke-run { background: #3d5a80; }
-section.claim { border-top: 2px solid #ccc; margin-top: 2rem; padding-top: 0.5rem; }
-.meta { color: #555; font-size: 0.9rem; }
-.reason { color: #333; }
-img { max-width: 100%; border: 1px solid #eee; }
-code { background: #f6f6f6; padding: 0 0.2rem; }
-""".strip()
 
 
 def fmt(v: Any) -> str:
@@ -106,11 +85,11 @@ def badge_colour_class(claim: dict[str, Any]) -> str:
     return "v-" + re.sub(r"[^a-z]+", "-", verdict).strip("-")
 
 
-def _settings_text(settings: dict[str, Any]) -> str:
+def settings_text(settings: dict[str, Any]) -> str:
     return ", ".join(f"{k}: {json.dumps(v, separators=(', ', ': '))}" for k, v in settings.items())
 
 
-def _criterion_text(c: dict[str, Any]) -> str:
+def criterion_text(c: dict[str, Any]) -> str:
     return c["name"] + "(" + ", ".join(f"{k}={v:g}" for k, v in c.items() if k != "name") + ")"
 
 
@@ -260,7 +239,7 @@ def settling_text(claim: dict[str, Any]) -> str:
             f"runs) had not settled: {', '.join(parts)}; so every check is inconclusive.")
 
 
-def _rows(measurement: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
+def measurement_rows(measurement: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
     points = measurement.get("points", [])
     has_pub = any("published" in p for p in points)
     multi = any(p["n"] > 1 for p in points)
@@ -315,18 +294,18 @@ def write_markdown(doc: dict[str, Any], path: Path) -> None:
                   f"**Paper.** {c['paper']} **Where:** {c['where']}.", "",
                   f"**Claim.** {c['claim']}", "",
                   f"**Protocol.** {c['protocol']}", "",
-                  f"**Settings ({doc['mode']}; seeds {', '.join(map(str, c['seeds']))}).** {_settings_text(c['settings'])}", ""]
+                  f"**Settings ({doc['mode']}; seeds {', '.join(map(str, c['seeds']))}).** {settings_text(c['settings'])}", ""]
         if c.get("error"):
             lines += [f"**Not run:** {c['error']}", ""]
         if c.get("facts"):
-            lines += ["**As run.** " + "; ".join(f"{k}: {_fact(v)}" for k, v in c["facts"].items()), ""]
+            lines += ["**As run.** " + "; ".join(f"{k}: {fact_text(v)}" for k, v in c["facts"].items()), ""]
         if settling_text(c):
             lines += [f"**{settling_text(c)}**" if c["settling"]["unsettled"] else settling_text(c), ""]
         for k in c["checks"]:
             lines += [f"### {k['measure']}: {k['verdict']}", "", f"*Declared:* {k['statement']} "
-                      f"Criterion `{_criterion_text(k['criterion'])}`.", "", f"*Result:* {k['reason']}.", ""]
+                      f"Criterion `{criterion_text(k['criterion'])}`.", "", f"*Result:* {k['reason']}.", ""]
             if k["measurement"].get("points"):
-                head, rows = _rows(k["measurement"])
+                head, rows = measurement_rows(k["measurement"])
                 lines += [f"Unit: {k['measurement']['unit']}.", ""] + _md_table(head, rows) + [""]
             if numbers_text(k):
                 lines += [numbers_text(k), ""]
@@ -358,93 +337,21 @@ def paper_text(check: Mapping[str, Any]) -> str:
     return f"The paper: {values} ({paper['where']})."
 
 
-def _fact(v: Any, nested: bool = False) -> str:
+def fact_text(v: Any, nested: bool = False) -> str:
     """A fact as text; a list or mapping inside another is bracketed so its items stay together.
 
     Examples
     --------
-    >>> from hetbench.reproduce.write import _fact
-    >>> _fact({"sizes": {"0": [3, 2], "1": [4, 1]}, "seeds": [0, 1]})
+    >>> from hetbench.reproduce.write import fact_text
+    >>> fact_text({"sizes": {"0": [3, 2], "1": [4, 1]}, "seeds": [0, 1]})
     'sizes={0=[3, 2], 1=[4, 1]}, seeds=[0, 1]'
-    >>> _fact([0, 1])
+    >>> fact_text([0, 1])
     '0, 1'
     """
     if isinstance(v, dict):
-        text = ", ".join(f"{k}={_fact(x, True)}" for k, x in v.items())
+        text = ", ".join(f"{k}={fact_text(x, True)}" for k, x in v.items())
         return f"{{{text}}}" if nested else text
     if isinstance(v, list):
-        text = ", ".join(_fact(x, True) for x in v)
+        text = ", ".join(fact_text(x, True) for x in v)
         return f"[{text}]" if nested else text
     return fmt(v)
-
-
-def _prose(text: str) -> str:
-    """Escaped text with `code` spans as <code>."""
-    return re.sub(r"`([^`]+)`", r"<code>\1</code>", html.escape(text))
-
-
-def _badge(verdict: str, colour: str | None = None) -> str:
-    return f'<span class="verdict {colour or "v-" + verdict.replace(" ", "-")}">{html.escape(verdict)}</span>'
-
-
-def _html_table(head: list[str], rows: list[list[str]], numeric_from: int = 1) -> str:
-    e = html.escape
-    out = ["<table><thead><tr>" + "".join(f"<th>{e(h)}</th>" for h in head) + "</tr></thead><tbody>"]
-    for r in rows:
-        out.append("<tr>" + "".join(f'<td{" class=num" if i >= numeric_from else ""}>{e(str(c))}</td>'
-                                    for i, c in enumerate(r)) + "</tr>")
-    out.append("</tbody></table>")
-    return "".join(out)
-
-
-def write_html(doc: dict[str, Any], path: Path, root: Path) -> None:
-    """``claims.html``: one self-contained page (plots inlined as base64 PNG); ``root`` is the folder the
-    records' plot paths are relative to."""
-    e = html.escape
-    parts = ["<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
-             f"<title>hetbench reproduce: {len(doc['claims'])} claim(s), {e(doc['mode'])} mode</title>",
-             f"<style>{_CSS}</style></head><body>",
-             f"<h1>hetbench reproduce: {len(doc['claims'])} claim(s), {e(doc['mode'])} mode</h1>",
-             f"<p class=meta>hetbench {e(doc['hetbench_version'])}. " + (
-                 f"<b>{e(SMOKE_NOTE)}</b></p>" if doc["mode"] == "smoke" else "Each verdict follows from the measurement "
-                 "by the criterion declared in the claim's definition (<code>manifests/claims/&lt;id&gt;.yaml</code>) "
-                 "before any run.</p>"),
-             "<table><thead><tr><th>claim</th><th>paper, where</th><th>verdict</th><th>checks</th></tr>"
-             "</thead><tbody>"]
-    for c in doc["claims"]:
-        checks = "<br>".join(f"{e(k['measure'])}: {e(k['verdict'])}" for k in c["checks"])
-        parts.append(f'<tr><td><a href="#{e(c["id"])}">{e(c["id"])}</a></td><td>{e(c["paper_short"])}, '
-                     f"{e(c['where'])}</td><td>{_badge(c['verdict'] + coverage(c), badge_colour_class(c))}</td><td>{checks}</td></tr>")
-    parts.append("</tbody></table>")
-    for c in doc["claims"]:
-        parts += [f'<section class=claim id="{e(c["id"])}">', f"<h2>{e(c['id'])} {_badge(c['verdict'] + coverage(c), badge_colour_class(c))}</h2>",
-                  f"<p><b>Paper.</b> {e(c['paper'])} <b>Where:</b> {e(c['where'])}.</p>",
-                  f"<p><b>Claim.</b> {_prose(c['claim'])}</p>", f"<p><b>Protocol.</b> {_prose(c['protocol'])}</p>",
-                  f"<p class=meta><b>Settings ({e(doc['mode'])}; seeds {e(', '.join(map(str, c['seeds'])))}).</b> "
-                  f"{e(_settings_text(c['settings']))}</p>"]
-        if c.get("error"):
-            parts.append(f"<p><b>Not run:</b> {e(c['error'])}</p>")
-        if c.get("facts"):
-            parts.append("<p class=meta><b>As run.</b> " + e("; ".join(f"{k}: {_fact(v)}" for k, v in c["facts"].items()))
-                         + "</p>")
-        if settling_text(c):
-            parts.append(f"<p class=meta>{e(settling_text(c))}</p>")
-        for k in c["checks"]:
-            parts += [f"<h3>{e(k['measure'])} {_badge(k['verdict'])}</h3>",
-                      f"<p><i>Declared:</i> {_prose(k['statement'])} Criterion <code>{e(_criterion_text(k['criterion']))}</code>.</p>",
-                      f"<p class=reason><i>Result:</i> {e(k['reason'])}.</p>"]
-            if k["measurement"].get("points"):
-                head, rows = _rows(k["measurement"])
-                parts += [f"<p class=meta>Unit: {e(k['measurement']['unit'])}.</p>", _html_table(head, rows)]
-            if numbers_text(k):
-                parts.append(f"<p class=meta>{e(numbers_text(k))}</p>")
-            if paper_text(k):
-                parts.append(f"<p class=meta><i>{e(paper_text(k))}</i></p>")
-        if c.get("plot"):
-            data = base64.b64encode((root / c["plot"]).read_bytes()).decode("ascii")
-            parts.append(f'<p><img alt="{e(c["id"])} plot" src="data:image/png;base64,{data}"></p>')
-        if c.get("notes"):
-            parts.append(f"<p class=meta><i>Notes.</i> {_prose(c['notes'])}</p>")
-        parts.append("</section>")
-    parts.append("</body></html>")
-    path.write_text("\n".join(parts) + "\n")

@@ -127,7 +127,7 @@ def _load_per_split(dataset: str, label_col: str | None, id_col: str | None) -> 
     for part in dataset.split(","):
         name, _, path = part.partition("=")
         if not name.strip() or not path.strip():
-            raise HetbenchError(f"--dataset '{dataset}': write one SPLIT=PATH per split, comma-separated")
+            raise HetbenchError(f"`dataset` '{dataset}': write one SPLIT=PATH per split, comma-separated")
         parts.append((name.strip(), path.strip()))
     check_split_paths(parts, dataset)
     splits, skipped, not_images = {}, [], []
@@ -165,7 +165,7 @@ def check_split_paths(parts: list[tuple[str, str]], dataset: str) -> None:
     >>> check_split_paths([("train", "a.csv"), ("test", "./a.csv")], "train=a.csv,test=./a.csv")
     Traceback (most recent call last):
     ...
-    hetbench.errors.HetbenchError: --dataset 'train=a.csv,test=./a.csv': splits 'train' and 'test' are the same file ('a.csv'); give each split its own file
+    hetbench.errors.HetbenchError: dataset 'train=a.csv,test=./a.csv': splits 'train' and 'test' are the same file ('a.csv'); give each split its own file
     """
     import hashlib
     import os
@@ -173,7 +173,7 @@ def check_split_paths(parts: list[tuple[str, str]], dataset: str) -> None:
     seen: dict[str, str] = {}
     for name, _ in parts:
         if name in seen:
-            raise HetbenchError(f"--dataset '{dataset}': split '{name}' is given twice; name each split once")
+            raise HetbenchError(f"`dataset` '{dataset}': split '{name}' is given twice; name each split once")
         seen[name] = name
     files = [(name, path, Path(path).expanduser()) for name, path in parts]
     digests: dict[int, str] = {}
@@ -197,7 +197,7 @@ def check_split_paths(parts: list[tuple[str, str]], dataset: str) -> None:
                 same = digest(j) == digest(i)
             if same:
                 raise HetbenchError(
-                    f"--dataset '{dataset}': splits '{a}' and '{b}' are the same file ('{path}'); give each split its own file"
+                    f"`dataset` '{dataset}': splits '{a}' and '{b}' are the same file ('{path}'); give each split its own file"
                 )
 
 
@@ -215,7 +215,7 @@ def _check_disjoint_ids(table: SampleTable, dataset: str) -> None:
             both = np.intersect1d(ids[a], ids[b], assume_unique=True)
             if both.size:
                 raise HetbenchError(
-                    f"--dataset '{dataset}': {both.size} sample id(s) of column '{table.id_column}' are in both "
+                    f"`dataset` '{dataset}': {both.size} sample id(s) of column '{table.id_column}' are in both "
                     f"splits '{a}' and '{b}', e.g. '{both[0]}'"
                 )
 

@@ -62,7 +62,7 @@ def guess_label_column(ds) -> str:
     if len(class_cols) == 1:
         return class_cols[0]
     raise HetbenchError(
-        f"no label column: pass --label-col (the data has columns: {', '.join(ds.column_names)})"
+        f"no label column: pass `label_col` (the data has columns: {', '.join(ds.column_names)})"
     )
 
 

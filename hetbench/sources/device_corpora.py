@@ -86,7 +86,7 @@ def check_folder(root: str | Path, layout: str) -> Path:
     """``root`` as a Path, or a :class:`HetbenchError` when it is not a folder."""
     path = Path(root).expanduser()
     if not path.is_dir():
-        raise HetbenchError(f"--data-dir '{root}' is not a folder (expected {layout})")
+        raise HetbenchError(f"`data_dir` '{root}' is not a folder (expected {layout})")
     return path
 
 

@@ -61,9 +61,9 @@ def algorithm_names(algorithms: str | Sequence[str]) -> list[str]:
     text = algorithms if isinstance(algorithms, str) else ",".join(algorithms)
     names = [_plugin_name(a.strip()) if ":" in a else a.strip().lower() for a in text.split(",") if a.strip()]
     if not names:
-        raise HetbenchError("--algo is empty")
+        raise HetbenchError("`algo` is empty")
     if len(set(names)) != len(names):
-        raise HetbenchError(f"--algo names an algorithm twice ('{text}')")
+        raise HetbenchError(f"`algo` names an algorithm twice ('{text}')")
     return names
 
 
@@ -185,10 +185,10 @@ def sweep(
     sinks = parse_sinks(log)
     check_sinks(sinks)  # a sink's package missing: refused before anything is read
     if engine not in ENGINES:
-        raise HetbenchError(f"--engine '{engine}' is not one of {', '.join(ENGINES)}")
+        raise HetbenchError(f"`engine` '{engine}' is not one of {', '.join(ENGINES)}")
     if flower_actors is not None and (engine != "flower" or not flower_actors > 0):
-        raise HetbenchError("--flower-actors needs --engine flower" if engine != "flower" else
-                            f"--flower-actors must be a positive number (got {flower_actors})")
+        raise HetbenchError("`flower_actors` needs `engine` flower" if engine != "flower" else
+                            f"`flower_actors` must be a positive number (got {flower_actors})")
     if engine == "flower":
         from hetbench.train.algorithms.plugins import LOADED_HERE
 
@@ -199,18 +199,18 @@ def sweep(
                                 "hetbench.algorithms to train it on the Flower engine")
         check_flower(names, config, resume)
     if threads is not None and not (math.isfinite(threads) and threads > 0):
-        raise HetbenchError(f"--threads must be a positive number (got {threads})")
+        raise HetbenchError(f"`threads` must be a positive number (got {threads})")
     if resume and overwrite:
-        raise HetbenchError("--resume keeps existing results and continues checkpointed runs; it cannot be "
-                            "combined with --overwrite")
+        raise HetbenchError("`resume` keeps existing results and continues checkpointed runs; it cannot be "
+                            "combined with `overwrite`")
     if skip_existing and overwrite:
-        raise HetbenchError("--skip-existing keeps existing results; it cannot be combined with --overwrite")
+        raise HetbenchError("`skip_existing` keeps existing results; it cannot be combined with `overwrite`")
     if protocol is not None and protocol not in PROTOCOLS:
-        raise HetbenchError(f"--protocol '{protocol}' is not one of {', '.join(PROTOCOLS)}")
+        raise HetbenchError(f"`protocol` '{protocol}' is not one of {', '.join(PROTOCOLS)}")
     config = config if config is not None else TrainConfig()
     seeds = [config.seed] if seeds is None else [seeds] if isinstance(seeds, int) else [int(s) for s in seeds]
     if not seeds:
-        raise HetbenchError("--seed is empty")
+        raise HetbenchError("`seed` is empty")
     hyper = dict(hyper or {})
     algos = {a: make_algorithm(a, **options_for(a, hyper)) for a in names}  # unknown names fail here
     check_hyper_parameters(names, hyper)  # options no algorithm of the sweep takes, values out of range

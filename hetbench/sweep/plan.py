@@ -65,13 +65,13 @@ def check_flower(names: list[str], config: "TrainConfig | None", resume: bool) -
     from hetbench.flower.job import require_flower
 
     if "central" in names:
-        raise HetbenchError("--engine flower runs federated algorithms; 'central' trains one model on the union of "
-                            "the clients' data: run it with --engine local")
+        raise HetbenchError("`engine` flower runs federated algorithms; 'central' trains one model on the union of "
+                            "the clients' data: run it with `engine` local")
     if resume or (config is not None and config.checkpoint_every):
-        raise HetbenchError("--engine flower does not write checkpoints: drop --checkpoint-every / --resume")
+        raise HetbenchError("`engine` flower does not write checkpoints: drop `checkpoint_every` / `resume`")
     if config is not None and config.client_exec == "lockstep":
-        raise HetbenchError("--client-exec lockstep trains a round's clients together in this process; --engine "
-                            "flower trains each client in its own ClientApp: drop --client-exec or use --engine local")
+        raise HetbenchError("`client_exec` lockstep trains a round's clients together in this process; `engine` "
+                            "flower trains each client in its own ClientApp: drop `client_exec` or use `engine` local")
     require_flower(simulation=True)
 
 
@@ -129,8 +129,8 @@ class Plan:
         if taken and not (overwrite or keep):
             more = f" (and {len(taken) - 1} more)" if len(taken) > 1 else ""
             raise HetbenchError(
-                f"result file '{taken[0].path}' already exists{more}; pass --skip-existing to keep existing results "
-                "and run the rest, or --overwrite to replace them"
+                f"result file '{taken[0].path}' already exists{more}; pass `skip_existing` to keep existing results "
+                "and run the rest, or `overwrite` to replace them"
             )
         if keep:
             for job in taken:
@@ -151,7 +151,7 @@ class Plan:
             accuracy = float(doc["final"]["accuracy"])
         except (OSError, ValueError, TypeError, KeyError, RecursionError) as exc:
             raise HetbenchError(
-                f"existing result '{job.path}' cannot be read ({type(exc).__name__}); delete it or pass --overwrite"
+                f"existing result '{job.path}' cannot be read ({type(exc).__name__}); delete it or pass `overwrite`"
             ) from None
         want = _jsonable({**job.config.result_options(), "algorithm": self.algos[job.algorithm].params,
                           "fingerprint": self.data.fingerprint})
@@ -165,8 +165,8 @@ class Plan:
             what = "split" if diff == "fingerprint" else f"{diff} {have.get(diff)!r}, not {want.get(diff)!r}" if diff else \
                 "a non-finite accuracy"
             raise HetbenchError(
-                f"existing result '{job.path}' was written with other options ({what}); pass --overwrite to replace "
-                "it or choose another --out"
+                f"existing result '{job.path}' was written with other options ({what}); pass `overwrite` to replace "
+                "it or choose another `out`"
             )
         return doc
 

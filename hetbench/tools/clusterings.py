@@ -22,7 +22,7 @@ def clusters_by_sample(folder: str | os.PathLike) -> dict:
     manifest = read_manifest(folder)
     id_col = manifest["source"].get("id_col")
     if not id_col:
-        raise HetbenchError(f"'{folder}' has no sample-id column to align on (build it with --id-col)")
+        raise HetbenchError(f"'{folder}' has no sample-id column to align on (build it with `id_col`)")
     out: dict = {}
     for split in manifest["splits"]:
         for f in shard_paths(folder, manifest, split):  # never a path outside the build folder

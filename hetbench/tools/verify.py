@@ -52,10 +52,16 @@ class Verdict:
     ok: bool
     message: str
     exit_code: int = -1
+    #: the bad input behind a ``CANNOT CHECK`` (its parameters named in Python terms in ``message``)
+    cause: HetbenchError | None = None
 
     def __post_init__(self) -> None:
         if self.exit_code == -1:
             object.__setattr__(self, "exit_code", 0 if self.ok else 1)
+
+    def naming(self, flag_of: Callable[[str], str | None]) -> str:
+        """The message with the cause's parameters named by ``flag_of`` (the command line's flags)."""
+        return self.message if self.cause is None else f"CANNOT CHECK: {self.cause.naming(flag_of)}"
 
 
 #: recipe method -> function re-running a build that renders its own rows (``hetbench.builders.rebuilders()``)
@@ -106,10 +112,10 @@ def rebuild(manifest: dict, dataset: str | None = None, rebuilders: Rebuilders |
         return builder(manifest)
     src = manifest["source"]
     if not isinstance(dataset or src.get("dataset"), str):
-        raise HetbenchError("hetbench.json is malformed: 'source.dataset' is missing; pass --dataset")
+        raise HetbenchError("hetbench.json is malformed: 'source.dataset' is missing; pass `dataset`")
     if dataset is None and is_local_name(src["dataset"]):
         raise HetbenchError(f"the source '{src['dataset']}' is a file of the machine that built this folder; pass "
-                            "--dataset with its path here")
+                            "`dataset` with its path here")
     table = load_table(dataset or src["dataset"], src.get("label_col"), src.get("id_col"))
     if table.fingerprint != manifest.get("input_fingerprint"):
         raise SourceChanged(
@@ -124,7 +130,7 @@ def rebuild(manifest: dict, dataset: str | None = None, rebuilders: Rebuilders |
         partitioner.stored_embeddings = stored_embeddings
     elif spec is not None and spec.partition(":")[0] in USER_EMBEDDERS and not trust_embedder:
         raise HetbenchError(f"this folder stores no embeddings and its embedder '{spec}' is a user's model; verify "
-                            "runs no code a folder names: pass --trust-embedder to run it")
+                            "runs no code a folder names: pass `trust_embedder` to run it")
     return build_split(
         table,
         partitioner,
@@ -381,7 +387,7 @@ def verify_folder(folder: str | Path, dataset: str | None = None, rebuilders: Re
 
         return Verdict(False, f"FAILED: {exc}{version_note(manifest)}", 1)
     except HetbenchError as exc:
-        return Verdict(False, f"CANNOT CHECK: {exc}", 2)
+        return Verdict(False, f"CANNOT CHECK: {exc}", 2, exc)
     except OSError as exc:
         return Verdict(False, f"CANNOT CHECK: cannot read '{folder}': {exc.strerror or exc}", 2)
     n = sum(len(r) for r in fs.outputs.values())

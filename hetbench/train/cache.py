@@ -12,13 +12,14 @@ Each decoded split part is two files, ``<name>-<part>-<key>.npy`` (a NumPy array
 it was decoded from, per-channel mean and std, the array file's ``sha256``, taken block by block
 (:mod:`hetbench.train.array_digest`), and a ``digest``). ``key`` hashes
 the identity: the split's fingerprint and manifest digests, the sha256 of the very Arrow files the images
-are decoded from (:func:`source_digest`), the part, the rows kept, the image size and channels asked for,
+are decoded from (:func:`~hetbench.train.cache_entry.source_digest`), the part, the rows kept, the image size and channels asked for,
 the Pillow and OpenCV versions and :data:`CACHE_VERSION`. ``digest`` is an HMAC-SHA256, keyed by the
 identity, of the rest of the meta, so a cached array is bound to the split content it was decoded from.
 An entry is used only when its meta names the same identity, the array file holds exactly the declared
 uint8 array and its sha256 and the digest match; one that is edited, zeroed, truncated, pickled or made
 from another identity is decoded again with one warning (:class:`CacheWarning`), never trusted. An entry
-without its meta (never completed) is decoded again silently.
+without its meta (never completed) is decoded again silently. An entry's files, key and checks are
+:mod:`hetbench.train.cache_entry`'s.
 
 Writing is atomic: both files are written in a pid-marked temporary folder (:func:`hetbench.tempdirs.temp_dir`)
 and renamed into place, the array first; two runs decoding the same split at once write the same bytes,
@@ -32,11 +33,8 @@ from __future__ import annotations
 
 import errno
 import hashlib
-import hmac
-import io
 import json
 import os
-import re
 import warnings
 from pathlib import Path
 from typing import Any
@@ -44,7 +42,8 @@ from typing import Any
 import numpy as np
 
 from hetbench.errors import HetbenchError
-from hetbench.train.array_digest import array_sha256, file_sha256
+from hetbench.train.array_digest import array_sha256
+from hetbench.train.cache_entry import cache_stem, entry_file, load_cached, npy_header, sign_meta, source_digest
 from hetbench.train.channel_stats import channel_moments
 from hetbench.train.decode import BlockJob, Decoder, ImageSource, decode_task, image_source, release_pages, scan_task
 
@@ -53,8 +52,6 @@ CACHE_VERSION = 3  # 3: the array's sha256 is taken over its blocks' sha256 (het
 CACHE_FOLDER = ".hetbench-cache"
 #: float64 elements of one block of the channel statistics: 2048 rows up to 3 x 32 x 32 images
 STATS_ELEMENTS = 2048 * 3 * 32 * 32
-#: bytes read at a time when a file is hashed
-READ_CHUNK = 1 << 22
 
 
 class CacheWarning(UserWarning):
@@ -114,7 +111,7 @@ def cache_folder(split: str, cache_dir: str | os.PathLike | None = None) -> Path
     '/tmp/decoded'
     """
     if cache_dir:
-        folder, given = Path(cache_dir).expanduser(), "--cache-dir"
+        folder, given = Path(cache_dir).expanduser(), "`cache_dir`"
     elif os.environ.get("HETBENCH_CACHE"):
         folder, given = Path(os.environ["HETBENCH_CACHE"]).expanduser(), "$HETBENCH_CACHE"
     else:
@@ -125,7 +122,7 @@ def cache_folder(split: str, cache_dir: str | os.PathLike | None = None) -> Path
         if inside == top or top in inside.parents:
             raise HetbenchError(
                 f"{given} '{folder}' lies inside the split folder '{split}'; the decoded-image cache is kept "
-                "outside the split (pass another --cache-dir, or leave it out for the user's cache folder)"
+                "outside the split (pass another `cache_dir`, or leave it out for the user's cache folder)"
             )
     return folder
 
@@ -133,140 +130,9 @@ def cache_folder(split: str, cache_dir: str | os.PathLike | None = None) -> Path
 # -- the cache files ----------------------------------------------------------------------------------
 
 
-def _npy_header(shape: tuple[int, ...]) -> bytes:
-    buf = io.BytesIO()
-    np.lib.format.write_array_header_1_0(buf, {"descr": "|u1", "fortran_order": False, "shape": tuple(shape)})
-    return buf.getvalue()
-
-
-def _key(identity: dict) -> str:
-    return hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()
-
-
-def cache_stem(folder: Path, name: str, part: str, identity: dict) -> Path:
-    """``folder/<name>-<part>-<key>``: the key hashes ``identity`` (sorted JSON).
-
-    Examples
-    --------
-    >>> cache_stem(Path("c"), "my split", "train", {"a": 1}).name[:20]
-    'my_split-train-f9d86'
-    """
-    safe = re.sub(r"[^A-Za-z0-9._-]+", "_", name).strip("._")[:60] or "split"
-    return folder / f"{safe}-{part}-{_key(identity)[:20]}"
-
-
-def _with(stem: Path, suffix: str) -> Path:
-    """``stem`` + ``suffix`` (a split's name may hold dots, so not ``Path.with_suffix``)."""
-    return stem.with_name(stem.name + suffix)
-
-
-def _sign(meta: dict) -> str:
-    """The meta's ``digest``: HMAC-SHA256 of the rest of the meta, keyed by its identity."""
-    rest = {k: v for k, v in meta.items() if k != "digest"}
-    return hmac.new(_key(meta["identity"]).encode(), json.dumps(rest, sort_keys=True).encode(), "sha256").hexdigest()
-
-
-def _sha256_of(f, skip: int = 0) -> str:
-    f.seek(skip)
-    h = hashlib.sha256()
-    for chunk in iter(lambda: f.read(READ_CHUNK), b""):
-        h.update(chunk)
-    return h.hexdigest()
-
-
-def source_digest(source: ImageSource) -> str:
-    """sha256 of what the images of ``source`` are decoded from: the bytes of its Arrow files, or the
-    buffers of its in-memory image column.
-
-    Parameters
-    ----------
-    source : ImageSource
-        A part's image column (:func:`image_source`).
-
-    Returns
-    -------
-    str
-        64 hex digits.
-
-    Examples
-    --------
-    >>> import datasets
-    >>> ds = datasets.Dataset.from_dict({"image": [None]}, features=datasets.Features({"image": datasets.Image()}))
-    >>> len(source_digest(image_source(ds, "image")))
-    64
-    """
-    h = hashlib.sha256()
-    if source.table is not None:
-        for chunk in source.table.column(source.column).chunks:
-            h.update(f"{chunk.type}:{chunk.offset}:{len(chunk)}".encode())
-            for buf in chunk.buffers():
-                h.update(b"|" if buf is None else f"|{buf.size}|".encode())
-                if buf is not None:
-                    h.update(buf)
-        return h.hexdigest()
-    for path in source.files:
-        with open(path, "rb") as f:
-            h.update(bytes.fromhex(_sha256_of(f)))
-    return h.hexdigest()
-
-
-def load_cached(stem: Path, identity: dict) -> tuple[tuple[np.ndarray, dict] | None, str | None]:
-    """The cached array (read-only ``np.memmap``) and meta of ``stem``, checked, or why not.
-
-    Parameters
-    ----------
-    stem : Path
-        The entry (:func:`cache_stem`).
-    identity : dict
-        The identity it must have been decoded from.
-
-    Returns
-    -------
-    ((np.memmap, dict) or None, str or None)
-        The entry, or None and the reason it cannot be trusted (None for an entry without a meta: never
-        written, or never completed).
-
-    Examples
-    --------
-    >>> load_cached(Path("nowhere/x-train-0"), {})
-    (None, None)
-    """
-    try:
-        text = _with(stem, ".json").read_text()
-    except (FileNotFoundError, NotADirectoryError):
-        return None, None
-    except (OSError, UnicodeDecodeError) as exc:
-        return None, f"its meta cannot be read ({type(exc).__name__})"
-    try:
-        meta = json.loads(text)
-        if not isinstance(meta, dict) or meta.get("identity") != identity:
-            return None, "its meta is not the one of this split and image settings"
-        shape = tuple(int(v) for v in meta["shape"])
-        per_block = int(meta["block_rows"])
-        if meta.get("dtype") != "uint8" or len(shape) != 4 or min(shape) < 0 or per_block < 1 or not hmac.compare_digest(
-                str(meta.get("digest")), _sign(meta)):
-            return None, "its meta does not match its digest"
-    except (ValueError, KeyError, TypeError):
-        return None, "its meta is not valid"
-    header = _npy_header(shape)
-    try:
-        with open(_with(stem, ".npy"), "rb") as f:
-            if os.fstat(f.fileno()).st_size != len(header) + int(np.prod(shape)) or f.read(len(header)) != header:
-                return None, f"its array is not the declared uint8 array of shape {list(shape)} (truncated or replaced)"
-            found = file_sha256(_with(stem, ".npy"), len(header), per_block * int(np.prod(shape[1:])))
-            if not hmac.compare_digest(found, str(meta.get("sha256"))):
-                return None, "its array does not match its sha256 (edited or damaged)"
-            array = np.memmap(f, dtype=np.uint8, mode="r", offset=len(header), shape=shape)
-    except FileNotFoundError:
-        return None, "its array file is missing"
-    except (OSError, ValueError) as exc:
-        return None, f"its array cannot be read ({type(exc).__name__})"
-    return (array, meta), None
-
-
 def _cannot_write(folder: Path, exc: OSError) -> HetbenchError:
     return HetbenchError(f"cannot write the decoded-image cache in '{folder}' ({exc.strerror or type(exc).__name__}); "
-                         "pass --cache-dir DIR (or set HETBENCH_CACHE) to keep it elsewhere")
+                         "pass `cache_dir` DIR (or set HETBENCH_CACHE) to keep it elsewhere")
 
 
 def _writable(folder: Path) -> None:
@@ -294,10 +160,10 @@ def scan(source: ImageSource, image_size: int | None, decoder: Decoder, desc: st
             bar.update(advance=b - a)
     if image_size is None and sizes:
         if len(sizes) > 1:
-            raise HetbenchError(f"{desc} images have {len(sizes)} different sizes; pass --image-size to resize them to one")
+            raise HetbenchError(f"{desc} images have {len(sizes)} different sizes; pass `image_size` to resize them to one")
         h, w = next(iter(sizes))
         if h != w:
-            raise HetbenchError(f"{desc} images are {w}x{h}, not square; pass --image-size to resize them")
+            raise HetbenchError(f"{desc} images are {w}x{h}, not square; pass `image_size` to resize them")
         image_size = h
     return gray, int(image_size or 1)
 
@@ -409,7 +275,7 @@ def _build(source: ImageSource, folder: Path, stem: Path, identity: dict, rows: 
         gray, size = scan(source, image_size, decoder, part, quiet)
         c = channels or (1 if gray else 3)
         shape = (int(rows.size), c, size, size)
-        header = _npy_header(shape)
+        header = npy_header(shape)
         per_block = int(rows_per_block or block_rows(c, size))
         path = tmp / "images.npy"
         with open(path, "wb") as f:
@@ -439,11 +305,11 @@ def _build(source: ImageSource, folder: Path, stem: Path, identity: dict, rows: 
         if stats:
             mean, std = channel_moments(total, total_sq, count)
             meta.update(mean=[float(v) for v in mean], std=[float(v) for v in std])
-        meta["digest"] = _sign(meta)
+        meta["digest"] = sign_meta(meta)
         (tmp / "meta.json").write_text(json.dumps(meta) + "\n")
-        os.replace(path, _with(stem, ".npy"))  # the array first: a meta always names a complete array
-        os.replace(tmp / "meta.json", _with(stem, ".json"))
-    return np.load(_with(stem, ".npy"), mmap_mode="r", allow_pickle=False), meta
+        os.replace(path, entry_file(stem, ".npy"))  # the array first: a meta always names a complete array
+        os.replace(tmp / "meta.json", entry_file(stem, ".json"))
+    return np.load(entry_file(stem, ".npy"), mmap_mode="r", allow_pickle=False), meta
 
 
 __all__ = ["CACHE_FOLDER", "CACHE_VERSION", "CacheWarning", "Decoder", "block_rows", "cache_folder", "decoded_images",

@@ -171,7 +171,7 @@ def read_checkpoint(path: Path, identity: dict[str, Any]) -> dict[str, Any]:
     """
     path = Path(path)
     if not path.is_file():
-        raise HetbenchError(f"cannot resume: no checkpoint at '{path}' (run without --resume to start over)")
+        raise HetbenchError(f"cannot resume: no checkpoint at '{path}' (run without `resume` to start over)")
     try:
         state = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as err:  # torch raises many types here (zip, unpickling, EOF, runtime)

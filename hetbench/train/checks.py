@@ -83,13 +83,13 @@ def check_out(out: str | os.PathLike, split: str) -> None:
     >>> check_out("results", "builtin:digits")
     >>> check_out("", "split")
     Traceback (most recent call last):
-    hetbench.errors.HetbenchError: --out is empty; name a folder or file (or leave --out out for the default)
+    hetbench.errors.HetbenchError: out is empty; name a folder or file (or leave out out for the default)
     """
     from hetbench.outnames import check_out_name
     from hetbench.outputs import check_inputs
 
     check_out_name(out)
-    check_inputs(out, {"--split": split})
+    check_inputs(out, {"`split`": split})
 
 
 def check_run(data: Any, split: str, out: str | os.PathLike) -> None:

@@ -123,12 +123,12 @@ def choose_client_exec(requested: str, refusal: str | None, device: torch.device
     ('sequential', 'auto: the model uses dropout')
     """
     if requested not in CLIENT_EXEC:
-        raise ClientExecRefused(f"--client-exec must be one of {', '.join(CLIENT_EXEC)} (got {requested!r})")
+        raise ClientExecRefused(f"`client_exec` must be one of {', '.join(CLIENT_EXEC)} (got {requested!r})")
     if requested == "sequential":
         return "sequential", "requested"
     if requested == "lockstep":
         if refusal:
-            raise ClientExecRefused(f"--client-exec lockstep is not possible here: {refusal}; use --client-exec "
+            raise ClientExecRefused(f"`client_exec` lockstep is not possible here: {refusal}; use `client_exec` "
                                     "sequential or auto")
         return "lockstep", "requested"
     if refusal:

@@ -227,7 +227,7 @@ def choose_group_column(test_columns: list[str], group_by: str | None, test_clie
         if group_by in ("all", "client_id") or group_by in test_columns:
             return group_by
         raise HetbenchError(
-            f"--group-by '{group_by}' is not a column of the test split (columns: {', '.join(test_columns)})"
+            f"`group_by` '{group_by}' is not a column of the test split (columns: {', '.join(test_columns)})"
         )
     for col in GROUP_COLUMNS:
         if col in test_columns:
@@ -342,7 +342,7 @@ def load_federated(
     elif group_col == "client_id":
         if (test_client < 0).any():
             raise HetbenchError(
-                "--group-by client_id needs every test row to belong to a training client; this split has shared "
+                "`group_by` client_id needs every test row to belong to a training client; this split has shared "
                 "test rows (client_id -1)"
             )
         group_names = [str(c) for c in client_ids]
@@ -361,7 +361,7 @@ def load_federated(
                 shown = ", ".join(missing[:5]) + (" ..." if len(missing) > 5 else "")
                 raise HetbenchError(
                     f"group '{shown}' of column '{group_col}' has training data but no test data; rebuild the split "
-                    f"with a test split per {group_col}, or pass --group-by all"
+                    f"with a test split per {group_col}, or pass `group_by` all"
                 )
             for k, r in enumerate(client_rows):
                 vals = set(train_vals[r].tolist())

@@ -42,7 +42,7 @@ def resolve_device(name: str | None) -> torch.device:
     >>> resolve_device("tpu")
     Traceback (most recent call last):
     ...
-    hetbench.errors.HetbenchError: --device 'tpu' is not one of auto, cpu, cuda, cuda:N, mps
+    hetbench.errors.HetbenchError: device 'tpu' is not one of auto, cpu, cuda, cuda:N, mps
     """
     text = (name or "auto").strip().lower()
     if text == "auto":
@@ -52,19 +52,19 @@ def resolve_device(name: str | None) -> torch.device:
     m = re.fullmatch(r"cuda(?::(\d+))?", text)
     if m:
         if not torch.cuda.is_available():
-            raise HetbenchError(f"--device {text}: torch found no CUDA GPU on this machine (use --device cpu or auto)")
+            raise HetbenchError(f"`device` {text}: torch found no CUDA GPU on this machine (use `device` cpu or auto)")
         index = int(m.group(1) or 0)
         if index >= torch.cuda.device_count():
             raise HetbenchError(
-                f"--device {text}: this machine has {torch.cuda.device_count()} CUDA GPU(s), numbered from 0")
+                f"`device` {text}: this machine has {torch.cuda.device_count()} CUDA GPU(s), numbered from 0")
         configure_determinism()
         return torch.device("cuda", index)
     if text == "mps":
         mps = getattr(torch.backends, "mps", None)
         if mps is None or not mps.is_available():
-            raise HetbenchError("--device mps: torch found no Apple MPS device on this machine (use --device cpu)")
+            raise HetbenchError("`device` mps: torch found no Apple MPS device on this machine (use `device` cpu)")
         return torch.device("mps")
-    raise HetbenchError(f"--device '{name}' is not one of {DEVICE_CHOICES}")
+    raise HetbenchError(f"`device` '{name}' is not one of {DEVICE_CHOICES}")
 
 
 #: cuBLAS workspace that makes its reductions deterministic (NVIDIA cuBLAS docs, "Results reproducibility")
@@ -103,10 +103,10 @@ def check_amp(device: torch.device, amp: bool) -> None:
     >>> check_amp(torch.device("cpu"), True)
     Traceback (most recent call last):
     ...
-    hetbench.errors.HetbenchError: --amp (bf16 autocast) needs a CUDA device; this run is on cpu (drop --amp)
+    hetbench.errors.HetbenchError: amp (bf16 autocast) needs a CUDA device; this run is on cpu (drop amp)
     """
     if amp and torch.device(device).type != "cuda":
-        raise HetbenchError(f"--amp (bf16 autocast) needs a CUDA device; this run is on {device} (drop --amp)")
+        raise HetbenchError(f"`amp` (bf16 autocast) needs a CUDA device; this run is on {device} (drop `amp`)")
 
 
 def device_info(device: torch.device | str, amp: bool = False) -> dict:

@@ -116,12 +116,12 @@ def parse_groups(text: str | Sequence[str] | None, flag: str) -> tuple[str, ...]
 
     Examples
     --------
-    >>> parse_groups("baseline, wb=none", "--train-groups")
+    >>> parse_groups("baseline, wb=none", "`train_groups`")
     ('baseline', 'wb=none')
-    >>> parse_groups("a,a", "--train-groups")
+    >>> parse_groups("a,a", "`train_groups`")
     Traceback (most recent call last):
     ...
-    hetbench.errors.HetbenchError: --train-groups names group 'a' twice
+    hetbench.errors.HetbenchError: train_groups names group 'a' twice
     """
     if text is None:
         return None
@@ -147,7 +147,7 @@ def _group_indices(data: FederatedData, names: Sequence[str], flag: str) -> list
     if data.group_by == "all":
         raise HetbenchError(
             f"{flag} needs groups, but the split has none (no device/domain/s2_cell/user_id column, group_by "
-            "'all'); name a column with --group-by"
+            "'all'); name a column with `group_by`"
         )
     lookup = {g: i for i, g in enumerate(data.group_names)}
     unknown = [n for n in names if n not in lookup]
@@ -250,14 +250,14 @@ def restrict_groups(
     >>> restrict_groups(data, train_groups=["c"])
     Traceback (most recent call last):
     ...
-    hetbench.errors.HetbenchError: --train-groups: 'c' is not a group of column 'device' of this split (groups: a, b)
+    hetbench.errors.HetbenchError: train_groups: 'c' is not a group of column 'device' of this split (groups: a, b)
     """
     if train_groups is None and test_groups is None:
         return data
     changes: dict = {}
     keep_clients = np.arange(data.num_clients)
     if train_groups is not None:
-        keep_clients = _training_clients(data, train_groups, f"--train-groups {','.join(train_groups)}")
+        keep_clients = _training_clients(data, train_groups, f"`train_groups` {','.join(train_groups)}")
         rows = [data.client_rows[k] for k in keep_clients]
         mean, std = row_stats(data.x_train, np.concatenate(rows))
         changes.update(client_ids=data.client_ids[keep_clients], client_rows=rows, mean=mean, std=std)
@@ -329,12 +329,12 @@ def plan_group_runs(
     ('mnist', 'usps')
     """
     if protocol is not None and protocol not in PROTOCOLS:
-        raise HetbenchError(f"--protocol '{protocol}' is not one of {', '.join(PROTOCOLS)}")
-    test = None if test_groups is None else _ordered(data, test_groups, "--test-groups")
+        raise HetbenchError(f"`protocol` '{protocol}' is not one of {', '.join(PROTOCOLS)}")
+    test = None if test_groups is None else _ordered(data, test_groups, "`test_groups`")
     if protocol is not None:
         flag = f"--protocol {protocol}"
         if train_groups is not None:
-            raise HetbenchError(f"{flag} chooses the training groups itself; drop --train-groups")
+            raise HetbenchError(f"{flag} chooses the training groups itself; drop `train_groups`")
         _group_indices(data, [], flag)  # a split without groups is refused
         if len(data.group_names) < 2:
             raise HetbenchError(
@@ -344,15 +344,15 @@ def plan_group_runs(
         if test is not None:
             missing = [g for g in data.group_names if g not in test]
             raise HetbenchError(
-                f"{flag} tests every group, so --test-groups cannot leave out '{missing[0]}'; drop --test-groups"
-                if missing else f"{flag} tests on every group already; drop --test-groups"
+                f"{flag} tests every group, so `test_groups` cannot leave out '{missing[0]}'; drop `test_groups`"
+                if missing else f"{flag} tests on every group already; drop `test_groups`"
             )
         if protocol == "leave-one-group-out":
             runs = [GroupRun(tuple(g for g in data.group_names if g != held), None, held) for held in data.group_names]
         else:
             runs = [GroupRun((g,), None, None) for g in data.group_names]
     else:
-        train = None if train_groups is None else _ordered(data, train_groups, "--train-groups")
+        train = None if train_groups is None else _ordered(data, train_groups, "`train_groups`")
         runs = [GroupRun(train, test)]
     for run in runs:  # every restriction is possible: checked before any run trains
         _check_restriction(data, run, protocol)
@@ -365,7 +365,7 @@ def _ordered(data: FederatedData, names: Sequence[str], flag: str) -> tuple[str,
 
 def _training_clients(data: FederatedData, train_groups: Sequence[str], label: str) -> np.ndarray:
     """Indices of the clients whose training rows all belong to one of ``train_groups`` (refusing none)."""
-    idx = _group_indices(data, train_groups, "--train-groups")
+    idx = _group_indices(data, train_groups, "`train_groups`")
     keep = np.flatnonzero(np.isin(data.client_group, idx))
     if keep.size == 0:
         why = (f"no client's training rows all share one group of column '{data.group_by}' (does the train split "
@@ -378,11 +378,11 @@ def _training_clients(data: FederatedData, train_groups: Sequence[str], label: s
 
 def _test_rows(data: FederatedData, test_groups: Sequence[str]) -> tuple[list[int], np.ndarray]:
     """(group indices, test rows) of ``test_groups``, refusing groups without test rows."""
-    idx = _group_indices(data, test_groups, "--test-groups")
+    idx = _group_indices(data, test_groups, "`test_groups`")
     rows = np.flatnonzero(np.isin(data.test_group, idx))
     empty = sorted(set(idx) - set(np.unique(data.test_group[rows]).tolist()))
     if empty:
-        raise HetbenchError(f"--test-groups: group '{data.group_names[empty[0]]}' has no test rows in this split")
+        raise HetbenchError(f"`test_groups`: group '{data.group_names[empty[0]]}' has no test rows in this split")
     return idx, rows
 
 

@@ -103,7 +103,7 @@ class Workspace:
         if not math.isfinite(value):
             cid = int(self.data.client_ids[self.client]) if self.client >= 0 else -1
             where = f"round {self.round}, client {cid}" if cid >= 0 else f"round {self.round}"
-            raise TrainingDiverged(f"training diverged: the {what} became {value} in {where}; lower --lr and rerun")
+            raise TrainingDiverged(f"training diverged: the {what} became {value} in {where}; lower `lr` and rerun")
 
 
 def epoch_batches(rows: np.ndarray, batch_size: int, epochs: int, rng: np.random.Generator) -> list[np.ndarray]:

@@ -131,7 +131,7 @@ def existing_result(path: Path, overwrite: bool) -> bool:
     >>> _ = p.write_text("my notes")
     >>> existing_result(p, overwrite=True)
     Traceback (most recent call last):
-    hetbench.errors.HetbenchError: 'existing_example.json' is not a hetbench train result; --overwrite replaces only result files hetbench train wrote
+    hetbench.errors.HetbenchError: 'existing_example.json' is not a hetbench train result; overwrite replaces only result files hetbench train wrote
     """
     from hetbench.outputs import file_problem
 
@@ -141,7 +141,7 @@ def existing_result(path: Path, overwrite: bool) -> bool:
         raise HetbenchError(f"'{path}' exists and is not a file")
     problem = file_problem(path, "train-result") if overwrite else None
     if problem is not None:
-        raise HetbenchError(f"'{path}' {problem}; --overwrite replaces only result files hetbench train wrote")
+        raise HetbenchError(f"'{path}' {problem}; `overwrite` replaces only result files hetbench train wrote")
     return True
 
 

@@ -64,7 +64,7 @@ def parse_sinks(text: str | Sequence[str] | None) -> tuple[str, ...]:
     (('csv', 'tensorboard'), ())
     >>> parse_sinks("csv,mlflow")
     Traceback (most recent call last):
-    hetbench.errors.HetbenchError: --log 'mlflow' is not one of csv, tensorboard, wandb
+    hetbench.errors.HetbenchError: log 'mlflow' is not one of csv, tensorboard, wandb
     """
     if text is None:
         return ()
@@ -72,7 +72,7 @@ def parse_sinks(text: str | Sequence[str] | None) -> tuple[str, ...]:
     names = [s.strip().lower() for s in items if s.strip()]
     for name in names:
         if name not in SINKS:
-            raise HetbenchError(f"--log '{name}' is not one of {', '.join(SINKS)}")
+            raise HetbenchError(f"`log` '{name}' is not one of {', '.join(SINKS)}")
     return tuple(dict.fromkeys(names))
 
 
@@ -95,8 +95,8 @@ def check_sinks(sinks: Iterable[str]) -> None:
         except Exception as exc:  # ImportError, or a broken installation failing as it imports
             how = "pip install 'hetbench[tensorboard]'" if sink == "tensorboard" else "pip install wandb"
             why = (str(exc).strip().splitlines() or [""])[0][:120] or type(exc).__name__
-            raise HetbenchError(f"--log {sink} needs the {sink} package, which cannot be imported ({why}): "
-                                f"{how}, or drop {sink} from --log") from None
+            raise HetbenchError(f"`log` {sink} needs the {sink} package, which cannot be imported ({why}): "
+                                f"{how}, or drop {sink} from `log`") from None
 
 
 def _index(rounds: Sequence[int], round_index: int) -> int | None:

@@ -110,7 +110,7 @@ def check_finite_model(run: RunState, round_index: int) -> None:
     """Stop the run (exit 3) when the global model has become NaN/inf."""
     if not math.isfinite(float(run.global_params.sum())):
         raise TrainingDiverged(f"training diverged: the global model became NaN/inf after round {round_index}; "
-                               "lower --lr")
+                               "lower `lr`")
 
 
 def run_training(
@@ -169,7 +169,7 @@ def run_training(
     config = config.for_algorithm(algorithm).check()
     every = config.checkpoint_every
     if (resume or every) and checkpoint is None:
-        raise HetbenchError(f"{'--resume' if resume else '--checkpoint-every'} needs a checkpoint path")
+        raise HetbenchError(f"{'`resume`' if resume else '`checkpoint_every`'} needs a checkpoint path")
     identity = run_identity(data, algorithm, config)
     session = TrainingSession.start(data, algorithm, config)
     run, pool = session.run, session.pool
@@ -238,5 +238,5 @@ def run_training(
     doc.update(clients_backend.report())
     final = doc["final"]
     if any(isinstance(v, float) and not math.isfinite(v) for v in final.values() if v is not None):
-        raise TrainingDiverged("training diverged: the final test loss is not finite; lower --lr")
+        raise TrainingDiverged("training diverged: the final test loss is not finite; lower `lr`")
     return (doc, run) if return_state else doc

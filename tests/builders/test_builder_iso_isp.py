@@ -164,7 +164,7 @@ def test_too_many_clients_for_the_training_captures_fails_after_rendering():
 
     # 7 embedded captures, 3 devices: 21 clients give each device 7, one per capture, but some
     # captures are held out for testing
-    with pytest.raises(HetbenchError, match=r"--clients 21 is too many: .* only \d of the captures are for training"):
+    with pytest.raises(HetbenchError, match=r"clients 21 is too many: .* only \d of the captures are for training"):
         prepare_iso_isp("wb", size=16, clients=21, crops_per_photo=1, crop_size=64, quiet=True)
 
 

@@ -114,5 +114,5 @@ def test_synthetic_colour_devices_take_no_test_crops(tmp_path, run_cli):
 def test_a_python_caller_gets_the_reason():
     from hetbench.builders.iso_isp import prepare_iso_isp
 
-    with pytest.raises(HetbenchError, match="--test-crops must be one of random, unseen-region"):
+    with pytest.raises(HetbenchError, match="test_crops must be one of random, unseen-region"):
         prepare_iso_isp("wb", size=16, crops_per_photo=2, crop_size=64, quiet=True, test_crops="tiles")

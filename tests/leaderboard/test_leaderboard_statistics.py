@@ -98,7 +98,7 @@ def test_unknown_statistic_is_exit_2(tmp_path, run_lb):
     write(tmp_path / "r", "a.json", result())
     code, _, stderr = run_lb(tmp_path / "r", "--out", tmp_path / "lb", "--statistic", "median")
     assert code == 2 and "median" in stderr and not (tmp_path / "lb").exists()
-    with pytest.raises(HetbenchError, match="unknown --statistic 'median'"):
+    with pytest.raises(HetbenchError, match="unknown statistic 'median'"):
         lb.build(tmp_path / "r", "accuracy", "median")
 
 

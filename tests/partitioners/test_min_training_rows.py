@@ -99,7 +99,7 @@ def test_dirichlet_repair_meets_min_size_in_training_rows(case, alpha, fraction,
     table = make_table(labels, len(class_counts))
     partitioner = DirichletPartitioner(k, alpha, "class", min_size=min_size, holdout_fraction=fraction)
     if k * rows_for_training(min_size, fraction) > labels.size:
-        with pytest.raises(HetbenchError, match=f"--min-size {min_size} is impossible: {k} clients x {min_size} training"):
+        with pytest.raises(HetbenchError, match=f"min_size {min_size} is impossible: {k} clients x {min_size} training"):
             partitioner.partition(table, seed)
         return
     fs = build_split(table, partitioner, seed, test_split="client", test_fraction=fraction, allow_empty=True)
@@ -138,5 +138,5 @@ def test_the_recipe_records_the_hold_out_only_where_it_counts(make, recorded):
 
 @pytest.mark.parametrize("fraction", [0.0, 1.0, -0.5])
 def test_a_hold_out_outside_0_1_is_refused(fraction):
-    with pytest.raises(HetbenchError, match="--test-fraction must be between 0 and 1"):
+    with pytest.raises(HetbenchError, match="test_fraction must be between 0 and 1"):
         NaturalIdPartitioner("user", 5, holdout_fraction=fraction)

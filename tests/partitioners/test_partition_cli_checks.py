@@ -7,7 +7,8 @@ import re
 
 import pytest
 
-from cli.partition import dropped_summary, partition
+from cli.partition import partition
+from cli.partition_options import dropped_summary
 
 
 def one_line_error(code, err):

@@ -14,9 +14,9 @@ from hypothesis import strategies as st
 from hetbench.errors import HetbenchError
 from hetbench.metrics import emd
 from hetbench.partitioners import DirichletPartitioner, get_partitioner, make_rng
-from hetbench.partitioners import dirichlet as dirichlet_module
+from hetbench.partitioners import dirichlet_counts as dirichlet_module
 from hetbench.partitioners._alloc import deal_counts
-from hetbench.partitioners.dirichlet import (
+from hetbench.partitioners.dirichlet_counts import (
     class_dirichlet_counts,
     hsu_client_counts,
     one_class_counts,
@@ -382,7 +382,7 @@ def test_dirichlet_class_scheme_impossible_min_size_raises_at_once(data, k, extr
     min_size = labels.size // k + extra  # k * min_size > n
     t = make_table(labels, C)
     start = time.perf_counter()
-    with pytest.raises(HetbenchError, match="min-size"):
+    with pytest.raises(HetbenchError, match="min_size"):
         DirichletPartitioner(num_clients=k, alpha=alpha, scheme="class", min_size=min_size).partition(t, 0)
     assert time.perf_counter() - start < 2.0
 
@@ -402,7 +402,7 @@ def test_shares_to_counts_cuts_every_class_exactly(class_counts, k, seed):
 def test_class_scheme_equal_shares_cut_exactly_for_inf_and_alphas_that_split_as_inf():
     """alpha >= ALPHA_IID splits as inf does, including the integer cut of equal shares: 7 clients of one
     7-sample class get one sample each (the float cumulative sum once gave [1, 1, 1, 1, 0, 1, 2])."""
-    from hetbench.partitioners.dirichlet import ALPHA_IID, class_dirichlet_counts
+    from hetbench.partitioners.dirichlet_counts import ALPHA_IID, class_dirichlet_counts
 
     for alpha in (math.inf, ALPHA_IID, 1e40):
         counts = class_dirichlet_counts(np.array([7, 30]), 7, alpha, np.random.default_rng(0))

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from hetbench.metrics import emd, emd_per_client
 from hetbench.partitioners import DirichletPartitioner, EmbeddingPartitioner, IIDPartitioner
-from hetbench.partitioners.dirichlet import ALPHA_IID, hsu_client_counts
+from hetbench.partitioners.dirichlet_counts import ALPHA_IID, hsu_client_counts
 from hetbench.partitioners.iid import iid_assignment
 from hetbench.sources import load_table
 from hetbench.table import SampleTable

@@ -280,7 +280,7 @@ def test_parameter_errors():
         GeoS2Partitioner(nmax=10, nmin=11)
     with pytest.raises(HetbenchError, match="at least 1"):
         GeoS2Partitioner(nmax=0)
-    with pytest.raises(HetbenchError, match="max-level"):
+    with pytest.raises(HetbenchError, match="max_level"):
         GeoS2Partitioner(max_level=31)
     with pytest.raises(HetbenchError):
         adaptive_s2_cells(np.zeros(0, dtype=np.uint64), nmax=5, nmin=6)

@@ -55,7 +55,7 @@ def test_bad_definitions_are_refused_naming_the_file(edit, message):
 def test_label_skew_train_options_are_checked():
     data = copy.deepcopy(raw_claim("hsu-label-skew"))
     data["settings"]["quick"]["train"]["rounds"] = 0
-    with pytest.raises(HetbenchError, match=r"settings.quick.train: --rounds must be a positive number"):
+    with pytest.raises(HetbenchError, match=r"settings.quick.train: rounds must be a positive number"):
         parse_claim(data, "x.yaml")
     data = copy.deepcopy(raw_claim("hsu-label-skew"))
     data["settings"]["full"]["train"]["model"] = "vgg"
@@ -67,7 +67,7 @@ def test_select_claims():
     assert select_claims("all") == claim_ids() == select_claims(None)
     assert select_claims("hsu-label-skew,dapperfl-footprint") == ["hsu-label-skew", "dapperfl-footprint"]
     for bad, message in (("hsu-fedmagic", "unknown claim 'hsu-fedmagic'; valid claims: " + ", ".join(ISSUE_IDS)),
-                         (" , ", "--claims is empty"), ("hsu-geo-clients,hsu-geo-clients", "names a claim twice")):
+                         (" , ", "claims is empty"), ("hsu-geo-clients,hsu-geo-clients", "names a claim twice")):
         with pytest.raises(HetbenchError, match=message):
             select_claims(bad)
 

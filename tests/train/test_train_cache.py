@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 from hetbench.errors import HetbenchError
-from hetbench.train import cache, decode
+from hetbench.train import cache, cache_entry, decode
 from hetbench.train.cache import Decoder, cache_folder, decoded_images, image_source
 from hetbench.train.data import channel_stats, gather_rows, load_federated, read_rows
 
@@ -100,7 +100,7 @@ def forge_zeros(npy: Path, resign: bool = False) -> None:
     meta["block_crc32"] = [zlib.crc32(bytes(raw[a : a + per])) for a in range(start, len(raw), per)]
     if resign and "digest" in meta:
         meta["sha256"] = hashlib.sha256(bytes(raw)).hexdigest()
-        meta["digest"] = cache._sign(meta)
+        meta["digest"] = cache_entry.sign_meta(meta)
     meta_path.write_text(json.dumps(meta))
 
 
@@ -340,7 +340,7 @@ def test_where_the_cache_goes(tmp_path, monkeypatch, where):
     assert cache_folder(str(split)) == tmp_path / "env"
     assert cache_folder(str(split), tmp_path / "given") == tmp_path / "given"
     for inside in (split, split / "sub"):
-        with pytest.raises(HetbenchError, match="--cache-dir .* lies inside the split folder"):
+        with pytest.raises(HetbenchError, match="cache_dir .* lies inside the split folder"):
             cache_folder(str(split), inside)
     monkeypatch.setenv("HETBENCH_CACHE", str(split / ".hetbench-cache"))
     with pytest.raises(HetbenchError, match="HETBENCH_CACHE .* lies inside the split folder"):
@@ -362,7 +362,7 @@ def test_a_cache_folder_that_cannot_be_written_is_one_line_naming_cache_dir(mixe
     folder, _, _ = mixed
     blocker = tmp_path / "a-file"
     blocker.write_text("")
-    with pytest.raises(HetbenchError, match="cannot write the decoded-image cache in .*; pass --cache-dir") as info:
+    with pytest.raises(HetbenchError, match="cannot write the decoded-image cache in .*; pass cache_dir") as info:
         load_federated(str(folder), image_size=12, cache_dir=blocker / "cache")
     assert "\n" not in str(info.value)
 
@@ -378,8 +378,8 @@ def test_a_read_only_split_folder_loads(mixed):  # pragma: no cover - not as roo
 
 
 @pytest.mark.parametrize("case, match", [
-    ("mixed sizes", "train images have 2 different sizes; pass --image-size"),
-    ("not square", "train images are 8x6, not square; pass --image-size"),
+    ("mixed sizes", "train images have 2 different sizes; pass image_size"),
+    ("not square", "train images are 8x6, not square; pass image_size"),
     ("no image", "train: row 2 has no image"),
     ("not an image", "train: row 1: cannot read the image"),
 ])

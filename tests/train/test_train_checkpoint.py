@@ -183,9 +183,9 @@ def test_bad_checkpoints_are_refused_in_one_line(tiny_data, tmp_path):
     torch.save({"format": "hetbench-train-checkpoint", "payload": Interrupted()}, tmp_path / "code.ckpt")
     refused("is unreadable", path=tmp_path / "code.ckpt")
     assert zipfile.is_zipfile(ckpt)
-    with pytest.raises(HetbenchError, match="--resume needs a checkpoint path"):
+    with pytest.raises(HetbenchError, match="resume needs a checkpoint path"):
         run_training(data, make_algorithm("fedavg"), _config(), resume=True)
-    with pytest.raises(HetbenchError, match="--checkpoint-every needs a checkpoint path"):
+    with pytest.raises(HetbenchError, match="checkpoint_every needs a checkpoint path"):
         run_training(data, make_algorithm("fedavg"), _config(checkpoint_every=1))
 
 

@@ -114,8 +114,8 @@ def test_a_client_spanning_two_groups_never_trains_in_a_restriction():
 
 BAD = {
     "unknown group": (dict(train_groups=["x"]), "'x' is not a group of column 'device' of this split (groups: a, b, c)"),
-    "unknown test group": (dict(test_groups=["a", "zz"]), "--test-groups: 'zz' is not a group"),
-    "no client left": (dict(train_groups=["c"]), "--train-groups c leaves no training client: none of the 3 clients"),
+    "unknown test group": (dict(test_groups=["a", "zz"]), "test_groups: 'zz' is not a group"),
+    "no client left": (dict(train_groups=["c"]), "train_groups c leaves no training client: none of the 3 clients"),
 }
 
 
@@ -140,8 +140,8 @@ def test_a_split_without_groups_or_with_one_group_per_client_missing():
 
 
 def test_group_names_of_the_whole_list_are_checked():
-    with pytest.raises(HetbenchError, match="--test-groups is empty"):
-        parse_groups(" , ", "--test-groups")
+    with pytest.raises(HetbenchError, match="test_groups is empty"):
+        parse_groups(" , ", "`test_groups`")
     assert parse_groups(("x", " y"), "--train-groups") == ("x", "y")
     assert parse_groups(None, "--train-groups") is None
 
@@ -162,20 +162,20 @@ def test_cross_group_trains_each_group_alone_and_tests_all():
         (None, ("a",), None, "train_a"), (None, ("b",), None, "train_b"), (None, ("c",), None, "train_c")]
     only_c = restrict_groups(data, runs[2].train_groups, runs[2].test_groups)
     assert only_c.client_ids.tolist() == [102, 103] and only_c.group_names == ["a", "b", "c"]
-    for bad, message in ((dict(train_groups=["a"]), "--protocol cross-group chooses the training groups itself"),
-                         (dict(test_groups=["a"]), "--protocol cross-group tests every group, so --test-groups cannot")):
+    for bad, message in ((dict(train_groups=["a"]), "protocol cross-group chooses the training groups itself"),
+                         (dict(test_groups=["a"]), "protocol cross-group tests every group, so test_groups cannot")):
         with pytest.raises(HetbenchError, match=message):
             plan_group_runs(data, protocol="cross-group", **bad)
     spanning = make_data([[0], [1, 0]], [0, 1])  # group b's only client also holds rows of a: b cannot train alone
-    with pytest.raises(HetbenchError, match="--protocol cross-group, training on 'b' alone, leaves no training client"):
+    with pytest.raises(HetbenchError, match="protocol cross-group, training on 'b' alone, leaves no training client"):
         plan_group_runs(spanning, protocol="cross-group")
 
 
 def test_protocol_errors_before_any_training():
     data = make_data([[0], [1], [1]], [0, 1])
-    with pytest.raises(HetbenchError, match="--protocol 'loo' is not one of leave-one-group-out"):
+    with pytest.raises(HetbenchError, match="protocol 'loo' is not one of leave-one-group-out"):
         plan_group_runs(data, protocol="loo")
-    with pytest.raises(HetbenchError, match="drop --train-groups"):
+    with pytest.raises(HetbenchError, match="drop train_groups"):
         plan_group_runs(data, ["a"], protocol="leave-one-group-out")
     with pytest.raises(HetbenchError, match="cannot leave out 'b'"):
         plan_group_runs(data, test_groups=["a"], protocol="leave-one-group-out")

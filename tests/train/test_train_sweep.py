@@ -49,20 +49,20 @@ def test_sweep_runs_central_first_per_seed_and_writes_one_file_per_run(split, tm
 
 
 def test_sweep_checks_everything_before_training(split, tmp_path):
-    with pytest.raises(HetbenchError, match="--algo names an algorithm twice"):
+    with pytest.raises(HetbenchError, match="algo names an algorithm twice"):
         sweep(split, "fedavg,FedAvg", config=CONFIG, out=tmp_path, quiet=True)
-    with pytest.raises(HetbenchError, match="--mu must be in"):
+    with pytest.raises(HetbenchError, match="mu must be in"):
         sweep(split, "fedprox", config=CONFIG, hyper={"mu": -1.0}, out=tmp_path, quiet=True)
-    with pytest.raises(HetbenchError, match="^--mu is not an option of fedavg or scaffold$"):  # not silently ignored
+    with pytest.raises(HetbenchError, match="^mu is not an option of fedavg or scaffold$"):  # not silently ignored
         sweep(split, "fedavg,scaffold", config=CONFIG, hyper={"mu": 0.1}, out=tmp_path, quiet=True)
-    with pytest.raises(HetbenchError, match="--rounds must be a positive number"):
+    with pytest.raises(HetbenchError, match="rounds must be a positive number"):
         sweep(split, "fedavg", config=TrainConfig(rounds=0), out=tmp_path, quiet=True)
-    with pytest.raises(HetbenchError, match="--threads must be a positive number"):
+    with pytest.raises(HetbenchError, match="threads must be a positive number"):
         sweep(split, "fedavg", config=CONFIG, out=tmp_path, quiet=True, threads=0)
     assert not any(tmp_path.iterdir())
     (runs,) = sweep(split, "fedprox", 3, CONFIG, hyper={"mu": 0.01}, out=tmp_path, quiet=True, threads=1)
     assert runs.path.name == "fedprox-mu0.01-s3.json"
-    with pytest.raises(HetbenchError, match="--overwrite"):
+    with pytest.raises(HetbenchError, match="overwrite"):
         sweep(split, "fedprox", 3, CONFIG, hyper={"mu": 0.01}, out=tmp_path, quiet=True)
 
 
@@ -134,8 +134,8 @@ def test_group_errors_come_before_any_training(domains, split, tmp_path):
     bad = {
         "'svhn' is not a group of column 'domain' of this split (groups: mnist, mnistm, syn, usps)":
             dict(config=dataclasses.replace(FAST, train_groups=("svhn",))),
-        "--protocol 'loo' is not one of leave-one-group-out": dict(config=FAST, protocol="loo"),
-        "drop --train-groups": dict(config=dataclasses.replace(FAST, train_groups=("syn",)),
+        "protocol 'loo' is not one of leave-one-group-out": dict(config=FAST, protocol="loo"),
+        "drop train_groups": dict(config=dataclasses.replace(FAST, train_groups=("syn",)),
                                     protocol="leave-one-group-out"),
     }
     for needle, kwargs in bad.items():
@@ -149,7 +149,7 @@ def test_group_errors_come_before_any_training(domains, split, tmp_path):
 def test_skip_existing_keeps_results_and_runs_the_rest(split, tmp_path, capsys):
     (first,) = sweep(split, "central", 0, FAST, out=tmp_path, quiet=True, threads=1)
     kept = _files(tmp_path)
-    with pytest.raises(HetbenchError, match="already exists; pass --skip-existing"):
+    with pytest.raises(HetbenchError, match="already exists; pass skip_existing"):
         sweep(split, "central,fedavg", 0, FAST, out=tmp_path, quiet=True)
     runs = sweep(split, "central,fedavg", 0, FAST, out=tmp_path, threads=1, skip_existing=True)
     assert "skipped 1 existing result: central-s0.json" in capsys.readouterr().err
@@ -168,7 +168,7 @@ def test_skip_existing_refuses_a_result_written_with_other_options(split, tmp_pa
     with pytest.raises(HetbenchError, match=r"written with other options \(rounds 2, not 3\)"):
         sweep(split, "fedavg,fedprox", 0, dataclasses.replace(FAST, rounds=3), out=tmp_path, quiet=True,
               skip_existing=True)
-    with pytest.raises(HetbenchError, match="cannot be combined with --overwrite"):
+    with pytest.raises(HetbenchError, match="cannot be combined with overwrite"):
         sweep(split, "fedavg", 0, FAST, out=tmp_path, quiet=True, skip_existing=True, overwrite=True)
     (tmp_path / _results_folder(split) / "fedavg-s0.json").write_text("{not json")
     with pytest.raises(HetbenchError, match="cannot be read"):
@@ -227,7 +227,7 @@ def test_resume_refuses_before_training(split, tmp_path, monkeypatch):
     from hetbench.train.checkpoint import checkpoint_path
 
     config = dataclasses.replace(FAST, rounds=3, checkpoint_every=1)
-    with pytest.raises(HetbenchError, match="--resume .* cannot be combined with --overwrite"):
+    with pytest.raises(HetbenchError, match="resume .* cannot be combined with overwrite"):
         sweep(split, "fedavg", 0, config, out=tmp_path, quiet=True, resume=True, overwrite=True)
     with monkeypatch.context() as m:
         _kill_at(m, "fedavg", 2)

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping
 
-from hetbench.errors import HetbenchError
+from hetbench.errors import HetbenchError, marked
 from hetbench.reproduce.criteria import Measurement
 
 if TYPE_CHECKING:
@@ -199,7 +199,7 @@ def check_render_settings(settings: Mapping[str, Any], where: str) -> None:
     try:
         check_size(settings["size"])
     except HetbenchError as exc:
-        raise HetbenchError(f"{where}: 'size': {exc}") from None
+        raise HetbenchError(f"{where}: 'size': {marked(exc)}") from None
     if settings["crop_size"] < 32:
         raise HetbenchError(f"{where}: 'crop_size' must be at least 32 pixels (got {settings['crop_size']})")
 

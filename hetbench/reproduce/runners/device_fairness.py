@@ -35,7 +35,7 @@ from typing import Any
 import numpy as np
 
 from hetbench.cores import available_cores
-from hetbench.errors import HetbenchError
+from hetbench.errors import HetbenchError, marked
 from hetbench.reproduce.criteria import Measurement
 from hetbench.reproduce.runners.base import Axes, Context, Runner, RunOutput, check_render_settings, require_test_rows
 from hetbench.reproduce.runners.label_skew import TRAIN_KEYS, train_config
@@ -175,7 +175,7 @@ class DeviceFairnessRunner(Runner):
         try:
             devices = load_profiles(settings["profiles"])
         except HetbenchError as exc:
-            raise HetbenchError(f"{where}: 'profiles': {exc}") from None
+            raise HetbenchError(f"{where}: 'profiles': {marked(exc)}") from None
         if len(devices) < 2:
             raise HetbenchError(f"{where}: 'profiles' must name at least two devices (got {len(devices)})")
         if settings["clients"] < len(devices):

@@ -19,7 +19,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from hetbench.errors import HetbenchError
+from hetbench.errors import HetbenchError, marked
 from hetbench.reproduce.criteria import Measurement
 from hetbench.reproduce.runners.base import Axes, Context, Runner, RunOutput
 from hetbench.reproduce.runners.label_skew import TRAIN_KEYS, train_config
@@ -113,7 +113,7 @@ class DomainsRunner(Runner):
         try:
             make_algorithm("dapperfl", **dict(settings.get("hyper") or {}))
         except HetbenchError as exc:
-            raise HetbenchError(f"{where}.hyper: {exc}") from None
+            raise HetbenchError(f"{where}.hyper: {marked(exc)}") from None
         return settings
 
     def workloads(self, settings: dict[str, Any], seeds: list[int]) -> list:

@@ -44,7 +44,7 @@ from typing import Any
 import numpy as np
 
 from hetbench.cores import available_cores
-from hetbench.errors import HetbenchError
+from hetbench.errors import HetbenchError, marked
 from hetbench.reproduce.criteria import Measurement
 from hetbench.reproduce.runners.base import Axes, Context, Runner, RunOutput, check_render_settings, require_test_rows
 from hetbench.reproduce.runners.label_skew import TRAIN_KEYS, train_config
@@ -123,7 +123,7 @@ def _stage_list(text: str, where: str) -> list[str]:
     try:
         stages = parse_stage_list(text)
     except HetbenchError as exc:
-        raise HetbenchError(f"{where}: 'stages': {exc}") from None
+        raise HetbenchError(f"{where}: 'stages': {marked(exc)}") from None
     if not set(HIGH) <= set(stages) or not set(LOW) & set(stages):
         raise HetbenchError(f"{where}: 'stages' must list wb, tone and at least one of {', '.join(LOW)} "
                             f"(got '{text}')")

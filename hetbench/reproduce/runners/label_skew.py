@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from hetbench.contract import read_manifest
-from hetbench.errors import HetbenchError
+from hetbench.errors import HetbenchError, marked
 from hetbench.reproduce.criteria import Measurement
 from hetbench.reproduce.runners.base import Axes, Context, Runner, RunOutput, last_k_accuracy
 
@@ -49,7 +49,7 @@ def train_config(options: dict[str, Any], where: str):
     try:
         return TrainConfig(**options).check()
     except HetbenchError as exc:
-        raise HetbenchError(f"{where}: {exc}") from None
+        raise HetbenchError(f"{where}: {marked(exc)}") from None
 
 
 

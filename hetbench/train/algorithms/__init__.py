@@ -16,11 +16,11 @@ Examples
 >>> make_algorithm("FedProx", q=0.5)  # q is q-FedAvg's option
 Traceback (most recent call last):
 ...
-hetbench.errors.HetbenchError: fedprox takes no option --q (options: --server-lr, --mu)
+hetbench.errors.HetbenchError: fedprox takes no option q (options: server_lr, mu)
 >>> make_algorithm("fedmagic")
 Traceback (most recent call last):
 ...
-hetbench.registry.UnknownNameError: unknown algorithm 'fedmagic' for --algo; choose one of: fedavg, fedavgm, ...
+hetbench.registry.UnknownNameError: unknown algorithm 'fedmagic' for algo; choose one of: fedavg, fedavgm, ...
 """
 
 from __future__ import annotations
@@ -52,7 +52,7 @@ ALGORITHMS: Registry[type[Algorithm]] = Registry(
     "algorithm",
     {cls.name: cls for cls in (FedAvg, FedAvgM, FedProx, Scaffold, QFedAvg, FedIR, FedVC, HeteroSwitch, DapperFL,
                                FedBN, FedAdam, FedYogi, FedAdagrad, Central)},
-    option="--algo", plugins="hetbench.algorithms", validate=_check_plugin,
+    option="`algo`", plugins="hetbench.algorithms", validate=_check_plugin,
 )
 """The algorithms by their ``--algo`` name, in the order ``hetbench train --help`` lists them: the built-ins,
 then the plugins of the entry-point group ``hetbench.algorithms`` (:mod:`hetbench.train.algorithms.plugins`)."""
@@ -97,14 +97,14 @@ def check_hyper_parameters(names: list[str], params: dict) -> None:
     >>> check_hyper_parameters(["fedavg", "fedprox"], {"tau": 0.01})
     Traceback (most recent call last):
     ...
-    hetbench.errors.HetbenchError: --tau is not an option of fedavg or fedprox
+    hetbench.errors.HetbenchError: tau is not an option of fedavg or fedprox
     """
     for key, value in params.items():
         if value is None:
             continue
         takers = [n for n in names if key in ALGORITHMS[n].hyper]
         if not takers:
-            raise HetbenchError(f"{Hyper.flag(key)} is not an option of {' or '.join(names)}")
+            raise HetbenchError(f"`{key}` is not an option of {' or '.join(names)}")
         for n in takers:
             ALGORITHMS[n].hyper[key].check(key, value)
 
@@ -122,7 +122,7 @@ def check_models(names: list[str], model_name: str, norm: str | None) -> None:
     >>> check_models(["fedavg", "fedbn"], "lenet", "group")
     Traceback (most recent call last):
     ...
-    hetbench.errors.HetbenchError: fedbn keeps each client's normalisation layers, but the model lenet has none; use --model resnet10, resnet18 or mobilenetv3-small with --norm batch or group
+    hetbench.errors.HetbenchError: fedbn keeps each client's normalisation layers, but the model lenet has none; use model resnet10, resnet18 or mobilenetv3-small with norm batch or group
     """
     for name in names:
         algorithm = ALGORITHMS[name.strip().lower()]

@@ -184,8 +184,8 @@ class Algorithm:
         given = {k: v for k, v in params.items() if v is not None}
         unknown = sorted(set(given) - set(self.hyper))
         if unknown:
-            raise HetbenchError(f"{self.name} takes no option {Hyper.flag(unknown[0])}"
-                                + (f" (options: {', '.join(Hyper.flag(k) for k in self.hyper)})" if self.hyper
+            raise HetbenchError(f"{self.name} takes no option `{unknown[0]}`"
+                                + (f" (options: {', '.join(f'`{k}`' for k in self.hyper)})" if self.hyper
                                    else " (it has no hyper-parameters)"))
         self.params: dict[str, Any] = {**self.defaults,
                                        **{k: self.hyper[k].check(k, v) for k, v in given.items()}}

@@ -168,21 +168,21 @@ class TrainConfig:
         for key in positive:
             v = getattr(self, key)
             if v is not None and not (math.isfinite(v) and v > 0):
-                raise HetbenchError(f"--{key.replace('_', '-')} must be a positive number (got {v})")
+                raise HetbenchError(f"`{key}` must be a positive number (got {v})")
         for key in ("momentum", "weight_decay", "target_accuracy"):
             v = getattr(self, key)
             if v is not None and not (math.isfinite(v) and v >= 0):
-                raise HetbenchError(f"--{key.replace('_', '-')} must be a non-negative number (got {v})")
+                raise HetbenchError(f"`{key}` must be a non-negative number (got {v})")
         if self.image_size is not None and not (int(self.image_size) == self.image_size
                                                 and IMAGE_SIZE_RANGE[0] <= self.image_size <= IMAGE_SIZE_RANGE[1]):
             raise HetbenchError(
-                f"--image-size must be an integer between {IMAGE_SIZE_RANGE[0]} and {IMAGE_SIZE_RANGE[1]} pixels "
+                f"`image_size` must be an integer between {IMAGE_SIZE_RANGE[0]} and {IMAGE_SIZE_RANGE[1]} pixels "
                 f"(got {self.image_size})"
             )
         if self.eval_from > self.rounds:
-            raise HetbenchError(f"--eval-from must be at most --rounds ({self.rounds}; got {self.eval_from}): no "
+            raise HetbenchError(f"`eval_from` must be at most `rounds` ({self.rounds}; got {self.eval_from}): no "
                                 "round would be evaluated")
         if self.client_exec not in ("auto", "sequential", "lockstep"):
-            raise HetbenchError(f"--client-exec must be auto, sequential or lockstep (got {self.client_exec!r})")
+            raise HetbenchError(f"`client_exec` must be auto, sequential or lockstep (got {self.client_exec!r})")
         check_seed(self.seed)
         return self

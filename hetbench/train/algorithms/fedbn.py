@@ -60,14 +60,14 @@ def norm_refusal(model_name: str, norm: str) -> str:
     Examples
     --------
     >>> norm_refusal("lenet", "group")
-    "fedbn keeps each client's normalisation layers, but the model lenet has none; use --model resnet10, resnet18 or mobilenetv3-small with --norm batch or group"
+    "fedbn keeps each client's normalisation layers, but the model lenet has none; use `model` resnet10, resnet18 or mobilenetv3-small with `norm` batch or group"
     """
     from hetbench.train.models import models_with_norm
 
     names = models_with_norm()
-    where = f"{model_name} with --norm none" if norm == "none" and model_name in names else model_name
-    return (f"fedbn keeps each client's normalisation layers, but the model {where} has none; use --model "
-            f"{', '.join(names[:-1])} or {names[-1]} with --norm batch or group")
+    where = f"{model_name} with `norm` none" if norm == "none" and model_name in names else model_name
+    return (f"fedbn keeps each client's normalisation layers, but the model {where} has none; use `model` "
+            f"{', '.join(names[:-1])} or {names[-1]} with `norm` batch or group")
 
 
 def norm_positions(flat: FlatModel) -> tuple[torch.Tensor, torch.Tensor]:
@@ -189,7 +189,7 @@ class FedBN(FedAvg):
     >>> check_models(["fedavg", "fedbn"], "resnet10", "none")
     Traceback (most recent call last):
     ...
-    hetbench.errors.HetbenchError: fedbn keeps each client's normalisation layers, but the model resnet10 with --norm none has none; use --model resnet10, resnet18 or mobilenetv3-small with --norm batch or group
+    hetbench.errors.HetbenchError: fedbn keeps each client's normalisation layers, but the model resnet10 with norm none has none; use model resnet10, resnet18 or mobilenetv3-small with norm batch or group
     """
 
     name = "fedbn"

@@ -175,7 +175,7 @@ class FedAdam(FedOpt):
     >>> make_algorithm("fedadam", beta2=1.0)
     Traceback (most recent call last):
     ...
-    hetbench.errors.HetbenchError: --beta2 must be in [0, 1) (got 1.0)
+    hetbench.errors.HetbenchError: beta2 must be in [0, 1) (got 1.0)
     """
 
     name = "fedadam"

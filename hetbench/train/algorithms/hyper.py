@@ -13,7 +13,7 @@ Examples
 >>> beta.check("server_momentum", 1.0)
 Traceback (most recent call last):
 ...
-hetbench.errors.HetbenchError: --server-momentum must be in [0, 1) (got 1.0)
+hetbench.errors.HetbenchError: server_momentum must be in [0, 1) (got 1.0)
 >>> beta.flag("server_momentum")
 '--server-momentum'
 """
@@ -82,8 +82,9 @@ class Hyper:
         return self.high is None or (v < self.high if self.high_open else v <= self.high)
 
     def check(self, name: str, value: Any) -> Any:
-        """``value`` if the equation allows it, else :class:`HetbenchError` naming the flag (exit 2)."""
-        flag = self.flag(name)
+        """``value`` if the equation allows it, else :class:`HetbenchError` naming the parameter (exit 2; the
+        command line names its flag)."""
+        flag = f"`{name}`"
         if self.choices is not None:
             if value not in self.choices:
                 raise HetbenchError(f"{flag} must be one of {', '.join(self.choices)} (got {value!r})")

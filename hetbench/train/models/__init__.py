@@ -40,7 +40,7 @@ MODELS: Registry[Callable[..., nn.Module]] = Registry(
         "resnet18": resnet18,
         "mobilenetv3-small": MobileNetV3Small,
     },
-    option="--model",
+    option="`model`",
 )
 """The model factories by their ``--model`` name; each takes ``in_channels``, ``num_classes``,
 ``image_size`` and, where the model has normalisation layers, ``norm``."""
