@@ -323,7 +323,7 @@ def capture_jobs(raw_dir, labels, renders, size, seed, crops_per_photo, crop_siz
         label_of = read_labels(labels, files, raw_dir) if label_of is None else label_of
         return [
             CaptureJob(i, Path(f).stem, label_of[f], RawSource(f, lens_shading=shading), tuple(renders), size, seed,
-                       refused=refused_file(f, raw_dir, "`raw_dir`"))
+                       refused=refused_file(f, raw_dir, "--raw-dir"))
             for i, f in enumerate(files)
         ]
     if labels is not None:

@@ -36,7 +36,7 @@ def prepare_raw_cameras(spec, settings, recipe, data_dir, clients, clients_per_d
         on_checked()
     baseline = str(Pipeline.parse({}))
     jobs = [CaptureJob(i, Path(f).stem, found.label_of[f], RawSource(f), (Render("baseline", baseline),), size, seed,
-                       refused=refused_file(f, data_dir, "`data_dir`"))  # a link out of --data-dir: skipped unread
+                       refused=refused_file(f, data_dir, "--data-dir"))  # a link out of --data-dir: skipped unread
             for i, f in enumerate(files)]
     results = run_jobs(jobs, num_proc, quiet, f"rendering {len(jobs):,} RAW photographs", engine, stream=True)
     root = Path(data_dir)

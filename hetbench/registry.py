@@ -42,7 +42,8 @@ class Registry(Mapping[str, T], Generic[T]):
     entries : Mapping[str, T]
         The names and their implementations, in the order :meth:`names` lists them.
     option : str, optional
-        The command-line option that takes the name (``--algo``), named in messages.
+        The parameter that takes the name, as messages mark it (``"`algo`"``: ``algo`` to a Python caller,
+        ``--algo`` on the command line).
     plugins : str, optional
         The entry-point group whose entry points are added the first time the registry is read
         (``hetbench.algorithms``); None: none.

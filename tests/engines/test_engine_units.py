@@ -15,9 +15,9 @@ def test_local_engine_keeps_job_order_on_two_workers():
 
 
 @pytest.mark.parametrize("args, needle", [
-    (("dask",), "unknown --engine"),
-    (("ray", None, "s3"), "unknown --ray-inputs"),
-    (("local", "auto"), "need --engine ray"),
+    (("dask",), "unknown engine"),
+    (("ray", None, "s3"), "unknown ray_inputs"),
+    (("local", "auto"), "need engine ray"),
     (("ray", "  "), "must not be empty"),
 ])
 def test_bad_engine_options(args, needle):

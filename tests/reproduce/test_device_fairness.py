@@ -105,7 +105,7 @@ def test_fairness_is_population_variance_and_minimum():
     (lambda s: s.update(crop_size=16), "'crop_size' must be at least 32 pixels"),
     (lambda s: s.update(profiles="no-such-phones"), "'profiles':"),
     (lambda s: s.update(epochs=3), "unknown setting 'epochs'"),
-    (lambda s: s["train"].update(rounds=0), "tiny.train: --rounds must be a positive number"),
+    (lambda s: s["train"].update(rounds=0), "tiny.train: rounds must be a positive number"),
     (lambda s: s.update(split_seed=-1), "'split_seed' must be a non-negative integer"),
 ])
 def test_bad_settings_are_one_clear_message(edit, message):

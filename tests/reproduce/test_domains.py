@@ -30,7 +30,7 @@ def test_definition_validates():
     (lambda s: s.update(fraction=1.5), "'fraction' must be in (0, 1]"),
     (lambda s: s.update(clients=3), "'clients' must be at least 4"),
     (lambda s: s.update(published_fedavg=[95.89]), "'published_fedavg' needs Table 1's four domain accuracies"),
-    (lambda s: s["train"].update(rounds=0), "settings.quick.train: --rounds must be a positive number"),
+    (lambda s: s["train"].update(rounds=0), "settings.quick.train: rounds must be a positive number"),
     (lambda s: s.update(hyper={"dar_gamma": -1}), "settings.quick.hyper:"),
     (lambda s: s.update(split_seed=[0, 1]), "'split_seed' must list one seed"),
 ])

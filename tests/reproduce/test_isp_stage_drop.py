@@ -128,7 +128,7 @@ def test_contrasts_group_the_variants_by_stage_and_the_criterion_decides():
     ({"clients_per_device": 1}, "'clients_per_device' must be at least 2"),
     ({"test_fraction": 1.5}, "'test_fraction' must be in (0, 1)"),
     ({"crop_size": 16}, "'crop_size' must be at least 32 pixels"),
-    ({"size": 8}, "'size': --size must be between 16 and 4096"),
+    ({"size": 8}, "'size': size must be between 16 and 4096"),
     ({"min_test_examples": 0}, "'min_test_examples' must be a positive integer"),
     ({"split_seed": -1}, "'split_seed' must be a non-negative integer"),
     ({"epochs": 3}, "unknown setting 'epochs'"),

@@ -65,7 +65,7 @@ def test_imbalanced_sizes_keep_the_clients_and_grow_with_sigma():
     (lambda q: q.pop("split_seed"), "settings.quick: missing setting 'split_seed'"),
     (lambda q: q.update(vc_size=0), "settings.quick: 'vc_size' must be a positive integer"),
     (lambda q: q.update(alpha=-1), "settings.quick: 'alpha' must be a positive number"),
-    (lambda q: q["train"].update(rounds=0), "settings.quick.train: --rounds must be a positive number"),
+    (lambda q: q["train"].update(rounds=0), "settings.quick.train: rounds must be a positive number"),
 ])
 def test_bad_settings_are_one_clear_error(edit, message):
     data = copy.deepcopy(raw_claim("hsu-fedvc-fedir"))

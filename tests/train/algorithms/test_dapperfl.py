@@ -161,7 +161,7 @@ def test_dapperfl_dar_form_is_declared_and_a_misspelt_one_is_refused(run_cli, tm
     assert make_algorithm("dapperfl", dar_form="unsquared").params["dar_form"] == "unsquared"
     with pytest.raises(HetbenchError) as exc:
         make_algorithm("dapperfl", dar_form="unsqared")
-    assert str(exc.value) == "--dar-form must be one of squared, unsquared (got 'unsqared')"
+    assert str(exc.value) == "dar_form must be one of squared, unsquared (got 'unsqared')"
     code, _, err = run_cli("train", "--algo", "dapperfl", "--dar-form", "unsqared", "--out", tmp_path / "out")
     assert code == 2 and "--dar-form" in err and len(err.strip().splitlines()) == 1
     code, _, err = run_cli("train", "--algo", "fedavg", "--dar-form", "unsquared", "--out", tmp_path / "out")

@@ -91,17 +91,17 @@ def test_the_first_step_differs_between_the_three_as_their_v_does():
 
 
 @pytest.mark.parametrize("name, option, value, message", [
-    ("fedadam", "tau", 0.0, "--tau must be a positive number (got 0.0)"),
-    ("fedyogi", "tau", -1e-3, "--tau must be a positive number (got -0.001)"),
-    ("fedadagrad", "server_lr", 0.0, "--server-lr must be a positive number (got 0.0)"),
-    ("fedadam", "server_lr", float("inf"), "--server-lr must be a positive number (got inf)"),
-    ("fedyogi", "beta1", 1.0, "--beta1 must be in [0, 1) (got 1.0)"),
-    ("fedadagrad", "beta1", -0.1, "--beta1 must be in [0, 1) (got -0.1)"),
-    ("fedadam", "beta2", 1.0, "--beta2 must be in [0, 1) (got 1.0)"),
-    ("fedyogi", "beta2", float("nan"), "--beta2 must be in [0, 1) (got nan)"),
-    ("fedadagrad", "beta2", 0.9, "fedadagrad takes no option --beta2 (options: --server-lr, --beta1, --tau)"),
+    ("fedadam", "tau", 0.0, "tau must be a positive number (got 0.0)"),
+    ("fedyogi", "tau", -1e-3, "tau must be a positive number (got -0.001)"),
+    ("fedadagrad", "server_lr", 0.0, "server_lr must be a positive number (got 0.0)"),
+    ("fedadam", "server_lr", float("inf"), "server_lr must be a positive number (got inf)"),
+    ("fedyogi", "beta1", 1.0, "beta1 must be in [0, 1) (got 1.0)"),
+    ("fedadagrad", "beta1", -0.1, "beta1 must be in [0, 1) (got -0.1)"),
+    ("fedadam", "beta2", 1.0, "beta2 must be in [0, 1) (got 1.0)"),
+    ("fedyogi", "beta2", float("nan"), "beta2 must be in [0, 1) (got nan)"),
+    ("fedadagrad", "beta2", 0.9, "fedadagrad takes no option beta2 (options: server_lr, beta1, tau)"),
 ])
-def test_values_out_of_range_are_refused_naming_the_flag(name, option, value, message):
+def test_values_out_of_range_are_refused_naming_the_parameter(name, option, value, message):
     with pytest.raises(HetbenchError) as err:
         make_algorithm(name, **{option: value})
     assert str(err.value) == message

@@ -135,5 +135,5 @@ def test_models_are_a_registry_that_names_the_option_and_the_choices() -> None:
     with pytest.raises(HetbenchError) as err:
         build_model("vgg16", 3, 10, 32)
     assert str(err.value) == (
-        "unknown model 'vgg16' for --model; choose one of: digits-cnn, lenet, resnet10, resnet18, mobilenetv3-small"
+        "unknown model 'vgg16' for model; choose one of: digits-cnn, lenet, resnet10, resnet18, mobilenetv3-small"
     )
