@@ -49,7 +49,7 @@ for ex in ("lockstep", "sequential"):
     t = time.time()
     p = subprocess.run(hb + T + ["--client-exec", ex, "--out", f"{OUT}/{ex}"], capture_output=True, text=True)
     print(f"{ex}: rc={p.returncode} wall={time.time() - t:.1f}s", p.stderr[-300:], flush=True)
-from hetbench.reproduce.run import dry_run
+from hetbench.reproduce.estimates import dry_run
 t = time.time(); print(dry_run("hsu-label-skew", "full", None, DEV)[1][0].line(16), f"({time.time() - t:.0f}s)", flush=True)
 prof = cProfile.Profile(); t = time.time()
 try:

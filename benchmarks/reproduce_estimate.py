@@ -21,7 +21,7 @@ from pathlib import Path
 def main(paths: list[str]) -> int:
     from hetbench.reproduce.claims import load_claim
     from hetbench.reproduce.cost import format_duration
-    from hetbench.reproduce.run import estimate_claims
+    from hetbench.reproduce.estimates import estimate_claims
     from hetbench.train.device import resolve_device
 
     device = str(resolve_device("auto"))

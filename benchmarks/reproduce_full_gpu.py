@@ -43,7 +43,7 @@ def plan(costs: list) -> list[str]:
 
     Examples
     --------
-    >>> from hetbench.reproduce.run import ClaimCost
+    >>> from hetbench.reproduce.estimates import ClaimCost
     >>> plan([ClaimCost("a", 100.0, 2, 10), ClaimCost("b", 900.0, 2, 10), ClaimCost("c", 0.0, 0, 0)])
     ['c', 'a', 'b']
     """
@@ -78,7 +78,7 @@ def main(argv: list[str] | None = None) -> int:
 
     import torch
 
-    from hetbench.reproduce.run import dry_run
+    from hetbench.reproduce.estimates import dry_run
 
     summary: dict = {"torch": torch.__version__, "device": torch.cuda.get_device_name(0)
                      if torch.cuda.is_available() else "cpu", "budget_s": args.budget, "claims": {}}

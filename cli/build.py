@@ -346,7 +346,7 @@ def users_cmd(recipe, mode, user_col, filters, min_samples, test_fraction, metad
       hetbench export builtin:observations --out obs.csv
       hetbench build users --metadata obs.csv --user-col observer --label-col species --filters landmarks
     """
-    from hetbench.builders.geo import build_users
+    from hetbench.builders.users import build_users
 
     out_path, report = build_users(
         out, name=name, overwrite=overwrite, quiet=quiet, recipe=recipe, mode=mode, metadata=metadata, user_col=user_col,

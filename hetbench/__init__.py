@@ -50,7 +50,7 @@ _LAZY = {
     "build_synthetic_color": ("hetbench.builders.synthetic_color", "build_synthetic_color"),
     "build_real_devices": ("hetbench.builders.real_devices", "build_real_devices"),
     "build_geo": ("hetbench.builders.geo", "build_geo"),
-    "build_users": ("hetbench.builders.geo", "build_users"),
+    "build_users": ("hetbench.builders.users", "build_users"),
     "build_digits_domains": ("hetbench.builders.digits_domains", "build_digits_domains"),
     "build_noise": ("hetbench.builders.noise", "build_noise"),
 }

@@ -102,7 +102,7 @@ def make_split(
     """
     from hetbench.publish import publish_split
     from hetbench.publish.licence import active_licence
-    from hetbench.report.feature_entry import check_embedder_spec
+    from hetbench.report.feature_embedding import check_embedder_spec
     from hetbench.report.test_groups import warn_thin_test_groups
 
     check_embedder_spec(feature_embedder)

@@ -86,7 +86,7 @@ def test_build_overwrite_refuses_a_fake_manifest(tmp_path, run_cli):
 
 
 def test_a_leaderboard_never_replaces_a_build_nor_a_build_a_leaderboard(build_copy, tmp_path, run_cli):
-    from hetbench.leaderboard.load import example_result
+    from hetbench.leaderboard.example_results import example_result
 
     results = tmp_path / "r"
     results.mkdir()
@@ -107,7 +107,7 @@ def test_a_leaderboard_never_replaces_a_build_nor_a_build_a_leaderboard(build_co
 
 @pytest.mark.parametrize("marker, text", [("leaderboard.md", "|"), ("leaderboard.csv", "split\n")])
 def test_leaderboard_overwrite_needs_a_leaderboard_csv_with_its_header(marker, text, tmp_path, run_cli):
-    from hetbench.leaderboard.load import example_result
+    from hetbench.leaderboard.example_results import example_result
 
     results = tmp_path / "r"
     results.mkdir()
@@ -255,7 +255,7 @@ def test_export_and_flower_app_inside_their_input_are_refused(build_copy, run_cl
 
 
 def test_the_leaderboard_header_is_the_marker_it_writes():
-    from hetbench.leaderboard.text import CSV_COLUMNS
+    from hetbench.leaderboard.csv_text import CSV_COLUMNS
     from hetbench.outputs import LEADERBOARD_HEADER
 
     assert CSV_COLUMNS[: len(LEADERBOARD_HEADER)] == LEADERBOARD_HEADER

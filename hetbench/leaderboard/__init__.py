@@ -29,7 +29,8 @@ re-exports the public API.
 from __future__ import annotations
 
 from hetbench.leaderboard.aggregate import CENTRAL, Row, SplitTable, Stat, aggregate, summarize
-from hetbench.leaderboard.curves import curves_svg, plot_curves_png
+from hetbench.leaderboard.curves import curves_svg
+from hetbench.leaderboard.curves_png import plot_curves_png
 from hetbench.leaderboard.groups import GroupLine, GroupTable, group_tables
 from hetbench.leaderboard.html import render_html
 from hetbench.leaderboard.load import RESULT_KIND, SCHEMA_VERSION, Loaded, Result, Skipped, load_results, parse_result
@@ -46,7 +47,8 @@ from hetbench.leaderboard.metrics import (
     check_statistic,
 )
 from hetbench.leaderboard.rank import best_means, build, is_best, rank
-from hetbench.leaderboard.text import CSV_COLUMNS, render_csv, render_markdown
+from hetbench.leaderboard.csv_text import CSV_COLUMNS, render_csv
+from hetbench.leaderboard.text import render_markdown
 from hetbench.leaderboard.write import Written, safe_filename, write_leaderboard
 
 __all__ = [

@@ -26,7 +26,8 @@ from typing import Any, Iterable
 from hetbench.leaderboard.labels import format_value, set_labels
 from hetbench.leaderboard.load import Result, json_text
 from hetbench.leaderboard.metrics import CURVES, DEFAULT_STATISTIC, METRIC_NAMES, check_statistic
-from hetbench.leaderboard.statistics import number
+from hetbench.leaderboard.seed_curves import DIAGNOSTIC_PREFIX, diagnostic_names, mean_curve  # noqa: F401 (DIAGNOSTIC_PREFIX: re-exported)
+from hetbench.leaderboard.statistics import Stat, summarize  # noqa: F401 (re-exported: a row's statistics)
 from hetbench.train.settling import DEFAULT_SETTLE, settling_of
 
 __all__ = ["CENTRAL", "DIAGNOSTIC_PREFIX", "GROUPS", "RANKED", "REFERENCE", "Row", "SplitTable", "Stat", "aggregate", "diagnostic_names", "format_value",
@@ -35,62 +36,6 @@ __all__ = ["CENTRAL", "DIAGNOSTIC_PREFIX", "GROUPS", "RANKED", "REFERENCE", "Row
 CENTRAL = "central"
 #: a row's role: ranked; a reference (shown apart, never ranked); trained on some groups (their own sections)
 RANKED, REFERENCE, GROUPS = "ranked", "reference", "groups"
-#: the prefix of a row curve that is an algorithm's per-round diagnostic (``curves.algorithm.<name>``)
-DIAGNOSTIC_PREFIX = "algorithm."
-
-
-@dataclass
-class Stat:
-    """A metric over the seeds of a row.
-
-    Parameters
-    ----------
-    mean : float or None
-        The mean of the non-null values; None when there are none.
-    std : float or None
-        The sample standard deviation (ddof=1); None with fewer than two values.
-    n : int
-        The number of non-null values.
-
-    Examples
-    --------
-    >>> from hetbench.leaderboard.aggregate import Stat
-    >>> Stat(80.0, None, 1).std is None
-    True
-    """
-
-    mean: float | None
-    std: float | None
-    n: int
-
-
-def summarize(values: Iterable[float | None]) -> Stat:
-    """Mean and sample standard deviation (ddof=1) of the non-null values.
-
-    Parameters
-    ----------
-    values : Iterable[float or None]
-        One value per seed; None for a null.
-
-    Returns
-    -------
-    Stat
-        The mean, std and count.
-
-    Examples
-    --------
-    >>> from hetbench.leaderboard.aggregate import summarize
-    >>> summarize([80.0, None, 84.0])
-    Stat(mean=82.0, std=2.8284271247461903, n=2)
-    >>> summarize([None])
-    Stat(mean=None, std=None, n=0)
-    """
-    vals = [v for v in values if v is not None]
-    if not vals:
-        return Stat(None, None, 0)
-    mean = math.fsum(vals) / len(vals)
-    std = math.sqrt(math.fsum((v - mean) ** 2 for v in vals) / (len(vals) - 1)) if len(vals) > 1 else None
-    return Stat(mean, std, len(vals))
 
 
 @dataclass
@@ -128,7 +73,8 @@ class Row:
     Examples
     --------
     >>> from hetbench.leaderboard.aggregate import aggregate
-    >>> from hetbench.leaderboard.load import example_result, parse_result
+    >>> from hetbench.leaderboard.example_results import example_result
+    >>> from hetbench.leaderboard.load import parse_result
     >>> (table,) = aggregate([parse_result(example_result(seed=s, accuracy=80.0 + s)) for s in (0, 2)])
     >>> row = table.rows[0]
     >>> row.label, row.seeds, row.mean("accuracy")
@@ -178,7 +124,8 @@ class Row:
         Examples
         --------
         >>> from hetbench.leaderboard.aggregate import aggregate
-        >>> from hetbench.leaderboard.load import example_result, parse_result
+        >>> from hetbench.leaderboard.example_results import example_result
+        >>> from hetbench.leaderboard.load import parse_result
         >>> (table,) = aggregate([parse_result(example_result())])
         >>> table.rows[0].mean("worst_group_accuracy"), table.rows[0].mean("macs")
         (85.0, None)
@@ -216,7 +163,8 @@ class SplitTable:
     Examples
     --------
     >>> from hetbench.leaderboard.aggregate import aggregate
-    >>> from hetbench.leaderboard.load import example_result, parse_result
+    >>> from hetbench.leaderboard.example_results import example_result
+    >>> from hetbench.leaderboard.load import parse_result
     >>> tables = aggregate([parse_result(example_result(fingerprint=fp)) for fp in ("aaaa1111bb", "cccc2222dd")])
     >>> [t.title for t in tables]
     ['digits (aaaa1111)', 'digits (cccc2222)']
@@ -251,87 +199,6 @@ def _central_reference(rows: list[Row]) -> Row | None:
     return min(central, key=key)
 
 
-def _evaluated(curves: dict, key: str) -> tuple[Any, Any]:
-    """(x, y) of a metric curve: ``curves.round`` and ``curves[key]``."""
-    return curves.get("round"), curves.get(key)
-
-
-def _trained(curves: dict, key: str) -> tuple[Any, Any]:
-    """(x, y) of a diagnostic ``algorithm.<name>``: one value per trained round, against ``curves.train_round``
-    when it has as many entries, else rounds 1, 2, ..."""
-    log = curves.get("algorithm")
-    ys = log.get(key[len(DIAGNOSTIC_PREFIX):]) if isinstance(log, dict) else None
-    if not isinstance(ys, list):
-        return None, None
-    xs = curves.get("train_round")
-    return (xs if isinstance(xs, list) and len(xs) == len(ys) else list(range(1, len(ys) + 1))), ys
-
-
-def diagnostic_names(results: Iterable[Result]) -> list[str]:
-    """The per-round diagnostics some result records: the lists of ``curves.algorithm`` (dicts there, such as
-    DapperFL's ``achieved_pruning_ratio``, are not per round), sorted.
-
-    Parameters
-    ----------
-    results : Iterable[Result]
-        Results.
-
-    Returns
-    -------
-    list[str]
-        The names, without the ``algorithm.`` prefix.
-
-    Examples
-    --------
-    >>> from hetbench.leaderboard.aggregate import diagnostic_names
-    >>> from hetbench.leaderboard.load import example_result, parse_result
-    >>> run = example_result(curves={"round": [1], "accuracy": [50.0],
-    ...                              "algorithm": {"l_ema": [2.1], "achieved_pruning_ratio": {"0.2": 0.19}}})
-    >>> diagnostic_names([parse_result(run)])
-    ['l_ema']
-    """
-    names = set()
-    for res in results:
-        curves = res.data.get("curves")
-        log = curves.get("algorithm") if isinstance(curves, dict) else None
-        if isinstance(log, dict):
-            names.update(k for k, v in log.items() if isinstance(k, str) and isinstance(v, list))
-    return sorted(names)
-
-
-def _mean_curve(results: list[Result], key: str) -> tuple[list[float], list, list, list] | None:
-    """(rounds, mean, min, max) over seeds of ``curves[key]`` against ``curves.round`` (of the diagnostic
-    ``curves.algorithm.<name>`` against the trained rounds when ``key`` is ``algorithm.<name>``); None when no
-    seed has it. min and max are None where fewer than two seeds have a value."""
-    per_round: dict[float, list[float]] = {}
-    found = False
-    series = _trained if key.startswith(DIAGNOSTIC_PREFIX) else _evaluated
-    for res in results:
-        curves = res.data.get("curves")
-        if not isinstance(curves, dict):
-            continue
-        xs, ys = series(curves, key)
-        if not isinstance(xs, list) or not isinstance(ys, list) or len(xs) != len(ys):
-            continue
-        for x, y in zip(xs, ys):
-            try:
-                xf, yf = number(x, "round"), number(y, key)
-            except ValueError:
-                continue
-            if xf is None:
-                continue
-            per_round.setdefault(xf, [])
-            if yf is not None:
-                per_round[xf].append(yf)
-                found = True
-    if not found:
-        return None
-    rounds = sorted(per_round)
-    lo = [min(per_round[x]) if len(per_round[x]) > 1 else None for x in rounds]
-    hi = [max(per_round[x]) if len(per_round[x]) > 1 else None for x in rounds]
-    return rounds, [summarize(per_round[x]).mean for x in rounds], lo, hi
-
-
 def _unique(values: Iterable[Any]) -> list[Any]:
     """The distinct non-None values, in first-seen order."""
     out: list[Any] = []
@@ -357,7 +224,7 @@ def _row_stats(row: Row, ref_acc: dict[str, float | None], statistic: str) -> No
             per_metric[m].append(vals[m])
     row.stats = {m: summarize(v) for m, v in per_metric.items()}
     for key in [k for k, _ in CURVES] + [DIAGNOSTIC_PREFIX + n for n in diagnostic_names(row.results)]:
-        curve = _mean_curve(row.results, key)
+        curve = mean_curve(row.results, key)
         if curve is not None:
             rounds, mean, lo, hi = curve
             row.curves[key] = (rounds, mean)
@@ -393,7 +260,8 @@ def aggregate(results: list[Result], statistic: str = DEFAULT_STATISTIC, settle:
     Examples
     --------
     >>> from hetbench.leaderboard.aggregate import aggregate
-    >>> from hetbench.leaderboard.load import example_result, parse_result
+    >>> from hetbench.leaderboard.example_results import example_result
+    >>> from hetbench.leaderboard.load import parse_result
     >>> runs = [example_result(algorithm=a, seed=s, accuracy=acc)
     ...         for a, s, acc in [("central", 0, 100.0), ("fedavg", 0, 90.0), ("fedavg", 1, 70.0)]]
     >>> (table,) = aggregate([parse_result(r) for r in runs])

@@ -17,7 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import SimpleNamespace
 
-from hetbench.leaderboard.aggregate import SplitTable, Stat, summarize
+from hetbench.leaderboard.aggregate import SplitTable
+from hetbench.leaderboard.statistics import Stat, summarize
 from hetbench.leaderboard.labels import set_labels
 from hetbench.leaderboard.load import json_text
 
@@ -86,7 +87,8 @@ def cross_group_tables(table: SplitTable) -> list[CrossTable]:
     --------
     >>> from hetbench.leaderboard.aggregate import aggregate
     >>> from hetbench.leaderboard.cross_group import cross_group_tables
-    >>> from hetbench.leaderboard.load import example_result, parse_result
+    >>> from hetbench.leaderboard.example_results import example_result
+    >>> from hetbench.leaderboard.load import parse_result
     >>> from hetbench.train.result_stats import curve_statistics, group_protocol
     >>> def run(trained):
     ...     accs = {g: (90.0 if g == trained else 50.0) for g in "abc"}

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from hetbench.leaderboard.aggregate import DIAGNOSTIC_PREFIX, SplitTable
+from hetbench.leaderboard.aggregate import SplitTable
+from hetbench.leaderboard.seed_curves import DIAGNOSTIC_PREFIX
 
 
 @dataclass(frozen=True)
@@ -96,7 +97,8 @@ def diagnostic_panels(table: SplitTable) -> list[tuple[str, Diagnostic]]:
     --------
     >>> from hetbench.leaderboard.aggregate import aggregate
     >>> from hetbench.leaderboard.diagnostics import diagnostic_panels
-    >>> from hetbench.leaderboard.load import example_result, parse_result
+    >>> from hetbench.leaderboard.example_results import example_result
+    >>> from hetbench.leaderboard.load import parse_result
     >>> run = example_result(algorithm="scaffold", curves={
     ...     "round": [1, 2], "accuracy": [40.0, 60.0], "algorithm": {"zeta": [1.0, 2.0], "c_norm": [0.5, 0.7]}})
     >>> (table,) = aggregate([parse_result(run)])

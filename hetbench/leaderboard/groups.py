@@ -129,7 +129,8 @@ def group_tables(table: SplitTable) -> list[GroupTable]:
     --------
     >>> from hetbench.leaderboard.aggregate import aggregate
     >>> from hetbench.leaderboard.groups import group_tables
-    >>> from hetbench.leaderboard.load import example_result, parse_result
+    >>> from hetbench.leaderboard.example_results import example_result
+    >>> from hetbench.leaderboard.load import parse_result
     >>> from hetbench.train.result_stats import curve_statistics, group_protocol
     >>> def run(held_out):
     ...     accs = {"a": 90.0, "b": 80.0, "c": 60.0}

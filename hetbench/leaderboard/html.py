@@ -154,7 +154,8 @@ def render_html(tables: list[SplitTable], skipped: list[Skipped] | None = None) 
     --------
     >>> from hetbench.leaderboard.aggregate import aggregate
     >>> from hetbench.leaderboard.html import render_html
-    >>> from hetbench.leaderboard.load import Skipped, example_result, parse_result
+    >>> from hetbench.leaderboard.example_results import example_result
+    >>> from hetbench.leaderboard.load import Skipped, parse_result
     >>> from hetbench.leaderboard.rank import rank
     >>> flat = [70.0, 71.0, 70.0, 71.0]
     >>> runs = [example_result(algorithm=a, curves={"round": [1, 2, 3, 4], "accuracy": [v + d for v in flat]})

@@ -193,7 +193,8 @@ def layout(t: SplitTable) -> Layout:
     --------
     >>> from hetbench.leaderboard.aggregate import aggregate
     >>> from hetbench.leaderboard.layout import layout
-    >>> from hetbench.leaderboard.load import example_result, parse_result
+    >>> from hetbench.leaderboard.example_results import example_result
+    >>> from hetbench.leaderboard.load import parse_result
     >>> from hetbench.leaderboard.rank import rank
     >>> flat = {"round": [1, 2, 3, 4], "accuracy": [80.0, 81.0, 80.0, 81.0]}
     >>> rising = {"round": [1, 2, 3, 4], "accuracy": [40.0, 70.0, 90.0, 99.0]}

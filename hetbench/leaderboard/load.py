@@ -21,9 +21,7 @@ from typing import Any
 from hetbench.errors import HetbenchError
 from hetbench.leaderboard.metrics import FINAL_METRICS, PER_EVALUATION
 from hetbench.leaderboard.statistics import number, read_statistics
-from hetbench.train.result_stats import curve_statistics  # the producer's constants and statistics (no torch)
-from hetbench.train.results import DEFAULT_LAST_K, READABLE_SCHEMA_VERSIONS, RESULT_KIND, SCHEMA_VERSION
-
+from hetbench.train.results import READABLE_SCHEMA_VERSIONS, RESULT_KIND, SCHEMA_VERSION  # the producer's (no torch)
 
 
 def json_text(obj: Any) -> str:
@@ -76,7 +74,8 @@ class Result:
 
     Examples
     --------
-    >>> from hetbench.leaderboard.load import example_result, parse_result
+    >>> from hetbench.leaderboard.example_results import example_result
+    >>> from hetbench.leaderboard.load import parse_result
     >>> r = parse_result(example_result(algorithm="fedprox", params={"mu": 0.1}, seed=1))
     >>> r.split_key, r.algorithm, r.params, r.seed
     (('digits', 'f00d'), 'fedprox', {'mu': 0.1}, 1)
@@ -206,59 +205,6 @@ class Loaded:
     ignored: int = 0
 
 
-def example_result(split: str = "digits", algorithm: str = "fedavg", seed: Any = 0, accuracy: float = 90.0,
-                   *, fingerprint: str = "f00d", params: dict | None = None, final: dict | None = None,
-                   curves: dict | None = None) -> dict:
-    """A minimal valid train result (schema 2), for examples: the keys :func:`parse_result` needs and little more.
-
-    Its ``final.best`` and ``final.last_k`` are computed from ``curves`` (k = 3); without ``curves`` the
-    run was evaluated once, at round 1, with the ``final`` values.
-
-    Parameters
-    ----------
-    split : str
-        ``split.name``.
-    algorithm : str
-        ``algorithm.name``.
-    seed : Any
-        ``config.seed``.
-    accuracy : float
-        ``final.accuracy``; ``final.worst_group_accuracy`` is 5 points lower unless ``final`` says otherwise.
-    fingerprint : str
-        ``split.fingerprint``.
-    params : dict or None
-        ``algorithm.params``.
-    final : dict or None
-        More ``final`` metrics (they win over ``accuracy``).
-    curves : dict or None
-        ``curves`` (``round`` and a list per metric); None: one evaluation with the ``final`` values.
-
-    Returns
-    -------
-    dict
-        The result as parsed JSON.
-
-    Examples
-    --------
-    >>> from hetbench.leaderboard.load import example_result
-    >>> r = example_result(seed=3)
-    >>> r["final"]["worst_group_accuracy"], r["final"]["last_k"]["k"], r["curves"]["accuracy"]
-    (85.0, 1, [90.0])
-    """
-    fin = {"accuracy": accuracy, "worst_group_accuracy": accuracy - 5.0, **(final or {})}
-    if curves is None:
-        curves = {"round": [1], **{m: [fin[m]] for m in ("accuracy", "worst_group_accuracy") if m in fin}}
-    fin.update(curve_statistics(curves, {}, None, DEFAULT_LAST_K))
-    return {
-        "kind": RESULT_KIND, "schema_version": SCHEMA_VERSION,
-        "split": {"name": split, "fingerprint": fingerprint},
-        "algorithm": {"name": algorithm, "params": params or {}},
-        "config": {"seed": seed},
-        "curves": curves,
-        "final": fin,
-    }
-
-
 def _per_client(data: dict, key: str) -> float | None:
     """Mean of ``clients.<key>`` when given, else ``model.<key>``."""
     clients = data.get("clients")
@@ -313,7 +259,8 @@ def parse_result(data: Any, path: str = "<result>") -> Result | None:
 
     Examples
     --------
-    >>> from hetbench.leaderboard.load import example_result, parse_result
+    >>> from hetbench.leaderboard.example_results import example_result
+    >>> from hetbench.leaderboard.load import parse_result
     >>> parse_result(example_result()).values["worst_group_accuracy"]
     85.0
     >>> parse_result({"kind": "something else"}) is None
@@ -376,7 +323,8 @@ def load_results(results_dir: str | Path) -> Loaded:
     Examples
     --------
     >>> import json, pathlib
-    >>> from hetbench.leaderboard.load import example_result, load_results
+    >>> from hetbench.leaderboard.example_results import example_result
+    >>> from hetbench.leaderboard.load import load_results
     >>> folder = pathlib.Path("results_load")
     >>> folder.mkdir()
     >>> _ = (folder / "a.json").write_text(json.dumps(example_result()))

@@ -15,7 +15,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from hetbench.leaderboard.aggregate import SplitTable, Stat, summarize
+from hetbench.leaderboard.aggregate import SplitTable
+from hetbench.leaderboard.statistics import Stat, summarize
 
 
 @dataclass
@@ -60,7 +61,8 @@ def per_group_table(table: SplitTable) -> PerGroupTable | None:
     Examples
     --------
     >>> from hetbench.leaderboard.aggregate import aggregate
-    >>> from hetbench.leaderboard.load import example_result, parse_result
+    >>> from hetbench.leaderboard.example_results import example_result
+    >>> from hetbench.leaderboard.load import parse_result
     >>> from hetbench.leaderboard.per_group import per_group_table
     >>> def run(algorithm, seed, dark):
     ...     doc = example_result(algorithm=algorithm, seed=seed, accuracy=80.0)
@@ -111,7 +113,7 @@ def per_group_cells(pg: PerGroupTable, cell_text) -> tuple[list[str], list[list[
 
     Examples
     --------
-    >>> from hetbench.leaderboard.aggregate import Stat
+    >>> from hetbench.leaderboard.statistics import Stat
     >>> from hetbench.leaderboard.per_group import PerGroupTable, per_group_cells
     >>> pg = PerGroupTable(["dark"], {"dark": 42}, ["fedavg"], {("fedavg", "dark"): Stat(65.0, 7.07, 2)})
     >>> per_group_cells(pg, lambda s: f"{s.mean:.2f}")

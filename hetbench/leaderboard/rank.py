@@ -42,7 +42,8 @@ def rank(tables: list[SplitTable], rank_by: str = DEFAULT_RANK_BY) -> list[Split
     Examples
     --------
     >>> from hetbench.leaderboard.aggregate import aggregate
-    >>> from hetbench.leaderboard.load import example_result, parse_result
+    >>> from hetbench.leaderboard.example_results import example_result
+    >>> from hetbench.leaderboard.load import parse_result
     >>> from hetbench.leaderboard.rank import rank
     >>> runs = [example_result(algorithm=a, final={"worst_group_accuracy": w})
     ...         for a, w in [("alpha", 70.0), ("beta", 80.0), ("gamma", None)]]
@@ -96,7 +97,7 @@ def build(results_dir: str | Path, rank_by: str = DEFAULT_RANK_BY, statistic: st
     Examples
     --------
     >>> import json, pathlib
-    >>> from hetbench.leaderboard.load import example_result
+    >>> from hetbench.leaderboard.example_results import example_result
     >>> from hetbench.leaderboard.rank import build
     >>> folder = pathlib.Path("results_build")
     >>> folder.mkdir()
@@ -135,7 +136,8 @@ def best_means(table: SplitTable) -> dict[str, float]:
     Examples
     --------
     >>> from hetbench.leaderboard.aggregate import aggregate
-    >>> from hetbench.leaderboard.load import example_result, parse_result
+    >>> from hetbench.leaderboard.example_results import example_result
+    >>> from hetbench.leaderboard.load import parse_result
     >>> from hetbench.leaderboard.rank import best_means
     >>> flat = {"round": [1, 2, 3, 4], "accuracy": [60.0, 61.0, 60.5, 61.0]}
     >>> runs = [example_result(algorithm=a, curves={**flat, "accuracy": [v + d for v in flat["accuracy"]]})

@@ -9,7 +9,8 @@ producer's own function (:func:`hetbench.train.result_stats.curve_statistics`), 
 from __future__ import annotations
 
 import math
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Iterable
 
 from hetbench.leaderboard.metrics import PER_EVALUATION, STATISTICS
 from hetbench.train.result_stats import curve_statistics
@@ -163,3 +164,55 @@ def read_statistics(data: dict, version: int) -> tuple[dict, dict, int | None]:
     return statistics, group_values, k if isinstance(k, int) and not isinstance(k, bool) else None
 
 
+@dataclass
+class Stat:
+    """A metric over the seeds of a row.
+
+    Parameters
+    ----------
+    mean : float or None
+        The mean of the non-null values; None when there are none.
+    std : float or None
+        The sample standard deviation (ddof=1); None with fewer than two values.
+    n : int
+        The number of non-null values.
+
+    Examples
+    --------
+    >>> from hetbench.leaderboard.statistics import Stat
+    >>> Stat(80.0, None, 1).std is None
+    True
+    """
+
+    mean: float | None
+    std: float | None
+    n: int
+
+
+def summarize(values: Iterable[float | None]) -> Stat:
+    """Mean and sample standard deviation (ddof=1) of the non-null values.
+
+    Parameters
+    ----------
+    values : Iterable[float or None]
+        One value per seed; None for a null.
+
+    Returns
+    -------
+    Stat
+        The mean, std and count.
+
+    Examples
+    --------
+    >>> from hetbench.leaderboard.statistics import summarize
+    >>> summarize([80.0, None, 84.0])
+    Stat(mean=82.0, std=2.8284271247461903, n=2)
+    >>> summarize([None])
+    Stat(mean=None, std=None, n=0)
+    """
+    vals = [v for v in values if v is not None]
+    if not vals:
+        return Stat(None, None, 0)
+    mean = math.fsum(vals) / len(vals)
+    std = math.sqrt(math.fsum((v - mean) ** 2 for v in vals) / (len(vals) - 1)) if len(vals) > 1 else None
+    return Stat(mean, std, len(vals))

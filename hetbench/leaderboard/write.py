@@ -15,7 +15,7 @@ from pathlib import Path
 from hetbench.atomic import atomic_dir, check_out_dir
 from hetbench.leaderboard.aggregate import SplitTable
 from hetbench.leaderboard.cross_group import cross_group_tables, plot_cross_group
-from hetbench.leaderboard.curves import plot_curves_png
+from hetbench.leaderboard.curves_png import plot_curves_png
 from hetbench.leaderboard.html import render_html
 from hetbench.leaderboard.load import Loaded
 from hetbench.leaderboard.metrics import (
@@ -27,7 +27,8 @@ from hetbench.leaderboard.metrics import (
     statistic_text,
 )
 from hetbench.leaderboard.rank import build
-from hetbench.leaderboard.text import render_csv, render_markdown
+from hetbench.leaderboard.csv_text import render_csv
+from hetbench.leaderboard.text import render_markdown
 from hetbench.train.settling import settle_rule
 
 MAX_WARNINGS = 20  # skipped files named one by one on stderr; the rest are counted
@@ -191,7 +192,7 @@ def write_leaderboard(results_dir: str | Path, out: str | Path, rank_by: str = D
     Examples
     --------
     >>> import json, pathlib
-    >>> from hetbench.leaderboard.load import example_result
+    >>> from hetbench.leaderboard.example_results import example_result
     >>> from hetbench.leaderboard.write import write_leaderboard
     >>> folder = pathlib.Path("results_write")
     >>> folder.mkdir()

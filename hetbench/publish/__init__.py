@@ -149,7 +149,8 @@ def publish_split(
         fs.dropped,
     )
     report.update(extra_report or {})
-    from hetbench.report.feature_entry import check_embedder_spec, feature_shift_writer, measure_feature_shift
+    from hetbench.report.feature_embedding import check_embedder_spec
+    from hetbench.report.feature_entry import feature_shift_writer, measure_feature_shift
     from hetbench.report.groups import client_groups
 
     check_embedder_spec(feature_embedder)

@@ -16,7 +16,8 @@ from __future__ import annotations
 
 from hetbench.reproduce.claims import claim_ids, load_claim, select_claims
 from hetbench.reproduce.criteria import CRITERIA, VERDICTS, Measurement, evaluate
-from hetbench.reproduce.run import DEFAULT_OUT, Reproduced, dry_run, reproduce
+from hetbench.reproduce.estimates import dry_run
+from hetbench.reproduce.run import DEFAULT_OUT, Reproduced, reproduce
 
 __all__ = ["CRITERIA", "DEFAULT_OUT", "VERDICTS", "Measurement", "Reproduced", "claim_ids", "dry_run", "evaluate", "load_claim",
            "reproduce", "select_claims"]

@@ -25,16 +25,16 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Sequence
 
 from hetbench.errors import HetbenchError
-from hetbench.reproduce.claims import (ALL_MODES, SMOKE, Claim, check_seed_count, claim_ids, load_claim,
-                                      replicated_seeds, select_claims)
+from hetbench.reproduce.claims import Claim, claim_ids, load_claim
+from hetbench.reproduce.estimates import estimate_claims
+from hetbench.reproduce.run_inputs import check_metadata, checked_claims, seeds_of
 from hetbench.reproduce.runners import RUNNERS
 from hetbench.reproduce.write import coverage
 
 DEFAULT_OUT = "hetbench_claims"
-FULL_SEEDS = (0, 1, 2, 3, 4)
 """The seeds of ``--full`` when ``--seeds`` is not given (``--quick`` uses each claim's quick seeds)."""
 
 
@@ -52,210 +52,6 @@ class Reproduced:
         lines = [f"{c['id']:<{width}}  {c['verdict'] + coverage(c):<20}  {self.seconds.get(c['id'], 0):.1f} s"
                  for c in self.doc["claims"]]
         return lines + [f"wrote {self.out}/claims.md, claims.html, claims.json"]
-
-
-@dataclass
-class ClaimCost:
-    """A claim's estimated training cost in one mode on one device (:mod:`hetbench.reproduce.cost`)."""
-
-    id: str
-    seconds: float
-    runs: int
-    examples: int
-
-    def line(self, width: int) -> str:
-        from hetbench.reproduce.cost import format_duration
-
-        if not self.runs:
-            return f"{self.id:<{width}}  no federated training (seconds)"
-        return (f"{self.id:<{width}}  {format_duration(self.seconds):>9}  {self.runs} training runs, "
-                f"{self.examples / 1e6:.3g}M training examples")
-
-
-def estimate_claims(loaded: Sequence[Claim], mode: str, seeds: list[int] | None, device: str,
-                    on_claim: Callable[[ClaimCost], None] | None = None, timings: dict | None = None
-                    ) -> list[ClaimCost]:
-    """Each claim's training cost in ``mode`` on ``device`` (this machine), from its runner's workloads
-    timed here (:func:`hetbench.reproduce.cost.estimate`: a floor, training and evaluation arithmetic
-    only).
-
-    Parameters
-    ----------
-    loaded : sequence of Claim
-        Validated claim definitions.
-    mode : str
-        ``quick`` or ``full``.
-    seeds : list of int, optional
-        ``--seeds``; None: the mode's default.
-    device : str
-        A resolved torch device (``cpu``, ``cuda``, ...).
-    on_claim : callable, optional
-        Called with each claim's cost as soon as it is estimated (timing a full-mode workload takes
-        minutes on a loaded machine: the CLI prints each line then, not all at the end).
-    timings : dict, optional
-        A cache of the trainer's timings by workload shape, shared between calls (filled here).
-
-    Examples
-    --------
-    >>> from hetbench.reproduce.claims import load_claim
-    >>> [c.line(18) for c in estimate_claims([load_claim("dapperfl-footprint")], "full", None, "cpu")]
-    ['dapperfl-footprint  no federated training (seconds)']
-    """
-    from hetbench.reproduce.cost import estimate
-
-    timings = {} if timings is None else timings
-    costs = []
-    for claim in loaded:
-        claim_seeds = seeds_of(claim, mode, seeds)
-        work = RUNNERS[claim.runner].workloads(claim.settings[mode], claim_seeds)
-        costs.append(ClaimCost(claim.id, estimate(work, device, timings=timings) if work else 0.0,
-                               sum(w.runs for w in work), sum(w.runs * w.train_examples for w in work)))
-        if on_claim is not None:
-            on_claim(costs[-1])
-    return costs
-
-
-def dry_run(claims: str | None = "all", mode: str = "quick", seeds: str | Sequence[int] | None = None,
-            device: str = "auto", on_start: Callable[[str, list[str]], None] | None = None,
-            on_claim: Callable[[ClaimCost], None] | None = None) -> tuple[str, list[ClaimCost]]:
-    """``hetbench reproduce --dry-run``: check the claims, seeds and device as :func:`reproduce` does,
-    run nothing, and estimate each claim's training cost here (:func:`estimate_claims`). ``on_start``
-    gets the resolved device and the claim ids before the first estimate, ``on_claim`` each cost as it
-    is made.
-
-    Returns
-    -------
-    tuple
-        The resolved device (``cpu``, ``cuda:0``, ...) and one :class:`ClaimCost` per claim.
-
-    Examples
-    --------
-    >>> device, costs = dry_run("hsu-geo-clients", "full")
-    >>> [c.line(15) for c in costs]
-    ['hsu-geo-clients  no federated training (seconds)']
-    """
-    from hetbench.train.device import resolve_device
-
-    ids, seed_list, loaded = _checked_claims(claims, mode, seeds)
-    resolved = str(resolve_device(device))
-    if on_start is not None:
-        on_start(resolved, ids)
-    return resolved, estimate_claims(loaded, mode, seed_list, resolved, on_claim)
-
-
-def _checked_claims(claims: str | None, mode: str, seeds: str | Sequence[int] | None
-                    ) -> tuple[list[str], list[int] | None, list[Claim]]:
-    """The claim ids, ``--seeds`` and validated definitions, or one line for an unknown id, mode or seed list,
-    a definition that does not validate, or fewer seeds than a claim's statistics need."""
-    ids = select_claims(claims)
-    if mode not in ALL_MODES:
-        raise HetbenchError(f"mode '{mode}' is not one of {', '.join(ALL_MODES)}")
-    seed_list = parse_seeds(seeds)
-    loaded = [load_claim(i) for i in ids]  # every definition validates before anything runs
-    if seed_list is not None and mode != SMOKE:  # a smoke run decides nothing: any seeds
-        for claim in loaded:
-            check_seed_count(claim.id, seed_list, RUNNERS[claim.runner].seeded, "`seeds`")
-    for claim in loaded:
-        seeds_of(claim, mode, seed_list)  # a replicated claim refuses seeds its replicates would overlap
-    return ids, seed_list, loaded
-
-
-def seeds_of(claim: Claim, mode: str, seeds: list[int] | None) -> list[int]:
-    """The seeds ``claim`` runs in ``mode`` for the seed set ``seeds`` (None: the mode's default: its quick
-    ``seeds``, :data:`FULL_SEEDS` in full mode), each replicated as its settings declare
-    (:func:`hetbench.reproduce.claims.replicated_seeds`).
-
-    Examples
-    --------
-    >>> from hetbench.reproduce.claims import load_claim
-    >>> from hetbench.reproduce.run import seeds_of
-    >>> seeds_of(load_claim("hsu-label-skew"), "quick", [5, 6, 7, 8, 9])
-    [5, 6, 7, 8, 9]
-    """
-    if seeds is None:
-        seeds = list(FULL_SEEDS) if mode == "full" else list(claim.settings[mode].get("seeds", [0]))
-    return replicated_seeds(claim.id, seeds, int(claim.settings[mode].get("replicates", 1)))
-
-
-def check_metadata(metadata: str | None) -> None:
-    """Refuse a ``--metadata`` that names nothing readable, before any claim runs (it used to make the
-    metadata checks 'not run' while the run ended 'reproduced' with exit code 0).
-
-    Parameters
-    ----------
-    metadata : str, optional
-        A built-in, a local file or folder (or ``SPLIT=PATH,...``), ``inat2017:ANNOTATIONS.json+LOCATIONS.json``
-        or a hub id; None: not given.
-
-    Returns
-    -------
-    None
-
-    Raises
-    ------
-    HetbenchError
-        An unknown built-in, a file that does not exist, an ``inat2017:`` source that does not name two files.
-
-    Examples
-    --------
-    >>> check_metadata(None); check_metadata("builtin:observations")
-    >>> check_metadata("nope.csv")
-    Traceback (most recent call last):
-    hetbench.errors.HetbenchError: metadata 'nope.csv' not found (no such file or folder, and not a built-in, an inat2017: source or a hub id)
-    """
-    from hetbench.sources.builtins import BUILTINS
-    from hetbench.sources.hub import looks_like_hub_id
-
-    if metadata is None:
-        return
-    if not metadata.strip():
-        raise HetbenchError("`metadata` is empty; name a table, or leave `metadata` out")
-    if metadata.startswith("inat2017:"):
-        files = metadata[len("inat2017:"):].split("+")
-        if len(files) != 2 or not all(f.strip() for f in files):
-            raise HetbenchError(f"`metadata` '{metadata}' must name two files: inat2017:ANNOTATIONS.json+LOCATIONS.json")
-        missing = [f for f in files if not Path(f).expanduser().is_file()]
-        if missing:
-            raise HetbenchError(f"`metadata` '{metadata}': {', '.join(repr(f) for f in missing)} not found")
-        return
-    if metadata.startswith("builtin:"):
-        BUILTINS[metadata]  # an unknown name lists the valid ones
-        return
-    per_split = "=" in metadata and not Path(metadata).expanduser().exists()
-    paths = [part.partition("=")[2].strip() for part in metadata.split(",")] if per_split else [metadata]
-    for path in paths:
-        if not (path and (Path(path).expanduser().exists() or looks_like_hub_id(path))):
-            shown = metadata if path == metadata else f"{metadata}': '{path}"
-            raise HetbenchError(f"`metadata` '{shown}' not found (no such file or folder, and not a built-in, an "
-                                "inat2017: source or a hub id)")
-
-
-def parse_seeds(seeds: str | Sequence[int] | None) -> list[int] | None:
-    """``--seeds``: a comma list of distinct non-negative integers (None: the mode's default).
-
-    Examples
-    --------
-    >>> from hetbench.reproduce.run import parse_seeds
-    >>> parse_seeds("0, 1,2"), parse_seeds(None)
-    ([0, 1, 2], None)
-    >>> parse_seeds("0,x")
-    Traceback (most recent call last):
-    hetbench.errors.HetbenchError: seeds must be a comma list of non-negative integers (got '0,x')
-    """
-    if seeds is None:
-        return None
-    if isinstance(seeds, str):
-        try:
-            out = [int(s) for s in seeds.split(",") if s.strip()]
-        except ValueError:
-            raise HetbenchError(f"`seeds` must be a comma list of non-negative integers (got '{seeds}')") from None
-    else:
-        out = [int(s) for s in seeds]
-    if not out or any(s < 0 for s in out):
-        raise HetbenchError(f"`seeds` must be a comma list of non-negative integers (got '{seeds}')")
-    if len(set(out)) != len(out):
-        raise HetbenchError(f"`seeds` names a seed twice ('{seeds}')")
-    return out
 
 
 def _refuse_full_on_cpu(training: list[Claim], seeds: list[int] | None, device: str, quiet: bool) -> None:
@@ -362,7 +158,7 @@ def reproduce(
     from hetbench.reproduce.store import RunStore
     from hetbench.version import __version__
 
-    ids, seed_list, loaded = _checked_claims(claims, mode, seeds)
+    ids, seed_list, loaded = checked_claims(claims, mode, seeds)
     check_metadata(metadata)
     data_refs = check_data(parse_data(data), loaded, [load_claim(c) for c in claim_ids()] if data else ())
     if threads is not None and not threads > 0:

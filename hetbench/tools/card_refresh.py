@@ -82,7 +82,8 @@ def refresh_card(folder: str | os.PathLike) -> bool:
     >>> refresh_card("digits-iid-card"), open("digits-iid-card/README.md").read() == before
     (True, True)
     """
-    from hetbench.publish.card import _body, recipe_method
+    from hetbench.publish.card import recipe_method
+    from hetbench.publish.card_sections import card_body
     from hetbench.publish.licence import manifest_licence, split_licence
     from hetbench.contract import read_manifest
     from hetbench.contract.columns import read_built_columns
@@ -107,7 +108,7 @@ def refresh_card(folder: str | os.PathLike) -> bool:
     rows = {s: np.bincount(c[c >= 0], minlength=int(manifest["num_clients"])).tolist() for s, c in ids.items()}
     origin = source.get("origin") or source.get("dataset")
     lic = split_licence(origin, None, manifest_licence(manifest))  # the licence sections are kept as written
-    body = _body(manifest.get("name") or folder.name, "", source, recipe, report, manifest, card_plots(card, folder),
+    body = card_body(manifest.get("name") or folder.name, "", source, recipe, report, manifest, card_plots(card, folder),
                  lic, recipe_method(recipe), rows)
     new_start, new_end = body.find(REPORT_START), body.find(REPORT_END)
     refreshed = card[:start] + body[new_start:new_end] + card[end:]

@@ -17,7 +17,8 @@ tifffile = pytest.importorskip("tifffile")
 
 from hetbench.isp.capture import CFA_CODES, CFA_PATTERNS, SRGB_TO_XYZ, RawCapture  # noqa: E402
 from hetbench.isp.dng import dng_bytes, write_dng  # noqa: E402
-from hetbench.isp.raw import UnsupportedRaw, color_matrix_from_rgb_cam, read_raw  # noqa: E402
+from hetbench.isp.raw import UnsupportedRaw, read_raw  # noqa: E402
+from hetbench.isp.raw_metadata import color_matrix_from_rgb_cam  # noqa: E402
 from hetbench.isp.stages import REGISTRY, StageContext  # noqa: E402
 from hetbench.isp.stages import demosaic as dm  # noqa: E402
 

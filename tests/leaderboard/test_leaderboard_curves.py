@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from hetbench.leaderboard import aggregate, curves, parse_result
+from hetbench.leaderboard import aggregate, curves, curves_png, parse_result
 from hetbench.plotting import pyplot
 from leaderboard_results import result
 
@@ -36,9 +36,9 @@ def test_svg_has_a_series_per_row_and_breaks_lines_at_nulls():
 
 def test_png_only_when_a_row_has_curves(tmp_path):
     t = table_of(result(curves={}))
-    assert curves.plot_curves_png(t, tmp_path / "none.png") is False and not (tmp_path / "none.png").exists()
+    assert curves_png.plot_curves_png(t, tmp_path / "none.png") is False and not (tmp_path / "none.png").exists()
     t = table_of(result())
-    assert curves.plot_curves_png(t, tmp_path / "c.png") is True
+    assert curves_png.plot_curves_png(t, tmp_path / "c.png") is True
     assert (tmp_path / "c.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
@@ -59,7 +59,7 @@ def test_seeds_spread_is_a_min_max_band_around_the_mean():
 def test_the_png_draws_one_band_per_multi_seed_row_with_the_seeds_extremes():
     t = table_of(*_seeds("a", [10.0, 20.0, 30.0], [14.0, 30.0, 32.0]), *_seeds("b", [50.0, 60.0, 70.0]))
     plt = pyplot()
-    fig = curves.curves_figure(t)
+    fig = curves_png.curves_figure(t)
     try:
         ax = fig.axes[0]
         (band,) = ax.collections  # row a only: b has one seed
@@ -71,7 +71,7 @@ def test_the_png_draws_one_band_per_multi_seed_row_with_the_seeds_extremes():
     finally:
         plt.close(fig)
     one = table_of(*_seeds("b", [50.0, 60.0, 70.0]))
-    fig = curves.curves_figure(one)
+    fig = curves_png.curves_figure(one)
     try:
         assert len(fig.axes[0].collections) == 0 and "band" not in fig._suptitle.get_text()
     finally:
@@ -94,7 +94,7 @@ def test_twelve_rows_each_have_their_own_colour_and_dash_in_the_png_and_the_svg(
     t = table_of(*[result(algorithm=f"algo{i}", curves={"round": [1, 2], "accuracy": [10.0 + i, 20.0 + i]})
                    for i in range(12)])
     plt = pyplot()
-    fig = curves.curves_figure(t)
+    fig = curves_png.curves_figure(t)
     try:
         looks = [(line.get_color(), line.get_linestyle()) for line in fig.axes[0].get_lines()]
         assert len(looks) == 12 and len(set(looks)) == 12

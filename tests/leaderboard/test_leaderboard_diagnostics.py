@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from hetbench.leaderboard import aggregate, curves, parse_result, render_html, write_leaderboard
+from hetbench.leaderboard import aggregate, curves, curves_png, parse_result, render_html, write_leaderboard
 from hetbench.leaderboard.diagnostics import DIAGNOSTICS, diagnostic_panels
 from hetbench.leaderboard.rank import rank
 from hetbench.plotting import pyplot
@@ -63,7 +63,7 @@ def test_without_train_round_a_diagnostic_counts_rounds_from_one():
 
 def test_the_png_has_one_labelled_panel_per_diagnostic_under_the_curves(mixed):
     plt = pyplot()
-    fig = curves.curves_figure(mixed)
+    fig = curves_png.curves_figure(mixed)
     try:
         titles = [ax.get_title() for ax in fig.axes]
         assert titles[:2] == ["test accuracy (%)", "worst-group accuracy (%)"]
@@ -86,7 +86,7 @@ def test_no_diagnostic_panels_without_log_entries():
     t = table_of(run("fedavg", 0, None), run("fedprox", 0, {}))
     assert diagnostic_panels(t) == []
     plt = pyplot()
-    fig = curves.curves_figure(t)
+    fig = curves_png.curves_figure(t)
     try:
         assert [ax.get_title() for ax in fig.axes] == ["test accuracy (%)", "worst-group accuracy (%)"]
     finally:
@@ -99,13 +99,13 @@ def test_an_unknown_diagnostic_is_drawn_under_its_own_name_and_diagnostics_alone
     t = table_of(result(curves={"round": [], "algorithm": {"server_step_norm": [0.3, 0.2], "zeta": [1.0, 2.0]}}))
     assert [k for k, _ in diagnostic_panels(t)] == ["algorithm.server_step_norm", "algorithm.zeta"]
     plt = pyplot()
-    fig = curves.curves_figure(t)
+    fig = curves_png.curves_figure(t)
     try:
         assert [ax.get_title() for ax in fig.axes] == [DIAGNOSTICS["server_step_norm"].title, "zeta"]
         assert fig.axes[1].get_ylabel() == "value per round"
     finally:
         plt.close(fig)
-    assert curves.plot_curves_png(t, tmp_path / "d.png") and (tmp_path / "d.png").read_bytes()[:4] == b"\x89PNG"
+    assert curves_png.plot_curves_png(t, tmp_path / "d.png") and (tmp_path / "d.png").read_bytes()[:4] == b"\x89PNG"
 
 
 def test_the_html_shows_the_diagnostics_as_labelled_svgs(mixed):

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 from hetbench.leaderboard.aggregate import aggregate
 from hetbench.leaderboard.html import render_html
-from hetbench.leaderboard.load import example_result, parse_result
+from hetbench.leaderboard.example_results import example_result
+from hetbench.leaderboard.load import parse_result
 from hetbench.leaderboard.rank import best_means, rank
 from hetbench.leaderboard.text import render_markdown
 

@@ -10,7 +10,8 @@ import pytest
 
 from hetbench.leaderboard.aggregate import aggregate
 from hetbench.leaderboard.html import render_html
-from hetbench.leaderboard.load import example_result, parse_result
+from hetbench.leaderboard.example_results import example_result
+from hetbench.leaderboard.load import parse_result
 from hetbench.leaderboard.per_group import binomial_half_width, per_group_table
 from hetbench.leaderboard.text import render_markdown
 

@@ -85,7 +85,8 @@ def test_a_replicated_claim_runs_every_seed_of_the_set_with_its_replicates_and_s
     each seed s as s, s + 1000, ...: two disjoint sets below 1000 stay disjoint, so quick-a and quick-b never
     share a run, and the dry run's estimate counts every replicate's runs."""
     from hetbench.reproduce.cost import Timing
-    from hetbench.reproduce.run import estimate_claims, seeds_of
+    from hetbench.reproduce.estimates import estimate_claims
+    from hetbench.reproduce.run_inputs import seeds_of
 
     data = copy.deepcopy(raw_claim("dapperfl-domains"))
     data["settings"]["quick"]["replicates"] = 3

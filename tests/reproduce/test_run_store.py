@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from hetbench.errors import HetbenchError
-from hetbench.reproduce import run as run_module
+from hetbench.reproduce import run_inputs as run_module  # where the claims are loaded and checked
 from hetbench.reproduce.claims import load_claim
 from hetbench.reproduce.store import MARKER, RunStore, run_key
 
@@ -188,7 +188,7 @@ KILLED = """
 import sys, dataclasses, copy
 sys.path.insert(0, {tests!r})
 from reproduce.test_run_store import tiny_claim
-from hetbench.reproduce import run as run_module
+from hetbench.reproduce import run_inputs as run_module
 run_module.load_claim = lambda i: tiny_claim()
 from hetbench.reproduce import reproduce
 reproduce("hsu-fedavgm", out={out!r}, quiet=True)
