@@ -26,7 +26,8 @@ def _draw(ax, drawn: list, key: str, alpha: float, handles: dict) -> None:
         color, style, _ = row_style(i)
         xs, ys = r.curves[key]
         (line,) = ax.plot(xs, [math.nan if y is None else y for y in ys], color=color, linestyle=style,
-                          marker="o" if len(xs) < 2 else None, markersize=3, linewidth=1.6, label=r.label)
+                          marker="o" if len(xs) < 2 else None, markersize=3, linewidth=1.6, label=r.label,
+                          clip_on=False, zorder=3)  # over the frame: a curve at 0 % is not hidden by the axis
         handles.setdefault(i, line)
         for seg in band_segments(*r.bands[key]) if key in r.bands else []:
             bx, lo, hi = zip(*seg)
